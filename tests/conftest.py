@@ -1,0 +1,33 @@
+import textwrap
+
+import pytest
+
+from torchnumlint.engine import fix_text, lint_text
+from torchnumlint.rules.base import registry
+
+
+def _rules(select):
+    rules = registry()
+    return [rules[c] for c in select] if select else [r for r in rules.values() if r.default]
+
+
+def lint(code, *select, path="example.py"):
+    """Findings of `select` (default: the default rules) on dedented `code`, as (code, line)."""
+    return [(f.code, f.line) for f in lint_text(path, textwrap.dedent(code), _rules(select))]
+
+
+def fixed(code, *select, unsafe=True, path="example.py"):
+    return fix_text(path, textwrap.dedent(code), _rules(select), unsafe=unsafe).text
+
+
+@pytest.fixture
+def tnl():
+    """`tnl.lint(code, "TNL101")`, `tnl.fixed(code, "TNL101")`."""
+
+    class _Api:
+        pass
+
+    api = _Api()
+    api.lint = lint
+    api.fixed = fixed
+    return api

@@ -1,0 +1,73 @@
+"""Every rule's own examples are its first tests: bad gives exactly its findings, the fix gives the
+pinned text, the fixed text lints clean and is stable under a second --fix; good gives nothing."""
+
+import ast
+
+import pytest
+
+from torchnumlint.engine import candidate_rules, fix_text, lint_text
+from torchnumlint.findings import Safety
+from torchnumlint.rules.base import all_rules
+
+RULES = all_rules()
+BAD = [(r, i, ex) for r in RULES for i, ex in enumerate(r.examples)]
+GOOD = [(r, i, code) for r in RULES for i, code in enumerate(r.good)]
+
+
+def _id(case):
+    return f"{case[0].code}-{case[1]}"
+
+
+@pytest.mark.parametrize("case", BAD, ids=[_id(c) for c in BAD])
+def test_bad_example_gives_exactly_its_findings(case):
+    rule, _, example = case
+    findings = lint_text("example.py", example.bad, [rule])
+    assert sorted(f.line for f in findings) == sorted(example.lines)
+    assert all(f.code == rule.code for f in findings)
+
+
+@pytest.mark.parametrize("case", BAD, ids=[_id(c) for c in BAD])
+def test_fix_gives_the_pinned_text(case):
+    rule, _, example = case
+    result = fix_text("example.py", example.bad, [rule], unsafe=True)
+    expected = example.fixed if example.fixed is not None else example.bad
+    assert result.text == expected
+    assert not result.errors
+    if example.fixed is not None:
+        ast.parse(result.text)
+        assert lint_text("example.py", result.text, [rule]) == []
+        assert fix_text("example.py", result.text, [rule], unsafe=True).text == result.text
+
+
+@pytest.mark.parametrize("case", BAD, ids=[_id(c) for c in BAD])
+def test_unsafe_fixes_need_the_flag(case):
+    rule, _, example = case
+    result = fix_text("example.py", example.bad, [rule], unsafe=False)
+    if rule.safety is Safety.SAFE and example.fixed is not None:
+        assert result.text == example.fixed
+    else:
+        assert result.text == example.bad
+
+
+@pytest.mark.parametrize("case", BAD, ids=[_id(c) for c in BAD])
+def test_prefilter_keeps_bad_examples(case):
+    rule, _, example = case
+    assert candidate_rules(example.bad, [rule]) == [rule]
+
+
+@pytest.mark.parametrize("case", GOOD, ids=[_id(c) for c in GOOD])
+def test_good_example_is_clean(case):
+    rule, _, code = case
+    assert lint_text("example.py", code, [rule]) == []
+
+
+def test_every_rule_is_documented():
+    for rule in RULES:
+        assert rule.code.startswith("TNL") and len(rule.code) == 6
+        assert rule.name and rule.message and len(rule.rationale) > 80
+        assert rule.examples and rule.good, rule.code
+        assert rule.needles, rule.code
+        if rule.safety is Safety.GUIDE:
+            assert all(ex.fixed is None for ex in rule.examples), rule.code
+        else:
+            assert any(ex.fixed is not None for ex in rule.examples), rule.code

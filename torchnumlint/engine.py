@@ -1,0 +1,392 @@
+"""Lint one source text: pre-filter, parse once, one traversal for all rules, fixes to a fixpoint.
+
+Everything here works on text in memory; reading and writing files is `source.py`'s job, so a
+file's processing is a pure function of (path, text, settings, index), ready to be run in
+worker processes or cached.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Type
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from torchnumlint import suppression
+from torchnumlint.findings import Edit, Finding, Fix, Safety
+from torchnumlint.index import ProjectIndex
+from torchnumlint.rules.base import Rule
+from torchnumlint.rules.names import Binding, ImportMap, ScopeTable, is_no_grad_item
+
+MAX_FIX_PASSES = 10
+
+_SCOPES = (cst.FunctionDef, cst.Module)
+_LOOPS = (cst.For, cst.While)
+
+
+class ParseError(Exception):
+    """The text is not valid Python; the message says where and why."""
+
+
+class FixBuilder:
+    """Collects the node replacements (and the import they need) that make up one fix."""
+
+    def __init__(self, ctx: "FileContext", safety: Safety) -> None:
+        self.ctx = ctx
+        self.safety = safety
+        self.replacements: List[Tuple[cst.CSTNode, cst.CSTNode]] = []
+        self.imports: List[str] = []
+
+    def replace(self, old: cst.CSTNode, new: cst.CSTNode) -> "FixBuilder":
+        self.replacements.append((old, new))
+        return self
+
+    def ref(self, qualified: str) -> cst.BaseExpression:
+        """An expression naming `qualified`, in the file's own alias; adds an import if needed."""
+        text, needed = self.ctx.imports.reference(qualified)
+        if needed is not None and needed not in self.imports:
+            self.imports.append(needed)
+        return cst.parse_expression(text)
+
+
+@dataclass
+class _Report:
+    rule: Rule
+    node: cst.CSTNode
+    message: str
+    fix: Optional[FixBuilder]
+    statement: Optional[cst.CSTNode]
+
+
+class FileContext:
+    """What a rule may ask while it visits one file."""
+
+    def __init__(self, path: str, text: str, module: cst.Module, index: ProjectIndex) -> None:
+        self.path = path
+        self.text = text
+        self.module = module
+        self.index = index
+        self.imports = ImportMap(module)
+        self.stack: List[cst.CSTNode] = []  # ancestors of the node being visited, itself last
+        self.reports: List[_Report] = []
+        self._scopes: Dict[int, ScopeTable] = {}
+
+    # -- tree questions ------------------------------------------------------------------------
+    def qualname(self, expr: cst.BaseExpression) -> Optional[str]:
+        return self.imports.qualname(expr)
+
+    @property
+    def parent(self) -> Optional[cst.CSTNode]:
+        return self.stack[-2] if len(self.stack) > 1 else None
+
+    def enclosing(self, *types: type) -> Optional[cst.CSTNode]:
+        for node in reversed(self.stack[:-1]):
+            if isinstance(node, types):
+                return node
+        return None
+
+    def in_no_grad(self) -> bool:
+        """Inside `with torch.no_grad()` (or alike), or a function decorated with one."""
+        for node in self.stack:
+            if isinstance(node, cst.With) and any(is_no_grad_item(self.imports, i.item) for i in node.items):
+                return True
+            if isinstance(node, cst.FunctionDef):
+                for deco in node.decorators:
+                    call = deco.decorator
+                    if isinstance(call, cst.Call) and is_no_grad_item(self.imports, call):
+                        return True
+                    if self.qualname(call) in ("torch.no_grad", "torch.inference_mode"):
+                        return True
+        return False
+
+    # -- following names -----------------------------------------------------------------------
+    def binding(self, name: cst.BaseExpression) -> Optional[Binding]:
+        """The single assignment that gives `name` (or `self.attr`) its value here, if there is one."""
+        if isinstance(name, cst.Name):
+            if name.value in self.imports.aliases:
+                return None
+            scope, in_loop = self._scope_of_current()
+            table = self._table(scope)
+            return table.lookup(name.value, name, in_loop)
+        if (
+            isinstance(name, cst.Attribute)
+            and isinstance(name.value, cst.Name)
+            and name.value.value == "self"
+        ):
+            cls = self.enclosing(cst.ClassDef)
+            if cls is None:
+                return None
+            found = [
+                b
+                for stmt in cls.body.body
+                if isinstance(stmt, cst.FunctionDef)
+                for b in self._table(stmt).bindings.get(f"self.{name.attr.value}", ())
+            ]
+            return found[0] if len(found) == 1 else None
+        return None
+
+    def name_loads(self, name: cst.BaseExpression) -> int:
+        """How often the name is read in the current scope (1: only where we stand)."""
+        if not isinstance(name, cst.Name):
+            return 0
+        return self._table(self._scope_of_current()[0]).loads.get(name.value, 0)
+
+    def resolve(self, expr: cst.BaseExpression, depth: int = 6) -> cst.BaseExpression:
+        """Follow names to the value they were assigned, as far as that is unambiguous."""
+        for _ in range(depth):
+            found = self.binding(expr)
+            if found is None or found.value is None:
+                return expr
+            expr = found.value
+        return expr
+
+    def _scope_of_current(self) -> Tuple[cst.CSTNode, bool]:
+        in_loop = False
+        for node in reversed(self.stack):
+            if isinstance(node, _SCOPES):
+                return node, in_loop
+            if isinstance(node, _LOOPS):
+                in_loop = True
+        return self.module, in_loop
+
+    def _table(self, scope: cst.CSTNode) -> ScopeTable:
+        table = self._scopes.get(id(scope))
+        if table is None:
+            table = self._scopes[id(scope)] = ScopeTable(self.imports, scope)
+        return table
+
+    # -- reporting -----------------------------------------------------------------------------
+    def new_fix(self, safety: Safety) -> FixBuilder:
+        return FixBuilder(self, safety)
+
+    def add_report(self, rule: Rule, node: cst.CSTNode, message: str, fix: Optional[FixBuilder]) -> None:
+        statement = None
+        for ancestor in reversed(self.stack):
+            if isinstance(ancestor, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                statement = ancestor
+                break
+        self.reports.append(_Report(rule, node, message, fix, statement))
+
+
+class _Dispatcher(cst.CSTVisitor):
+    """One traversal; each node goes to the enabled rules that have a visitor for its type."""
+
+    def __init__(self, ctx: FileContext, rules: Sequence[Rule]) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.visits: Dict[str, list] = {}
+        self.leaves: Dict[str, list] = {}
+        for rule in rules:
+            for attr in dir(type(rule)):
+                if attr.startswith("visit_"):
+                    self.visits.setdefault(attr[6:], []).append(getattr(rule, attr))
+                elif attr.startswith("leave_"):
+                    self.leaves.setdefault(attr[6:], []).append(getattr(rule, attr))
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.ctx.stack.append(node)
+        for handler in self.visits.get(type(node).__name__, ()):
+            handler(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        for handler in self.leaves.get(type(original_node).__name__, ()):
+            handler(original_node)
+        self.ctx.stack.pop()
+
+
+def candidate_rules(text: str, rules: Sequence[Type[Rule]]) -> List[Type[Rule]]:
+    """The rules that can fire on `text`: cheap substring tests that never lose a finding."""
+    return [rule for rule in rules if any(needle in text for needle in rule.needles)]
+
+
+def parse(text: str) -> cst.Module:
+    try:
+        return cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        raise ParseError(f"line {exc.raw_line}, column {exc.raw_column + 1}: {_first_line(exc.message)}") from None
+    except RecursionError:
+        raise ParseError("expression nested too deeply") from None
+
+
+def _first_line(message: str) -> str:
+    return message.strip().splitlines()[0] if message.strip() else "syntax error"
+
+
+def check_syntax(text: str, path: str) -> None:
+    """The cheap syntax check for files no rule needs to parse."""
+    try:
+        ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        raise ParseError(f"line {exc.lineno}, column {exc.offset}: {exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise ParseError(str(exc)) from None
+
+
+def lint_text(
+    path: str, text: str, rules: Sequence[Type[Rule]], index: Optional[ProjectIndex] = None
+) -> List[Finding]:
+    """All findings of `rules` in `text`, noqa-suppressed ones removed. Raises ParseError."""
+    active = candidate_rules(text, rules)
+    if not active:
+        check_syntax(text, path)
+        return []
+    module = parse(text)
+    ctx = FileContext(path, text, module, index or ProjectIndex.empty())
+    module.visit(_Dispatcher(ctx, [rule(ctx) for rule in active]))
+    if not ctx.reports:
+        return []
+    findings = _to_findings(ctx)
+    return suppression.filter_findings(findings, text)
+
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+def _line_starts(text: str) -> List[int]:
+    return [0] + [m.end() for m in _NEWLINE.finditer(text)]
+
+
+def _to_findings(ctx: FileContext) -> List[Finding]:
+    """Positions are resolved only for files that have findings: the walk costs a codegen pass."""
+    positions = MetadataWrapper(ctx.module, unsafe_skip_copy=True).resolve(PositionProvider)
+    starts = _line_starts(ctx.text)
+
+    def offset(line: int, col: int) -> int:
+        return starts[line - 1] + col
+
+    findings = []
+    for report in ctx.reports:
+        where = positions[report.node]
+        noqa = {where.start.line, where.end.line}
+        if report.statement is not None:
+            span = positions[report.statement]
+            noqa.update((span.start.line, span.end.line))
+        fix = None
+        if report.fix is not None and report.fix.replacements:
+            edits = []
+            for old, new in report.fix.replacements:
+                span = positions[old]
+                edits.append(
+                    _edit(
+                        offset(span.start.line, span.start.column),
+                        offset(span.end.line, span.end.column),
+                        ctx.module.code_for_node(new),
+                        starts,
+                    )
+                )
+            for line in report.fix.imports:
+                at = _import_offset(ctx, positions, starts)
+                edits.append(_edit(at, at, line + ctx.module.default_newline, starts))
+            fix = Fix(tuple(sorted(edits, key=lambda e: (e.start, e.end))), report.fix.safety)
+        findings.append(
+            Finding(
+                code=report.rule.code,
+                name=report.rule.name,
+                message=report.message,
+                path=ctx.path,
+                line=where.start.line,
+                col=where.start.column + 1,
+                end_line=where.end.line,
+                end_col=where.end.column + 1,
+                fix=fix,
+                noqa_lines=tuple(sorted(noqa)),
+            )
+        )
+    return findings
+
+
+def _edit(start: int, end: int, content: str, starts: List[int]) -> Edit:
+    return Edit(start, end, content, _row_col(start, starts), _row_col(end, starts))
+
+
+def _row_col(offset: int, starts: List[int]) -> Tuple[int, int]:
+    import bisect
+
+    line = bisect.bisect_right(starts, offset)
+    return line, offset - starts[line - 1] + 1
+
+
+def _import_offset(ctx: FileContext, positions, starts: List[int]) -> int:
+    """Just after the last top-level import, else after the docstring, else before the code."""
+    anchor = ctx.imports.last_top_import or ctx.imports.header_end
+    if anchor is not None:
+        line = positions[anchor].end.line
+        return starts[line] if line < len(starts) else len(ctx.text)
+    if ctx.module.body:
+        return starts[positions[ctx.module.body[0]].start.line - 1]
+    return len(ctx.text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fixes
+
+
+def fixable(finding: Finding, unsafe: bool) -> bool:
+    if finding.fix is None:
+        return False
+    return finding.fix.safety is Safety.SAFE or (unsafe and finding.fix.safety is Safety.UNSAFE)
+
+
+def apply_fixes(text: str, findings: Iterable[Finding]) -> Tuple[str, int]:
+    """Apply every fix whose edits do not overlap an earlier one; the rest wait for the next pass.
+
+    Returns the new text and how many fixes went in."""
+    taken: List[Edit] = []
+    count = 0
+    for finding in sorted(findings, key=lambda f: f.fix.edits[0].start if f.fix else 0):
+        if finding.fix is None:
+            continue
+        new = [e for e in finding.fix.edits if e not in taken]
+        if any(_overlaps(a, b) for a in new for b in taken):
+            continue
+        taken.extend(new)
+        count += 1
+    for edit in sorted(taken, key=lambda e: (e.start, e.end), reverse=True):
+        text = text[: edit.start] + edit.content + text[edit.end :]
+    return text, count
+
+
+def _overlaps(a: Edit, b: Edit) -> bool:
+    if a.start == a.end:  # an insertion clashes only with a replacement around it
+        return b.start < a.start < b.end
+    if b.start == b.end:
+        return a.start < b.start < a.end
+    return a.start < b.end and b.start < a.end
+
+
+@dataclass
+class FixResult:
+    text: str
+    findings: List[Finding]
+    applied: int = 0
+    errors: List[str] = field(default_factory=list)
+
+
+def fix_text(
+    path: str,
+    text: str,
+    rules: Sequence[Type[Rule]],
+    index: Optional[ProjectIndex] = None,
+    unsafe: bool = False,
+) -> FixResult:
+    """Apply fixes until nothing changes (at most MAX_FIX_PASSES), re-parsing after each pass."""
+    findings = lint_text(path, text, rules, index)
+    applied = 0
+    for _ in range(MAX_FIX_PASSES):
+        todo = [f for f in findings if fixable(f, unsafe)]
+        if not todo:
+            break
+        new_text, count = apply_fixes(text, todo)
+        if new_text == text:
+            break
+        try:
+            new_findings = lint_text(path, new_text, rules, index)
+        except ParseError as exc:  # a bug in a rule's fix: keep the last good text
+            return FixResult(text, findings, applied, [f"a fix produced invalid code ({exc}); not applied"])
+        applied += count
+        text, findings = new_text, new_findings
+    return FixResult(text, findings, applied)

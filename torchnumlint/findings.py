@@ -1,0 +1,57 @@
+"""Plain data that flows from the rules to the fixer and the reporters."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+
+class Safety(str, enum.Enum):
+    """How far a rule's fix can be trusted.
+
+    SAFE: same values (float tolerance) wherever the original is finite; applied by --fix.
+    UNSAFE: changes results; applied only with --unsafe-fixes.
+    GUIDE: the rule explains what to do but does not rewrite code.
+    """
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    GUIDE = "guide"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace text[start:end] (character offsets) with `content`; rows/columns are 1-based."""
+
+    start: int
+    end: int
+    content: str
+    location: Tuple[int, int] = (0, 0)
+    end_location: Tuple[int, int] = (0, 0)
+
+
+@dataclass(frozen=True)
+class Fix:
+    edits: Tuple[Edit, ...]
+    safety: Safety
+
+
+@dataclass
+class Finding:
+    code: str
+    name: str
+    message: str
+    path: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    fix: Optional[Fix] = None
+    # Lines whose `# noqa` comment suppresses this finding (its own, and the first and last
+    # line of the statement that holds it).
+    noqa_lines: Tuple[int, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def sort_key(self):
+        return (self.path, self.line, self.col, self.code)

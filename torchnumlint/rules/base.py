@@ -1,0 +1,74 @@
+"""The shape of a rule: one class that carries its own code, docs, examples and fix safety.
+
+Examples are plain literals (`Example(...)` with string/tuple arguments) so that
+`torchnumlint.runtime_check` can read them with `ast` on a machine without libcst, and run the
+very text that the tests pin as the fixer's output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Tuple, Type
+
+from torchnumlint.findings import Safety
+
+if TYPE_CHECKING:  # pragma: no cover
+    import libcst as cst
+
+    from torchnumlint.engine import FileContext, FixBuilder
+
+
+@dataclass(frozen=True)
+class Example:
+    """A snippet the rule must flag: `lines` are the 1-based lines of its findings, `fixed` the
+    exact text after `--fix` (with `--unsafe-fixes` for an UNSAFE rule); None for GUIDE rules."""
+
+    bad: str
+    lines: Tuple[int, ...]
+    fixed: Optional[str] = None
+
+
+_REGISTRY: Dict[str, Type["Rule"]] = {}
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    message: ClassVar[str]
+    rationale: ClassVar[str]
+    safety: ClassVar[Safety]
+    default: ClassVar[bool] = True
+    # Pre-filter: the rule cannot fire unless the source contains one of these strings.
+    needles: ClassVar[Tuple[str, ...]]
+    examples: ClassVar[Tuple[Example, ...]]
+    good: ClassVar[Tuple[str, ...]]
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        code = cls.__dict__.get("code")
+        if code:
+            if code in _REGISTRY:
+                raise RuntimeError(f"duplicate rule code {code}")
+            _REGISTRY[code] = cls
+
+    def __init__(self, ctx: "FileContext") -> None:
+        self.ctx = ctx
+
+    def report(self, node: "cst.CSTNode", fix: "Optional[FixBuilder]" = None, **fmt: object) -> None:
+        """Record a finding at `node`; `fmt` fills the placeholders of `message`."""
+        self.ctx.add_report(self, node, self.message.format(**fmt) if fmt else self.message, fix)
+
+    def fix(self) -> "FixBuilder":
+        """A fix builder carrying this rule's safety (GUIDE rules do not build fixes)."""
+        return self.ctx.new_fix(self.safety)
+
+
+def registry() -> Dict[str, Type[Rule]]:
+    """Every rule, by code, once all rule families are imported."""
+    import torchnumlint.rules  # noqa: F401  (registers the families)
+
+    return dict(sorted(_REGISTRY.items()))
+
+
+def all_rules() -> List[Type[Rule]]:
+    return list(registry().values())

@@ -1,0 +1,482 @@
+"""Shared name resolution: imports and aliases, the method form, a name to its assignment.
+
+LibCST's QualifiedNameProvider/ScopeProvider cost ~8x a bare parse on real code, so we resolve
+with a small resolver of our own: a module's imports are few, and only the names a rule asks
+about are followed, lazily, one scope at a time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+# ---------------------------------------------------------------------------------------------
+# Imports
+
+
+class ImportMap:
+    """local name -> fully qualified name, from every import statement in a module."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.aliases: Dict[str, str] = {}
+        self.top_level: Dict[str, str] = {}
+        self.last_top_import: Optional[cst.SimpleStatementLine] = None
+        self.header_end: Optional[cst.SimpleStatementLine] = None  # docstring / __future__
+        for index, stmt in enumerate(module.body):
+            if isinstance(stmt, cst.SimpleStatementLine):
+                small = stmt.body
+                if any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in small):
+                    self.last_top_import = stmt
+                    if self._is_future(small):
+                        self.header_end = stmt
+                elif index == 0 and _is_docstring(stmt):
+                    self.header_end = stmt
+        self._collect(module.body, top=True)
+
+    @staticmethod
+    def _is_future(small: Sequence[cst.BaseSmallStatement]) -> bool:
+        return any(
+            isinstance(s, cst.ImportFrom) and isinstance(s.module, cst.Name) and s.module.value == "__future__"
+            for s in small
+        )
+
+    def _collect(self, body: Sequence[cst.CSTNode], top: bool) -> None:
+        for stmt in body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, (cst.Import, cst.ImportFrom)):
+                        self._add(small, top)
+            elif isinstance(stmt, cst.BaseCompoundStatement):
+                # Imports under `if`/`try` at module level still bind module-level names;
+                # imports inside functions bind locals, good enough for resolution.
+                is_block = isinstance(stmt, (cst.If, cst.Try, cst.With))
+                for child in _bodies(stmt):
+                    self._collect(child, top and is_block)
+
+    def _add(self, node, top: bool) -> None:
+        found: Dict[str, str] = {}
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                full = dotted(alias.name)
+                if alias.asname is not None:
+                    found[alias.asname.name.value] = full  # type: ignore[union-attr]
+                else:
+                    head = full.split(".")[0]
+                    found[head] = head
+        else:
+            if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+                return
+            base = dotted(node.module)
+            for alias in node.names:
+                name = dotted(alias.name)
+                local = alias.asname.name.value if alias.asname is not None else name  # type: ignore[union-attr]
+                found[local] = f"{base}.{name}"
+        self.aliases.update(found)
+        if top:
+            self.top_level.update(found)
+
+    def qualname(self, expr: cst.BaseExpression) -> Optional[str]:
+        """`F.softmax` -> 'torch.nn.functional.softmax' when F is that module; else None."""
+        parts: List[str] = []
+        while isinstance(expr, cst.Attribute):
+            parts.append(expr.attr.value)
+            expr = expr.value
+        if not isinstance(expr, cst.Name):
+            return None
+        head = self.aliases.get(expr.value)
+        if head is None:
+            if expr.value != "torch":  # `torch` used without an import we saw: still torch
+                return None
+            head = "torch"
+        parts.append(head)
+        return ".".join(reversed(parts))
+
+    def is_module_ref(self, expr: cst.BaseExpression) -> bool:
+        """Whether `expr` names an imported module or object (so `expr.log()` is no method call)."""
+        while isinstance(expr, cst.Attribute):
+            expr = expr.value
+        return isinstance(expr, cst.Name) and (expr.value in self.aliases or expr.value == "torch")
+
+    def reference(self, qualified: str) -> Tuple[str, Optional[str]]:
+        """Source text that names `qualified` in this module, and the import line it needs, if any.
+
+        Reuses the file's own alias (`F.log_softmax` under `import torch.nn.functional as F`).
+        """
+        for local, target in self.top_level.items():
+            if target == qualified:
+                return local, None
+        parts = qualified.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            prefix = ".".join(parts[:cut])
+            for local, target in self.top_level.items():
+                if target == prefix:
+                    return ".".join([local] + parts[cut:]), None
+        if qualified.startswith("torch.nn.functional.") and "F" not in self.aliases:
+            return "F." + parts[-1], "import torch.nn.functional as F"
+        return qualified, "import torch"
+
+
+def dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{dotted(node.value)}.{node.attr.value}"
+    raise TypeError(type(node).__name__)
+
+
+def _is_docstring(stmt: cst.SimpleStatementLine) -> bool:
+    return (
+        len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def _bodies(stmt: cst.BaseCompoundStatement) -> Iterator[Sequence[cst.CSTNode]]:
+    """The statement lists directly under a compound statement (else/except/finally too)."""
+    stack: List[cst.CSTNode] = [stmt]
+    while stack:
+        node = stack.pop()
+        body = getattr(node, "body", None)
+        if isinstance(body, cst.IndentedBlock):
+            yield body.body
+        elif isinstance(body, cst.SimpleStatementSuite):
+            yield body.body
+        elif isinstance(body, (list, tuple)):
+            yield body
+        for attr in ("orelse", "finalbody"):
+            extra = getattr(node, attr, None)
+            if extra is not None:
+                stack.append(extra)
+        for handler in getattr(node, "handlers", ()) or ():
+            stack.append(handler)
+
+
+# ---------------------------------------------------------------------------------------------
+# Operations: one canonical name for the function form, every alias and the method form
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    functions: FrozenSet[str]
+    method: Optional[str]
+    params: Tuple[str, ...]  # parameters after the tensor input, in order
+    method_params: Optional[Tuple[str, ...]] = None  # when the method's order differs
+    input_kw: str = "input"
+
+
+def _op(name, functions, method=None, params=(), method_params=None, input_kw="input") -> Op:
+    return Op(name, frozenset(functions), method, tuple(params), method_params, input_kw)
+
+
+_F = "torch.nn.functional."
+
+OPS: Dict[str, Op] = {
+    op.name: op
+    for op in (
+        _op("softmax", {"torch.softmax", _F + "softmax", "torch.special.softmax"}, "softmax",
+            ("dim", "_stacklevel", "dtype"), ("dim", "dtype")),
+        _op("log_softmax", {"torch.log_softmax", _F + "log_softmax", "torch.special.log_softmax"},
+            "log_softmax", ("dim", "_stacklevel", "dtype"), ("dim", "dtype")),
+        _op("sigmoid", {"torch.sigmoid", _F + "sigmoid", "torch.special.expit"}, "sigmoid"),
+        _op("logsigmoid", {_F + "logsigmoid"}),
+        _op("log", {"torch.log"}, "log"),
+        _op("log1p", {"torch.log1p", "torch.special.log1p"}, "log1p"),
+        _op("exp", {"torch.exp", "torch.special.exp"}, "exp"),
+        _op("sqrt", {"torch.sqrt"}, "sqrt"),
+        _op("rsqrt", {"torch.rsqrt"}, "rsqrt"),
+        _op("pow", {"torch.pow"}, "pow", ("exponent",)),
+        _op("square", {"torch.square"}, "square"),
+        _op("abs", {"torch.abs"}, "abs"),
+        _op("sum", {"torch.sum"}, "sum", ("dim", "keepdim", "dtype")),
+        _op("mean", {"torch.mean"}, "mean", ("dim", "keepdim", "dtype")),
+        _op("std", {"torch.std"}, "std", ("dim", "unbiased", "keepdim")),
+        _op("var", {"torch.var"}, "var", ("dim", "unbiased", "keepdim")),
+        _op("norm", {"torch.norm"}, "norm", ("p", "dim", "keepdim", "dtype")),
+        _op("linalg_norm", {"torch.linalg.norm"}, None, ("ord", "dim", "keepdim")),
+        _op("vector_norm", {"torch.linalg.vector_norm"}, None, ("ord", "dim", "keepdim")),
+        _op("clamp", {"torch.clamp", "torch.clip"}, "clamp", ("min", "max")),
+        _op("clip", set(), "clip", ("min", "max")),
+        _op("clamp_min", {"torch.clamp_min"}, "clamp_min", ("min",)),
+        _op("clamp_", set(), "clamp_", ("min", "max")),
+        _op("clamp_min_", set(), "clamp_min_", ("min",)),
+        _op("maximum", {"torch.maximum", "torch.fmax"}, "maximum", ("other",)),
+        _op("max", {"torch.max"}, "max", ("dim", "keepdim")),
+        _op("detach", set(), "detach"),
+        _op("normalize", {_F + "normalize"}, None, ("p", "dim", "eps")),
+        _op("kl_div", {_F + "kl_div"}, None, ("target", "size_average", "reduce", "reduction", "log_target")),
+        _op("nll_loss", {_F + "nll_loss"}, None,
+            ("target", "weight", "size_average", "ignore_index", "reduce", "reduction")),
+        _op("cross_entropy", {_F + "cross_entropy"}, None,
+            ("target", "weight", "size_average", "ignore_index", "reduce", "reduction", "label_smoothing")),
+    )
+}
+
+
+@dataclass
+class CallMatch:
+    """A call recognised as an Op: its tensor input and its other arguments by parameter name."""
+
+    op: Op
+    call: cst.Call
+    input: cst.BaseExpression
+    form: str  # "function" or "method"
+    args: Dict[str, cst.Arg] = field(default_factory=dict)
+    extra: Tuple[cst.Arg, ...] = ()  # arguments we could not place (*args, **kwargs, surplus)
+
+    def arg(self, name: str) -> Optional[cst.BaseExpression]:
+        found = self.args.get(name)
+        return found.value if found is not None else None
+
+    @property
+    def fully_known(self) -> bool:
+        """No *args/**kwargs: every argument the user passed is accounted for."""
+        return not self.extra
+
+
+def match_call(imports: ImportMap, node: cst.CSTNode, *names: str) -> Optional[CallMatch]:
+    """Match `node` against the Ops `names` in function form (any alias) or method form."""
+    if not isinstance(node, cst.Call):
+        return None
+    func = node.func
+    qual = imports.qualname(func)
+    for name in names:
+        op = OPS[name]
+        if qual is not None and qual in op.functions:
+            return _bind(op, node, node.args, None, "function")
+        if (
+            op.method is not None
+            and isinstance(func, cst.Attribute)
+            and func.attr.value == op.method
+            and not imports.is_module_ref(func.value)
+        ):
+            params = op.method_params if op.method_params is not None else op.params
+            if len([a for a in node.args if a.keyword is None and not a.star]) <= len(params):
+                return _bind(op, node, node.args, func.value, "method")
+    return None
+
+
+def _bind(op: Op, call: cst.Call, args: Sequence[cst.Arg], receiver, form: str) -> Optional[CallMatch]:
+    params = op.params if form == "function" or op.method_params is None else op.method_params
+    bound: Dict[str, cst.Arg] = {}
+    extra: List[cst.Arg] = []
+    positional = [a for a in args if a.keyword is None and not a.star]
+    names = list(params) if receiver is not None else [op.input_kw] + list(params)
+    for arg, pname in zip(positional, names):
+        bound[pname] = arg
+    extra.extend(positional[len(names):])
+    for arg in args:
+        if arg.star:
+            extra.append(arg)
+        elif arg.keyword is not None:
+            bound[arg.keyword.value] = arg
+    if receiver is None:
+        first = bound.pop(op.input_kw, None)
+        if first is None:
+            if op.input_kw == "input" and "x" in bound:  # some aliases spell it x
+                first = bound.pop("x")
+            else:
+                return None
+        receiver = first.value
+    if any(name not in params for name in bound):
+        return None  # not this op's signature: not the call we think it is
+    return CallMatch(op, call, receiver, form, bound, tuple(extra))
+
+
+def qualname_in(imports: ImportMap, expr: cst.BaseExpression, names: Sequence[str]) -> bool:
+    return imports.qualname(expr) in names
+
+
+# ---------------------------------------------------------------------------------------------
+# A name to its single assignment
+
+
+@dataclass
+class Binding:
+    node: cst.CSTNode  # the statement (or target) that binds
+    value: Optional[cst.BaseExpression]  # the assigned value, None when not a plain assignment
+    order: int
+    no_grad: bool  # bound inside `with torch.no_grad()` / inference_mode / set_grad_enabled(False)
+
+
+def is_no_grad_item(imports: ImportMap, expr: cst.BaseExpression) -> bool:
+    """`torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(False)`."""
+    if not isinstance(expr, cst.Call):
+        return False
+    qual = imports.qualname(expr.func)
+    if qual in ("torch.no_grad", "torch.autograd.no_grad", "torch.inference_mode"):
+        # inference_mode(False) re-enables autograd
+        return not (qual == "torch.inference_mode" and expr.args and _is_false(expr.args[0].value))
+    if qual == "torch.set_grad_enabled" and expr.args:
+        return _is_false(expr.args[0].value)
+    return False
+
+
+def _is_false(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "False"
+
+
+_ASSIGNMENTS = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr)
+
+
+def _assign_targets(node: cst.CSTNode) -> List[cst.BaseExpression]:
+    if isinstance(node, cst.Assign):
+        return [t.target for t in node.targets]
+    if isinstance(node, cst.AnnAssign):
+        return [node.target] if node.value is not None else []
+    return [node.target]  # AugAssign, NamedExpr
+
+
+class ScopeTable(cst.CSTVisitor):
+    """Bindings of one function (or module) body, in source order; nested scopes are opaque."""
+
+    def __init__(self, imports: ImportMap, scope: cst.CSTNode) -> None:
+        super().__init__()
+        self.imports = imports
+        self.scope = scope
+        self.order: Dict[int, int] = {}
+        self.bindings: Dict[str, List[Binding]] = {}
+        self.loads: Dict[str, int] = {}
+        self._not_loads: set = set()
+        self._counter = 0
+        self._no_grad = 0
+        if isinstance(scope, cst.FunctionDef):
+            for param in _params(scope.params):
+                self._bind(param.name.value, param, None)
+            scope.body.visit(self)
+        else:
+            scope.visit(self)
+
+    def _bind(self, name: str, node: cst.CSTNode, value: Optional[cst.BaseExpression]) -> None:
+        self.bindings.setdefault(name, []).append(Binding(node, value, self._counter, self._no_grad > 0))
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self._counter += 1
+        self.order[id(node)] = self._counter
+        if isinstance(node, cst.Name):
+            if id(node) not in self._not_loads:
+                self.loads[node.value] = self.loads.get(node.value, 0) + 1
+            return False
+        if isinstance(node, cst.Attribute):
+            self._not_loads.add(id(node.attr))
+        elif isinstance(node, cst.Arg) and node.keyword is not None:
+            self._not_loads.add(id(node.keyword))
+        if node is not self.scope and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            self._bind(node.name.value, node, None)
+            return False
+        if isinstance(node, cst.Lambda):
+            return False
+        if isinstance(node, _ASSIGNMENTS):
+            for target in _assign_targets(node):  # bound on leave, once the value is read
+                self._mark_store(target)
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            self._bind_target(node.target, node, None)
+        elif isinstance(node, cst.WithItem) and node.asname is not None:
+            self._bind_target(node.asname.name, node, None)
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            for item in node.names:  # bound elsewhere: bind twice so it is never followed
+                self._bind(item.name.value, node, None)
+                self._bind(item.name.value, node, None)
+        elif isinstance(node, cst.ExceptHandler) and node.name is not None:
+            self._bind_target(node.name.name, node, None)
+        elif isinstance(node, cst.With):
+            if any(is_no_grad_item(self.imports, item.item) for item in node.items):
+                self._no_grad += 1
+        elif (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and isinstance(node.func.value, cst.Name)
+            and node.func.attr.value.endswith("_")
+            and not node.func.attr.value.startswith("_")
+        ):
+            # `d.clamp_(min=eps)`: an in-place method changes the value, so stop following `d`
+            self._bind(node.func.value.value, node, None)
+        return True
+
+    def on_leave(self, node: cst.CSTNode) -> None:
+        if isinstance(node, _ASSIGNMENTS):
+            self._counter += 1
+            value = None if isinstance(node, cst.AugAssign) else node.value
+            for target in _assign_targets(node):
+                self._bind_target(target, node, value)
+        if isinstance(node, cst.With) and any(is_no_grad_item(self.imports, i.item) for i in node.items):
+            self._no_grad -= 1
+
+    def _mark_store(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self._not_loads.add(id(target))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._mark_store(element.value)
+        elif isinstance(target, cst.StarredElement):
+            self._mark_store(target.value)
+
+    def _bind_target(self, target: cst.BaseExpression, node: cst.CSTNode, value) -> None:
+        if isinstance(target, cst.Name):
+            self._not_loads.add(id(target))
+            self._bind(target.value, node, value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                inner = element.value
+                if isinstance(inner, cst.StarredElement):  # pragma: no cover - parser shape
+                    inner = inner.value
+                self._bind_target(inner, node, None)
+        elif isinstance(target, cst.StarredElement):
+            self._bind_target(target.value, node, None)
+        elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+            self._bind(target.value.value, node, None)  # `d[d == 0] = 1` changes d in place
+        elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+            # `self.kl = nn.KLDivLoss()`: tracked under the dotted name
+            self._bind(f"{target.value.value}.{target.attr.value}", node, value)
+
+    def rebound_between(self, expr: cst.CSTNode, use: cst.CSTNode) -> bool:
+        """Whether a name read by `expr` is bound again between `expr` and `use`."""
+        start, end = self.order.get(id(expr)), self.order.get(id(use))
+        if start is None or end is None:
+            return True
+        names = {n.value for n in _names_in(expr)}
+        return any(start < b.order < end for name in names for b in self.bindings.get(name, ()))
+
+    def lookup(self, name: str, use: cst.CSTNode, in_loop: bool) -> Optional[Binding]:
+        """The one binding that reaches `use`, or None when there is not exactly one."""
+        use_order = self.order.get(id(use))
+        found = self.bindings.get(name)
+        if use_order is None or not found:
+            return None
+        before = [b for b in found if b.order < use_order]
+        if len(before) != 1:
+            return None
+        if in_loop and any(b.order > use_order for b in found):
+            return None
+        return before[0]
+
+
+def _params(params: cst.Parameters) -> Iterator[cst.Param]:
+    yield from params.posonly_params
+    yield from params.params
+    yield from params.kwonly_params
+    for extra in (params.star_arg, params.star_kwarg):
+        if isinstance(extra, cst.Param):
+            yield extra
+
+
+def _names_in(expr: cst.CSTNode) -> List[cst.Name]:
+    found: List[cst.Name] = []
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            found.append(node)
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)
+            return False
+
+        def visit_Arg(self, node: cst.Arg) -> bool:
+            node.value.visit(self)
+            return False
+
+    expr.visit(_Collect())
+    return found

@@ -17,7 +17,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from torchnumlint import suppression
 from torchnumlint.findings import Edit, Finding, Fix, Safety
-from torchnumlint.index import ProjectIndex
+from torchnumlint.index import ProjectIndex, build_index
 from torchnumlint.rules.base import Rule
 from torchnumlint.rules.names import Binding, ImportMap, ScopeTable, is_no_grad_item
 
@@ -235,7 +235,9 @@ def lint_text(
         check_syntax(text, path)
         return []
     module = parse(text)
-    ctx = FileContext(path, text, module, index or ProjectIndex.empty())
+    if index is None:  # linting one text alone: it is its own project
+        index = build_index([(path, text)]) if any(r.needs_index for r in active) else ProjectIndex.empty()
+    ctx = FileContext(path, text, module, index)
     module.visit(_Dispatcher(ctx, [rule(ctx) for rule in active]))
     if not ctx.reports:
         return []

@@ -38,6 +38,8 @@ class Rule:
     rationale: ClassVar[str]
     safety: ClassVar[Safety]
     default: ClassVar[bool] = True
+    # Whether the rule reads the project index (cross-file facts); the engine builds it only then.
+    needs_index: ClassVar[bool] = False
     # Pre-filter: the rule cannot fire unless the source contains one of these strings.
     needles: ClassVar[Tuple[str, ...]]
     examples: ClassVar[Tuple[Example, ...]]

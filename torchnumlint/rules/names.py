@@ -8,7 +8,7 @@ about are followed, lazily, one scope at a time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
@@ -168,7 +168,7 @@ class Op:
     input_kw: str = "input"
 
 
-def _op(name, functions, method=None, params=(), method_params=None, input_kw="input") -> Op:
+def make_op(name, functions, method=None, params=(), method_params=None, input_kw="input") -> Op:
     return Op(name, frozenset(functions), method, tuple(params), method_params, input_kw)
 
 
@@ -177,40 +177,40 @@ _F = "torch.nn.functional."
 OPS: Dict[str, Op] = {
     op.name: op
     for op in (
-        _op("softmax", {"torch.softmax", _F + "softmax", "torch.special.softmax"}, "softmax",
+        make_op("softmax", {"torch.softmax", _F + "softmax", "torch.special.softmax"}, "softmax",
             ("dim", "_stacklevel", "dtype"), ("dim", "dtype")),
-        _op("log_softmax", {"torch.log_softmax", _F + "log_softmax", "torch.special.log_softmax"},
+        make_op("log_softmax", {"torch.log_softmax", _F + "log_softmax", "torch.special.log_softmax"},
             "log_softmax", ("dim", "_stacklevel", "dtype"), ("dim", "dtype")),
-        _op("sigmoid", {"torch.sigmoid", _F + "sigmoid", "torch.special.expit"}, "sigmoid"),
-        _op("logsigmoid", {_F + "logsigmoid"}),
-        _op("log", {"torch.log"}, "log"),
-        _op("log1p", {"torch.log1p", "torch.special.log1p"}, "log1p"),
-        _op("exp", {"torch.exp", "torch.special.exp"}, "exp"),
-        _op("sqrt", {"torch.sqrt"}, "sqrt"),
-        _op("rsqrt", {"torch.rsqrt"}, "rsqrt"),
-        _op("pow", {"torch.pow"}, "pow", ("exponent",)),
-        _op("square", {"torch.square"}, "square"),
-        _op("abs", {"torch.abs"}, "abs"),
-        _op("sum", {"torch.sum"}, "sum", ("dim", "keepdim", "dtype")),
-        _op("mean", {"torch.mean"}, "mean", ("dim", "keepdim", "dtype")),
-        _op("std", {"torch.std"}, "std", ("dim", "unbiased", "keepdim")),
-        _op("var", {"torch.var"}, "var", ("dim", "unbiased", "keepdim")),
-        _op("norm", {"torch.norm"}, "norm", ("p", "dim", "keepdim", "dtype")),
-        _op("linalg_norm", {"torch.linalg.norm"}, None, ("ord", "dim", "keepdim")),
-        _op("vector_norm", {"torch.linalg.vector_norm"}, None, ("ord", "dim", "keepdim")),
-        _op("clamp", {"torch.clamp", "torch.clip"}, "clamp", ("min", "max")),
-        _op("clip", set(), "clip", ("min", "max")),
-        _op("clamp_min", {"torch.clamp_min"}, "clamp_min", ("min",)),
-        _op("clamp_", set(), "clamp_", ("min", "max")),
-        _op("clamp_min_", set(), "clamp_min_", ("min",)),
-        _op("maximum", {"torch.maximum", "torch.fmax"}, "maximum", ("other",)),
-        _op("max", {"torch.max"}, "max", ("dim", "keepdim")),
-        _op("detach", set(), "detach"),
-        _op("normalize", {_F + "normalize"}, None, ("p", "dim", "eps")),
-        _op("kl_div", {_F + "kl_div"}, None, ("target", "size_average", "reduce", "reduction", "log_target")),
-        _op("nll_loss", {_F + "nll_loss"}, None,
+        make_op("sigmoid", {"torch.sigmoid", _F + "sigmoid", "torch.special.expit"}, "sigmoid"),
+        make_op("logsigmoid", {_F + "logsigmoid"}),
+        make_op("log", {"torch.log"}, "log"),
+        make_op("log1p", {"torch.log1p", "torch.special.log1p"}, "log1p"),
+        make_op("exp", {"torch.exp", "torch.special.exp"}, "exp"),
+        make_op("sqrt", {"torch.sqrt"}, "sqrt"),
+        make_op("rsqrt", {"torch.rsqrt"}, "rsqrt"),
+        make_op("pow", {"torch.pow"}, "pow", ("exponent",)),
+        make_op("square", {"torch.square"}, "square"),
+        make_op("abs", {"torch.abs"}, "abs"),
+        make_op("sum", {"torch.sum"}, "sum", ("dim", "keepdim", "dtype")),
+        make_op("mean", {"torch.mean"}, "mean", ("dim", "keepdim", "dtype")),
+        make_op("std", {"torch.std"}, "std", ("dim", "unbiased", "keepdim")),
+        make_op("var", {"torch.var"}, "var", ("dim", "unbiased", "keepdim")),
+        make_op("norm", {"torch.norm"}, "norm", ("p", "dim", "keepdim", "dtype")),
+        make_op("linalg_norm", {"torch.linalg.norm"}, None, ("ord", "dim", "keepdim")),
+        make_op("vector_norm", {"torch.linalg.vector_norm"}, None, ("ord", "dim", "keepdim")),
+        make_op("clamp", {"torch.clamp", "torch.clip"}, "clamp", ("min", "max")),
+        make_op("clip", set(), "clip", ("min", "max")),
+        make_op("clamp_min", {"torch.clamp_min"}, "clamp_min", ("min",)),
+        make_op("clamp_", set(), "clamp_", ("min", "max")),
+        make_op("clamp_min_", set(), "clamp_min_", ("min",)),
+        make_op("maximum", {"torch.maximum", "torch.fmax"}, "maximum", ("other",)),
+        make_op("max", {"torch.max"}, "max", ("dim", "keepdim")),
+        make_op("detach", set(), "detach"),
+        make_op("normalize", {_F + "normalize"}, None, ("p", "dim", "eps")),
+        make_op("kl_div", {_F + "kl_div"}, None, ("target", "size_average", "reduce", "reduction", "log_target")),
+        make_op("nll_loss", {_F + "nll_loss"}, None,
             ("target", "weight", "size_average", "ignore_index", "reduce", "reduction")),
-        _op("cross_entropy", {_F + "cross_entropy"}, None,
+        make_op("cross_entropy", {_F + "cross_entropy"}, None,
             ("target", "weight", "size_average", "ignore_index", "reduce", "reduction", "label_smoothing")),
     )
 }
@@ -237,14 +237,15 @@ class CallMatch:
         return not self.extra
 
 
-def match_call(imports: ImportMap, node: cst.CSTNode, *names: str) -> Optional[CallMatch]:
-    """Match `node` against the Ops `names` in function form (any alias) or method form."""
+def match_call(imports: ImportMap, node: cst.CSTNode, *names: Union[str, Op]) -> Optional[CallMatch]:
+    """Match `node` against the Ops `names` (keys of OPS, or Op objects) in function form (any
+    alias) or method form."""
     if not isinstance(node, cst.Call):
         return None
     func = node.func
     qual = imports.qualname(func)
     for name in names:
-        op = OPS[name]
+        op = name if isinstance(name, Op) else OPS[name]
         if qual is not None and qual in op.functions:
             return _bind(op, node, node.args, None, "function")
         if (

@@ -1,0 +1,137 @@
+"""The `torchnumlint` command: options -> Config -> run -> report -> exit code."""
+
+from __future__ import annotations
+
+import sys
+from typing import List, Optional, Sequence
+
+import click
+
+from torchnumlint import __version__
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _split(values: Sequence[str]) -> List[str]:
+    return [part.strip().upper() for value in values for part in value.split(",") if part.strip()]
+
+
+class _DefaultGroup(click.Group):
+    """`torchnumlint PATHS...` means `torchnumlint check PATHS...`, as users of ruff/flake8 expect."""
+
+    def parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
+        if not args or args[0] not in self.commands:
+            args = ["check", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_DefaultGroup)
+def cli() -> None:
+    """Find and fix numerically unsafe PyTorch code."""
+
+
+def _rule_or_fail(code: str):
+    from torchnumlint.rules.base import registry
+
+    rule = registry().get(code.strip().upper())
+    if rule is None:
+        raise click.BadParameter(f"unknown rule {code!r} (see --list-rules)")
+    return rule
+
+
+@cli.command(
+    "check",
+    epilog="Other commands: `torchnumlint rule CODE` (a rule's docs), `torchnumlint verify` "
+    "(prove every rule at runtime on this machine's device; needs torch).",
+)
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--fix", is_flag=True, help="Apply safe fixes.")
+@click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Also apply fixes that change results.")
+@click.option("--diff", is_flag=True, help="Print the changes --fix would make; write nothing.")
+@click.option("--select", multiple=True, help="Rule codes or prefixes to enable (replaces the default set).")
+@click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable in addition.")
+@click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Read settings from this file.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("--statistics", is_flag=True, help="Count findings per rule.")
+@click.option("-q", "--quiet", is_flag=True, help="Findings only, no summary.")
+@click.option("--list-rules", is_flag=True, help="List every rule and exit.")
+@click.option("--explain", metavar="CODE", help="Print a rule's documentation and exit.")
+@click.version_option(__version__, "--version", prog_name="torchnumlint")
+def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_format, config_path,
+          exit_zero, statistics, quiet, list_rules, explain) -> None:
+    """Lint PATHS (files or folders; default: the current folder) for numerically unsafe PyTorch."""
+    from torchnumlint import config as configuration
+    from torchnumlint.docs import explain as explain_rule
+    from torchnumlint.docs import rules_table
+    from torchnumlint.report import FORMATS
+    from torchnumlint.rules.base import all_rules
+    from torchnumlint.runner import Options, run
+
+    if explain:
+        click.echo(explain_rule(_rule_or_fail(explain)))
+        return
+    if list_rules:
+        click.echo(rules_table(all_rules()))
+        return
+    try:
+        config = configuration.load_config(config_path)
+        chosen_select = _split(select) or config.select
+        extend = _split(extend_select) + config.extend_select
+        ignored = _split(ignore) + config.ignore
+        for selector in (chosen_select or []) + extend + ignored:
+            configuration.check_selector(selector, "command line")
+        rules = configuration.select_rules(chosen_select, extend, ignored)
+    except configuration.ConfigError as exc:
+        click.echo(f"torchnumlint: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+
+    options = Options(fix=fix, diff=diff, unsafe_fixes=config.unsafe_fixes if unsafe_fixes is None else unsafe_fixes)
+    result = run(list(paths) or ["."], config, rules, options)
+
+    if diff:
+        click.echo("".join(result.diffs), nl=False)
+    else:
+        output = FORMATS[output_format](result, options, quiet=quiet, statistics=statistics)
+        if output:
+            click.echo(output)
+    for error in result.errors:
+        click.echo(error, err=True)
+
+    if result.errors:
+        sys.exit(EXIT_ERROR)
+    if exit_zero:
+        sys.exit(EXIT_CLEAN)
+    if diff:
+        sys.exit(EXIT_FINDINGS if result.diffs else EXIT_CLEAN)
+    sys.exit(EXIT_FINDINGS if result.findings else EXIT_CLEAN)
+
+
+@cli.command("rule")
+@click.argument("code")
+def rule_command(code: str) -> None:
+    """Print the documentation of rule CODE (e.g. TNL101)."""
+    from torchnumlint.docs import explain
+
+    click.echo(explain(_rule_or_fail(code)))
+
+
+@cli.command(
+    "verify",
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []},
+    add_help_option=False,
+)
+@click.pass_context
+def verify(ctx: click.Context) -> None:
+    """Run every rule's reproduction on this machine's device (see `torchnumlint verify --help`)."""
+    try:
+        from torchnumlint.runtime_check.cli import main as runtime_main
+    except ImportError as exc:
+        click.echo(f"torchnumlint verify needs torch: pip install 'torchnumlint[runtime]' ({exc})", err=True)
+        sys.exit(EXIT_ERROR)
+    sys.exit(runtime_main(list(ctx.args)))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    cli.main(args=list(argv) if argv is not None else None, prog_name="torchnumlint")

@@ -1,0 +1,113 @@
+"""One run over paths: discover, read, index, lint or fix each file, collect what to report.
+
+Each file is processed by `process_file`, a function of plain, picklable inputs, so a later
+change can hand files to worker processes or a cache without touching the rest.
+"""
+
+from __future__ import annotations
+
+import difflib
+import traceback
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence, Type
+
+from torchnumlint.config import Config, ignored_for
+from torchnumlint.discovery import discover
+from torchnumlint.engine import ParseError, fix_text, lint_text
+from torchnumlint.findings import Finding
+from torchnumlint.index import ProjectIndex, build_index
+from torchnumlint.rules.base import Rule
+from torchnumlint.source import SourceError, SourceFile, read_source, write_source
+
+
+@dataclass
+class Options:
+    fix: bool = False
+    unsafe_fixes: bool = False
+    diff: bool = False
+
+
+@dataclass
+class FileOutcome:
+    findings: List[Finding] = field(default_factory=list)
+    errors: List[str] = field(default_factory=list)
+    fixed: int = 0
+    diff: str = ""
+
+
+@dataclass
+class RunResult:
+    findings: List[Finding] = field(default_factory=list)
+    errors: List[str] = field(default_factory=list)
+    fixed: int = 0
+    diffs: List[str] = field(default_factory=list)
+    files: int = 0
+
+
+def _rules_for(path: str, rules: Sequence[Type[Rule]], config: Config) -> List[Type[Rule]]:
+    ignored = ignored_for(config, path)
+    if not ignored:
+        return list(rules)
+    return [r for r in rules if not any(r.code.startswith(s) or s.upper() == "ALL" for s in ignored)]
+
+
+def process_file(
+    source: SourceFile, rules: Sequence[Type[Rule]], index: ProjectIndex, options: Options
+) -> FileOutcome:
+    path = source.path
+    outcome = FileOutcome()
+    try:
+        if not (options.fix or options.diff):
+            outcome.findings = lint_text(path, source.text, rules, index)
+            return outcome
+        result = fix_text(path, source.text, rules, index, unsafe=options.unsafe_fixes)
+    except ParseError as exc:
+        outcome.errors.append(f"{path}: cannot parse: {exc}")
+        return outcome
+    except Exception as exc:  # a bug in torchnumlint: say so, keep going with other files
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        outcome.errors.append(f"{path}: internal error in torchnumlint (please report it): {detail}")
+        return outcome
+    outcome.findings = result.findings
+    outcome.errors.extend(f"{path}: {message}" for message in result.errors)
+    if result.text != source.text:
+        if options.diff:
+            outcome.diff = "".join(
+                difflib.unified_diff(
+                    source.text.splitlines(keepends=True),
+                    result.text.splitlines(keepends=True),
+                    fromfile=f"a/{path}",
+                    tofile=f"b/{path}",
+                )
+            )
+        else:
+            try:
+                write_source(source, result.text)
+                outcome.fixed = result.applied
+            except SourceError as exc:
+                outcome.errors.append(f"{path}: {exc}")
+    return outcome
+
+
+def run(paths: Sequence[str], config: Config, rules: Sequence[Type[Rule]], options: Options) -> RunResult:
+    result = RunResult()
+    files, result.errors = discover(paths, config)
+    sources: List[SourceFile] = []
+    for path in files:
+        try:
+            sources.append(read_source(path))
+        except SourceError as exc:
+            result.errors.append(f"{path}: {exc}")
+    result.files = len(sources)
+    index: Optional[ProjectIndex] = ProjectIndex.empty()
+    if any(rule.needs_index for rule in rules):
+        index = build_index((s.path, s.text) for s in sources)
+    for source in sources:
+        outcome = process_file(source, _rules_for(source.path, rules, config), index, options)
+        result.findings.extend(outcome.findings)
+        result.errors.extend(outcome.errors)
+        result.fixed += outcome.fixed
+        if outcome.diff:
+            result.diffs.append(outcome.diff)
+    result.findings.sort(key=lambda f: f.sort_key)
+    return result

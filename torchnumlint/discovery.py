@@ -1,8 +1,8 @@
 """Paths -> the Python files to lint.
 
 Folders are walked for `.py`/`.pyi`, skipping hidden folders, virtualenvs, caches and build output,
-the `exclude` globs and what `.gitignore` files ignore. A file named on the command line is always
-linted (as in ruff), unless an exclude pattern names it.
+the `exclude` globs and what `.gitignore` files ignore. A file named on the command line (as
+pre-commit does) is linted unless the user's own `exclude`/`extend-exclude` patterns name it.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class _GitIgnore:
             if gitignore.is_file():
                 try:
                     lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
-                    spec = pathspec.PathSpec.from_lines("gitwildmatch", lines)
+                    spec = pathspec.GitIgnoreSpec.from_lines(lines)
                 except OSError:
                     spec = None
             self._specs[folder] = spec
@@ -55,9 +55,9 @@ class _GitIgnore:
             folder = folder.parent
 
 
-def _exclude_spec(config: Config) -> pathspec.PathSpec:
-    patterns = (config.exclude if config.exclude is not None else DEFAULT_EXCLUDE) + config.extend_exclude
-    return pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+def _exclude_spec(config: Config, defaults: bool = True) -> pathspec.PathSpec:
+    base = config.exclude if config.exclude is not None else (DEFAULT_EXCLUDE if defaults else [])
+    return pathspec.GitIgnoreSpec.from_lines(base + config.extend_exclude)
 
 
 def _excluded(spec: pathspec.PathSpec, path: Path, root: Path, is_dir: bool) -> bool:
@@ -72,6 +72,7 @@ def _excluded(spec: pathspec.PathSpec, path: Path, root: Path, is_dir: bool) -> 
 def discover(paths: Iterable[str], config: Config) -> Tuple[List[str], List[str]]:
     """(files to lint, in a stable order; errors for paths that do not exist)."""
     spec = _exclude_spec(config)
+    named_spec = _exclude_spec(config, defaults=False)  # files named explicitly: the user's patterns only
     gitignore = _GitIgnore()
     root = config.root.resolve()
     files: List[str] = []
@@ -91,7 +92,7 @@ def discover(paths: Iterable[str], config: Config) -> Tuple[List[str], List[str]
             continue
         absolute = path.resolve()
         if path.is_file():
-            if not _excluded(spec, absolute, root, False):
+            if not _excluded(named_spec, absolute, root, False):
                 add(given)
             continue
         for folder, dirnames, filenames in os.walk(given):

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Type
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst._nodes.internal import CodegenState  # the one private import: see _code_in_block
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from torchnumlint import suppression
 from torchnumlint.findings import Edit, Finding, Fix, Safety
@@ -207,6 +208,7 @@ def parse(text: str) -> cst.Module:
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
+        check_syntax(text, "<source>")  # CPython's message and position are the clearer ones
         raise ParseError(f"line {exc.raw_line}, column {exc.raw_column + 1}: {_first_line(exc.message)}") from None
     except RecursionError:
         raise ParseError("expression nested too deeply") from None
@@ -254,7 +256,13 @@ def _line_starts(text: str) -> List[int]:
 
 def _to_findings(ctx: FileContext) -> List[Finding]:
     """Positions are resolved only for files that have findings: the walk costs a codegen pass."""
-    positions = MetadataWrapper(ctx.module, unsafe_skip_copy=True).resolve(PositionProvider)
+    wrapper = MetadataWrapper(ctx.module, unsafe_skip_copy=True)
+    has_fixes = any(r.fix is not None and r.fix.replacements for r in ctx.reports)
+    if has_fixes:
+        resolved = wrapper.resolve_many([PositionProvider, ParentNodeProvider])
+        positions, parents = resolved[PositionProvider], resolved[ParentNodeProvider]
+    else:
+        positions, parents = wrapper.resolve(PositionProvider), {}
     starts = _line_starts(ctx.text)
 
     def offset(line: int, col: int) -> int:
@@ -276,7 +284,7 @@ def _to_findings(ctx: FileContext) -> List[Finding]:
                     _edit(
                         offset(span.start.line, span.start.column),
                         offset(span.end.line, span.end.column),
-                        ctx.module.code_for_node(new),
+                        _code_in_block(ctx, new, _indent_of(ctx, old, positions, parents, starts)),
                         starts,
                     )
                 )
@@ -299,6 +307,27 @@ def _to_findings(ctx: FileContext) -> List[Finding]:
             )
         )
     return findings
+
+
+def _indent_of(ctx: FileContext, node: cst.CSTNode, positions, parents, starts: List[int]) -> str:
+    """The indentation of the block holding `node`: the leading white space of its statement."""
+    while node in parents and not isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        node = parents[node]
+    line_start = starts[positions[node].start.line - 1]
+    line = ctx.text[line_start : line_start + 200]
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def _code_in_block(ctx: FileContext, node: cst.CSTNode, indent: str) -> str:
+    """Code for `node` as it would print inside its block: continuation lines that LibCST marks
+    as indented get the block's indentation (`Module.code_for_node` would print them at column 0)."""
+    state = CodegenState(
+        default_indent=ctx.module.default_indent,
+        default_newline=ctx.module.default_newline,
+        indent_tokens=[indent] if indent else [],
+    )
+    node._codegen(state)
+    return "".join(state.tokens)
 
 
 def _edit(start: int, end: int, content: str, starts: List[int]) -> Edit:

@@ -46,7 +46,9 @@ def decode(path: str, raw: bytes) -> SourceFile:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as exc:
-        raise SourceError(f"cannot parse: {exc}") from None
+        if "unknown encoding" in str(exc):
+            raise SourceError(f"cannot parse: {exc}") from None
+        encoding = "utf-8"  # undecodable bytes in the first lines: the decode below names them
     if encoding == "utf-8-sig":
         encoding = "utf-8"
     body = raw[len(codecs.BOM_UTF8):] if bom else raw

@@ -60,10 +60,23 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
         return call.with_changes(args=[new])
     last = args[-1]
     if isinstance(last.comma, cst.Comma):  # trailing comma: the new argument takes the last slot
+        closing = last.comma.whitespace_after
         previous: Optional[cst.Arg] = args[-2] if len(args) > 1 else None
-        separator = previous.comma if previous is not None and isinstance(previous.comma, cst.Comma) else cst.Comma(whitespace_after=_SPACE)
-        new = new.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
-        args[-1] = last.with_changes(comma=separator, whitespace_after_arg=_NONE)
+        between = previous.comma.whitespace_after if previous is not None and isinstance(previous.comma, cst.Comma) else None
+        if isinstance(closing, cst.ParenthesizedWhitespace) and isinstance(between, cst.ParenthesizedWhitespace):
+            # one argument per line: the old last line keeps its comment, the new line goes below
+            args[-1] = last.with_changes(
+                comma=last.comma.with_changes(
+                    whitespace_after=closing.with_changes(indent=between.indent, last_line=between.last_line, empty_lines=[])
+                )
+            )
+            new = new.with_changes(
+                comma=last.comma.with_changes(whitespace_after=closing.with_changes(first_line=cst.TrailingWhitespace())),
+                whitespace_after_arg=last.whitespace_after_arg,
+            )
+        else:
+            new = new.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
+            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=_SPACE), whitespace_after_arg=_NONE)
     else:
         new = new.with_changes(whitespace_after_arg=last.whitespace_after_arg)
         args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=_SPACE), whitespace_after_arg=_NONE)

@@ -1,0 +1,152 @@
+"""The installed `torchnumlint` command, run as a real subprocess."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXE = Path(sys.executable).with_name("torchnumlint")
+
+UNSAFE = '''import torch
+import torch.nn.functional as F
+
+
+def distill_loss(s1, s2):
+    return F.kl_div(F.log_softmax(s1, dim=-1), F.softmax(s2, dim=-1), reduction="batchmean")
+
+
+def wrong_input(a, t):
+    return F.kl_div(F.softmax(a, dim=-1), t, reduction="batchmean")
+'''
+
+
+def run(*args, cwd):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    return subprocess.run([str(EXE), *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "train.py").write_text(UNSAFE)
+    (tmp_path / "clean.py").write_text("import torch\nx = torch.ones(3)\n")
+    return tmp_path
+
+
+def test_findings_exit_1_with_ruff_like_lines(project):
+    out = run(".", cwd=project)
+    assert out.returncode == 1, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("train.py:6:48: TNL101 ") and lines[0].endswith("[*]")
+    assert lines[1].startswith("train.py:10:21: TNL102 ") and not lines[1].endswith("[*]")
+    assert lines[-1] == "Found 2 findings (1 fixable with --fix, 1 more with --unsafe-fixes)."
+
+
+def test_default_path_is_the_current_folder(project):
+    assert run(cwd=project).returncode == 1
+
+
+def test_fix_then_clean_and_idempotent(project):
+    out = run("--fix", ".", cwd=project)
+    assert out.returncode == 1  # the unsafe one remains
+    assert out.stdout.splitlines()[-1] == "Fixed 1 finding, 1 remaining (1 more with --unsafe-fixes)."
+    first = (project / "train.py").read_text()
+    assert "log_target=True" in first
+    out = run("--fix", "--unsafe-fixes", ".", cwd=project)
+    assert out.returncode == 0, out.stdout + out.stderr
+    second = (project / "train.py").read_text()
+    assert "F.kl_div(F.log_softmax(a, dim=-1), t" in second
+    assert run("--fix", "--unsafe-fixes", ".", cwd=project).returncode == 0
+    assert (project / "train.py").read_text() == second
+    compile(second, "train.py", "exec")
+
+
+def test_diff_writes_nothing(project):
+    out = run("--diff", "train.py", cwd=project)
+    assert out.returncode == 1
+    assert "+    return F.kl_div(F.log_softmax(s1, dim=-1), F.log_softmax(s2, dim=-1)" in out.stdout
+    assert (project / "train.py").read_text() == UNSAFE
+
+
+def test_select_ignore_exit_zero_quiet_statistics(project):
+    assert run("--select", "TNL102", "-q", ".", cwd=project).stdout.count("TNL") == 1
+    assert run("--ignore", "TNL1", ".", cwd=project).returncode == 0
+    assert run("--exit-zero", ".", cwd=project).returncode == 0
+    quiet = run("-q", ".", cwd=project).stdout
+    assert "Found" not in quiet and quiet.count("\n") == 2
+    stats = run("--statistics", ".", cwd=project).stdout.splitlines()
+    assert stats[0].split()[:3] == ["1", "TNL101", "[*]"]
+
+
+def test_unknown_selector_is_a_usage_error(project):
+    out = run("--select", "TNL999", ".", cwd=project)
+    assert out.returncode == 2 and "unknown rule selector 'TNL999'" in out.stderr
+
+
+def test_json_output_is_documented_shape(project):
+    out = run("--output-format", "json", ".", cwd=project)
+    data = json.loads(out.stdout)
+    assert [d["code"] for d in data] == ["TNL101", "TNL102"]
+    first = data[0]
+    assert set(first) == {"code", "name", "message", "filename", "location", "end_location", "fix"}
+    assert first["location"] == {"row": 6, "column": 48}
+    assert first["fix"]["applicability"] == "safe"
+    edit = first["fix"]["edits"][0]
+    assert "log_target=True" in edit["content"] and edit["location"]["row"] == 6
+    assert data[1]["fix"]["applies_with"] == "--unsafe-fixes"
+
+
+def test_pyproject_settings_and_bad_config(project):
+    (project / "pyproject.toml").write_text('[tool.torchnumlint]\nignore = ["TNL102"]\n')
+    assert run("-q", ".", cwd=project).stdout.count("TNL102") == 0
+    (project / "pyproject.toml").write_text('[tool.torchnumlint]\nignor = ["TNL102"]\n')
+    out = run(".", cwd=project)
+    assert out.returncode == 2
+    assert "tool.torchnumlint.ignor: unknown setting" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_bad_inputs_are_reported_and_the_rest_is_still_linted(project):
+    broken = b"import torch\nimport torch.nn.functional as F\ndef f(:\n    F.kl_div(a, b)\n"
+    (project / "syntax.py").write_bytes(broken)
+    (project / "nul.py").write_bytes(b"x = 1\x00\n")
+    (project / "latin.py").write_bytes(b"x = '\xe9'\n")
+    out = run("--fix", ".", "missing.py", cwd=project)
+    assert out.returncode == 2
+    errors = sorted(out.stderr.splitlines())
+    assert errors == [
+        "latin.py: cannot decode as utf-8: byte 0xe9 at offset 5",
+        "missing.py: no such file or directory",
+        "nul.py: cannot parse: source contains a NUL byte",
+        "syntax.py: cannot parse: line 3, column 7: invalid syntax",
+    ]
+    assert (project / "syntax.py").read_bytes() == broken  # never written
+    assert "log_target=True" in (project / "train.py").read_text()  # the good file was fixed
+    assert "Traceback" not in out.stderr
+
+
+def test_rule_docs_and_list(project):
+    out = run("rule", "TNL101", cwd=project)
+    assert out.returncode == 0
+    assert out.stdout.startswith("TNL101 (kl-div-prob-target)")
+    assert 'F.log_softmax(s2, dim=-1), reduction="batchmean", log_target=True' in out.stdout
+    assert run("--explain", "tnl101", cwd=project).stdout == out.stdout
+    listing = run("--list-rules", cwd=project).stdout
+    assert "TNL101  kl-div-prob-target" in listing
+    bad = run("rule", "TNL999", cwd=project)
+    assert bad.returncode == 2 and "unknown rule" in bad.stderr
+
+
+def test_version_and_module_entry_point(project):
+    from torchnumlint import __version__
+
+    assert run("--version", cwd=project).stdout.strip().endswith(__version__)
+    out = subprocess.run([sys.executable, "-m", "torchnumlint", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0 and __version__ in out.stdout
+
+
+def test_importing_the_package_does_not_import_libcst():
+    code = "import sys, torchnumlint; print('libcst' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,53 @@
+from pathlib import Path
+
+from torchnumlint.config import Config
+from torchnumlint.discovery import discover
+
+
+def tree(root: Path, *files):
+    for name in files:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x = 1\n")
+
+
+def found(root, config=None, paths=None):
+    files, errors = discover(paths or [str(root)], config or Config(root=root))
+    return sorted(Path(f).relative_to(root).as_posix() for f in files), errors
+
+
+def test_walks_python_files_and_skips_the_usual_suspects(tmp_path):
+    tree(tmp_path, "a.py", "b.pyi", "c.txt", "pkg/d.py", ".hidden/e.py", "venv/f.py", "__pycache__/g.py",
+         "build/h.py", "env2/i.py", "node_modules/j.py")
+    (tmp_path / "env2" / "pyvenv.cfg").write_text("home = /usr\n")
+    assert found(tmp_path) == (["a.py", "b.pyi", "pkg/d.py"], [])
+
+
+def test_gitignore_is_respected_up_to_the_repo_root(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text("generated/\n*_pb2.py\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / ".gitignore").write_text("local.py\n")
+    tree(tmp_path, "generated/x.py", "m_pb2.py", "pkg/local.py", "pkg/keep.py", "keep.py")
+    assert found(tmp_path) == (["keep.py", "pkg/keep.py"], [])
+
+
+def test_exclude_replaces_and_extend_exclude_adds(tmp_path):
+    tree(tmp_path, "a.py", "third_party/b.py", "build/c.py")
+    config = Config(root=tmp_path, extend_exclude=["third_party"])
+    assert found(tmp_path, config) == (["a.py"], [])
+    config = Config(root=tmp_path, exclude=["third_party"])
+    assert found(tmp_path, config) == (["a.py", "build/c.py"], [])
+
+
+def test_named_files_are_linted_and_missing_paths_reported(tmp_path):
+    tree(tmp_path, "venv/f.py")
+    files, errors = discover([str(tmp_path / "venv" / "f.py"), str(tmp_path / "nope.py")], Config(root=tmp_path))
+    assert [Path(f).name for f in files] == ["f.py"]
+    assert errors == [f"{tmp_path / 'nope.py'}: no such file or directory"]
+
+
+def test_each_file_once(tmp_path):
+    tree(tmp_path, "a.py")
+    files, _ = discover([str(tmp_path), str(tmp_path / "a.py")], Config(root=tmp_path))
+    assert len(files) == 1

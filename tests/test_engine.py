@@ -1,0 +1,248 @@
+"""Engine mechanics: name resolution, name following, positions, fixes to a fixpoint, imports."""
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from torchnumlint.engine import ParseError, apply_fixes, candidate_rules, fix_text, lint_text
+from torchnumlint.findings import Edit, Finding, Fix, Safety
+from torchnumlint.rules.base import registry
+from torchnumlint.rules.names import ImportMap, match_call
+
+from tests.conftest import fixed, lint
+
+KL = [registry()["TNL101"]]
+
+
+def qual(code, expr):
+    module = cst.parse_module(textwrap.dedent(code))
+    return ImportMap(module).qualname(cst.parse_expression(expr))
+
+
+@pytest.mark.parametrize(
+    "imports, expr",
+    [
+        ("import torch.nn.functional as F", "F.softmax"),
+        ("from torch.nn import functional as F", "F.softmax"),
+        ("from torch import nn", "nn.functional.softmax"),
+        ("import torch", "torch.nn.functional.softmax"),
+        ("from torch.nn.functional import softmax", "softmax"),
+        ("from torch.nn.functional import softmax as sm", "sm"),
+        ("import torch.nn as nn", "nn.functional.softmax"),
+    ],
+)
+def test_every_import_form_resolves_to_one_name(imports, expr):
+    assert qual(imports, expr) == "torch.nn.functional.softmax"
+
+
+def test_unimported_names_do_not_resolve():
+    assert qual("import numpy as np", "np.log") == "numpy.log"
+    assert qual("", "softmax") is None
+    assert qual("", "torch.log") == "torch.log"  # torch without a visible import is still torch
+
+
+def test_function_and_method_forms_match_the_same_op():
+    imports = ImportMap(cst.parse_module("import torch\nimport math\n"))
+    for code in ("torch.softmax(x, -1)", "x.softmax(-1)", "torch.special.softmax(x, dim=-1)"):
+        match = match_call(imports, cst.parse_expression(code), "softmax")
+        assert match is not None and cst.Module([]).code_for_node(match.input) == "x"
+        assert cst.Module([]).code_for_node(match.arg("dim")) in ("-1",)
+    assert match_call(imports, cst.parse_expression("math.log(x)"), "log") is None
+    assert match_call(imports, cst.parse_expression('self.log("loss", v)'), "log") is None
+    assert match_call(imports, cst.parse_expression("x.log()"), "log") is not None
+
+
+def test_a_name_is_followed_to_its_single_assignment():
+    code = """
+        import torch.nn.functional as F
+        def f(a, b):
+            p = F.softmax(b, dim=-1)
+            return F.kl_div(F.log_softmax(a, dim=-1), p, reduction="batchmean")
+    """
+    assert lint(code, "TNL101") == [("TNL101", 5)]
+
+
+def test_a_reassignment_in_between_breaks_the_chain():
+    code = """
+        import torch.nn.functional as F
+        def f(a, b):
+            p = F.softmax(b, dim=-1)
+            p = p.detach()
+            return F.kl_div(F.log_softmax(a, dim=-1), p, reduction="batchmean")
+    """
+    assert lint(code, "TNL101") == []
+
+
+def test_an_in_place_update_breaks_the_chain():
+    code = """
+        import torch.nn.functional as F
+        def f(a, b, m):
+            p = F.softmax(b, dim=-1)
+            p.mul_(m)
+            return F.kl_div(F.log_softmax(a, dim=-1), p, reduction="batchmean")
+    """
+    assert lint(code, "TNL101") == []
+
+
+def test_the_value_read_is_the_one_before_the_assignment():
+    code = """
+        import torch.nn.functional as F
+        def f(a, p):
+            p = F.kl_div(F.log_softmax(a, dim=-1), p, reduction="batchmean")
+            return p
+    """
+    assert lint(code, "TNL101") == []
+
+
+def test_names_in_another_function_are_not_followed():
+    code = """
+        import torch.nn.functional as F
+        def g(b):
+            p = F.softmax(b, dim=-1)
+            return p
+        def f(a, p):
+            return F.kl_div(F.log_softmax(a, dim=-1), p, reduction="batchmean")
+    """
+    assert lint(code, "TNL101") == []
+
+
+def test_a_name_used_twice_is_reported_but_not_rewritten():
+    code = """
+        import torch.nn.functional as F
+        def f(a, b):
+            p = F.softmax(b, dim=-1)
+            loss = F.kl_div(F.log_softmax(a, dim=-1), p, reduction="batchmean")
+            return loss, p.argmax(-1)
+    """
+    assert lint(code, "TNL101") == [("TNL101", 5)]
+    assert fixed(code, "TNL101") == textwrap.dedent(code)
+
+
+def test_self_attribute_criterion_is_followed_across_methods():
+    code = """
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Distill(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.kl = nn.KLDivLoss(reduction="batchmean")
+            def forward(self, s, t):
+                return self.kl(F.log_softmax(s, -1), F.softmax(t, -1))
+    """
+    assert lint(code, "TNL101") == [("TNL101", 9)]
+
+
+def test_no_grad_decorator_and_block():
+    code = """
+        import torch
+        import torch.nn.functional as F
+        @torch.no_grad()
+        def evaluate(a, b):
+            return F.kl_div(F.log_softmax(a, -1), F.softmax(b, -1), reduction="batchmean")
+        def f(a, b):
+            with torch.inference_mode():
+                return F.kl_div(F.log_softmax(a, -1), F.softmax(b, -1), reduction="batchmean")
+    """
+    assert lint(code, "TNL101") == []
+
+
+def test_multiline_call_keeps_its_layout_when_fixed():
+    code = """
+        import torch.nn.functional as F
+        def f(a, b):
+            return F.kl_div(
+                F.log_softmax(a, dim=-1),
+                F.softmax(b, dim=-1),  # teacher
+                reduction="batchmean",
+            )
+    """
+    assert fixed(code, "TNL101") == textwrap.dedent(
+        """
+        import torch.nn.functional as F
+        def f(a, b):
+            return F.kl_div(
+                F.log_softmax(a, dim=-1),
+                F.log_softmax(b, dim=-1),  # teacher
+                reduction="batchmean",
+                log_target=True,
+            )
+    """
+    )
+
+
+def test_fix_adds_an_import_only_when_none_exists():
+    code = 'from torch.nn.functional import kl_div, softmax\nfrom torch.nn.functional import log_softmax as ls\n\ndef f(a, b):\n    return kl_div(ls(a, 1), softmax(b, 1), reduction="batchmean")\n'
+    out = fixed(code, "TNL101")
+    assert "ls(b, 1)" in out and out.count("import") == 2
+    code2 = 'from torch.nn.functional import kl_div, softmax\n\ndef f(a, b):\n    return kl_div(a, softmax(b, 1), reduction="batchmean")\n'
+    out2 = fixed(code2, "TNL101")
+    assert out2.splitlines()[1] == "import torch.nn.functional as F"
+    assert "F.log_softmax(b, 1)" in out2
+    assert lint(out2, "TNL101") == []
+
+
+def test_positions_are_one_based_and_cover_the_node():
+    code = 'import torch.nn.functional as F\ndef f(a, b):\n    return F.kl_div(a, F.softmax(b, -1), reduction="batchmean")\n'
+    (finding,) = lint_text("x.py", code, KL)
+    assert (finding.line, finding.col, finding.end_line, finding.end_col) == (3, 24, 3, 40)
+    assert finding.fix is not None and finding.fix.safety is Safety.SAFE
+
+
+def test_crlf_and_unicode_survive_a_fix():
+    code = '# héllo ✓\r\nimport torch.nn.functional as F\r\ndef f(a, b):\r\n    return F.kl_div(a, F.softmax(b, -1), reduction="batchmean")  # ü\r\n'
+    out = fix_text("x.py", code, KL).text
+    assert out == code.replace("F.softmax(b, -1), reduction=\"batchmean\"", "F.log_softmax(b, -1), reduction=\"batchmean\", log_target=True")
+
+
+def test_syntax_errors_raise_parse_error_with_position():
+    with pytest.raises(ParseError, match="line 3"):
+        lint_text("x.py", "import torch\nx = torch.log(1)\ndef (:\n", [r for r in registry().values()])
+    with pytest.raises(ParseError):  # files no rule wants are still syntax-checked
+        lint_text("x.py", "def (:\n", KL)
+
+
+def test_prefilter_skips_files_without_needles():
+    assert candidate_rules("import os\n", KL) == []
+    assert candidate_rules("x = F.kl_div(a, b)", KL) == KL
+
+
+def _finding(*edits):
+    return Finding("TNL999", "t", "m", "x.py", 1, 1, 1, 1, Fix(tuple(edits), Safety.SAFE))
+
+
+def test_overlapping_fixes_wait_for_the_next_pass():
+    text = "abcdef"
+    out, count = apply_fixes(text, [_finding(Edit(0, 3, "X")), _finding(Edit(2, 4, "Y")), _finding(Edit(4, 6, "Z"))])
+    assert (out, count) == ("XdZ", 2)
+
+
+def test_identical_import_insertions_are_applied_once():
+    text = "ab"
+    imp = Edit(0, 0, "import torch\n")
+    out, count = apply_fixes(text, [_finding(imp, Edit(1, 2, "B")), _finding(imp, Edit(0, 1, "A"))])
+    assert out == "import torch\nAB" and count == 2
+
+
+def test_a_comment_on_the_last_argument_stays_on_its_line():
+    code = """
+        import torch.nn.functional as F
+        def f(a, b):
+            return F.kl_div(
+                a,
+                F.softmax(b, dim=-1),
+                reduction="batchmean",  # mean over the batch
+            )
+    """
+    assert fixed(code, "TNL101") == textwrap.dedent(
+        """
+        import torch.nn.functional as F
+        def f(a, b):
+            return F.kl_div(
+                a,
+                F.log_softmax(b, dim=-1),
+                reduction="batchmean",  # mean over the batch
+                log_target=True,
+            )
+    """
+    )

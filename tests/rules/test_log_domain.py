@@ -1,0 +1,1102 @@
+"""TNL103 log-of-softmax and TNL104 log-of-sigmoid: the forms caught, the exact fixes, the
+look-alikes left alone."""
+
+import textwrap
+
+import pytest
+
+from tests.conftest import fixed, lint
+
+
+def _d(code):
+    return textwrap.dedent(code)
+
+
+# ---------------------------------------------------------------------------------------------
+# TNL103: flagged, with the exact fixed text (None: reported without a fix)
+
+TNL103_FLAGGED = {
+    "F-alias": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x):
+            return torch.log(F.softmax(x, dim=-1))
+        """,
+        [5],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x):
+            return F.log_softmax(x, dim=-1)
+        """,
+    ),
+    "from-torch.nn-import-functional": (
+        """\
+        import torch
+        from torch.nn import functional as F
+
+        def f(x):
+            return torch.log(F.softmax(x, 1, dtype=torch.float32))
+        """,
+        [5],
+        """\
+        import torch
+        from torch.nn import functional as F
+
+        def f(x):
+            return F.log_softmax(x, 1, dtype=torch.float32)
+        """,
+    ),
+    "nn.functional": (
+        """\
+        import torch
+        from torch import nn
+
+        def f(x):
+            return torch.log(nn.functional.softmax(x, dim=-1))
+        """,
+        [5],
+        """\
+        import torch
+        from torch import nn
+
+        def f(x):
+            return nn.functional.log_softmax(x, dim=-1)
+        """,
+    ),
+    "from-torch-import-log-softmax": (
+        """\
+        import torch
+        from torch import log, softmax
+
+        def f(x):
+            return log(softmax(x, -1))
+        """,
+        [5],
+        """\
+        import torch
+        from torch import log, softmax
+
+        def f(x):
+            return torch.log_softmax(x, -1)
+        """,
+    ),
+    "from-torch-import-no-module-import": (
+        """\
+        from torch import log, softmax
+
+        def f(x):
+            return log(softmax(x, -1))
+        """,
+        [4],
+        """\
+        from torch import log, softmax
+        import torch
+
+        def f(x):
+            return torch.log_softmax(x, -1)
+        """,
+    ),
+    "torch.softmax": (
+        """\
+        import torch
+
+        def f(x):
+            return torch.log(torch.softmax(x, -1))
+        """,
+        [4],
+        """\
+        import torch
+
+        def f(x):
+            return torch.log_softmax(x, -1)
+        """,
+    ),
+    "torch.special.softmax": (
+        """\
+        import torch
+
+        def f(x):
+            return torch.log(torch.special.softmax(x, dim=0))
+        """,
+        [4],
+        """\
+        import torch
+
+        def f(x):
+            return torch.special.log_softmax(x, dim=0)
+        """,
+    ),
+    "method-softmax-method-log": (
+        """\
+        import torch
+
+        def f(x):
+            return x.softmax(-1).log()
+        """,
+        [4],
+        """\
+        import torch
+
+        def f(x):
+            return x.log_softmax(-1)
+        """,
+    ),
+    "function-softmax-method-log": (
+        """\
+        import torch.nn.functional as F
+
+        def f(x):
+            return F.softmax(x, dim=-1).log()
+        """,
+        [4],
+        """\
+        import torch.nn.functional as F
+
+        def f(x):
+            return F.log_softmax(x, dim=-1)
+        """,
+    ),
+    "method-softmax-function-log": (
+        """\
+        import torch
+
+        def f(x):
+            return torch.log(x.softmax(dim=-1))
+        """,
+        [4],
+        """\
+        import torch
+
+        def f(x):
+            return x.log_softmax(dim=-1)
+        """,
+    ),
+    "through-a-name-read-once": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(model, x):
+            probs = F.softmax(model(x), dim=-1)
+            return torch.log(probs).mean()
+        """,
+        [6],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(model, x):
+            probs = F.log_softmax(model(x), dim=-1)
+            return probs.mean()
+        """,
+    ),
+    "through-a-name-read-twice-plain-input": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x, y):
+            p = F.softmax(x, dim=-1)
+            return (p - y).sum() + torch.log(p).mean()
+        """,
+        [6],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x, y):
+            p = F.softmax(x, dim=-1)
+            return (p - y).sum() + F.log_softmax(x, dim=-1).mean()
+        """,
+    ),
+    "through-two-names": (
+        """\
+        import torch
+
+        def f(x):
+            p = torch.softmax(x, -1)
+            q = p
+            return torch.log(q)
+        """,
+        [6],
+        """\
+        import torch
+
+        def f(x):
+            p = torch.softmax(x, -1)
+            q = p
+            return torch.log_softmax(x, -1)
+        """,
+    ),
+    "through-two-names-of-a-call": (
+        """\
+        import torch
+
+        def f(net, x):
+            p = torch.softmax(net(x), -1)
+            q = p
+            return torch.log(q)
+        """,
+        [6],
+        None,
+    ),
+    "entropy-inline": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x):
+            return -(F.softmax(x, -1) * torch.log(F.softmax(x, -1))).sum(-1)
+        """,
+        [5],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x):
+            return -(F.softmax(x, -1) * F.log_softmax(x, -1)).sum(-1)
+        """,
+    ),
+    "entropy-through-a-name": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def entropy(logits):
+            p = F.softmax(logits / 2.0, dim=-1)
+            return -(p * torch.log(p)).sum(dim=-1)
+        """,
+        [6],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def entropy(logits):
+            p = F.softmax(logits / 2.0, dim=-1)
+            return -(p * F.log_softmax(logits / 2.0, dim=-1)).sum(dim=-1)
+        """,
+    ),
+    "entropy-of-a-call-not-recomputed": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def entropy(model, x):
+            p = F.softmax(model(x), dim=-1)
+            return -(p * torch.log(p)).sum(dim=-1)
+        """,
+        [6],
+        None,
+    ),
+    "entropy-input-rebound-later": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def entropy(x):
+            p = F.softmax(x, dim=-1)
+            h = -(p * torch.log(p)).sum(dim=-1)
+            x = x * 2
+            return h + p.sum() + x.sum()
+        """,
+        [6],
+        None,
+    ),
+    "onehot-cross-entropy": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x, onehot):
+            return -(onehot * torch.log(F.softmax(x, dim=1))).sum(1).mean()
+        """,
+        [5],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x, onehot):
+            return -(onehot * F.log_softmax(x, dim=1)).sum(1).mean()
+        """,
+    ),
+    "nll-dim-1-to-cross-entropy": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x, y, w):
+            return F.nll_loss(torch.log(F.softmax(x, dim=1)), y, w, ignore_index=0, reduction="sum")
+        """,
+        [5],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x, y, w):
+            return F.cross_entropy(x, y, w, ignore_index=0, reduction="sum")
+        """,
+    ),
+    "nll-method-forms-to-cross-entropy": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(a, b, y):
+            return F.nll_loss((a + b).softmax(1).log(), target=y)
+        """,
+        [5],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(a, b, y):
+            return F.cross_entropy(a + b, target=y)
+        """,
+    ),
+    "nll-imported-by-name": (
+        """\
+        import torch
+        from torch.nn.functional import nll_loss, softmax
+
+        def f(x, y):
+            return nll_loss(torch.log(softmax(x, 1)), y)
+        """,
+        [5],
+        """\
+        import torch
+        from torch.nn.functional import nll_loss, softmax
+
+        def f(x, y):
+            return torch.nn.functional.cross_entropy(x, y)
+        """,
+    ),
+    "nll-dim-minus-1-only-inner": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x, y):
+            return F.nll_loss(torch.log(F.softmax(x, dim=-1)), y)
+        """,
+        [5],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x, y):
+            return F.nll_loss(F.log_softmax(x, dim=-1), y)
+        """,
+    ),
+    "nll-softmax-dtype-only-inner": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x, y):
+            return F.nll_loss(torch.log(F.softmax(x, 1, dtype=torch.float64)), y)
+        """,
+        [5],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x, y):
+            return F.nll_loss(F.log_softmax(x, 1, dtype=torch.float64), y)
+        """,
+    ),
+    "nll-kwargs-only-inner": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x, y, **kw):
+            return F.nll_loss(torch.log(F.softmax(x, 1)), y, **kw)
+        """,
+        [5],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x, y, **kw):
+            return F.nll_loss(F.log_softmax(x, 1), y, **kw)
+        """,
+    ),
+    "nll-through-a-name-read-once": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x, y):
+            p = F.softmax(x, 1)
+            return F.nll_loss(torch.log(p), y)
+        """,
+        [6],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x, y):
+            p = F.log_softmax(x, 1)
+            return F.nll_loss(p, y)
+        """,
+    ),
+    "nll-through-a-name-read-twice": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x, y):
+            p = F.softmax(x, 1)
+            return F.nll_loss(torch.log(p), y), p
+        """,
+        [6],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x, y):
+            p = F.softmax(x, 1)
+            return F.cross_entropy(x, y), p
+        """,
+    ),
+    "multi-line-call": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x):
+            return torch.log(
+                F.softmax(
+                    x,
+                    dim=-1,
+                )
+            )
+        """,
+        [5],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x):
+            return F.log_softmax(
+                    x,
+                    dim=-1,
+                )
+        """,
+    ),
+    "nested-in-expression": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x, y, w):
+            return w * (y - (torch.log(F.softmax(x, -1)) * 0.5)).abs().sum()
+        """,
+        [5],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x, y, w):
+            return w * (y - (F.log_softmax(x, -1) * 0.5)).abs().sum()
+        """,
+    ),
+    "gather-of-a-softmax": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(logits, actions):
+            probs = F.softmax(logits, dim=-1)
+            entropy = -(probs * torch.log(probs)).sum(-1)
+            return torch.log(probs.gather(1, actions)), entropy
+        """,
+        [6, 7],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(logits, actions):
+            probs = F.softmax(logits, dim=-1)
+            entropy = -(probs * F.log_softmax(logits, dim=-1)).sum(-1)
+            return F.log_softmax(logits, dim=-1).gather(1, actions), entropy
+        """,
+    ),
+    "index-of-a-softmax": (
+        """\
+        import torch
+
+        def f(x):
+            return torch.log(torch.softmax(x, -1)[:, 0])
+        """,
+        [4],
+        """\
+        import torch
+
+        def f(x):
+            return torch.log_softmax(x, -1)[:, 0]
+        """,
+    ),
+    "implicit-dim-report-only": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x):
+            return torch.log(F.softmax(x))
+        """,
+        [5],
+        None,
+    ),
+    "dim-None-report-only": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x):
+            return torch.log(F.softmax(x, dim=None))
+        """,
+        [5],
+        None,
+    ),
+    "module-level": (
+        """\
+        import torch
+        x = torch.randn(3, 4)
+        p = torch.softmax(x, 1)
+        lp = torch.log(p)
+        """,
+        [4],
+        """\
+        import torch
+        x = torch.randn(3, 4)
+        p = torch.softmax(x, 1)
+        lp = torch.log_softmax(x, 1)
+        """,
+    ),
+    "module-level-global-not-rewritten": (
+        """\
+        import torch
+        p = torch.softmax(torch.randn(3, 4), 1)
+        lp = torch.log(p)
+        """,
+        [3],
+        None,
+    ),
+    "name-read-by-a-closure-not-rewritten": (
+        """\
+        import torch
+
+        def f(net, x):
+            p = torch.softmax(net(x), -1)
+            g = lambda: p.sum()
+            return torch.log(p), g
+        """,
+        [6],
+        None,
+    ),
+    "parenthesised": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x):
+            return 2 * (torch.log((F.softmax(x, -1))))
+        """,
+        [5],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x):
+            return 2 * (F.log_softmax(x, -1))
+        """,
+    ),
+}
+
+
+@pytest.mark.parametrize("key", list(TNL103_FLAGGED))
+def test_tnl103_flagged(key):
+    code, lines, expected = TNL103_FLAGGED[key]
+    assert lint(code, "TNL103") == [("TNL103", line) for line in lines]
+    result = fixed(code, "TNL103", unsafe=False)  # SAFE: applied by plain --fix
+    assert result == _d(expected if expected is not None else code)
+    if expected is not None:
+        assert lint(result, "TNL103") == []
+
+
+TNL103_CLEAN = {
+    "plus-eps": """\
+        import torch
+        import torch.nn.functional as F
+        def f(x, eps):
+            return torch.log(F.softmax(x, -1) + eps)
+        """,
+    "eps-plus": """\
+        import torch
+        import torch.nn.functional as F
+        def f(x):
+            return torch.log(1e-8 + F.softmax(x, -1))
+        """,
+    "clamp_min": """\
+        import torch
+        def f(x):
+            return torch.log(x.softmax(-1).clamp_min(1e-6))
+        """,
+    "clamp-min-kw": """\
+        import torch
+        def f(x, eps):
+            return torch.softmax(x, -1).clamp(min=eps).log()
+        """,
+    "name-guarded-in-assignment": """\
+        import torch
+        def f(x, eps):
+            p = torch.softmax(x, -1).clamp(min=eps)
+            return torch.log(p)
+        """,
+    "name-clamped-in-place": """\
+        import torch
+        def f(x):
+            p = torch.softmax(x, -1)
+            p.clamp_(min=1e-6)
+            return torch.log(p)
+        """,
+    "name-reassigned-in-between": """\
+        import torch
+        def f(x, m):
+            p = torch.softmax(x, -1)
+            p = p * m + (1 - m)
+            return torch.log(p)
+        """,
+    "name-assigned-in-branches": """\
+        import torch
+        def f(x, flag):
+            if flag:
+                p = torch.softmax(x, -1)
+            else:
+                p = torch.sigmoid(x)
+            return torch.log(p)
+        """,
+    "softmax-then-log-of-another-name": """\
+        import torch
+        def f(x, q):
+            p = torch.softmax(x, -1)
+            return torch.log(q) + p
+        """,
+    "log-of-log_softmax": """\
+        import torch
+        import torch.nn.functional as F
+        def f(x):
+            return torch.log(-F.log_softmax(x, -1)) + F.log_softmax(x, -1).log()
+        """,
+    "math-and-numpy-log": """\
+        import math
+        import numpy as np
+        import torch
+        def f(x, n):
+            p = torch.softmax(x, -1)
+            return math.log(n) + np.log(p.detach().numpy()).sum() + np.log(np.exp(1.0))
+        """,
+    "lightning-self-log": """\
+        import torch
+        import torch.nn.functional as F
+        class Model:
+            def training_step(self, x):
+                probs = F.softmax(x, -1)
+                self.log("probs", probs)
+                self.log("max", F.softmax(x, -1).max(), prog_bar=True)
+                return probs
+        """,
+    "logger-log": """\
+        import logging
+        import torch
+        def f(x):
+            logging.log(20, torch.softmax(x, -1))
+        """,
+    "name-in-another-scope": """\
+        import torch
+        p = torch.softmax(torch.randn(3), -1)
+        def f(p):
+            return torch.log(p)
+        """,
+    "torch-log-with-out": """\
+        import torch
+        def f(x, buf):
+            return torch.log(torch.softmax(x, -1), out=buf)
+        """,
+    "where-guard": """\
+        import torch
+        def f(x, m):
+            p = torch.softmax(x, -1)
+            return torch.log(torch.where(m, p, 1.0))
+        """,
+    "maximum-guard": """\
+        import torch
+        def f(x, eps):
+            return torch.log(torch.maximum(torch.softmax(x, -1), eps))
+        """,
+    "cross-entropy-on-logits": """\
+        import torch.nn.functional as F
+        def f(x, y):
+            return F.cross_entropy(x, y) + F.nll_loss(F.log_softmax(x, 1), y)
+        """,
+}
+
+
+@pytest.mark.parametrize("key", list(TNL103_CLEAN))
+def test_tnl103_not_flagged(key):
+    assert lint(TNL103_CLEAN[key], "TNL103") == []
+
+
+def test_tnl103_fix_keeps_method_spelling_and_dtype():
+    code = """\
+        import torch
+
+        def f(x):
+            return x.softmax(-1, dtype=torch.float64).log()
+        """
+    assert fixed(code, "TNL103") == _d(
+        """\
+        import torch
+
+        def f(x):
+            return x.log_softmax(-1, dtype=torch.float64)
+        """
+    )
+
+
+def test_tnl103_in_a_loop_assignment_in_the_same_iteration_is_inlined():
+    code = """\
+        import torch
+
+        def f(xs):
+            out = 0
+            for x in xs:
+                p = torch.softmax(x, -1)
+                out = out + (p * torch.log(p)).sum()
+            return out
+        """
+    assert lint(code, "TNL103") == [("TNL103", 7)]
+    assert fixed(code, "TNL103") == _d(
+        """\
+        import torch
+
+        def f(xs):
+            out = 0
+            for x in xs:
+                p = torch.softmax(x, -1)
+                out = out + (p * torch.log_softmax(x, -1)).sum()
+            return out
+        """
+    )
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # conditional assignment: p may come from an earlier iteration's x
+        """\
+        for x in xs:
+            if first:
+                p = torch.softmax(x, -1)
+            out = out + (p * torch.log(p)).sum()
+        """,
+        # assigned before the loop, input rebound by the loop
+        """\
+        p = torch.softmax(x, -1)
+        for x in xs:
+            out = out + (p * torch.log(p)).sum()
+        """,
+        # input updated later in the loop body
+        """\
+        while out < 10:
+            p = torch.softmax(x, -1)
+            out = out + (p * torch.log(p)).sum()
+            x = x * 2
+        """,
+    ],
+)
+def test_tnl103_in_a_loop_no_inline_when_the_value_can_differ(body):
+    head = "import torch\n\ndef f(x, xs, first):\n    out = 0\n"
+    code = head + textwrap.indent(_d(body), "    ") + "    return out\n"
+    assert [c for c, _ in lint(code, "TNL103")] == ["TNL103"]
+    assert fixed(code, "TNL103") == code
+
+
+# ---------------------------------------------------------------------------------------------
+# TNL104
+
+TNL104_FLAGGED = {
+    "torch-sigmoid-import-torch-only": (
+        """\
+        import torch
+
+        def f(x):
+            return torch.log(torch.sigmoid(x))
+        """,
+        [4],
+        """\
+        import torch
+
+        def f(x):
+            return torch.nn.functional.logsigmoid(x)
+        """,
+    ),
+    "no-torch-import-adds-F": (
+        """\
+        from torch import log, sigmoid
+
+        def f(x):
+            return log(sigmoid(x))
+        """,
+        [4],
+        """\
+        from torch import log, sigmoid
+        import torch.nn.functional as F
+
+        def f(x):
+            return F.logsigmoid(x)
+        """,
+    ),
+    "one-minus-with-F-alias": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x):
+            return torch.log(1 - torch.sigmoid(x))
+        """,
+        [5],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x):
+            return F.logsigmoid(-x)
+        """,
+    ),
+    "one-minus-parenthesises-sum": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(a, b):
+            return torch.log(1.0 - torch.sigmoid(a + b))
+        """,
+        [5],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(a, b):
+            return F.logsigmoid(-(a + b))
+        """,
+    ),
+    "one-minus-negated-input": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(a):
+            return torch.log(1 - torch.sigmoid(-a)) + torch.log(1 - F.sigmoid(a ** 2))
+        """,
+        [5, 5],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(a):
+            return F.logsigmoid(-(-a)) + F.logsigmoid(-(a ** 2))
+        """,
+    ),
+    "method-forms": (
+        """\
+        import torch.nn.functional as F
+
+        def f(x, w):
+            return x.sigmoid().log() + (1 - (x @ w).sigmoid()).log()
+        """,
+        [4, 4],
+        """\
+        import torch.nn.functional as F
+
+        def f(x, w):
+            return F.logsigmoid(x) + F.logsigmoid(-(x @ w))
+        """,
+    ),
+    "special-expit": (
+        """\
+        import torch
+        from torch.nn import functional as F
+
+        def f(x):
+            return torch.log(torch.special.expit(x.mean(0)))
+        """,
+        [5],
+        """\
+        import torch
+        from torch.nn import functional as F
+
+        def f(x):
+            return F.logsigmoid(x.mean(0))
+        """,
+    ),
+    "name-of-sigmoid-read-twice": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def bce(z, y):
+            s = torch.sigmoid(z)
+            return -(y * torch.log(s) + (1 - y) * torch.log(1 - s)).mean()
+        """,
+        [6, 6],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def bce(z, y):
+            s = torch.sigmoid(z)
+            return -(y * F.logsigmoid(z) + (1 - y) * F.logsigmoid(-z)).mean()
+        """,
+    ),
+    "name-of-one-minus-read-once": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(net, x):
+            q = 1 - torch.sigmoid(net(x))
+            return torch.log(q).sum()
+        """,
+        [6],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(net, x):
+            q = F.logsigmoid(-net(x))
+            return q.sum()
+        """,
+    ),
+    "name-of-a-call-read-twice": (
+        """\
+        import torch
+
+        def f(net, x):
+            s = torch.sigmoid(net(x))
+            return torch.log(s) + s
+        """,
+        [5],
+        None,
+    ),
+    "log1p-of-minus-sigmoid": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x):
+            return torch.log1p(-torch.sigmoid(x))
+        """,
+        [5],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x):
+            return F.logsigmoid(-x)
+        """,
+    ),
+    "multi-line": (
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x, b):
+            return torch.log(
+                1 - torch.sigmoid(
+                    x + b
+                )
+            )
+        """,
+        [5],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x, b):
+            return F.logsigmoid(-(x + b))
+        """,
+    ),
+}
+
+
+@pytest.mark.parametrize("key", list(TNL104_FLAGGED))
+def test_tnl104_flagged(key):
+    code, lines, expected = TNL104_FLAGGED[key]
+    assert lint(code, "TNL104") == [("TNL104", line) for line in lines]
+    result = fixed(code, "TNL104", unsafe=False)
+    assert result == _d(expected if expected is not None else code)
+    if expected is not None:
+        assert lint(result, "TNL104") == []
+
+
+TNL104_CLEAN = {
+    "plus-eps": """\
+        import torch
+        def f(x, eps):
+            return torch.log(torch.sigmoid(x) + eps) + torch.log(1 - torch.sigmoid(x) + eps)
+        """,
+    "clamp": """\
+        import torch
+        def f(x):
+            return torch.sigmoid(x).clamp_min(1e-6).log() + torch.log((1 - x.sigmoid()).clamp(min=1e-6))
+        """,
+    "name-clamped": """\
+        import torch
+        def f(x):
+            s = torch.sigmoid(x).clamp(1e-6, 1 - 1e-6)
+            return torch.log(s) + torch.log(1 - s)
+        """,
+    "two-minus": """\
+        import torch
+        def f(x):
+            return torch.log(2 - torch.sigmoid(x)) + torch.log(torch.sigmoid(x) - 1)
+        """,
+    "logsigmoid": """\
+        import torch.nn.functional as F
+        def f(x):
+            return F.logsigmoid(x) + F.logsigmoid(-x)
+        """,
+    "not-torch-log": """\
+        import math
+        import numpy as np
+        import torch
+        def f(x, s):
+            self_log = s.log("sigmoid", torch.sigmoid(x))
+            return math.log(0.5) + np.log(1 - np.exp(-1.0)) + self_log
+        """,
+    "log1p-plus-sigmoid": """\
+        import torch
+        def f(x):
+            return torch.log1p(torch.sigmoid(x))
+        """,
+}
+
+
+@pytest.mark.parametrize("key", list(TNL104_CLEAN))
+def test_tnl104_not_flagged(key):
+    assert lint(TNL104_CLEAN[key], "TNL104") == []
+
+
+def test_both_rules_default_on():
+    code = """\
+        import torch
+        def f(x):
+            return torch.log(torch.softmax(x, -1)) + torch.log(torch.sigmoid(x))
+        """
+    assert lint(code) == [("TNL103", 3), ("TNL104", 3)]

@@ -42,6 +42,10 @@ class FixBuilder:
         self.imports: List[str] = []
 
     def replace(self, old: cst.CSTNode, new: cst.CSTNode) -> "FixBuilder":
+        """Swap `old` for `new`, parentheses included; `new` keeps `old`'s parentheses unless it
+        brings its own, so `2 * (log(p))` stays parenthesised."""
+        if getattr(old, "lpar", None) and hasattr(new, "lpar") and not new.lpar:
+            new = new.with_changes(lpar=old.lpar, rpar=old.rpar)
         self.replacements.append((old, new))
         return self
 
@@ -279,11 +283,11 @@ def _to_findings(ctx: FileContext) -> List[Finding]:
         if report.fix is not None and report.fix.replacements:
             edits = []
             for old, new in report.fix.replacements:
-                span = positions[old]
+                start, end = _span(old, positions)
                 edits.append(
                     _edit(
-                        offset(span.start.line, span.start.column),
-                        offset(span.end.line, span.end.column),
+                        offset(start.line, start.column),
+                        offset(end.line, end.column),
                         _code_in_block(ctx, new, _indent_of(ctx, old, positions, parents, starts)),
                         starts,
                     )
@@ -307,6 +311,15 @@ def _to_findings(ctx: FileContext) -> List[Finding]:
             )
         )
     return findings
+
+
+def _span(node: cst.CSTNode, positions):
+    """Where `node` stands, its own parentheses included (PositionProvider leaves them out), so
+    that `replace(old, new)` swaps the whole of `old` for the whole of `new`."""
+    lpar, rpar = getattr(node, "lpar", None), getattr(node, "rpar", None)
+    start = positions[lpar[0]].start if lpar else positions[node].start
+    end = positions[rpar[-1]].end if rpar else positions[node].end
+    return start, end
 
 
 def _indent_of(ctx: FileContext, node: cst.CSTNode, positions, parents, starts: List[int]) -> str:

@@ -1,0 +1,374 @@
+"""TNL201 unguarded-division, TNL202 normalize-manual, TNL204 sqrt-of-sum-of-squares,
+TNL206 unguarded-sqrt-or-pow: what is flagged (exact lines, exact fixed text), what is not, and
+how the four share a site without double reports."""
+
+import ast
+
+import pytest
+
+from tests.conftest import fixed, lint
+
+HEAD = "import torch\n\n\ndef f(x, y, w, m, a, b):\n"
+LINE = 5  # the first body line of a HEAD snippet
+FAMILY = ("TNL201", "TNL202", "TNL204", "TNL206")
+
+
+def body(*lines):
+    return HEAD + "".join(f"    {line}\n" for line in lines)
+
+
+def check_fixed(code, rule, expected, unsafe=True):
+    """The fix gives `expected`, which parses and lints clean for `rule`."""
+    result = fixed(code, rule, unsafe=unsafe)
+    assert result == expected
+    ast.parse(result)
+    assert lint(result, rule) == []
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# TNL201 unguarded-division
+
+T201_FLAGGED = [
+    # (body lines, finding line offset from LINE, fixed body lines)
+    (["return x / x.norm()"], 0, ["return x / x.norm().clamp_min(1e-12)"]),
+    (["return x / torch.norm(y, dim=1, keepdim=True)"], 0,
+     ["return x / torch.norm(y, dim=1, keepdim=True).clamp_min(1e-12)"]),
+    (["return x / torch.linalg.vector_norm(y, dim=-1)"], 0,
+     ["return x / torch.linalg.vector_norm(y, dim=-1).clamp_min(1e-12)"]),
+    (["return x / w.sum()"], 0, ["return x / w.sum().clamp_min(1e-12)"]),
+    (["return x / torch.sum(w, dim=0)"], 0, ["return x / torch.sum(w, dim=0).clamp_min(1e-12)"]),
+    (["return (x - x.mean(0)) / torch.std(x, 0)"], 0,
+     ["return (x - x.mean(0)) / torch.std(x, 0).clamp_min(1e-12)"]),
+    (["return x / x.var()"], 0, ["return x / x.var().clamp_min(1e-12)"]),
+    # counts are clamped at 1
+    (["return x.sum() / torch.count_nonzero(m)"], 0, ["return x.sum() / torch.count_nonzero(m).clamp_min(1)"]),
+    (["return x.sum() / (y != -100).float().sum()"], 0,
+     ["return x.sum() / (y != -100).float().sum().clamp_min(1)"]),
+    (["return x / (~m).sum()"], 0, ["return x / (~m).sum().clamp_min(1)"]),
+    (["n = mask.sum(-1)", "return (x * mask).sum(-1) / n"], 1,
+     ["n = mask.sum(-1)", "return (x * mask).sum(-1) / n.clamp_min(1)"]),
+    # casts and detach are looked through
+    (["return x.sum() / mask.sum().float()"], 0, ["return x.sum() / mask.sum().float().clamp_min(1)"]),
+    (["return x / y.norm(dim=1, keepdim=True).detach()"], 0,
+     ["return x / y.norm(dim=1, keepdim=True).detach().clamp_min(1e-12)"]),
+    # through a name, abs().sum()
+    (["s = w.abs().sum(-1, keepdim=True)", "return x / s"], 1,
+     ["s = w.abs().sum(-1, keepdim=True)", "return x / s.clamp_min(1e-12)"]),
+    # method and function division, in place
+    (["return x.div(w.norm(dim=-1, keepdim=True))"], 0,
+     ["return x.div(w.norm(dim=-1, keepdim=True).clamp_min(1e-12))"]),
+    (["x.div_(w.sum())", "return x"], 0, ["x.div_(w.sum().clamp_min(1e-12))", "return x"]),
+    (["x /= w.norm()", "return x"], 0, ["x /= w.norm().clamp_min(1e-12)", "return x"]),
+    (["return torch.true_divide(x, y.std())"], 0, ["return torch.true_divide(x, y.std().clamp_min(1e-12))"]),
+    # square roots: clamped inside
+    (["return x / torch.sqrt(a - b)"], 0, ["return x / torch.sqrt((a - b).clamp_min(1e-12))"]),
+    (["return x / torch.sqrt(w.sum())"], 0, ["return x / torch.sqrt(w.sum().clamp_min(1e-12))"]),
+    (["return x / y.var(0) ** 0.5"], 0, ["return x / y.var(0).clamp_min(1e-12) ** 0.5"]),
+    (["return x / (m > 0).sum().sqrt()"], 0, ["return x / (m > 0).sum().clamp_min(1).sqrt()"]),
+    (["n = w.sum().sqrt()", "return x / n"], 1, ["n = w.sum().clamp_min(1e-12).sqrt()", "return x / n"]),
+    # multi-line, parenthesised, nested
+    (["return x / (", "    w.norm(dim=-1)", ")"], 1, ["return x / (", "    w.norm(dim=-1)", ").clamp_min(1e-12)"]),
+    (["return torch.log(x / w.sum(-1))"], 0, ["return torch.log(x / w.sum(-1).clamp_min(1e-12))"]),
+    (["return 2 * x / x.norm(dim=-1, keepdim=True)"], 0,
+     ["return 2 * x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)"]),
+    (["return x / x.norm(p=1, dim=-1, keepdim=True)"], 0,
+     ["return x / x.norm(p=1, dim=-1, keepdim=True).clamp_min(1e-12)"]),
+]
+
+
+@pytest.mark.parametrize("lines, offset, fixed_lines", T201_FLAGGED)
+def test_tnl201_flags_and_fixes(lines, offset, fixed_lines):
+    code = body(*lines)
+    assert lint(code, "TNL201") == [("TNL201", LINE + offset)]
+    check_fixed(code, "TNL201", body(*fixed_lines))
+    assert fixed(code, "TNL201", unsafe=False) == code  # UNSAFE: needs the flag
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import torch as th\ndef f(x, w):\n    return th.div(x, th.linalg.norm(w, dim=1))\n",
+        "from torch import norm\ndef f(x, w):\n    return x / norm(w)\n",
+        "from torch import linalg\ndef f(x, w):\n    return x / linalg.vector_norm(w)\n",
+    ],
+)
+def test_tnl201_aliases(code):
+    assert lint(code, "TNL201") == [("TNL201", 3)]
+    result = fixed(code, "TNL201")
+    assert result.count(".clamp_min(1e-12)") == 1
+    assert lint(result, "TNL201") == []
+
+
+def test_tnl201_two_findings_and_exact_text():
+    code = (
+        "import torch\n"
+        "\n"
+        "def pool(h, valid):\n"
+        "    n = (valid != 0).sum(dim=1, keepdim=True)\n"
+        "    h = h.sum(dim=1)\n"
+        "    h /= n\n"
+        "    return h / torch.linalg.norm(h, dim=-1, keepdim=True, ord=1)\n"
+    )
+    assert lint(code, "TNL201") == [("TNL201", 6), ("TNL201", 7)]
+    check_fixed(
+        code,
+        "TNL201",
+        "import torch\n"
+        "\n"
+        "def pool(h, valid):\n"
+        "    n = (valid != 0).sum(dim=1, keepdim=True)\n"
+        "    h = h.sum(dim=1)\n"
+        "    h /= n.clamp_min(1)\n"
+        "    return h / torch.linalg.norm(h, dim=-1, keepdim=True, ord=1).clamp_min(1e-12)\n",
+    )
+
+
+def test_tnl201_sqrt_of_sum_of_squares_is_reported_without_a_fix():
+    """TNL204 rewrites the root first; the next pass guards the norm or makes it F.normalize."""
+    code = body("return x / torch.sqrt((y ** 2).sum(-1))")
+    assert lint(code, "TNL201") == [("TNL201", LINE)]
+    assert fixed(code, "TNL201") == code
+    assert fixed(code, *FAMILY) == body("return x / torch.linalg.vector_norm(y, dim=-1).clamp_min(1e-12)")
+
+
+T201_CLEAN = [
+    "return x / y",  # unknown tensor
+    "return x / x.size(0) / x.numel() / len(x) / x.shape[0] / 3.0 / x.shape[-1] ** 0.5",
+    "return x / math.sqrt(w)",
+    "return x / torch.sqrt(torch.tensor(x.shape[-1], dtype=x.dtype))",
+    "return x / torch.exp(y).sum(-1, keepdim=True)",  # softmax-manual: TNL110's
+    "return x / torch.softmax(y, -1).sum()",
+    "return x / (w.sum() + 1e-8)",
+    "return x / w.norm().clamp(min=1e-6)",
+    "return x / w.norm().clamp_min(eps)",
+    "return x / torch.maximum(w.sum(), torch.tensor(1.0))",
+    "return x / w.std().clamp(min=torch.finfo(w.dtype).eps)",
+    "return x / max(w.sum(), 1e-6)",
+    "return x / (w.abs() + eps).sum()",
+    "return x / torch.sqrt(y.var(-1) + eps)",
+    "return x // w.sum()",
+    "return torch.div(x, w.sum(), rounding_mode='floor')",
+    "return (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1))",  # cosine: TNL203's
+    "return sum(y) / len(y)",
+    "return x / x.norm(dim=-1, keepdim=True)",  # TNL202's
+    "return x / torch.sqrt(1 - w)",  # 1 - alpha_bar: a schedule, not flagged
+    "return torch.where(m.sum() > 0, x / m.sum(), 0)",  # the unselected branch: TNL209's
+    "n = w.norm()\n    n = n.clamp_min(1e-6)\n    return x / n",  # guarded by a second assignment
+    "n = w.norm()\n    n.clamp_(min=1e-6)\n    return x / n",  # guarded in place
+    "n = m.sum()\n    return x / n if n > 0 else x * 0",
+    "n = m.sum()\n    if n.item() == 0:\n        return x\n    return x / n",
+    "n = y.var(-1).sqrt()\n    return x / n",  # TNL206 reports the root where it is computed
+    "return x.sum() / mask.sum().clamp(min=1).float()",
+    "return x / self.norm(x)",  # a module called `norm`, not Tensor.norm
+]
+
+
+@pytest.mark.parametrize("line", T201_CLEAN)
+def test_tnl201_clean(line):
+    code = "import math\n" + body(line).replace("def f(x, y, w, m, a, b)", "def f(x, y, w, m, a, b, eps=1e-6)")
+    assert lint(code, "TNL201") == []
+
+
+def test_tnl201_numpy_and_python_are_not_flagged():
+    code = "import numpy as np\ndef f(x, losses):\n    return x / np.sum(x) / np.std(x) + sum(losses) / len(losses)\n"
+    assert lint(code, "TNL201") == []
+
+
+# ---------------------------------------------------------------------------------------------
+# TNL202 normalize-manual
+
+T202_FLAGGED = [
+    ("return x / x.norm(dim=-1, keepdim=True)", "return torch.nn.functional.normalize(x, dim=-1)"),
+    ("return x / torch.norm(x, dim=1, keepdim=True)", "return torch.nn.functional.normalize(x, dim=1)"),
+    ("return x / torch.norm(x, 2, 1, True)", "return torch.nn.functional.normalize(x, dim=1)"),
+    ("return x / x.norm(p=2, dim=0, keepdim=True)", "return torch.nn.functional.normalize(x, dim=0)"),
+    ("return x / torch.linalg.norm(x, dim=-1, keepdim=True)", "return torch.nn.functional.normalize(x, dim=-1)"),
+    ("return x / torch.linalg.vector_norm(x, 2, dim=-1, keepdim=True)",
+     "return torch.nn.functional.normalize(x, dim=-1)"),
+    ("return (x[:, 0]) / x[:, 0].norm(dim=-1, keepdim=True)", "return torch.nn.functional.normalize(x[:, 0], dim=-1)"),
+    ("return torch.div(x, x.norm(dim=-1, keepdim=True))", "return torch.nn.functional.normalize(x, dim=-1)"),
+    ("n = x.norm(dim=-1, keepdim=True)\n    return x / n",
+     "n = x.norm(dim=-1, keepdim=True)\n    return torch.nn.functional.normalize(x, dim=-1)"),
+]
+
+
+@pytest.mark.parametrize("line, fixed_line", T202_FLAGGED)
+def test_tnl202_flags_and_fixes(line, fixed_line):
+    code = body(line)
+    assert lint(code, "TNL202") == [("TNL202", LINE + line.count("\n"))]
+    assert lint(code, "TNL201") == []  # never both
+    check_fixed(code, "TNL202", body(fixed_line), unsafe=False)  # SAFE*: applied by --fix
+
+
+def test_tnl202_reuses_the_file_alias():
+    code = "import torch.nn.functional as F\n\ndef unit(self):\n    return self.w / self.w.norm(dim=1, keepdim=True)\n"
+    assert lint(code, "TNL202") == [("TNL202", 4)]
+    check_fixed(code, "TNL202", "import torch.nn.functional as F\n\ndef unit(self):\n    return F.normalize(self.w, dim=1)\n")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "return x / y.norm(dim=-1, keepdim=True)",  # other tensor
+        "return x / x.norm(dim=-1)",  # no keepdim
+        "return x / x.norm(dim=-1, keepdim=False)",
+        "return x / x.norm()",  # no dim
+        "return x / x.norm(p=1, dim=-1, keepdim=True)",
+        "return x / torch.linalg.vector_norm(x, ord=float('inf'), dim=-1, keepdim=True)",
+        "return x / torch.linalg.norm(x, dim=(0, 1), keepdim=True)",
+        "return x / x.norm(dim=-1, keepdim=True, dtype=torch.float64)",
+        "return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)",
+        "return g(x) / g(x).norm(dim=-1, keepdim=True)",  # not side-effect free
+        "n = x.norm(dim=1, keepdim=True)\n    x = x + y\n    return x / n",  # x rebound
+        "x /= x.norm(dim=-1, keepdim=True)\n    return x",  # in place: TNL201 guards it
+    ],
+)
+def test_tnl202_clean(line):
+    assert lint(body(line), "TNL202") == []
+
+
+# ---------------------------------------------------------------------------------------------
+# TNL204 sqrt-of-sum-of-squares
+
+T204_FLAGGED = [
+    ("return torch.sqrt((x**2).sum())", "return torch.linalg.vector_norm(x)"),
+    ("return x.pow(2).sum(-1).sqrt()", "return torch.linalg.vector_norm(x, dim=-1)"),
+    ("return torch.sqrt(torch.sum(x * x, dim=1))", "return torch.linalg.vector_norm(x, dim=1)"),
+    ("return (x ** 2).sum(dim=-1, keepdim=True).sqrt()", "return torch.linalg.vector_norm(x, dim=-1, keepdim=True)"),
+    ("return torch.square(x).sum(-1).sqrt()", "return torch.linalg.vector_norm(x, dim=-1)"),
+    ("return x.square().sum((1, 2)).sqrt()", "return torch.linalg.vector_norm(x, dim=(1, 2))"),
+    ("return torch.pow(torch.pow(x, 2).sum(-1), 0.5)", "return torch.linalg.vector_norm(x, dim=-1)"),
+    ("return (x ** 2).sum(-1) ** 0.5", "return torch.linalg.vector_norm(x, dim=-1)"),
+    ("return x.pow(2).sum(1, True).sqrt()", "return torch.linalg.vector_norm(x, dim=1, keepdim=True)"),
+    ("return torch.sqrt(((a - b) ** 2).sum(-1))", "return torch.linalg.vector_norm(a - b, dim=-1)"),
+    ("return torch.sqrt((w.data[0] * w.data[0]).sum(0))", "return torch.linalg.vector_norm(w.data[0], dim=0)"),
+    ("return torch.log(torch.sqrt((x ** 2).sum(-1)) + 1)", "return torch.log(torch.linalg.vector_norm(x, dim=-1) + 1)"),
+    ("ss = (x ** 2).sum(-1)\n    return torch.sqrt(ss)", "ss = (x ** 2).sum(-1)\n    return torch.linalg.vector_norm(x, dim=-1)"),
+    ("sq = x ** 2\n    return sq.sum(1).sqrt()", "sq = x ** 2\n    return torch.linalg.vector_norm(x, dim=1)"),
+    ("return torch.sqrt(\n        (x ** 2.0).sum(\n            dim=-1,\n        )\n    )",
+     "return torch.linalg.vector_norm(x, dim=-1)"),
+]
+
+
+@pytest.mark.parametrize("line, fixed_line", T204_FLAGGED)
+def test_tnl204_flags_and_fixes(line, fixed_line):
+    code = body(line)
+    assert lint(code, "TNL204") == [("TNL204", LINE + (1 if line.startswith(("ss", "sq")) else 0))]
+    assert lint(code, "TNL206") == []  # never both
+    check_fixed(code, "TNL204", body(fixed_line), unsafe=False)  # SAFE
+
+
+def test_tnl204_imported_sqrt_adds_torch():
+    code = "from torch import sqrt\n\ndef f(x):\n    return sqrt((x * x).sum(-1))\n"
+    assert lint(code, "TNL204") == [("TNL204", 4)]
+    check_fixed(code, "TNL204", "from torch import sqrt\nimport torch\n\ndef f(x):\n    return torch.linalg.vector_norm(x, dim=-1)\n")
+
+
+T204_CLEAN = [
+    "return torch.sqrt((x**2).sum(-1) + 1e-8)",
+    "return torch.sqrt((x**2).sum(-1).clamp_min(1e-12))",
+    "return torch.sqrt((x**2).mean(-1))",  # a mean: TNL206's
+    "return torch.sqrt((x**2 + 1e-8).sum(-1))",
+    "return torch.sqrt((x * y).sum(-1))",
+    "return torch.sqrt((x ** 2).sum(-1, dtype=torch.float64))",
+    "return torch.sqrt(((a[:, None] - b[None]) ** 2).sum(-1))",  # pairwise: TNL205's
+    "return ((a.unsqueeze(1) - b.unsqueeze(0)) ** 2).sum(-1).sqrt()",
+    "return torch.sqrt(x ** 2 + y ** 2)",  # hypot: TNL210's
+    "return (x ** 2).sum(-1)",
+    "return torch.rsqrt((x ** 2).sum(-1))",
+    "return torch.sqrt((x ** 3).sum(-1))",
+    "return torch.sqrt((g(x) * g(x)).sum(-1))",
+    "return (x ** 2).sum(-1) ** 1.5",
+    "ss = (x ** 2).sum(-1)\n    x = x * 2\n    return torch.sqrt(ss)",  # x rebound
+    "return torch.linalg.vector_norm(x, dim=-1)",
+]
+
+
+@pytest.mark.parametrize("line", T204_CLEAN)
+def test_tnl204_clean(line):
+    assert lint(body(line), "TNL204") == []
+
+
+def test_tnl204_python_math_is_clean():
+    assert lint("import math\ndef f(xs):\n    return math.sqrt(sum(v ** 2 for v in xs))\n", "TNL204") == []
+
+
+# ---------------------------------------------------------------------------------------------
+# TNL206 unguarded-sqrt-or-pow
+
+T206_FLAGGED = [
+    ("return torch.sqrt(x.var(0))", "return torch.sqrt(x.var(0).clamp_min(1e-12))"),
+    ("return (a - b).sqrt()", "return (a - b).clamp_min(1e-12).sqrt()"),
+    ("return torch.pow(x.mean() - y, 0.5)", "return torch.pow((x.mean() - y).clamp_min(1e-12), 0.5)"),
+    ("return torch.rsqrt(x.pow(2).mean(-1, keepdim=True))",
+     "return torch.rsqrt(x.pow(2).mean(-1, keepdim=True).clamp_min(1e-12))"),
+    ("return torch.sqrt((x - y).abs().sum(-1))", "return torch.sqrt((x - y).abs().sum(-1).clamp_min(1e-12))"),
+    ("v = torch.var(x, dim=1)\n    return v ** 0.5 * 2", "v = torch.var(x, dim=1)\n    return v.clamp_min(1e-12) ** 0.5 * 2"),
+    ("return torch.sqrt(x.var(0) / 2)", "return torch.sqrt((x.var(0) / 2).clamp_min(1e-12))"),
+    ("return x.var(0) ** 1.5", "return x.var(0).clamp_min(1e-12) ** 1.5"),
+    ("return (1 - y ** 2) ** 0.5", "return (1 - y ** 2).clamp_min(1e-12) ** 0.5"),
+    ("return x * y.var(-1).rsqrt()", "return x * y.var(-1).clamp_min(1e-12).rsqrt()"),
+]
+
+
+@pytest.mark.parametrize("line, fixed_line", T206_FLAGGED)
+def test_tnl206_flags_and_fixes(line, fixed_line):
+    code = body(line)
+    assert lint(code, "TNL206") == [("TNL206", LINE + line.count("\n"))]
+    check_fixed(code, "TNL206", body(fixed_line))
+    assert fixed(code, "TNL206", unsafe=False) == code
+
+
+T206_CLEAN = [
+    "return torch.sqrt(torch.nn.functional.softplus(x)) + torch.sigmoid(x).sqrt() + torch.exp(x).sqrt()",
+    "return x.var(0) ** 2",
+    "return torch.sqrt(x.var(0).clamp(min=1e-5))",
+    "return torch.sqrt(x.var(0) + 1e-5) * torch.rsqrt(x.pow(2).mean(-1) + 1e-6)",
+    "return torch.sqrt(x ** 2 + 1e-8)",
+    "return torch.sqrt(torch.tensor(x.shape[-1])) * x.shape[-1] ** 0.5 * 2.0 ** 0.5",
+    "return torch.sqrt(x.norm())",
+    "return torch.sqrt(x / y)",
+    "return torch.sqrt(x)",  # unknown tensor
+    "return x.sum() ** 0.5",  # a sum of unknown sign: too uncertain
+    "return torch.sqrt(1 - w)",
+    "return torch.sqrt((x ** 2).sum(-1))",  # TNL204's
+    "return torch.sqrt(x ** 2 + y ** 2)",  # TNL210's
+    "return x / torch.sqrt(x.var(0))",  # a denominator: TNL201's
+    "d = a - b\n    if d >= 0:\n        return d.sqrt()\n    return d",  # the author tested it
+]
+
+
+@pytest.mark.parametrize("line", T206_CLEAN)
+def test_tnl206_clean(line):
+    assert lint(body(line), "TNL206") == []
+
+
+def test_tnl206_math_sqrt_is_clean():
+    code = "import math\nimport torch\ndef f(x, d):\n    return math.sqrt(d - 1) * x\n"
+    assert lint(code, "TNL206") == []
+
+
+# ---------------------------------------------------------------------------------------------
+# The family together: one finding per hazard, fixes converge
+
+
+@pytest.mark.parametrize(
+    "line, findings, safe, unsafe",
+    [
+        ("return x / torch.sqrt(x.var(-1))", ["TNL201"], None, "return x / torch.sqrt(x.var(-1).clamp_min(1e-12))"),
+        ("n = x.var(-1).sqrt()\n    return x / n", ["TNL206"], None,
+         "n = x.var(-1).clamp_min(1e-12).sqrt()\n    return x / n"),
+        ("return x / x.norm(dim=-1, keepdim=True)", ["TNL202"], "return torch.nn.functional.normalize(x, dim=-1)",
+         "return torch.nn.functional.normalize(x, dim=-1)"),
+        ("return x / torch.sqrt((x ** 2).sum(-1, keepdim=True))", ["TNL201", "TNL204"],
+         "return torch.nn.functional.normalize(x, dim=-1)", "return torch.nn.functional.normalize(x, dim=-1)"),
+    ],
+)
+def test_family_together(line, findings, safe, unsafe):
+    code = body(line)
+    assert [c for c, _ in lint(code, *FAMILY)] == findings
+    assert fixed(code, *FAMILY, unsafe=False) == (body(safe) if safe else code)
+    result = fixed(code, *FAMILY)
+    assert result == body(unsafe)
+    assert lint(result, *FAMILY) == []

@@ -1,0 +1,950 @@
+"""TNL2xx, guards, norms and domains: a division by a norm, sum, deviation or count that can be 0;
+a hand-written `F.normalize`; a square root of a sum of squares; a square root (or fractional
+power) of a value that can reach 0 or go negative.
+
+Ownership between the rules, so that one hazard gives one finding:
+- `x / x.norm(dim=d, keepdim=True)` (2-norm, same x) is TNL202's; TNL201 takes every other norm.
+- A square root written directly as a denominator (`x / torch.sqrt(v)`) is TNL201's (its fix
+  clamps inside the root); a root anywhere else is TNL206's, and TNL201 does not follow a name to
+  a root that TNL206 reports where it is computed.
+- A square root of a sum of squares is TNL204's; TNL206 never takes it. As a denominator TNL201
+  still reports the division, without a fix: TNL204's rewrite to `vector_norm` comes first and
+  the next fix pass then guards the norm (TNL201) or turns it into `F.normalize` (TNL202).
+- Products of norms (`dot / (a.norm() * b.norm())`) are TNL203's, pairwise distances
+  (`((a[:, None] - b[None]) ** 2).sum(-1)`) TNL205's, sums of exponentials TNL110's, and a
+  division inside `torch.where(...)` TNL209's.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional, Set, Tuple
+
+import libcst as cst
+
+from torchnumlint.findings import Safety
+from torchnumlint.rules.base import Example, Rule
+from torchnumlint.rules.guards import is_guarded, is_python_number, number_value, strip_parens
+from torchnumlint.rules.names import CallMatch, make_op, match_call
+
+# The guard the unsafe fixes write. 1e-12 is F.normalize's own eps: the smallest floor whose
+# reciprocal square (1e24) still fits float32/bfloat16, so the gradient of `x / d` stays finite,
+# and so small that the result is unchanged wherever the original was finite in practice. A count
+# is an integer: it is clamped at 1, exact wherever the original was finite, and keeps its dtype.
+EPS = "1e-12"
+COUNT_EPS = "1"
+
+# Ops that names.OPS lacks (candidates for the shared table).
+DIV = make_op("div", {"torch.div", "torch.divide", "torch.true_divide"}, "div", ("other", "rounding_mode"))
+DIV_METHODS = (
+    DIV,
+    make_op("divide", set(), "divide", ("other", "rounding_mode")),
+    make_op("true_divide", set(), "true_divide", ("other",)),
+    make_op("div_", set(), "div_", ("other", "rounding_mode")),
+)
+COUNT_NONZERO = make_op("count_nonzero", {"torch.count_nonzero"}, "count_nonzero", ("dim",))
+SOFTPLUS = make_op("softplus", {"torch.nn.functional.softplus"}, None, ("beta", "threshold"))
+NORMS = ("norm", "linalg_norm", "vector_norm")
+_POSITIVE = ("exp", "softmax", "sigmoid", SOFTPLUS)
+_CASTS = {"float", "double", "half", "bfloat16", "long", "int", "bool", "to", "type_as", "type"}
+_BOOL_FUNCS = {"torch.logical_and", "torch.logical_or", "torch.logical_not", "torch.logical_xor",
+               "torch.isfinite", "torch.isnan", "torch.isinf", "torch.eq", "torch.ne", "torch.gt",
+               "torch.lt", "torch.ge", "torch.le", "torch.isin"}
+_BOOL_METHODS = {"eq", "ne", "gt", "lt", "ge", "le", "logical_and", "logical_or", "logical_not", "isfinite",
+                 "isnan", "isinf", "bool"}
+_MASK_WORDS = ("mask", "valid", "keep")
+
+
+# ---------------------------------------------------------------------------------------------
+# Small helpers (shared-module candidates)
+
+
+def same_code(ctx, a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
+    """Whether two expressions are written the same (parentheses and whitespace aside)."""
+    return _norm_code(ctx, a) == _norm_code(ctx, b)
+
+
+def _norm_code(ctx, expr: cst.BaseExpression) -> str:
+    return "".join(ctx.module.code_for_node(strip_parens(expr)).split())
+
+
+def is_pure(expr: cst.BaseExpression) -> bool:
+    """Names, attributes and subscripts with simple indices: reading it twice gives the same value."""
+    expr = strip_parens(expr)
+    if isinstance(expr, cst.Name):
+        return True
+    if isinstance(expr, cst.Attribute):
+        return is_pure(expr.value)
+    if isinstance(expr, cst.Subscript):
+        return is_pure(expr.value) and all(_simple_index(e.slice) for e in expr.slice)
+    return False
+
+
+def _simple_index(part: cst.BaseSlice) -> bool:
+    if isinstance(part, cst.Index):
+        value = strip_parens(part.value)
+        return (
+            number_value(value) is not None
+            or isinstance(value, (cst.Name, cst.Ellipsis))
+            or (isinstance(value, cst.Attribute) and is_pure(value))
+        )
+    if isinstance(part, cst.Slice):
+        return all(p is None or _simple_index(cst.Index(p)) for p in (part.lower, part.upper, part.step))
+    return False
+
+
+def rebound_between(ctx, expr: cst.CSTNode, use: cst.CSTNode) -> bool:
+    """Whether a name that `expr` reads is bound again between `expr` and `use` (same scope).
+    (Reaches into FileContext's scope table; belongs on FileContext.)"""
+    scope, _ = ctx._scope_of_current()
+    return ctx._table(scope).rebound_between(expr, use)
+
+
+def with_clamp(expr: cst.BaseExpression, low: str) -> cst.Call:
+    """`expr.clamp_min(low)`, parenthesising `expr` when the attribute would bind tighter."""
+    if not expr.lpar and not isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
+        expr = expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    value = cst.Float(low) if "." in low or "e" in low else cst.Integer(low)
+    return cst.Call(func=cst.Attribute(value=expr, attr=cst.Name("clamp_min")), args=[cst.Arg(value)])
+
+
+def replace_in(fix, parent: cst.CSTNode, child: cst.CSTNode, new_child: cst.CSTNode) -> None:
+    """Rewrite `parent` with `child` replaced (so `child`'s parentheses stay with the new child)."""
+    fix.replace(parent, parent.deep_replace(child, new_child))
+
+
+def _is_self(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "self"
+
+
+def _unwrap_casts(ctx, expr: cst.BaseExpression, detach: bool = False) -> cst.BaseExpression:
+    """Through names, `.float()`, `.to(...)`, `.type_as(...)` (and `.detach()` when asked)."""
+    methods = _CASTS | {"detach"} if detach else _CASTS
+    for _ in range(4):
+        expr = strip_parens(ctx.resolve(expr))
+        if (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value in methods
+            and not ctx.imports.is_module_ref(expr.func.value)
+        ):
+            expr = expr.func.value
+            continue
+        break
+    return expr
+
+
+def _is_boolean(ctx, expr: cst.BaseExpression) -> bool:
+    """A mask: a comparison, `~m`, `logical_*`, `isfinite`, or a name that says mask/valid/keep."""
+    expr = _unwrap_casts(ctx, expr)
+    if isinstance(expr, cst.Comparison):
+        return True
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+        return True
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr)):
+        return _is_boolean(ctx, expr.left) or _is_boolean(ctx, expr.right)
+    if isinstance(expr, cst.Call):
+        if ctx.qualname(expr.func) in _BOOL_FUNCS:
+            return True
+        return isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _BOOL_METHODS
+    ident = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else None
+    return ident is not None and any(word in ident.lower() for word in _MASK_WORDS)
+
+
+def _is_positive(ctx, expr: cst.BaseExpression) -> bool:
+    """exp / softmax / sigmoid / softplus: never negative, 0 only by underflow (TNL110's)."""
+    expr = _unwrap_casts(ctx, expr)
+    return match_call(ctx.imports, expr, *_POSITIVE) is not None
+
+
+def _is_constant_tensor(ctx, expr: cst.BaseExpression) -> bool:
+    """`torch.tensor(d_k)`, `torch.as_tensor(n, dtype=...)` of a plain number."""
+    expr = _unwrap_casts(ctx, expr)
+    if isinstance(expr, cst.Call) and ctx.qualname(expr.func) in ("torch.tensor", "torch.as_tensor", "torch.scalar_tensor"):
+        return bool(expr.args) and is_python_number(ctx, expr.args[0].value)
+    return False
+
+
+def _constant(ctx, expr: cst.BaseExpression) -> bool:
+    return is_python_number(ctx, expr) or _is_constant_tensor(ctx, expr)
+
+
+# ---------------------------------------------------------------------------------------------
+# Squares, roots, sums of squares
+
+
+def square_base(ctx, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """`x ** 2`, `x.pow(2)`, `torch.pow(x, 2)`, `torch.square(x)`, `x * x` (pure x): x."""
+    expr = strip_parens(expr)
+    if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr.operator, cst.Power) and number_value(expr.right) == 2:
+            return expr.left
+        if isinstance(expr.operator, cst.Multiply) and is_pure(expr.left) and same_code(ctx, expr.left, expr.right):
+            return expr.left
+        return None
+    match = match_call(ctx.imports, expr, "pow", "square")
+    if match is None or not match.fully_known:
+        return None
+    if match.op.name == "pow":
+        exponent = match.arg("exponent")
+        return match.input if exponent is not None and number_value(exponent) == 2 else None
+    return match.input if not match.args else None
+
+
+def _fraction(expr: Optional[cst.BaseExpression]) -> Optional[float]:
+    value = number_value(expr) if expr is not None else None
+    return value if value is not None and value != int(value) else None
+
+
+def root_of(ctx, node: cst.CSTNode) -> Optional[Tuple[str, cst.BaseExpression]]:
+    """A square root, reciprocal root or fractional power: (`"sqrt"`/`"rsqrt"`/`"pow"`, its base)."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Power):
+        if _fraction(strip_parens(node.right)) is not None:
+            return ("sqrt" if number_value(strip_parens(node.right)) == 0.5 else "pow"), node.left
+        return None
+    match = match_call(ctx.imports, node, "sqrt", "rsqrt", "pow")
+    if match is None or not match.fully_known:
+        return None
+    if match.op.name == "pow":
+        exponent = match.arg("exponent")
+        if _fraction(exponent) is None:
+            return None
+        return ("sqrt" if number_value(exponent) == 0.5 else "pow"), match.input
+    if match.args:
+        return None
+    return match.op.name, match.input
+
+
+def _has_broadcast_index(expr: cst.CSTNode) -> bool:
+    """`a[:, None]`, `b[None]`, `a.unsqueeze(1)`: the pairwise (TNL205) shape."""
+    found = []
+
+    class _Find(cst.CSTVisitor):
+        def visit_SubscriptElement(self, node: cst.SubscriptElement) -> None:
+            if isinstance(node.slice, cst.Index) and isinstance(node.slice.value, cst.Name) and node.slice.value.value == "None":
+                found.append(node)
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if node.attr.value in ("unsqueeze", "newaxis"):
+                found.append(node)
+
+    expr.visit(_Find())
+    return bool(found)
+
+
+def sum_of_squares(ctx, expr: cst.BaseExpression, use: cst.CSTNode) -> Optional[Tuple[cst.BaseExpression, CallMatch]]:
+    """`(x ** 2).sum(d)` and its spellings (through names too): (x, the sum). None for a pairwise
+    distance, or when a name x reads is bound again before `use`."""
+    total = strip_parens(ctx.resolve(expr))
+    match = match_call(ctx.imports, total, "sum")
+    if match is None or not match.fully_known or set(match.args) - {"dim", "keepdim"}:
+        return None
+    squared = strip_parens(ctx.resolve(match.input))
+    base = square_base(ctx, squared)
+    if base is None:
+        return None
+    inner = strip_parens(base)
+    if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract) and _has_broadcast_index(inner):
+        return None
+    followed = ctx.resolve(expr) is not expr or ctx.resolve(match.input) is not match.input
+    if followed and rebound_between(ctx, base, use):
+        return None
+    return base, match
+
+
+def vector_norm_fix(rule: Rule, root: cst.CSTNode, x: cst.BaseExpression, total: CallMatch):
+    """`torch.linalg.vector_norm(x, dim=d, keepdim=k)` in place of `root`."""
+    fix = rule.fix()
+    ctx = rule.ctx
+    code = ctx.module.code_for_node
+    parts = [code(strip_parens(x))]
+    for name in ("dim", "keepdim"):
+        value = total.arg(name)
+        if value is not None:
+            parts.append(f"{name}={code(value)}")
+    func = code(fix.ref("torch.linalg.vector_norm"))
+    fix.replace(root, cst.parse_expression(f"{func}({', '.join(parts)})"))
+    return fix
+
+
+# ---------------------------------------------------------------------------------------------
+# What can be 0 (a denominator) and what can be 0 or negative (under a root)
+
+
+def root_hazard(ctx, value: cst.BaseExpression) -> Optional[str]:
+    """Why a square root of `value` is unsafe (it can be 0 or negative, TNL206's set), or None.
+
+    Deliberately narrow: a variance, a difference of tensors (or `c - t ** 2`), a mean of
+    squares, a sum or mean of differences or absolute values. Never a plain number, a guarded
+    value, exp/softmax/sigmoid/softplus, a sum of squares (TNL204's) or `a**2 + b**2` (TNL210's)."""
+    v = strip_parens(ctx.resolve(value))
+    if _constant(ctx, v) or is_guarded(ctx, v) or _is_positive(ctx, v):
+        return None
+    if isinstance(v, cst.BinaryOperation):
+        op = v.operator
+        if isinstance(op, cst.Subtract):
+            if square_base(ctx, ctx.resolve(v.right)) is not None and not _constant(ctx, v.right):
+                return "a difference"
+            if not _constant(ctx, v.left) and not _constant(ctx, v.right):
+                return "a difference"
+            return None
+        if isinstance(op, (cst.Multiply, cst.Divide)):
+            if _constant(ctx, v.right):
+                return root_hazard(ctx, v.left)
+            if isinstance(op, cst.Multiply) and _constant(ctx, v.left):
+                return root_hazard(ctx, v.right)
+        return None
+    match = match_call(ctx.imports, v, "var", "sum", "mean")
+    if match is None:
+        return None
+    if match.op.name == "var":
+        return "a variance"
+    inner = strip_parens(ctx.resolve(match.input))
+    if square_base(ctx, inner) is not None:
+        return "a mean of squares" if match.op.name == "mean" else None
+    if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract):
+        return "a sum of differences" if not (_constant(ctx, inner.left) or _constant(ctx, inner.right)) else None
+    if match_call(ctx.imports, inner, "abs") is not None:
+        return "a sum of absolute values"
+    return None
+
+
+_KIND_WORDS = {
+    "count": "a count",
+    "norm": "a norm",
+    "sum": "a sum",
+    "std": "a standard deviation",
+    "var": "a variance",
+    "sqrt": "a square root",
+}
+
+
+def zero_kind(ctx, d: cst.BaseExpression) -> Optional[Tuple[str, cst.BaseExpression]]:
+    """What kind of value that can be exactly 0 the denominator `d` is (following names), and
+    the call that makes it; None when it cannot be 0 or is guarded."""
+    v = _unwrap_casts(ctx, d, detach=True)
+    if _constant(ctx, v) or is_guarded(ctx, v):
+        return None
+    if match_call(ctx.imports, v, COUNT_NONZERO) is not None:
+        return "count", v
+    match = match_call(ctx.imports, v, "sum", *NORMS, "std", "var")
+    if match is not None and match.form == "method" and _is_self(match.input):
+        return None  # `self.norm(h)`: a module, not Tensor.norm
+    if match is not None:
+        inner = match.input
+        if match.op.name in ("std", "var"):
+            return match.op.name, v
+        if is_guarded(ctx, inner) or _constant(ctx, inner):
+            return None
+        if match.op.name != "sum":
+            return "norm", v
+        if _is_positive(ctx, inner):
+            return None
+        return ("count" if _is_boolean(ctx, inner) else "sum"), v
+    root = root_of(ctx, v)
+    if root is not None and root[0] == "sqrt":
+        arg = root[1]
+        if root_hazard(ctx, arg) is not None or sum_of_squares(ctx, arg, v) is not None:
+            return "sqrt", v
+        inner = zero_kind(ctx, arg)
+        if inner is not None and inner[0] != "sqrt":
+            return "sqrt", v
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Divisions
+
+
+def division_operands(ctx, node: cst.CSTNode) -> Optional[Tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """(numerator, denominator) of `x / d`, `x /= d`, `torch.div(x, d)`, `x.div(d)` (true division)."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        return node.left, node.right
+    if isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.DivideAssign):
+        return node.target, node.value
+    match = match_call(ctx.imports, node, *DIV_METHODS)
+    if match is not None and match.fully_known and "other" in match.args and "rounding_mode" not in match.args:
+        return match.input, match.args["other"].value
+    return None
+
+
+def replaces_whole(node: cst.CSTNode) -> bool:
+    """A division whose value can be replaced by another expression: not `x /= d`, not `x.div_(d)`."""
+    if isinstance(node, cst.AugAssign):
+        return False
+    return not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "div_")
+
+
+def in_where(ctx) -> bool:
+    """Inside `torch.where(...)`: the unselected branch is TNL209's business."""
+    return any(isinstance(n, cst.Call) and ctx.qualname(n.func) == "torch.where" for n in ctx.stack[:-1])
+
+
+def normalize_site(ctx, x: cst.BaseExpression, d: cst.BaseExpression, use: cst.CSTNode):
+    """For `x / x.norm(dim=k, keepdim=True)` (2-norm, same pure x, any norm spelling, the norm
+    directly or through a name): the dim expression; else None."""
+    if not is_pure(x):
+        return None
+    norm = strip_parens(ctx.resolve(d))
+    match = match_call(ctx.imports, norm, *NORMS)
+    if match is None or not match.fully_known or not same_code(ctx, match.input, x):
+        return None
+    if ctx.resolve(d) is not d and rebound_between(ctx, match.input, use):
+        return None
+    dim, keepdim = match.arg("dim"), match.arg("keepdim")
+    if dim is None or isinstance(strip_parens(dim), (cst.Tuple, cst.List)) or (isinstance(dim, cst.Name) and dim.value == "None"):
+        return None
+    if not (isinstance(keepdim, cst.Name) and keepdim.value == "True"):
+        return None
+    order = match.arg("p") if match.op.name == "norm" else match.arg("ord")
+    if order is not None and number_value(order) != 2:
+        return None
+    if "dtype" in match.args:
+        return None
+    return dim
+
+
+class _Tests(cst.CSTVisitor):
+    """Texts that a scope compares or tests (`if n > 0`, `n == 0`, `x / n if n else 0`)."""
+
+    def __init__(self, ctx) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.texts: Set[str] = set()
+
+    def _add(self, expr: cst.BaseExpression) -> None:
+        expr = strip_parens(expr)
+        while isinstance(expr, cst.Call):
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("item", "all", "any", "min", "max") and not expr.args:
+                expr = strip_parens(expr.func.value)
+            elif isinstance(expr.func, cst.Name) and expr.func.value in ("int", "float", "bool") and len(expr.args) == 1:
+                expr = strip_parens(expr.args[0].value)
+            else:
+                break
+        if isinstance(expr, cst.UnaryOperation):
+            expr = strip_parens(expr.expression)
+        self.texts.add(_norm_code(self.ctx, expr))
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        self._add(node.left)
+        for target in node.comparisons:
+            self._add(target.comparator)
+
+    def _test(self, test: cst.BaseExpression) -> None:
+        if not isinstance(strip_parens(test), cst.Comparison):
+            self._add(test)
+
+    def visit_If(self, node: cst.If) -> None:
+        self._test(node.test)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._test(node.test)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._test(node.test)
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._test(node.test)
+
+
+def tested(rule: Rule, *exprs: cst.BaseExpression) -> bool:
+    """Whether the enclosing function compares or tests one of `exprs` (`if n > 0:`,
+    `x / n if n else 0`, `assert v.min() >= 0`): the author has handled the edge case."""
+    ctx = rule.ctx
+    cache: Dict[int, Set[str]] = rule.__dict__.setdefault("_tests", {})
+    scope = ctx.enclosing(cst.FunctionDef) or ctx.module
+    texts = cache.get(id(scope))
+    if texts is None:
+        collector = _Tests(ctx)
+        scope.visit(collector)
+        texts = cache[id(scope)] = collector.texts
+    return any(_norm_code(ctx, e) in texts for e in exprs)
+
+
+class _DivisionRule(Rule):
+    """Visits every division form once."""
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.Divide):
+            self.division(node, node.left, node.right)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.operator, cst.DivideAssign):
+            self.division(node, node.target, node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        operands = division_operands(self.ctx, node)
+        if operands is not None:
+            self.division(node, *operands)
+
+    def division(self, node, x, d) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class UnguardedDivision(_DivisionRule):
+    code = "TNL201"
+    name = "unguarded-division"
+    message = (
+        "division by {what} that can be exactly 0 (a constant, empty or zero row gives 0/0 = NaN); "
+        "guard the denominator: `.clamp_min({eps})`"
+    )
+    rationale = (
+        "A norm, a sum, a standard deviation or variance, `abs().sum()`, a count of mask entries "
+        "or a square root of such a value is exactly 0 for an all-zero, constant, empty or fully "
+        "masked row, and then `x / d` is 0/0 = NaN in the forward pass and in every gradient that "
+        "flows through it. The fix clamps the denominator: `d.clamp_min(1e-12)` (1e-12 is "
+        "F.normalize's eps; its reciprocal square still fits float32 and bfloat16, so the "
+        "gradient stays finite, and results are unchanged wherever d >= 1e-12). A count is "
+        "clamped at 1, which is exact wherever the original was finite and keeps the integer "
+        "dtype. A square root is clamped inside (`torch.sqrt(v.clamp_min(1e-12))`): clamping "
+        "outside would leave the root's infinite derivative at 0 times a zero gradient, NaN again. "
+        "A sum of signed values may need a different guard than clamping, and in float16 code "
+        "1e-12 rounds to 0: compute the island in float32 (an eps alone overflows, the gradient "
+        "being about 1/eps > 65504); for standardisation prefer `F.layer_norm`. The fix changes "
+        "results where the denominator is below the floor, so it is unsafe."
+    )
+    safety = Safety.UNSAFE
+    needles = ("/", "div")
+    examples = (
+        Example(
+            bad=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def standardize(x):\n"
+                "    return (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True)\n"
+            ),
+            lines=(5,),
+            fixed=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def standardize(x):\n"
+                "    return (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True).clamp_min(1e-12)\n"
+            ),
+        ),
+        Example(
+            bad=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def masked_mean(h, mask):\n"
+                "    n = mask.sum(dim=1, keepdim=True)\n"
+                "    return (h * mask).sum(dim=1, keepdim=True) / n\n"
+                "\n"
+                "\n"
+                "def token_loss(losses, targets, ignore_index=-100):\n"
+                "    total = losses.sum()\n"
+                "    total /= (targets != ignore_index).sum()\n"
+                "    return total\n"
+            ),
+            lines=(6, 11),
+            fixed=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def masked_mean(h, mask):\n"
+                "    n = mask.sum(dim=1, keepdim=True)\n"
+                "    return (h * mask).sum(dim=1, keepdim=True) / n.clamp_min(1)\n"
+                "\n"
+                "\n"
+                "def token_loss(losses, targets, ignore_index=-100):\n"
+                "    total = losses.sum()\n"
+                "    total /= (targets != ignore_index).sum().clamp_min(1)\n"
+                "    return total\n"
+            ),
+        ),
+        Example(
+            bad=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def scaled(x, w, a):\n"
+                "    y = torch.div(x, torch.linalg.norm(w))\n"
+                "    z = x / torch.sqrt(a.var(0))\n"
+                "    return y * z / w.abs().sum(-1, keepdim=True)\n"
+            ),
+            lines=(5, 6, 7),
+            fixed=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def scaled(x, w, a):\n"
+                "    y = torch.div(x, torch.linalg.norm(w).clamp_min(1e-12))\n"
+                "    z = x / torch.sqrt(a.var(0).clamp_min(1e-12))\n"
+                "    return y * z / w.abs().sum(-1, keepdim=True).clamp_min(1e-12)\n"
+            ),
+        ),
+    )
+    good = (
+        "import math\nimport torch\n"
+        "def attend(q, k, mask):\n"
+        "    s = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
+        "    s = s / q.shape[-1] ** 0.5 / len(mask) / k.numel()\n"
+        "    return s / torch.sqrt(torch.tensor(q.shape[-1], dtype=q.dtype))\n",
+        "import torch\n"
+        "def guarded(x, mask, eps=1e-6):\n"
+        "    a = x / (x.norm(dim=-1, keepdim=True) + eps)\n"
+        "    b = x / x.std(-1, keepdim=True).clamp(min=1e-5)\n"
+        "    c = (x * mask).sum(1) / mask.sum(1).clamp_min(1)\n"
+        "    d = x / torch.sqrt(x.var(-1, keepdim=True) + eps)\n"
+        "    e = x / torch.maximum(x.abs().sum(), torch.tensor(eps))\n"
+        "    return a + b + c + d + e / x.sum().clamp(min=torch.finfo(x.dtype).eps)\n",
+        "import torch\n"
+        "def softmax(x):\n"
+        "    e = torch.exp(x - x.max(-1, keepdim=True).values)\n"
+        "    return e / e.sum(-1, keepdim=True)\n",
+        "import torch\n"
+        "def mean_loss(loss, mask):\n"
+        "    n = mask.sum()\n"
+        "    if n == 0:\n"
+        "        return loss.sum() * 0\n"
+        "    return (loss * mask).sum() / n\n",
+        "import torch\n"
+        "def unit(x):\n"
+        "    return x / x.norm(dim=-1, keepdim=True)\n",
+    )
+
+    def division(self, node, x, d) -> None:
+        ctx = self.ctx
+        if in_where(ctx):
+            return
+        found = zero_kind(ctx, d)
+        if found is None:
+            return
+        kind, value = found
+        if replaces_whole(node) and normalize_site(ctx, x, d, node) is not None:
+            return  # TNL202's
+        if tested(self, d, value):
+            return
+        direct = ctx.resolve(d) is d
+        fix = None
+        if kind == "sqrt":
+            _, arg = root_of(ctx, value)  # type: ignore[misc]
+            if not direct:
+                if root_hazard(ctx, arg) is not None:
+                    return  # TNL206 reports the root where it is computed
+                binding = ctx.binding(d)
+                if (
+                    binding is not None
+                    and isinstance(binding.node, cst.Assign)
+                    and len(binding.node.targets) == 1
+                    and strip_parens(binding.value) is value
+                    and ctx.name_loads(d) == 1
+                    and sum_of_squares(ctx, arg, value) is None
+                ):
+                    # the root is read only here: guard it where it is computed
+                    inner = zero_kind(ctx, arg)
+                    low = COUNT_EPS if inner is not None and inner[0] == "count" else EPS
+                    fix = self.fix()
+                    replace_in(fix, binding.value, arg, with_clamp(arg, low))
+            elif sum_of_squares(ctx, arg, value) is None:
+                inner = zero_kind(ctx, arg)
+                low = COUNT_EPS if inner is not None and inner[0] == "count" else EPS
+                fix = self.fix()
+                replace_in(fix, node, d, d.deep_replace(arg, with_clamp(arg, low)))
+        else:
+            fix = self.fix()
+            replace_in(fix, node, d, with_clamp(d, COUNT_EPS if kind == "count" else EPS))
+        self.report(node if isinstance(node, cst.AugAssign) else d, fix,
+                    what=_KIND_WORDS[kind], eps=COUNT_EPS if kind == "count" else "eps")
+
+
+class NormalizeManual(_DivisionRule):
+    code = "TNL202"
+    name = "normalize-manual"
+    message = "`x / x.norm(dim, keepdim=True)` is 0/0 = NaN for a zero row; use `F.normalize(x, dim=...)`"
+    rationale = (
+        "Dividing a tensor by its own 2-norm gives 0/0 = NaN, forward and backward, for every "
+        "all-zero row (padding, dead features, an empty bag). `F.normalize(x, dim=d)` computes "
+        "`x / max(||x||, 1e-12)`: the same values wherever the norm is at least 1e-12, and 0 "
+        "instead of NaN for a zero row. Only the explicit-dim, keepdim=True, 2-norm form of the "
+        "same side-effect-free x is rewritten (other norms are TNL201's). In float16 the default "
+        "eps rounds to 0: pass `eps=torch.finfo(x.dtype).tiny` there."
+    )
+    safety = Safety.SAFE
+    needles = ("norm",)
+    examples = (
+        Example(
+            bad=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def unit_rows(x):\n"
+                "    return x / x.norm(dim=-1, keepdim=True)\n"
+            ),
+            lines=(5,),
+            fixed=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def unit_rows(x):\n"
+                "    return torch.nn.functional.normalize(x, dim=-1)\n"
+            ),
+        ),
+        Example(
+            bad=(
+                "import torch\n"
+                "from torch.nn import functional as F\n"
+                "\n"
+                "\n"
+                "class Head(torch.nn.Module):\n"
+                "    def forward(self, feats, protos):\n"
+                "        n = torch.linalg.norm(feats, dim=1, keepdim=True)\n"
+                "        feats = feats / n\n"
+                "        w = self.proj.weight / torch.norm(self.proj.weight, 2, 0, True)\n"
+                "        return feats @ w * (\n"
+                "            protos[0]\n"
+                "            / torch.linalg.vector_norm(protos[0], dim=-1, keepdim=True)\n"
+                "        )\n"
+            ),
+            lines=(8, 9, 11),
+            fixed=(
+                "import torch\n"
+                "from torch.nn import functional as F\n"
+                "\n"
+                "\n"
+                "class Head(torch.nn.Module):\n"
+                "    def forward(self, feats, protos):\n"
+                "        n = torch.linalg.norm(feats, dim=1, keepdim=True)\n"
+                "        feats = F.normalize(feats, dim=1)\n"
+                "        w = F.normalize(self.proj.weight, dim=0)\n"
+                "        return feats @ w * (\n"
+                "            F.normalize(protos[0], dim=-1)\n"
+                "        )\n"
+            ),
+        ),
+    )
+    good = (
+        "import torch\n"
+        "def f(x, y):\n"
+        "    a = x / y.norm(dim=-1, keepdim=True)\n"
+        "    b = x / x.norm(dim=-1)\n"
+        "    c = x / x.norm(p=1, dim=-1, keepdim=True)\n"
+        "    return a + b + c + x / x.norm()\n",
+        "import torch\nimport torch.nn.functional as F\n"
+        "def f(x, eps=1e-8):\n"
+        "    return x / x.norm(dim=-1, keepdim=True).clamp_min(eps) + F.normalize(x, dim=-1)\n",
+        "import torch\n"
+        "def f(x, y):\n"
+        "    n = x.norm(dim=1, keepdim=True)\n"
+        "    x = x + y\n"
+        "    return x / n + f(x) / f(x).norm(dim=1, keepdim=True)\n",
+    )
+
+    def division(self, node, x, d) -> None:
+        if not replaces_whole(node) or in_where(self.ctx):
+            return
+        dim = normalize_site(self.ctx, x, d, node)
+        if dim is None:
+            return
+        fix = self.fix()
+        code = self.ctx.module.code_for_node
+        func = code(fix.ref("torch.nn.functional.normalize"))
+        fix.replace(node, cst.parse_expression(f"{func}({code(strip_parens(x))}, dim={code(dim)})"))
+        self.report(node, fix)
+
+
+class SqrtOfSumOfSquares(Rule):
+    code = "TNL204"
+    name = "sqrt-of-sum-of-squares"
+    message = (
+        "square root of a sum of squares: its gradient is NaN where the sum is 0 (and it overflows "
+        "float16 above 256); use `torch.linalg.vector_norm`"
+    )
+    rationale = (
+        "`torch.sqrt((x ** 2).sum(d))` is a 2-norm written by hand. At a zero vector the backward "
+        "pass computes 0 * (1 / (2 * sqrt(0))) = 0 * inf = NaN, so one all-zero row poisons the "
+        "whole gradient; in float16 the squares overflow once the norm passes 256. "
+        "`torch.linalg.vector_norm(x, dim=d)` computes the same value (float tolerance), uses the "
+        "subgradient 0 at the origin and scales internally. Only rewritten with an explicit dim "
+        "(or a sum over everything); keepdim is kept. Pairwise distances "
+        "(`((a[:, None] - b[None]) ** 2).sum(-1)`) are left to TNL205 (torch.cdist)."
+    )
+    safety = Safety.SAFE
+    needles = ("sum",)
+    examples = (
+        Example(
+            bad=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def row_norms(x):\n"
+                "    return torch.sqrt((x ** 2).sum(dim=-1))\n"
+            ),
+            lines=(5,),
+            fixed=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def row_norms(x):\n"
+                "    return torch.linalg.vector_norm(x, dim=-1)\n"
+            ),
+        ),
+        Example(
+            bad=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def dists(a, b, h):\n"
+                "    d = a - b\n"
+                "    r = torch.sqrt(torch.sum(d * d, dim=1))\n"
+                "    g = h.pow(2).sum(1, True).sqrt()\n"
+                "    return r + g.squeeze(1) + torch.square(a).sum() ** 0.5\n"
+            ),
+            lines=(6, 7, 8),
+            fixed=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def dists(a, b, h):\n"
+                "    d = a - b\n"
+                "    r = torch.linalg.vector_norm(d, dim=1)\n"
+                "    g = torch.linalg.vector_norm(h, dim=1, keepdim=True)\n"
+                "    return r + g.squeeze(1) + torch.linalg.vector_norm(a)\n"
+            ),
+        ),
+    )
+    good = (
+        "import torch\n"
+        "def f(x, eps=1e-8):\n"
+        "    a = torch.sqrt((x ** 2).sum(-1) + eps)\n"
+        "    b = x.pow(2).sum(-1).clamp_min(1e-12).sqrt()\n"
+        "    c = torch.sqrt((x ** 2).mean(-1))\n"
+        "    return a + b + c + torch.sqrt((x ** 3).sum(-1))\n",
+        "import torch\n"
+        "def f(a, b):\n"
+        "    return torch.sqrt(((a[:, None] - b[None]) ** 2).sum(-1))\n",
+        "import torch\n"
+        "def f(x):\n"
+        "    return torch.linalg.vector_norm(x, dim=-1) + (x ** 2).sum(-1) + torch.sqrt(x.sum(-1))\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._check(node)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self._check(node)
+
+    def _check(self, node: cst.CSTNode) -> None:
+        root = root_of(self.ctx, node)
+        if root is None or root[0] != "sqrt":
+            return
+        found = sum_of_squares(self.ctx, root[1], node)
+        if found is None:
+            return
+        self.report(node, vector_norm_fix(self, node, *found))
+
+
+class UnguardedSqrtOrPow(Rule):
+    code = "TNL206"
+    name = "unguarded-sqrt-or-pow"
+    message = (
+        "{op} of {what}, which can be 0 or negative: NaN below 0 and an infinite gradient at 0; "
+        "clamp it first: `.clamp_min(eps)`"
+    )
+    rationale = (
+        "A variance, a difference such as `E[x^2] - E[x]^2` or `1 - c ** 2`, or a mean of squares "
+        "reaches exactly 0 for a constant or zero row and goes slightly negative through rounding. "
+        "`sqrt` (and any fractional power) of a negative number is NaN; at 0 the derivative "
+        "1 / (2 sqrt(v)) is infinite, so the backward pass gives inf or 0 * inf = NaN; `rsqrt` is "
+        "already infinite in the forward pass. The fix clamps the argument inside the root, "
+        "`torch.sqrt(v.clamp_min(1e-12))` (1e-12 as F.normalize's eps; the root is then at least "
+        "1e-6 and its gradient finite). It moves results whose argument was below 1e-12, so it is "
+        "unsafe. Roots of plain numbers, shapes, guarded values, exp/softplus/sigmoid and "
+        "`x ** 2 + eps` are never flagged; a root of a sum of squares is TNL204's, and a root "
+        "written directly as a denominator is TNL201's."
+    )
+    safety = Safety.UNSAFE
+    needles = ("sqrt", "**", "pow")
+    examples = (
+        Example(
+            bad=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def inv_std(x):\n"
+                "    return torch.rsqrt(x.var(dim=-1, keepdim=True))\n"
+            ),
+            lines=(5,),
+            fixed=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def inv_std(x):\n"
+                "    return torch.rsqrt(x.var(dim=-1, keepdim=True).clamp_min(1e-12))\n"
+            ),
+        ),
+        Example(
+            bad=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def stats(x, cos):\n"
+                "    mu = x.mean(-1)\n"
+                "    var = (x * x).mean(-1) - mu ** 2\n"
+                "    sd = torch.sqrt(var)\n"
+                "    sin = (1 - cos ** 2) ** 0.5\n"
+                "    rms = ((x - mu[..., None]) ** 2).mean(-1).pow(0.5)\n"
+                "    return sd + sin + rms\n"
+            ),
+            lines=(7, 8, 9),
+            fixed=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def stats(x, cos):\n"
+                "    mu = x.mean(-1)\n"
+                "    var = (x * x).mean(-1) - mu ** 2\n"
+                "    sd = torch.sqrt(var.clamp_min(1e-12))\n"
+                "    sin = (1 - cos ** 2).clamp_min(1e-12) ** 0.5\n"
+                "    rms = ((x - mu[..., None]) ** 2).mean(-1).clamp_min(1e-12).pow(0.5)\n"
+                "    return sd + sin + rms\n"
+            ),
+        ),
+    )
+    good = (
+        "import math\nimport torch\nimport torch.nn.functional as F\n"
+        "def f(x, d_model, eps=1e-5):\n"
+        "    a = math.sqrt(d_model) * torch.sqrt(torch.tensor(2.0)) * x.shape[-1] ** 0.5\n"
+        "    b = torch.sqrt(x.var(-1) + eps) + torch.rsqrt(x.pow(2).mean(-1) + eps)\n"
+        "    c = torch.sqrt(F.softplus(x)) + torch.exp(x).sqrt() + torch.sqrt(x ** 2 + eps)\n"
+        "    return a * b * c * torch.sqrt((x - x.mean()).clamp(min=0)) ** 2\n",
+        "import torch\n"
+        "def f(x, y):\n"
+        "    return torch.sqrt((x ** 2).sum(-1)) + torch.sqrt(x ** 2 + y ** 2) + torch.sqrt(x) + x.sum() ** 0.5\n",
+        "import torch\n"
+        "def f(x, alpha_bar):\n"
+        "    return torch.sqrt(1 - alpha_bar) * x / torch.sqrt(x.var(0))\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._check(node)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self._check(node)
+
+    def _check(self, node: cst.CSTNode) -> None:
+        root = root_of(self.ctx, node)
+        if root is None:
+            return
+        kind, arg = root
+        what = root_hazard(self.ctx, arg)
+        if what is None or self._is_denominator(node) or tested(self, arg, self.ctx.resolve(arg)):
+            return
+        fix = self.fix()
+        replace_in(fix, node, arg, with_clamp(arg, EPS))
+        op = {"sqrt": "`sqrt`", "rsqrt": "`rsqrt`", "pow": "a fractional power"}[kind]
+        self.report(node, fix, op=op, what=what)
+
+    def _is_denominator(self, node: cst.CSTNode) -> bool:
+        """Written directly as the divisor of a division: TNL201 reports it (with this fix)."""
+        root = root_of(self.ctx, node)
+        if root is None or root[0] != "sqrt":
+            return False
+        stack = self.ctx.stack
+        parent = stack[-2] if len(stack) > 1 else None
+        if isinstance(parent, cst.Arg) and len(stack) > 2:
+            operands = division_operands(self.ctx, stack[-3])
+            return operands is not None and operands[1] is node and not in_where(self.ctx)
+        operands = division_operands(self.ctx, parent) if parent is not None else None
+        return operands is not None and operands[1] is node and not in_where(self.ctx)

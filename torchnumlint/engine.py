@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Type
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Type, TypeVar
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # the one private import: see _code_in_block
@@ -20,12 +20,14 @@ from torchnumlint import suppression
 from torchnumlint.findings import Edit, Finding, Fix, Safety
 from torchnumlint.index import ProjectIndex, build_index
 from torchnumlint.rules.base import Rule
+from torchnumlint.rules.guards import is_plain
 from torchnumlint.rules.names import Binding, ImportMap, ScopeTable, is_no_grad_item
 
 MAX_FIX_PASSES = 10
 
 _SCOPES = (cst.FunctionDef, cst.Module)
 _LOOPS = (cst.For, cst.While)
+T = TypeVar("T")
 
 
 class ParseError(Exception):
@@ -33,21 +35,33 @@ class ParseError(Exception):
 
 
 class FixBuilder:
-    """Collects the node replacements (and the import they need) that make up one fix."""
+    """Collects the node replacements, inserted lines and imports that make up one fix."""
 
     def __init__(self, ctx: "FileContext", safety: Safety) -> None:
         self.ctx = ctx
         self.safety = safety
         self.replacements: List[Tuple[cst.CSTNode, cst.CSTNode]] = []
+        self.lines_after: List[Tuple[cst.CSTNode, str]] = []
         self.imports: List[str] = []
 
     def replace(self, old: cst.CSTNode, new: cst.CSTNode) -> "FixBuilder":
         """Swap `old` for `new`, parentheses included; `new` keeps `old`'s parentheses unless it
-        brings its own, so `2 * (log(p))` stays parenthesised."""
-        if getattr(old, "lpar", None) and hasattr(new, "lpar") and not new.lpar:
+        brings its own or holds `old` itself (`(a - b)` -> `(a - b).clamp_min(1)`), so
+        `2 * (log(p))` stays parenthesised and no pair is doubled."""
+        if getattr(old, "lpar", None) and hasattr(new, "lpar") and not new.lpar and not _holds(new, old):
             new = new.with_changes(lpar=old.lpar, rpar=old.rpar)
         self.replacements.append((old, new))
         return self
+
+    def insert_line_after(self, node: cst.CSTNode, text: str) -> "FixBuilder":
+        """Add the line `text` below the line where `node` ends, indented like the line where it
+        starts: a decorator under `@staticmethod`, a statement after another."""
+        self.lines_after.append((node, text))
+        return self
+
+    @property
+    def edits(self) -> bool:
+        return bool(self.replacements or self.lines_after)
 
     def ref(self, qualified: str) -> cst.BaseExpression:
         """An expression naming `qualified`, in the file's own alias; adds an import if needed."""
@@ -55,6 +69,19 @@ class FixBuilder:
         if needed is not None and needed not in self.imports:
             self.imports.append(needed)
         return cst.parse_expression(text)
+
+
+def _holds(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
+    found = []
+
+    class _Find(cst.CSTVisitor):
+        def on_visit(self, child: cst.CSTNode) -> bool:
+            if child is node:
+                found.append(child)
+            return not found
+
+    tree.visit(_Find())
+    return bool(found)
 
 
 @dataclass
@@ -78,6 +105,8 @@ class FileContext:
         self.stack: List[cst.CSTNode] = []  # ancestors of the node being visited, itself last
         self.reports: List[_Report] = []
         self._scopes: Dict[int, ScopeTable] = {}
+        self._per_scope: Dict[Tuple[str, int], object] = {}
+        self._metadata = MetadataWrapper(module, unsafe_skip_copy=True)
 
     # -- tree questions ------------------------------------------------------------------------
     def qualname(self, expr: cst.BaseExpression) -> Optional[str]:
@@ -114,8 +143,7 @@ class FileContext:
             if name.value in self.imports.aliases:
                 return None
             scope, in_loop = self._scope_of_current()
-            table = self._table(scope)
-            return table.lookup(name.value, name, in_loop)
+            return self._table(scope).lookup(name.value, name, in_loop)
         if (
             isinstance(name, cst.Attribute)
             and isinstance(name.value, cst.Name)
@@ -133,20 +161,86 @@ class FileContext:
             return found[0] if len(found) == 1 else None
         return None
 
-    def name_loads(self, name: cst.BaseExpression) -> int:
-        """How often the name is read in the current scope (1: only where we stand)."""
-        if not isinstance(name, cst.Name):
-            return 0
-        return self._table(self._scope_of_current()[0]).loads.get(name.value, 0)
+    def chain(self, expr: cst.BaseExpression, depth: int = 6, names_only: bool = False) -> List[Binding]:
+        """The single assignments behind `expr`, nearest first (`q = p`, `p = F.softmax(x)`).
+        `names_only` leaves `self.attr` alone: another method may change it where we cannot see."""
+        found: List[Binding] = []
+        while len(found) < depth and (isinstance(expr, cst.Name) or not names_only):
+            binding = self.binding(expr)
+            if binding is None or binding.value is None:
+                break
+            found.append(binding)
+            expr = binding.value
+        return found
 
-    def resolve(self, expr: cst.BaseExpression, depth: int = 6) -> cst.BaseExpression:
+    def resolve(self, expr: cst.BaseExpression, depth: int = 6, names_only: bool = False) -> cst.BaseExpression:
         """Follow names to the value they were assigned, as far as that is unambiguous."""
-        for _ in range(depth):
-            found = self.binding(expr)
-            if found is None or found.value is None:
-                return expr
-            expr = found.value
-        return expr
+        found = self.chain(expr, depth, names_only)
+        return found[-1].value if found else expr  # type: ignore[return-value]
+
+    def only_read_here(self, name: cst.BaseExpression) -> bool:
+        """Whether the local `name` is read nowhere but at the node being visited, so that its
+        assignment may be rewritten: a function's local (a module global can be imported
+        elsewhere), read once in its scope and by no nested function, lambda or class."""
+        scope, _ = self._scope_of_current()
+        if not isinstance(name, cst.Name) or not isinstance(scope, cst.FunctionDef):
+            return False
+        table = self._table(scope)
+        return table.loads.get(name.value, 0) == 1 and not table.read_in_nested(name.value)
+
+    def rebound_between(self, expr: cst.CSTNode, use: Optional[cst.CSTNode] = None) -> bool:
+        """Whether a name that `expr` reads is bound again between `expr` and `use` (to the end of
+        the scope when `use` is None), so the two places may see different values."""
+        return self._table(self._scope_of_current()[0]).rebound_between(expr, use)
+
+    def same_iteration(self, chain: Sequence[Binding]) -> bool:
+        """Outside loops, True. Inside one, whether the one assignment in `chain` is a statement
+        of a block (inside the innermost loop) that also holds the node being visited: it ran in
+        the same iteration, unconditionally, before it. A conditional or outer assignment can
+        hold a value from another iteration."""
+        stack = self.stack
+        loop_at = None
+        for i in range(len(stack) - 1, -1, -1):
+            if isinstance(stack[i], (cst.FunctionDef, cst.Module, cst.Lambda, cst.ClassDef)):
+                break
+            if isinstance(stack[i], _LOOPS):
+                loop_at = i
+                break
+        if loop_at is None:
+            return True
+        if len(chain) != 1:
+            return False
+        assign = chain[0].node
+        return any(
+            isinstance(stmt, cst.SimpleStatementLine) and any(small is assign for small in stmt.body)
+            for block in stack[loop_at + 1 :]
+            if isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite))
+            for stmt in block.body
+        )
+
+    def unchanged_since(self, parts: Sequence[cst.BaseExpression], chain: Sequence[Binding]) -> bool:
+        """Whether `parts` (of the value that `chain` leads to from the node being visited) can be
+        recomputed here with the same value: plain, no name they read bound again later in the
+        scope, and inside a loop assigned in the same iteration."""
+        return (
+            all(is_plain(p) for p in parts)
+            and self.same_iteration(chain)
+            and not any(self.rebound_between(p) for p in parts)
+        )
+
+    def per_scope(self, key: str, build: Callable[[cst.CSTNode], T]) -> T:
+        """`build(scope)` for the function (or module) around the node being visited, computed
+        once per file: for questions that read a whole function."""
+        scope = self.enclosing(cst.FunctionDef) or self.module
+        slot = (key, id(scope))
+        if slot not in self._per_scope:
+            self._per_scope[slot] = build(scope)
+        return self._per_scope[slot]  # type: ignore[return-value]
+
+    @property
+    def positions(self):
+        """Node -> CodeRange, resolved once per file (a codegen pass), only when asked."""
+        return self._metadata.resolve(PositionProvider)
 
     def _scope_of_current(self) -> Tuple[cst.CSTNode, bool]:
         in_loop = False
@@ -260,13 +354,12 @@ def _line_starts(text: str) -> List[int]:
 
 def _to_findings(ctx: FileContext) -> List[Finding]:
     """Positions are resolved only for files that have findings: the walk costs a codegen pass."""
-    wrapper = MetadataWrapper(ctx.module, unsafe_skip_copy=True)
-    has_fixes = any(r.fix is not None and r.fix.replacements for r in ctx.reports)
+    has_fixes = any(r.fix is not None and r.fix.edits for r in ctx.reports)
     if has_fixes:
-        resolved = wrapper.resolve_many([PositionProvider, ParentNodeProvider])
+        resolved = ctx._metadata.resolve_many([PositionProvider, ParentNodeProvider])
         positions, parents = resolved[PositionProvider], resolved[ParentNodeProvider]
     else:
-        positions, parents = wrapper.resolve(PositionProvider), {}
+        positions, parents = ctx.positions, {}
     starts = _line_starts(ctx.text)
 
     def offset(line: int, col: int) -> int:
@@ -280,7 +373,7 @@ def _to_findings(ctx: FileContext) -> List[Finding]:
             span = positions[report.statement]
             noqa.update((span.start.line, span.end.line))
         fix = None
-        if report.fix is not None and report.fix.replacements:
+        if report.fix is not None and report.fix.edits:
             edits = []
             for old, new in report.fix.replacements:
                 start, end = _span(old, positions)
@@ -292,6 +385,10 @@ def _to_findings(ctx: FileContext) -> List[Finding]:
                         starts,
                     )
                 )
+            for node, text in report.fix.lines_after:
+                at = _next_line(positions[node].end.line, starts, ctx.text)
+                indent = _line_indent(ctx, positions[node].start.line, starts)
+                edits.append(_edit(at, at, indent + text + ctx.module.default_newline, starts))
             for line in report.fix.imports:
                 at = _import_offset(ctx, positions, starts)
                 edits.append(_edit(at, at, line + ctx.module.default_newline, starts))
@@ -326,9 +423,17 @@ def _indent_of(ctx: FileContext, node: cst.CSTNode, positions, parents, starts: 
     """The indentation of the block holding `node`: the leading white space of its statement."""
     while node in parents and not isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
         node = parents[node]
-    line_start = starts[positions[node].start.line - 1]
-    line = ctx.text[line_start : line_start + 200]
-    return line[: len(line) - len(line.lstrip(" \t"))]
+    return _line_indent(ctx, positions[node].start.line, starts)
+
+
+def _line_indent(ctx: FileContext, line: int, starts: List[int]) -> str:
+    text = ctx.text[starts[line - 1] : starts[line - 1] + 200]
+    return text[: len(text) - len(text.lstrip(" \t"))]
+
+
+def _next_line(line: int, starts: List[int], text: str) -> int:
+    """The offset where the line after `line` begins (the end of the text after the last)."""
+    return starts[line] if line < len(starts) else len(text)
 
 
 def _code_in_block(ctx: FileContext, node: cst.CSTNode, indent: str) -> str:
@@ -358,8 +463,7 @@ def _import_offset(ctx: FileContext, positions, starts: List[int]) -> int:
     """Just after the last top-level import, else after the docstring, else before the code."""
     anchor = ctx.imports.last_top_import or ctx.imports.header_end
     if anchor is not None:
-        line = positions[anchor].end.line
-        return starts[line] if line < len(starts) else len(ctx.text)
+        return _next_line(positions[anchor].end.line, starts, ctx.text)
     if ctx.module.body:
         return starts[positions[ctx.module.body[0]].start.line - 1]
     return len(ctx.text)

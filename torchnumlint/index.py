@@ -357,12 +357,6 @@ def _is_disabled_autocast(imports: _Imports, expr: ast.AST) -> bool:
     return args.get("enabled") is False
 
 
-def _is_no_grad(imports: _Imports, expr: ast.AST) -> bool:
-    if isinstance(expr, ast.Call):
-        expr = expr.func
-    return imports.qualname(expr) in ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad")
-
-
 def _char_col(lines: List[str], line: int, byte_col: int) -> int:
     try:
         text = lines[line - 1]

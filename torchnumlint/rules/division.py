@@ -17,14 +17,26 @@ Ownership between the rules, so that one hazard gives one finding:
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Set, Tuple
+from typing import Optional, Tuple
 
 import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
-from torchnumlint.rules.guards import is_guarded, is_python_number, number_value, strip_parens
-from torchnumlint.rules.names import CallMatch, make_op, match_call
+from torchnumlint.rules.guards import (
+    is_constant,
+    is_guarded,
+    is_mask,
+    is_plain,
+    is_positive,
+    is_tested,
+    number_value,
+    same_code,
+    strip_parens,
+    unwrap_casts,
+)
+from torchnumlint.rules.names import CallMatch, is_literal, match_call
+from torchnumlint.rules.rewrite import with_clamp
 
 # The guard the unsafe fixes write. 1e-12 is F.normalize's own eps: the smallest floor whose
 # reciprocal square (1e24) still fits float32/bfloat16, so the gradient of `x / d` stays finite,
@@ -33,139 +45,8 @@ from torchnumlint.rules.names import CallMatch, make_op, match_call
 EPS = "1e-12"
 COUNT_EPS = "1"
 
-# Ops that names.OPS lacks (candidates for the shared table).
-DIV = make_op("div", {"torch.div", "torch.divide", "torch.true_divide"}, "div", ("other", "rounding_mode"))
-DIV_METHODS = (
-    DIV,
-    make_op("divide", set(), "divide", ("other", "rounding_mode")),
-    make_op("true_divide", set(), "true_divide", ("other",)),
-    make_op("div_", set(), "div_", ("other", "rounding_mode")),
-)
-COUNT_NONZERO = make_op("count_nonzero", {"torch.count_nonzero"}, "count_nonzero", ("dim",))
-SOFTPLUS = make_op("softplus", {"torch.nn.functional.softplus"}, None, ("beta", "threshold"))
+DIV_METHODS = ("div", "divide", "true_divide", "div_")
 NORMS = ("norm", "linalg_norm", "vector_norm")
-_POSITIVE = ("exp", "softmax", "sigmoid", SOFTPLUS)
-_CASTS = {"float", "double", "half", "bfloat16", "long", "int", "bool", "to", "type_as", "type"}
-_BOOL_FUNCS = {"torch.logical_and", "torch.logical_or", "torch.logical_not", "torch.logical_xor",
-               "torch.isfinite", "torch.isnan", "torch.isinf", "torch.eq", "torch.ne", "torch.gt",
-               "torch.lt", "torch.ge", "torch.le", "torch.isin"}
-_BOOL_METHODS = {"eq", "ne", "gt", "lt", "ge", "le", "logical_and", "logical_or", "logical_not", "isfinite",
-                 "isnan", "isinf", "bool"}
-_MASK_WORDS = ("mask", "valid", "keep")
-
-
-# ---------------------------------------------------------------------------------------------
-# Small helpers (shared-module candidates)
-
-
-def same_code(ctx, a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
-    """Whether two expressions are written the same (parentheses and whitespace aside)."""
-    return _norm_code(ctx, a) == _norm_code(ctx, b)
-
-
-def _norm_code(ctx, expr: cst.BaseExpression) -> str:
-    return "".join(ctx.module.code_for_node(strip_parens(expr)).split())
-
-
-def is_pure(expr: cst.BaseExpression) -> bool:
-    """Names, attributes and subscripts with simple indices: reading it twice gives the same value."""
-    expr = strip_parens(expr)
-    if isinstance(expr, cst.Name):
-        return True
-    if isinstance(expr, cst.Attribute):
-        return is_pure(expr.value)
-    if isinstance(expr, cst.Subscript):
-        return is_pure(expr.value) and all(_simple_index(e.slice) for e in expr.slice)
-    return False
-
-
-def _simple_index(part: cst.BaseSlice) -> bool:
-    if isinstance(part, cst.Index):
-        value = strip_parens(part.value)
-        return (
-            number_value(value) is not None
-            or isinstance(value, (cst.Name, cst.Ellipsis))
-            or (isinstance(value, cst.Attribute) and is_pure(value))
-        )
-    if isinstance(part, cst.Slice):
-        return all(p is None or _simple_index(cst.Index(p)) for p in (part.lower, part.upper, part.step))
-    return False
-
-
-def rebound_between(ctx, expr: cst.CSTNode, use: cst.CSTNode) -> bool:
-    """Whether a name that `expr` reads is bound again between `expr` and `use` (same scope).
-    (Reaches into FileContext's scope table; belongs on FileContext.)"""
-    scope, _ = ctx._scope_of_current()
-    return ctx._table(scope).rebound_between(expr, use)
-
-
-def with_clamp(expr: cst.BaseExpression, low: str) -> cst.Call:
-    """`expr.clamp_min(low)`, parenthesising `expr` when the attribute would bind tighter."""
-    if not expr.lpar and not isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
-        expr = expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-    value = cst.Float(low) if "." in low or "e" in low else cst.Integer(low)
-    return cst.Call(func=cst.Attribute(value=expr, attr=cst.Name("clamp_min")), args=[cst.Arg(value)])
-
-
-def replace_in(fix, parent: cst.CSTNode, child: cst.CSTNode, new_child: cst.CSTNode) -> None:
-    """Rewrite `parent` with `child` replaced (so `child`'s parentheses stay with the new child)."""
-    fix.replace(parent, parent.deep_replace(child, new_child))
-
-
-def _is_self(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "self"
-
-
-def _unwrap_casts(ctx, expr: cst.BaseExpression, detach: bool = False) -> cst.BaseExpression:
-    """Through names, `.float()`, `.to(...)`, `.type_as(...)` (and `.detach()` when asked)."""
-    methods = _CASTS | {"detach"} if detach else _CASTS
-    for _ in range(4):
-        expr = strip_parens(ctx.resolve(expr))
-        if (
-            isinstance(expr, cst.Call)
-            and isinstance(expr.func, cst.Attribute)
-            and expr.func.attr.value in methods
-            and not ctx.imports.is_module_ref(expr.func.value)
-        ):
-            expr = expr.func.value
-            continue
-        break
-    return expr
-
-
-def _is_boolean(ctx, expr: cst.BaseExpression) -> bool:
-    """A mask: a comparison, `~m`, `logical_*`, `isfinite`, or a name that says mask/valid/keep."""
-    expr = _unwrap_casts(ctx, expr)
-    if isinstance(expr, cst.Comparison):
-        return True
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
-        return True
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr)):
-        return _is_boolean(ctx, expr.left) or _is_boolean(ctx, expr.right)
-    if isinstance(expr, cst.Call):
-        if ctx.qualname(expr.func) in _BOOL_FUNCS:
-            return True
-        return isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _BOOL_METHODS
-    ident = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else None
-    return ident is not None and any(word in ident.lower() for word in _MASK_WORDS)
-
-
-def _is_positive(ctx, expr: cst.BaseExpression) -> bool:
-    """exp / softmax / sigmoid / softplus: never negative, 0 only by underflow (TNL110's)."""
-    expr = _unwrap_casts(ctx, expr)
-    return match_call(ctx.imports, expr, *_POSITIVE) is not None
-
-
-def _is_constant_tensor(ctx, expr: cst.BaseExpression) -> bool:
-    """`torch.tensor(d_k)`, `torch.as_tensor(n, dtype=...)` of a plain number."""
-    expr = _unwrap_casts(ctx, expr)
-    if isinstance(expr, cst.Call) and ctx.qualname(expr.func) in ("torch.tensor", "torch.as_tensor", "torch.scalar_tensor"):
-        return bool(expr.args) and is_python_number(ctx, expr.args[0].value)
-    return False
-
-
-def _constant(ctx, expr: cst.BaseExpression) -> bool:
-    return is_python_number(ctx, expr) or _is_constant_tensor(ctx, expr)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,12 +54,12 @@ def _constant(ctx, expr: cst.BaseExpression) -> bool:
 
 
 def square_base(ctx, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-    """`x ** 2`, `x.pow(2)`, `torch.pow(x, 2)`, `torch.square(x)`, `x * x` (pure x): x."""
+    """`x ** 2`, `x.pow(2)`, `torch.pow(x, 2)`, `torch.square(x)`, `x * x` (plain x): x."""
     expr = strip_parens(expr)
     if isinstance(expr, cst.BinaryOperation):
         if isinstance(expr.operator, cst.Power) and number_value(expr.right) == 2:
             return expr.left
-        if isinstance(expr.operator, cst.Multiply) and is_pure(expr.left) and same_code(ctx, expr.left, expr.right):
+        if isinstance(expr.operator, cst.Multiply) and is_plain(expr.left) and same_code(ctx, expr.left, expr.right):
             return expr.left
         return None
     match = match_call(ctx.imports, expr, "pow", "square")
@@ -246,7 +127,7 @@ def sum_of_squares(ctx, expr: cst.BaseExpression, use: cst.CSTNode) -> Optional[
     if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract) and _has_broadcast_index(inner):
         return None
     followed = ctx.resolve(expr) is not expr or ctx.resolve(match.input) is not match.input
-    if followed and rebound_between(ctx, base, use):
+    if followed and ctx.rebound_between(base, use):
         return None
     return base, match
 
@@ -277,20 +158,20 @@ def root_hazard(ctx, value: cst.BaseExpression) -> Optional[str]:
     squares, a sum or mean of differences or absolute values. Never a plain number, a guarded
     value, exp/softmax/sigmoid/softplus, a sum of squares (TNL204's) or `a**2 + b**2` (TNL210's)."""
     v = strip_parens(ctx.resolve(value))
-    if _constant(ctx, v) or is_guarded(ctx, v) or _is_positive(ctx, v):
+    if is_constant(ctx, v) or is_guarded(ctx, v) or is_positive(ctx, v):
         return None
     if isinstance(v, cst.BinaryOperation):
         op = v.operator
         if isinstance(op, cst.Subtract):
-            if square_base(ctx, ctx.resolve(v.right)) is not None and not _constant(ctx, v.right):
+            if square_base(ctx, ctx.resolve(v.right)) is not None and not is_constant(ctx, v.right):
                 return "a difference"
-            if not _constant(ctx, v.left) and not _constant(ctx, v.right):
+            if not is_constant(ctx, v.left) and not is_constant(ctx, v.right):
                 return "a difference"
             return None
         if isinstance(op, (cst.Multiply, cst.Divide)):
-            if _constant(ctx, v.right):
+            if is_constant(ctx, v.right):
                 return root_hazard(ctx, v.left)
-            if isinstance(op, cst.Multiply) and _constant(ctx, v.left):
+            if isinstance(op, cst.Multiply) and is_constant(ctx, v.left):
                 return root_hazard(ctx, v.right)
         return None
     match = match_call(ctx.imports, v, "var", "sum", "mean")
@@ -302,7 +183,7 @@ def root_hazard(ctx, value: cst.BaseExpression) -> Optional[str]:
     if square_base(ctx, inner) is not None:
         return "a mean of squares" if match.op.name == "mean" else None
     if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract):
-        return "a sum of differences" if not (_constant(ctx, inner.left) or _constant(ctx, inner.right)) else None
+        return "a sum of differences" if not (is_constant(ctx, inner.left) or is_constant(ctx, inner.right)) else None
     if match_call(ctx.imports, inner, "abs") is not None:
         return "a sum of absolute values"
     return None
@@ -321,25 +202,25 @@ _KIND_WORDS = {
 def zero_kind(ctx, d: cst.BaseExpression) -> Optional[Tuple[str, cst.BaseExpression]]:
     """What kind of value that can be exactly 0 the denominator `d` is (following names), and
     the call that makes it; None when it cannot be 0 or is guarded."""
-    v = _unwrap_casts(ctx, d, detach=True)
-    if _constant(ctx, v) or is_guarded(ctx, v):
+    v = unwrap_casts(ctx, d, detach=True)
+    if is_constant(ctx, v) or is_guarded(ctx, v):
         return None
-    if match_call(ctx.imports, v, COUNT_NONZERO) is not None:
+    if match_call(ctx.imports, v, "count_nonzero") is not None:
         return "count", v
     match = match_call(ctx.imports, v, "sum", *NORMS, "std", "var")
-    if match is not None and match.form == "method" and _is_self(match.input):
+    if match is not None and match.form == "method" and is_literal(match.input, "self"):
         return None  # `self.norm(h)`: a module, not Tensor.norm
     if match is not None:
         inner = match.input
         if match.op.name in ("std", "var"):
             return match.op.name, v
-        if is_guarded(ctx, inner) or _constant(ctx, inner):
+        if is_guarded(ctx, inner) or is_constant(ctx, inner):
             return None
         if match.op.name != "sum":
             return "norm", v
-        if _is_positive(ctx, inner):
+        if is_positive(ctx, inner):
             return None
-        return ("count" if _is_boolean(ctx, inner) else "sum"), v
+        return ("count" if is_mask(ctx, inner) else "sum"), v
     root = root_of(ctx, v)
     if root is not None and root[0] == "sqrt":
         arg = root[1]
@@ -380,20 +261,20 @@ def in_where(ctx) -> bool:
 
 
 def normalize_site(ctx, x: cst.BaseExpression, d: cst.BaseExpression, use: cst.CSTNode):
-    """For `x / x.norm(dim=k, keepdim=True)` (2-norm, same pure x, any norm spelling, the norm
+    """For `x / x.norm(dim=k, keepdim=True)` (2-norm, same plain x, any norm spelling, the norm
     directly or through a name): the dim expression; else None."""
-    if not is_pure(x):
+    if not is_plain(x):
         return None
     norm = strip_parens(ctx.resolve(d))
     match = match_call(ctx.imports, norm, *NORMS)
     if match is None or not match.fully_known or not same_code(ctx, match.input, x):
         return None
-    if ctx.resolve(d) is not d and rebound_between(ctx, match.input, use):
+    if ctx.resolve(d) is not d and ctx.rebound_between(match.input, use):
         return None
-    dim, keepdim = match.arg("dim"), match.arg("keepdim")
-    if dim is None or isinstance(strip_parens(dim), (cst.Tuple, cst.List)) or (isinstance(dim, cst.Name) and dim.value == "None"):
+    dim = match.arg("dim")
+    if not match.given("dim") or isinstance(strip_parens(dim), (cst.Tuple, cst.List)):
         return None
-    if not (isinstance(keepdim, cst.Name) and keepdim.value == "True"):
+    if not is_literal(match.arg("keepdim"), "True"):
         return None
     order = match.arg("p") if match.op.name == "norm" else match.arg("ord")
     if order is not None and number_value(order) != 2:
@@ -403,61 +284,10 @@ def normalize_site(ctx, x: cst.BaseExpression, d: cst.BaseExpression, use: cst.C
     return dim
 
 
-class _Tests(cst.CSTVisitor):
-    """Texts that a scope compares or tests (`if n > 0`, `n == 0`, `x / n if n else 0`)."""
-
-    def __init__(self, ctx) -> None:
-        super().__init__()
-        self.ctx = ctx
-        self.texts: Set[str] = set()
-
-    def _add(self, expr: cst.BaseExpression) -> None:
-        expr = strip_parens(expr)
-        while isinstance(expr, cst.Call):
-            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("item", "all", "any", "min", "max") and not expr.args:
-                expr = strip_parens(expr.func.value)
-            elif isinstance(expr.func, cst.Name) and expr.func.value in ("int", "float", "bool") and len(expr.args) == 1:
-                expr = strip_parens(expr.args[0].value)
-            else:
-                break
-        if isinstance(expr, cst.UnaryOperation):
-            expr = strip_parens(expr.expression)
-        self.texts.add(_norm_code(self.ctx, expr))
-
-    def visit_Comparison(self, node: cst.Comparison) -> None:
-        self._add(node.left)
-        for target in node.comparisons:
-            self._add(target.comparator)
-
-    def _test(self, test: cst.BaseExpression) -> None:
-        if not isinstance(strip_parens(test), cst.Comparison):
-            self._add(test)
-
-    def visit_If(self, node: cst.If) -> None:
-        self._test(node.test)
-
-    def visit_IfExp(self, node: cst.IfExp) -> None:
-        self._test(node.test)
-
-    def visit_While(self, node: cst.While) -> None:
-        self._test(node.test)
-
-    def visit_Assert(self, node: cst.Assert) -> None:
-        self._test(node.test)
-
-
-def tested(rule: Rule, *exprs: cst.BaseExpression) -> bool:
-    """Whether the enclosing function compares or tests one of `exprs` (`if n > 0:`,
-    `x / n if n else 0`, `assert v.min() >= 0`): the author has handled the edge case."""
-    ctx = rule.ctx
-    cache: Dict[int, Set[str]] = rule.__dict__.setdefault("_tests", {})
-    scope = ctx.enclosing(cst.FunctionDef) or ctx.module
-    texts = cache.get(id(scope))
-    if texts is None:
-        collector = _Tests(ctx)
-        scope.visit(collector)
-        texts = cache[id(scope)] = collector.texts
-    return any(_norm_code(ctx, e) in texts for e in exprs)
+def _floor(ctx, arg: cst.BaseExpression) -> str:
+    """The clamp floor for the argument of a root: 1 for a count, else EPS."""
+    inner = zero_kind(ctx, arg)
+    return COUNT_EPS if inner is not None and inner[0] == "count" else EPS
 
 
 class _DivisionRule(Rule):
@@ -614,7 +444,7 @@ class UnguardedDivision(_DivisionRule):
         kind, value = found
         if replaces_whole(node) and normalize_site(ctx, x, d, node) is not None:
             return  # TNL202's
-        if tested(self, d, value):
+        if is_tested(ctx, d, value):
             return
         direct = ctx.resolve(d) is d
         fix = None
@@ -626,25 +456,17 @@ class UnguardedDivision(_DivisionRule):
                 binding = ctx.binding(d)
                 if (
                     binding is not None
-                    and isinstance(binding.node, cst.Assign)
-                    and len(binding.node.targets) == 1
+                    and binding.rewritable
                     and strip_parens(binding.value) is value
-                    and ctx.name_loads(d) == 1
+                    and ctx.only_read_here(d)
                     and sum_of_squares(ctx, arg, value) is None
                 ):
                     # the root is read only here: guard it where it is computed
-                    inner = zero_kind(ctx, arg)
-                    low = COUNT_EPS if inner is not None and inner[0] == "count" else EPS
-                    fix = self.fix()
-                    replace_in(fix, binding.value, arg, with_clamp(arg, low))
+                    fix = self.fix().replace(arg, with_clamp(arg, _floor(ctx, arg)))
             elif sum_of_squares(ctx, arg, value) is None:
-                inner = zero_kind(ctx, arg)
-                low = COUNT_EPS if inner is not None and inner[0] == "count" else EPS
-                fix = self.fix()
-                replace_in(fix, node, d, d.deep_replace(arg, with_clamp(arg, low)))
+                fix = self.fix().replace(arg, with_clamp(arg, _floor(ctx, arg)))
         else:
-            fix = self.fix()
-            replace_in(fix, node, d, with_clamp(d, COUNT_EPS if kind == "count" else EPS))
+            fix = self.fix().replace(d, with_clamp(d, COUNT_EPS if kind == "count" else EPS))
         self.report(node if isinstance(node, cst.AugAssign) else d, fix,
                     what=_KIND_WORDS[kind], eps=COUNT_EPS if kind == "count" else "eps")
 
@@ -744,7 +566,25 @@ class NormalizeManual(_DivisionRule):
         self.report(node, fix)
 
 
-class SqrtOfSumOfSquares(Rule):
+class _RootRule(Rule):
+    """Visits every square root, reciprocal root and fractional power once."""
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._visit(node)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self._visit(node)
+
+    def _visit(self, node: cst.CSTNode) -> None:
+        root = root_of(self.ctx, node)
+        if root is not None:
+            self.root(node, *root)
+
+    def root(self, node: cst.CSTNode, kind: str, arg: cst.BaseExpression) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class SqrtOfSumOfSquares(_RootRule):
     code = "TNL204"
     name = "sqrt-of-sum-of-squares"
     message = (
@@ -819,23 +659,16 @@ class SqrtOfSumOfSquares(Rule):
         "    return torch.linalg.vector_norm(x, dim=-1) + (x ** 2).sum(-1) + torch.sqrt(x.sum(-1))\n",
     )
 
-    def visit_Call(self, node: cst.Call) -> None:
-        self._check(node)
-
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        self._check(node)
-
-    def _check(self, node: cst.CSTNode) -> None:
-        root = root_of(self.ctx, node)
-        if root is None or root[0] != "sqrt":
+    def root(self, node: cst.CSTNode, kind: str, arg: cst.BaseExpression) -> None:
+        if kind != "sqrt":
             return
-        found = sum_of_squares(self.ctx, root[1], node)
+        found = sum_of_squares(self.ctx, arg, node)
         if found is None:
             return
         self.report(node, vector_norm_fix(self, node, *found))
 
 
-class UnguardedSqrtOrPow(Rule):
+class UnguardedSqrtOrPow(_RootRule):
     code = "TNL206"
     name = "unguarded-sqrt-or-pow"
     message = (
@@ -917,34 +750,20 @@ class UnguardedSqrtOrPow(Rule):
         "    return torch.sqrt(1 - alpha_bar) * x / torch.sqrt(x.var(0))\n",
     )
 
-    def visit_Call(self, node: cst.Call) -> None:
-        self._check(node)
-
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        self._check(node)
-
-    def _check(self, node: cst.CSTNode) -> None:
-        root = root_of(self.ctx, node)
-        if root is None:
-            return
-        kind, arg = root
+    def root(self, node: cst.CSTNode, kind: str, arg: cst.BaseExpression) -> None:
         what = root_hazard(self.ctx, arg)
-        if what is None or self._is_denominator(node) or tested(self, arg, self.ctx.resolve(arg)):
+        if what is None or self._is_denominator(node, kind) or is_tested(self.ctx, arg, self.ctx.resolve(arg)):
             return
-        fix = self.fix()
-        replace_in(fix, node, arg, with_clamp(arg, EPS))
+        fix = self.fix().replace(arg, with_clamp(arg, EPS))
         op = {"sqrt": "`sqrt`", "rsqrt": "`rsqrt`", "pow": "a fractional power"}[kind]
         self.report(node, fix, op=op, what=what)
 
-    def _is_denominator(self, node: cst.CSTNode) -> bool:
-        """Written directly as the divisor of a division: TNL201 reports it (with this fix)."""
-        root = root_of(self.ctx, node)
-        if root is None or root[0] != "sqrt":
+    def _is_denominator(self, node: cst.CSTNode, kind: str) -> bool:
+        """A square root written directly as the divisor of a division: TNL201 reports it (with
+        this fix)."""
+        if kind != "sqrt":
             return False
         stack = self.ctx.stack
-        parent = stack[-2] if len(stack) > 1 else None
-        if isinstance(parent, cst.Arg) and len(stack) > 2:
-            operands = division_operands(self.ctx, stack[-3])
-            return operands is not None and operands[1] is node and not in_where(self.ctx)
-        operands = division_operands(self.ctx, parent) if parent is not None else None
+        division = stack[-3] if len(stack) > 2 and isinstance(stack[-2], cst.Arg) else self.ctx.parent
+        operands = division_operands(self.ctx, division) if division is not None else None
         return operands is not None and operands[1] is node and not in_where(self.ctx)

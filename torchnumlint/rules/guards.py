@@ -1,12 +1,13 @@
 """Shared questions about values: is it a softmax, is it guarded, is it a plain Python number,
-does it carry a gradient. Every rule asks these the same way, so they are answered once, here.
+does it carry a gradient, is it a mask, can it be recomputed. Every rule asks these the same
+way, so they are answered once, here.
 
 All functions follow names to their single assignment (`FileContext.resolve`) before looking.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, Set
 
 import libcst as cst
 
@@ -20,6 +21,17 @@ _BUILTIN_NUMBERS = {"len", "int", "float", "round", "abs", "min", "max", "sum", 
 _SHAPE_METHODS = {"size", "numel", "dim", "nelement", "item", "__len__", "count"}
 _SHAPE_ATTRS = {"shape", "ndim"}
 _NON_TORCH_MODULES = ("math.", "numpy.", "np.", "random.", "statistics.")
+# Python floats, never tensors. inf counts here only: it is a number, but no guard (is_eps_like).
+_NUMBER_CONSTANTS = {f"{m}.{c}" for m in ("math", "torch", "numpy") for c in ("pi", "e", "tau", "inf")}
+_CASTS = {"float", "double", "half", "bfloat16", "long", "int", "bool", "to", "type_as", "type"}
+_BOOL_FUNCS = {"torch.logical_and", "torch.logical_or", "torch.logical_not", "torch.logical_xor",
+               "torch.isfinite", "torch.isnan", "torch.isinf", "torch.eq", "torch.ne", "torch.gt",
+               "torch.lt", "torch.ge", "torch.le", "torch.isin"}
+_BOOL_METHODS = {"eq", "ne", "gt", "lt", "ge", "le", "logical_and", "logical_or", "logical_not", "isfinite",
+                 "isnan", "isinf", "bool"}
+_MASK_WORDS = ("mask", "valid", "keep")
+_POSITIVE = ("exp", "softmax", "sigmoid", "softplus")
+_TENSOR_OF = ("torch.tensor", "torch.as_tensor", "torch.scalar_tensor")
 
 
 def strip_parens(expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -72,7 +84,10 @@ def is_eps_like(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
 
 def is_guarded(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
     """Kept away from 0 (or from its domain's edge): `+ eps`, `clamp(min=)`, `clamp_min`,
-    `torch.maximum(d, eps)`, `max(d, eps)`, `torch.where(...)`, `masked_fill`, `torch.finfo`."""
+    `torch.maximum(d, eps)`, `max(d, eps)`, `torch.where(...)`, `masked_fill`, `torch.finfo`.
+
+    Any floor counts, `clamp(min=0)` included: enough for a log or a division by a count, though
+    `sqrt` of it still has an infinite gradient at 0 (no rule asks that of a clamped value yet)."""
     expr = ctx.resolve(expr)
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
         return is_eps_like(ctx, expr.left) or is_eps_like(ctx, expr.right)
@@ -81,8 +96,7 @@ def is_guarded(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
         return is_guarded(ctx, expr.left) and is_guarded(ctx, expr.right)
     clamp = match_call(ctx.imports, expr, "clamp", "clip", "clamp_", "clamp_min", "clamp_min_")
     if clamp is not None:
-        low = clamp.arg("min")
-        return low is not None and not (isinstance(low, cst.Name) and low.value == "None")
+        return clamp.given("min")
     if match_call(ctx.imports, expr, "maximum") is not None:
         return True
     if isinstance(expr, cst.Call):
@@ -127,7 +141,7 @@ def is_python_number(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Subscript):
         return isinstance(expr.value, cst.Attribute) and expr.value.attr.value in _SHAPE_ATTRS
     if isinstance(expr, cst.Attribute):
-        return expr.attr.value in _SHAPE_ATTRS
+        return expr.attr.value in _SHAPE_ATTRS or ctx.qualname(expr) in _NUMBER_CONSTANTS
     if isinstance(expr, cst.Call):
         func = expr.func
         qual = ctx.qualname(func)
@@ -138,6 +152,133 @@ def is_python_number(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
         if isinstance(func, cst.Attribute):
             return func.attr.value in _SHAPE_METHODS
     return False
+
+
+def is_constant(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
+    """A Python number, or a tensor made of one (`torch.tensor(d_k)`, through casts): the same
+    value on every call, so never the 0 of an empty or constant row."""
+    if is_python_number(ctx, expr):
+        return True
+    expr = unwrap_casts(ctx, expr)
+    if isinstance(expr, cst.Call) and ctx.qualname(expr.func) in _TENSOR_OF:
+        return bool(expr.args) and is_python_number(ctx, expr.args[0].value)
+    return False
+
+
+def unwrap_casts(ctx: "FileContext", expr: cst.BaseExpression, detach: bool = False) -> cst.BaseExpression:
+    """Through names, `.float()`, `.to(...)`, `.type_as(...)` (and `.detach()` when asked): a cast
+    keeps zeros and signs, so the question is about the value under it."""
+    methods = _CASTS | {"detach"} if detach else _CASTS
+    for _ in range(4):
+        expr = strip_parens(ctx.resolve(expr))
+        if (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value in methods
+            and not ctx.imports.is_module_ref(expr.func.value)
+        ):
+            expr = expr.func.value
+            continue
+        break
+    return expr
+
+
+def is_mask(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
+    """A boolean mask: a comparison, `~m`, `logical_*`, `isfinite`, or a name that says
+    mask/valid/keep. Its sum is a count, which is 0 when nothing is selected."""
+    expr = unwrap_casts(ctx, expr)
+    if isinstance(expr, cst.Comparison):
+        return True
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+        return True
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr)):
+        return is_mask(ctx, expr.left) or is_mask(ctx, expr.right)
+    if isinstance(expr, cst.Call):
+        if ctx.qualname(expr.func) in _BOOL_FUNCS:
+            return True
+        return isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _BOOL_METHODS
+    ident = _last_identifier(expr)
+    return ident is not None and any(word in ident.lower() for word in _MASK_WORDS)
+
+
+def is_positive(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
+    """exp / softmax / sigmoid / softplus (through casts): never negative, and 0 only by
+    underflow, which is the log-domain rules' hazard, not a guard's."""
+    return match_call(ctx.imports, unwrap_casts(ctx, expr), *_POSITIVE) is not None
+
+
+def is_plain(expr: cst.BaseExpression) -> bool:
+    """Recomputing `expr` gives the same value: names, attributes, literals, arithmetic, indexing;
+    no calls, no comprehensions, no walrus."""
+    if isinstance(expr, (cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis)):
+        return True
+    if isinstance(expr, cst.Attribute):
+        return is_plain(expr.value)
+    if isinstance(expr, cst.UnaryOperation):
+        return is_plain(expr.expression)
+    if isinstance(expr, cst.BinaryOperation):
+        return is_plain(expr.left) and is_plain(expr.right)
+    if isinstance(expr, cst.Tuple):
+        return all(isinstance(e, cst.Element) and is_plain(e.value) for e in expr.elements)
+    if isinstance(expr, cst.Subscript):
+        return is_plain(expr.value) and all(_plain_slice(e.slice) for e in expr.slice)
+    return False
+
+
+def _plain_slice(part: cst.BaseSlice) -> bool:
+    if isinstance(part, cst.Index):
+        return is_plain(part.value)
+    return all(p is None or is_plain(p) for p in (part.lower, part.upper, part.step))  # type: ignore[attr-defined]
+
+
+def code_key(ctx: "FileContext", expr: cst.BaseExpression) -> str:
+    """`expr`'s code without parentheses and white space: equal keys, the same code."""
+    return "".join(ctx.module.code_for_node(strip_parens(expr)).split())
+
+
+def same_code(ctx: "FileContext", a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
+    """Whether two expressions are written the same (parentheses and white space aside)."""
+    return code_key(ctx, a) == code_key(ctx, b)
+
+
+def is_tested(ctx: "FileContext", *exprs: cst.BaseExpression) -> bool:
+    """Whether the enclosing function compares or tests one of `exprs` (`if n > 0:`,
+    `x / n if n else 0`, `assert v.min() >= 0`): the author has handled the edge case."""
+    texts = ctx.per_scope("tested", lambda scope: _tested_texts(ctx, scope))
+    return any(code_key(ctx, e) in texts for e in exprs)
+
+
+def _tested_texts(ctx: "FileContext", scope: cst.CSTNode) -> Set[str]:
+    texts: Set[str] = set()
+
+    def add(expr: cst.BaseExpression) -> None:
+        expr = strip_parens(expr)
+        while isinstance(expr, cst.Call):  # `n.item() > 0`, `int(n)`, `v.min() >= 0`
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("item", "all", "any", "min", "max") and not expr.args:
+                expr = strip_parens(func.value)
+            elif isinstance(func, cst.Name) and func.value in ("int", "float", "bool") and len(expr.args) == 1:
+                expr = strip_parens(expr.args[0].value)
+            else:
+                break
+        if isinstance(expr, cst.UnaryOperation):
+            expr = strip_parens(expr.expression)
+        texts.add(code_key(ctx, expr))
+
+    class _Tests(cst.CSTVisitor):
+        def visit_Comparison(self, node: cst.Comparison) -> None:
+            add(node.left)
+            for target in node.comparisons:
+                add(target.comparator)
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            test = getattr(node, "test", None)  # If, IfExp, While, Assert
+            if isinstance(node, (cst.If, cst.IfExp, cst.While, cst.Assert)) and not isinstance(strip_parens(test), cst.Comparison):
+                add(test)
+            return super().on_visit(node)
+
+    scope.visit(_Tests())
+    return texts
 
 
 def softmax_call(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[CallMatch]:

@@ -11,7 +11,7 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.guards import is_detached, module_call, softmax_call
-from torchnumlint.rules.names import match_call
+from torchnumlint.rules.names import is_literal, match_call
 from torchnumlint.rules.rewrite import renamed_call, with_keyword
 
 _KLDIV_LOSS = ("torch.nn.KLDivLoss", "torch.nn.modules.loss.KLDivLoss")
@@ -55,26 +55,18 @@ def kl_site(ctx, call: cst.Call) -> Optional[KlSite]:
     return KlSite(call, inp, target, log_target, ctor, opaque)
 
 
-def _is_true(expr: Optional[cst.BaseExpression]) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "True"
-
-
-def _is_false_or_absent(expr: Optional[cst.BaseExpression]) -> bool:
-    return expr is None or (isinstance(expr, cst.Name) and expr.value == "False")
-
-
 def _to_log_softmax(ctx, fix, value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
     """`value` (a softmax) rewritten to `log_softmax`. Through a name, the assignment itself is
-    rewritten, and only when nothing else reads the name; then `value` itself comes back.
-    None when no rewrite is safe."""
+    rewritten, and only when nothing else reads the name (nested functions included); then `value`
+    itself comes back. None when no rewrite is safe."""
     direct = match_call(ctx.imports, value, "softmax")
     if direct is not None:
         return renamed_call(fix, direct, "log_softmax")
     binding = ctx.binding(value)
-    if binding is None or not isinstance(binding.node, cst.Assign) or len(binding.node.targets) != 1:
+    if binding is None or not binding.rewritable:
         return None
     match = match_call(ctx.imports, binding.value, "softmax")
-    if match is None or ctx.name_loads(value) != 1:
+    if match is None or not ctx.only_read_here(value):
         return None
     fix.replace(binding.value, renamed_call(fix, match, "log_softmax"))
     return value
@@ -176,7 +168,7 @@ class KlDivProbTarget(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         site = kl_site(self.ctx, node)
-        if site is None or not _is_false_or_absent(site.log_target):
+        if site is None or not (site.log_target is None or is_literal(site.log_target, "False")):
             return
         target = site.target.value
         if softmax_call(self.ctx, target) is None or self.ctx.in_no_grad() or is_detached(self.ctx, target):

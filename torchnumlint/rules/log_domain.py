@@ -18,214 +18,27 @@ Fixes: inline, the call is rewritten in place. Through a name `p = F.softmax(x, 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Set
+from typing import Callable, List, Optional
 
 import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.guards import number_value, strip_parens
-from torchnumlint.rules.names import Binding, CallMatch, ScopeTable, make_op, match_call
-from torchnumlint.rules.rewrite import renamed_call, renamed_func
+from torchnumlint.rules.names import Binding, CallMatch, match_call
+from torchnumlint.rules.rewrite import negated, renamed_call, renamed_func, with_input
 
-# `probs.gather(1, a)` / `torch.gather(probs, 1, a)`: log(gather(p)) == gather(log p) exactly.
-_GATHER = make_op("gather", {"torch.gather"}, "gather", ("dim", "index", "sparse_grad"))
-
-_MAX_CHAIN = 4  # names followed: `q = p`, `p = F.softmax(x, -1)`
-
-
-# ---------------------------------------------------------------------------------------------
-# Shared helpers (candidates for guards.py / rewrite.py)
+# Plain names followed (`q = p`, `p = F.softmax(x, -1)`); never `self.attr`, whose assignment
+# lives in another method and can be changed in place where we cannot see it.
+_MAX_CHAIN = 4
 
 
-def follow_names(ctx, expr: cst.BaseExpression) -> List[Binding]:
-    """The chain of single assignments behind a plain name (`q = p`, `p = ...`), nearest first.
-
-    Only `cst.Name`s are followed (not `self.attr`, whose assignment lives in another method and
-    can be changed in place where we cannot see it)."""
-    chain: List[Binding] = []
-    expr = strip_parens(expr)
-    while isinstance(expr, cst.Name) and len(chain) < _MAX_CHAIN:
-        binding = ctx.binding(expr)
-        if binding is None or binding.value is None:
-            break
-        chain.append(binding)
-        expr = strip_parens(binding.value)
-    return chain
+def _chain(ctx, expr: cst.BaseExpression) -> List[Binding]:
+    return ctx.chain(expr, _MAX_CHAIN, names_only=True)
 
 
-def resolved(ctx, expr: cst.BaseExpression) -> cst.BaseExpression:
-    """`expr` with plain names followed to their single assignment, parentheses stripped."""
-    chain = follow_names(ctx, expr)
-    return strip_parens(chain[-1].value) if chain else strip_parens(expr)  # type: ignore[arg-type]
-
-
-def is_plain(expr: cst.BaseExpression) -> bool:
-    """Recomputing `expr` gives the same value: names, attributes, literals, arithmetic, indexing;
-    no calls, no comprehensions, no walrus."""
-    if isinstance(expr, (cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis)):
-        return True
-    if isinstance(expr, cst.Attribute):
-        return is_plain(expr.value)
-    if isinstance(expr, cst.UnaryOperation):
-        return is_plain(expr.expression)
-    if isinstance(expr, cst.BinaryOperation):
-        return is_plain(expr.left) and is_plain(expr.right)
-    if isinstance(expr, cst.Tuple):
-        return all(isinstance(e, cst.Element) and is_plain(e.value) for e in expr.elements)
-    if isinstance(expr, cst.Subscript):
-        if not is_plain(expr.value):
-            return False
-        for element in expr.slice:
-            inner = element.slice
-            if isinstance(inner, cst.Index):
-                if not is_plain(inner.value):
-                    return False
-            else:  # cst.Slice
-                parts = (inner.lower, inner.upper, inner.step)
-                if not all(p is None or is_plain(p) for p in parts):
-                    return False
-        return True
-    return False
-
-
-def _read_names(expr: cst.CSTNode) -> Set[str]:
-    """Names read by `expr`, plus `a.b` for attributes of a name (how ScopeTable records
-    `self.x = ...`)."""
-    found: Set[str] = set()
-
-    class _Collect(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            found.add(node.value)
-
-        def visit_Attribute(self, node: cst.Attribute) -> bool:
-            if isinstance(node.value, cst.Name):
-                found.add(f"{node.value.value}.{node.attr.value}")
-            node.value.visit(self)
-            return False
-
-        def visit_Arg(self, node: cst.Arg) -> bool:
-            node.value.visit(self)
-            return False
-
-    expr.visit(_Collect())
-    return found
-
-
-class ScopeCache:
-    """Scope tables for stability questions, built once per scope of a file."""
-
-    def __init__(self) -> None:
-        self._tables: Dict[int, ScopeTable] = {}
-
-    def table(self, ctx) -> ScopeTable:
-        scope = ctx.enclosing(cst.FunctionDef)
-        if scope is None:
-            scope = ctx.module
-        table = self._tables.get(id(scope))
-        if table is None:
-            table = self._tables[id(scope)] = ScopeTable(ctx.imports, scope)
-        return table
-
-    def unchanged_since(
-        self, ctx, anchor: cst.CSTNode, parts: List[cst.BaseExpression], chain: List[Binding]
-    ) -> bool:
-        """Whether every expression in `parts` (found inside `anchor`, reached from the node being
-        visited through the assignments `chain`) can be recomputed there with the same value:
-        plain, no name they read is bound again (or changed in place) anywhere after `anchor` in
-        the scope, and inside a loop the assignment runs in the same iteration as the use."""
-        if not all(is_plain(strip_parens(p)) for p in parts):
-            return False
-        if not same_iteration(ctx, chain):
-            return False
-        table = self.table(ctx)
-        start = table.order.get(id(anchor))
-        if start is None:
-            return False
-        for part in parts:
-            for name in _read_names(part):
-                if any(b.order > start for b in table.bindings.get(name, ())):
-                    return False
-        return True
-
-
-def only_read_here(ctx, name: cst.Name) -> bool:
-    """Whether the local `name` is read nowhere but at the node being visited, so its assignment
-    may be rewritten: a function's local (a module global can be imported elsewhere), read once
-    in the function's own table, and not read by a nested function, lambda or class (which
-    `ctx.name_loads` does not count)."""
-    scope = ctx.enclosing(cst.FunctionDef)
-    if scope is None or ctx.name_loads(name) != 1:
-        return False
-    found: List[cst.Name] = []
-
-    class _Nested(cst.CSTVisitor):
-        def __init__(self) -> None:
-            super().__init__()
-            self.depth = 0
-
-        def visit_FunctionDef(self, node) -> None:
-            self.depth += 1
-
-        def leave_FunctionDef(self, node) -> None:
-            self.depth -= 1
-
-        visit_Lambda = visit_ClassDef = visit_FunctionDef
-        leave_Lambda = leave_ClassDef = leave_FunctionDef
-
-        def visit_Name(self, node: cst.Name) -> None:
-            if self.depth and node.value == name.value:
-                found.append(node)
-
-    scope.body.visit(_Nested())
-    return not found
-
-
-def same_iteration(ctx, chain: List[Binding]) -> bool:
-    """Outside loops, True. Inside one, whether the single assignment in `chain` is a statement of
-    a block (inside the innermost loop) that also holds the node being visited, so it ran in the
-    same iteration, unconditionally, before it. A conditional or outer assignment can hold a value
-    from another iteration."""
-    stack = ctx.stack
-    loop_at = None
-    for i in range(len(stack) - 1, -1, -1):
-        if isinstance(stack[i], (cst.FunctionDef, cst.Module, cst.Lambda, cst.ClassDef)):
-            break
-        if isinstance(stack[i], (cst.For, cst.While)):
-            loop_at = i
-            break
-    if loop_at is None:
-        return True
-    if len(chain) != 1:
-        return False
-    assign = chain[0].node
-    for block in stack[loop_at + 1 :]:
-        if isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)):
-            for stmt in block.body:
-                if isinstance(stmt, cst.SimpleStatementLine) and any(small is assign for small in stmt.body):
-                    return True
-    return False
-
-
-def negated(expr: cst.BaseExpression) -> cst.BaseExpression:
-    """`-expr`, parenthesised unless `expr` is an atom (`-x`, `-f(x)`, `-(a + b)`, `-(x ** 2)`)."""
-    expr = strip_parens(expr)
-    atoms = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float)
-    if not isinstance(expr, atoms):
-        expr = expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-    return cst.UnaryOperation(operator=cst.Minus(), expression=expr)
-
-
-def with_input(match: CallMatch, new: cst.BaseExpression) -> cst.Call:
-    """`match`'s call with its tensor input replaced (receiver for the method form)."""
-    call = match.call
-    if match.form == "method":
-        return call.with_changes(func=call.func.with_changes(value=new))  # type: ignore[union-attr]
-    return call.with_changes(args=[a.with_changes(value=new) if a.value is match.input else a for a in call.args])
-
-
-def _explicit(value: Optional[cst.BaseExpression]) -> bool:
-    return value is not None and not (isinstance(value, cst.Name) and value.value == "None")
+def _resolved(ctx, expr: cst.BaseExpression) -> cst.BaseExpression:
+    return strip_parens(ctx.resolve(expr, _MAX_CHAIN, names_only=True))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,10 +61,6 @@ class _Site:
 class _LogRule(Rule):
     """The common part: find `log(v)`, classify v, choose inline / assignment / no fix."""
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self._scopes = ScopeCache()
-
     def _log_input(self, node: cst.Call) -> Optional[cst.BaseExpression]:
         match = match_call(self.ctx.imports, node, "log")
         if match is None or not match.fully_known:
@@ -271,9 +80,8 @@ class _LogRule(Rule):
         if (
             isinstance(name, cst.Name)
             and len(site.chain) == 1
-            and isinstance(first.node, cst.Assign)
-            and len(first.node.targets) == 1
-            and only_read_here(self.ctx, name)
+            and first.rewritable
+            and self.ctx.only_read_here(name)
         ):
             new = site.build(fix)
             if new is None:
@@ -281,7 +89,7 @@ class _LogRule(Rule):
             fix.replace(first.value, new)
             return name
         parts = [site.source.input] + [a.value for a in site.source.args.values()]
-        if not self._scopes.unchanged_since(self.ctx, site.source.call, parts, site.chain):
+        if not self.ctx.unchanged_since(parts, site.chain):
             return None
         return site.build(fix)
 
@@ -441,7 +249,7 @@ class LogOfSoftmax(_LogRule):
             return
         fix = None
         use = "`log_softmax`"
-        if _explicit(site.source.arg("dim")):
+        if site.source.given("dim"):
             fix = self._cross_entropy_fix(node, site)
             if fix is not None:
                 use = "`cross_entropy` on the logits"
@@ -456,15 +264,14 @@ class LogOfSoftmax(_LogRule):
             subscript = core
             core, wrap = subscript.value, (lambda new: subscript.with_changes(value=new))
         else:
-            gather = match_call(ctx.imports, core, _GATHER)
+            # `probs.gather(1, a)`: log(gather(p)) == gather(log p) exactly
+            gather = match_call(ctx.imports, core, "gather")
             if gather is not None and gather.fully_known:
                 core, wrap = gather.input, (lambda new: with_input(gather, new))
-        chain = follow_names(ctx, core)
-        value = strip_parens(chain[-1].value) if chain else strip_parens(core)  # type: ignore[arg-type]
-        match = match_call(ctx.imports, value, "softmax")
+        match = match_call(ctx.imports, _resolved(ctx, core), "softmax")
         if match is None:
             return None
-        return _Site(node, match, _log_softmax_builder(match), core, chain, wrap)
+        return _Site(node, match, _log_softmax_builder(match), core, _chain(ctx, core), wrap)
 
     def _cross_entropy_fix(self, node: cst.Call, site: _Site):
         """`F.nll_loss(torch.log(F.softmax(x, 1)), y, ...)` -> `F.cross_entropy(x, y, ...)`: the same
@@ -487,9 +294,9 @@ class LogOfSoftmax(_LogRule):
             return None
         if site.chain:
             core = strip_parens(site.core)
-            if isinstance(core, cst.Name) and only_read_here(self.ctx, core):
+            if self.ctx.only_read_here(core):
                 return None  # the log-softmax assignment rewrite leaves no dead softmax behind
-            if not self._scopes.unchanged_since(self.ctx, softmax.call, [softmax.input, dim], site.chain):
+            if not self.ctx.unchanged_since([softmax.input, dim], site.chain):
                 return None
         fix = self.fix()
         logits = strip_parens(softmax.input)
@@ -629,17 +436,17 @@ class LogOfSigmoid(_LogRule):
         self.report(node, self._fix_for(site), what=what, use=use)
 
     def _site(self, node: cst.Call, inp: cst.BaseExpression) -> Optional[_Site]:
-        value = resolved(self.ctx, inp)
+        value = _resolved(self.ctx, inp)
         if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Subtract) and _is_one(value.left):
             return self._sigmoid_site(node, value.right, negate=True, whole=inp)
         return self._sigmoid_site(node, inp, negate=False, whole=inp)
 
     def _sigmoid_site(self, node, expr, negate: bool, whole) -> Optional[_Site]:
         """`whole` is what the log reads; `expr` the sigmoid part of it (the same unless negated)."""
-        chain = follow_names(self.ctx, whole)
+        chain = _chain(self.ctx, whole)
         if negate and expr is not whole:
-            chain = chain + follow_names(self.ctx, expr)
-        value = resolved(self.ctx, expr)
+            chain = chain + _chain(self.ctx, expr)
+        value = _resolved(self.ctx, expr)
         match = match_call(self.ctx.imports, value, "sigmoid")
         if match is None or not match.fully_known:
             return None

@@ -12,11 +12,9 @@ in the Module's `forward` (naming an fp16 autocast site of the project), never b
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from torchnumlint.findings import Safety
 from torchnumlint.index import (
@@ -31,32 +29,15 @@ from torchnumlint.index import (
 )
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.names import is_no_grad_item
-from torchnumlint.rules.rewrite import with_keyword
+from torchnumlint.rules.rewrite import as_keyword, keyword_arg, with_keyword
 
-_SPACE = cst.SimpleWhitespace(" ")
-_NONE = cst.SimpleWhitespace("")
 _CUSTOM_BWD = ("torch.amp.custom_bwd", "torch.amp.autocast_mode.custom_bwd", "torch.cuda.amp.custom_bwd",
                "torch.cuda.amp.autocast_mode.custom_bwd")
 _MODULE_METHODS = ("to", "cuda", "cpu", "train", "eval", "float", "requires_grad_")
 
 
 # ---------------------------------------------------------------------------------------------
-# Helpers (candidates for names.py / rewrite.py)
-
-
-@dataclass(frozen=True)
-class _Raw(cst.BaseExpression):
-    """Verbatim source text as an expression node: lets a fix insert a decorator line."""
-
-    text: str = ""
-    lpar: Sequence[cst.LeftParen] = ()
-    rpar: Sequence[cst.RightParen] = ()
-
-    def _visit_and_replace_children(self, visitor):  # pragma: no cover - never visited
-        return self
-
-    def _codegen_impl(self, state) -> None:
-        state.add_token(self.text)
+# Autocast regions and project classes as this file sees them
 
 
 def _simple(ctx, expr: cst.BaseExpression) -> object:
@@ -73,6 +54,8 @@ def _simple(ctx, expr: cst.BaseExpression) -> object:
 
 
 def call_shape(ctx, call: cst.Call) -> Tuple[Optional[str], List[object], Dict[str, object]]:
+    """(qualified callee, positional values, keyword values) in the vocabulary of `_simple`: the
+    form `index.classify_autocast` reads, so the index (ast) and the rules (LibCST) agree."""
     pos: List[object] = []
     kw: Dict[str, object] = {}
     for arg in call.args:
@@ -102,7 +85,8 @@ def _autocast_state(ctx, expr: cst.BaseExpression) -> Optional[str]:
 
 
 def fp16_region(ctx) -> Optional[Tuple[cst.Call, str]]:
-    """The innermost autocast around the node being visited, when it is fp16: (its call, device)."""
+    """The innermost autocast around the node being visited (a `with` item, or a decorator of an
+    enclosing function), when it is fp16: (its call, device). Any rule may ask it of its `ctx`."""
     stack = ctx.stack
     for i in range(len(stack) - 2, -1, -1):
         node = stack[i]
@@ -185,25 +169,7 @@ def _method(cls: cst.ClassDef, name: str) -> Optional[cst.FunctionDef]:
     return methods[0] if len(methods) == 1 else None
 
 
-class _Positions:
-    """Positions of the module's nodes, computed once per file and only when a rule needs them."""
-
-    def __init__(self, ctx) -> None:
-        self.ctx = ctx
-        self._positions = None
-
-    def get(self):
-        if self._positions is None:
-            self._positions = MetadataWrapper(self.ctx.module, unsafe_skip_copy=True).resolve(PositionProvider)
-        return self._positions
-
-    def indent_of(self, node: cst.CSTNode) -> str:
-        start = self.get()[node].start
-        line = self.ctx.text.splitlines()[start.line - 1]
-        return line[: start.column]
-
-
-def custom_fwd_fix(rule: Rule, positions: _Positions, info: ClassInfo, device: str):
+def custom_fwd_fix(rule: Rule, info: ClassInfo, device: str):
     """Add `@torch.amp.custom_fwd(device_type=..., cast_inputs=torch.float32)` to the Function's
     forward (and `@torch.amp.custom_bwd(device_type=...)` to its backward), just under
     `@staticmethod`; or `cast_inputs=` to a custom_fwd already there. None when not possible."""
@@ -227,15 +193,12 @@ def custom_fwd_fix(rule: Rule, positions: _Positions, info: ClassInfo, device: s
             fix.replace(deco, cst.parse_expression(f"{code(deco)}(cast_inputs={float32})"))
         return fix
     if not _insert_under_staticmethod(
-        fix, positions, forward,
-        f'{code(fix.ref("torch.amp.custom_fwd"))}(device_type="{device}", cast_inputs={float32})',
+        fix, forward, f'{code(fix.ref("torch.amp.custom_fwd"))}(device_type="{device}", cast_inputs={float32})'
     ):
         return None
     backward = _method(cls, "backward")  # type: ignore[arg-type]
     if backward is not None and not any(_deco_qual(ctx, d) in _CUSTOM_BWD for d in backward.decorators):
-        _insert_under_staticmethod(
-            fix, positions, backward, f'{code(fix.ref("torch.amp.custom_bwd"))}(device_type="{device}")'
-        )
+        _insert_under_staticmethod(fix, backward, f'{code(fix.ref("torch.amp.custom_bwd"))}(device_type="{device}")')
     return fix
 
 
@@ -244,15 +207,12 @@ def _deco_qual(ctx, deco: cst.Decorator) -> Optional[str]:
     return ctx.qualname(expr.func if isinstance(expr, cst.Call) else expr)
 
 
-def _insert_under_staticmethod(fix, positions: _Positions, func: cst.FunctionDef, text: str) -> bool:
+def _insert_under_staticmethod(fix, func: cst.FunctionDef, text: str) -> bool:
+    """Add the decorator `@text` just below the method's one `@staticmethod`."""
     static = [d for d in func.decorators if isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"]
     if len(static) != 1:
         return False
-    name = static[0].decorator
-    indent = positions.indent_of(static[0])
-    if indent.strip():
-        return False
-    fix.replace(name, _Raw(f"staticmethod{fix.ctx.module.default_newline}{indent}@{text}"))
+    fix.insert_line_after(static[0], f"@{text}")
     return True
 
 
@@ -450,10 +410,6 @@ class Fp16AutocastCustomOp(Rule):
         "        return Scale.apply(x)\n",
     )
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self.positions = _Positions(ctx)
-
     def visit_Call(self, node: cst.Call) -> None:
         if "autocast" not in self.ctx.text:
             return
@@ -470,7 +426,7 @@ class Fp16AutocastCustomOp(Rule):
             return
         site, device = region
         if kind == "function":
-            fix = custom_fwd_fix(self, self.positions, info, device)
+            fix = custom_fwd_fix(self, info, device)
             self.report(
                 node,
                 fix,
@@ -509,7 +465,7 @@ class Fp16AutocastCustomOp(Rule):
             if hazard.apply_of is not None:
                 fn = index.lookup(hazard.apply_of[0], hazard.apply_of[1], self.ctx.path)
                 if fn is not None:
-                    fix = custom_fwd_fix(self, self.positions, fn, site.device)
+                    fix = custom_fwd_fix(self, fn, site.device)
                     advice = "decorate its forward with `@torch.amp.custom_fwd(cast_inputs=torch.float32)`"
             self.report(
                 expr,
@@ -520,7 +476,7 @@ class Fp16AutocastCustomOp(Rule):
             )
 
     def _hazard_nodes(self, forward: cst.FunctionDef, hazards: List[Hazard]):
-        positions = self.positions.get()
+        positions = self.ctx.positions
         wanted = {(h.line, h.col, h.end_line, h.end_col): h for h in hazards}
         found: List[Tuple[Hazard, cst.CSTNode]] = []
 
@@ -675,20 +631,13 @@ _CUDA_BWD = ("torch.cuda.amp.custom_bwd", "torch.cuda.amp.autocast_mode.custom_b
 _CUDA_AUTOCAST_PARAMS = ("enabled", "dtype", "cache_enabled")
 
 
-def _string_arg(value: str, comma: bool) -> cst.Arg:
-    return cst.Arg(
-        value=cst.SimpleString(f'"{value}"'),
-        comma=cst.Comma(whitespace_after=_SPACE) if comma else cst.MaybeSentinel.DEFAULT,
-    )
+_CUDA = cst.SimpleString('"cuda"')
+_COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
 
 
-def _keyword_arg(name: str, value: str, comma: bool) -> cst.Arg:
-    return cst.Arg(
-        value=cst.SimpleString(f'"{value}"'),
-        keyword=cst.Name(name),
-        equal=cst.AssignEqual(whitespace_before=_NONE, whitespace_after=_NONE),
-        comma=cst.Comma(whitespace_after=_SPACE) if comma else cst.MaybeSentinel.DEFAULT,
-    )
+def _cuda_arg(comma: bool) -> cst.Arg:
+    """The positional `"cuda"` that the torch.amp spellings take first."""
+    return cst.Arg(value=_CUDA, comma=_COMMA if comma else cst.MaybeSentinel.DEFAULT)
 
 
 class DeprecatedCudaAmp(Rule):
@@ -833,7 +782,7 @@ class DeprecatedCudaAmp(Rule):
         elif qual in _CUDA_SCALER:
             fix = self.fix()
             new = node.with_changes(
-                func=fix.ref("torch.amp.GradScaler"), args=[_string_arg("cuda", bool(node.args))] + list(node.args)
+                func=fix.ref("torch.amp.GradScaler"), args=[_cuda_arg(bool(node.args))] + list(node.args)
             )
             fix.replace(node, new)
             self.report(node, fix, old="torch.cuda.amp.GradScaler(...)", new='torch.amp.GradScaler("cuda", ...)')
@@ -857,10 +806,9 @@ class DeprecatedCudaAmp(Rule):
         else:
             positional = [a for a in args if a.keyword is None and not a.star]
             rest = [a for a in args if a.keyword is not None or a.star]
-            device = _keyword_arg("device_type", "cuda", bool(rest))
+            device = keyword_arg("device_type", _CUDA, comma=bool(rest))
             if positional:
-                last = positional[-1]
-                positional[-1] = last.with_changes(comma=cst.Comma(whitespace_after=_SPACE))
+                positional[-1] = positional[-1].with_changes(comma=_COMMA)
             new = cst.Call(func=func, args=positional + [device] + rest)
             if call is not None:
                 new = call.with_changes(func=func, args=new.args)
@@ -879,14 +827,11 @@ class DeprecatedCudaAmp(Rule):
                 if positional >= len(_CUDA_AUTOCAST_PARAMS):
                     fix = None
                     break
-                arg = arg.with_changes(
-                    keyword=cst.Name(_CUDA_AUTOCAST_PARAMS[positional]),
-                    equal=cst.AssignEqual(whitespace_before=_NONE, whitespace_after=_NONE),
-                )
+                arg = as_keyword(arg, _CUDA_AUTOCAST_PARAMS[positional])
                 positional += 1
             args.append(arg)
         if fix is not None:
-            new = node.with_changes(func=fix.ref("torch.amp.autocast"), args=[_string_arg("cuda", bool(args))] + args)
+            new = node.with_changes(func=fix.ref("torch.amp.autocast"), args=[_cuda_arg(bool(args))] + args)
             fix.replace(node, new)
         self.report(node, fix, old="torch.cuda.amp.autocast(...)", new='torch.amp.autocast("cuda", ...)')
 

@@ -8,7 +8,7 @@ about are followed, lazily, one scope at a time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -206,6 +206,13 @@ OPS: Dict[str, Op] = {
         make_op("maximum", {"torch.maximum", "torch.fmax"}, "maximum", ("other",)),
         make_op("max", {"torch.max"}, "max", ("dim", "keepdim")),
         make_op("detach", set(), "detach"),
+        make_op("gather", {"torch.gather"}, "gather", ("dim", "index", "sparse_grad")),
+        make_op("div", {"torch.div", "torch.divide", "torch.true_divide"}, "div", ("other", "rounding_mode")),
+        make_op("divide", set(), "divide", ("other", "rounding_mode")),
+        make_op("true_divide", set(), "true_divide", ("other",)),
+        make_op("div_", set(), "div_", ("other", "rounding_mode")),
+        make_op("count_nonzero", {"torch.count_nonzero"}, "count_nonzero", ("dim",)),
+        make_op("softplus", {_F + "softplus"}, None, ("beta", "threshold")),
         make_op("normalize", {_F + "normalize"}, None, ("p", "dim", "eps")),
         make_op("kl_div", {_F + "kl_div"}, None, ("target", "size_average", "reduce", "reduction", "log_target")),
         make_op("nll_loss", {_F + "nll_loss"}, None,
@@ -230,6 +237,11 @@ class CallMatch:
     def arg(self, name: str) -> Optional[cst.BaseExpression]:
         found = self.args.get(name)
         return found.value if found is not None else None
+
+    def given(self, name: str) -> bool:
+        """Argument `name` was passed and is not `None` (`clamp(x, min=None)` sets no floor)."""
+        value = self.arg(name)
+        return value is not None and not is_literal(value, "None")
 
     @property
     def fully_known(self) -> bool:
@@ -287,8 +299,9 @@ def _bind(op: Op, call: cst.Call, args: Sequence[cst.Arg], receiver, form: str) 
     return CallMatch(op, call, receiver, form, bound, tuple(extra))
 
 
-def qualname_in(imports: ImportMap, expr: cst.BaseExpression, names: Sequence[str]) -> bool:
-    return imports.qualname(expr) in names
+def is_literal(expr: Optional[cst.BaseExpression], word: str) -> bool:
+    """`expr` is the bare name `word`: `True`, `False`, `None`, `self`."""
+    return isinstance(expr, cst.Name) and expr.value == word
 
 
 # ---------------------------------------------------------------------------------------------
@@ -302,6 +315,11 @@ class Binding:
     order: int
     no_grad: bool  # bound inside `with torch.no_grad()` / inference_mode / set_grad_enabled(False)
 
+    @property
+    def rewritable(self) -> bool:
+        """A plain `name = value` with one target: rewriting `value` changes only this name."""
+        return isinstance(self.node, cst.Assign) and len(self.node.targets) == 1
+
 
 def is_no_grad_item(imports: ImportMap, expr: cst.BaseExpression) -> bool:
     """`torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(False)`."""
@@ -310,14 +328,10 @@ def is_no_grad_item(imports: ImportMap, expr: cst.BaseExpression) -> bool:
     qual = imports.qualname(expr.func)
     if qual in ("torch.no_grad", "torch.autograd.no_grad", "torch.inference_mode"):
         # inference_mode(False) re-enables autograd
-        return not (qual == "torch.inference_mode" and expr.args and _is_false(expr.args[0].value))
+        return not (qual == "torch.inference_mode" and expr.args and is_literal(expr.args[0].value, "False"))
     if qual == "torch.set_grad_enabled" and expr.args:
-        return _is_false(expr.args[0].value)
+        return is_literal(expr.args[0].value, "False")
     return False
-
-
-def _is_false(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "False"
 
 
 _ASSIGNMENTS = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr)
@@ -433,13 +447,42 @@ class ScopeTable(cst.CSTVisitor):
             # `self.kl = nn.KLDivLoss()`: tracked under the dotted name
             self._bind(f"{target.value.value}.{target.attr.value}", node, value)
 
-    def rebound_between(self, expr: cst.CSTNode, use: cst.CSTNode) -> bool:
-        """Whether a name read by `expr` is bound again between `expr` and `use`."""
-        start, end = self.order.get(id(expr)), self.order.get(id(use))
+    def rebound_between(self, expr: cst.CSTNode, use: Optional[cst.CSTNode] = None) -> bool:
+        """Whether a name read by `expr` is bound again (or changed in place) after `expr` and
+        before `use` (anywhere later in the scope when `use` is None): then recomputing `expr`
+        there could give another value."""
+        start = self.order.get(id(expr))
+        end = self.order.get(id(use)) if use is not None else float("inf")
         if start is None or end is None:
             return True
-        names = {n.value for n in _names_in(expr)}
-        return any(start < b.order < end for name in names for b in self.bindings.get(name, ()))
+        return any(start < b.order < end for name in read_names(expr) for b in self.bindings.get(name, ()))
+
+    def read_in_nested(self, name: str) -> bool:
+        """Whether a function, lambda or class nested in this scope mentions `name`: `loads`
+        counts only the scope's own reads."""
+        found: List[cst.Name] = []
+
+        class _Nested(cst.CSTVisitor):
+            def __init__(self) -> None:
+                super().__init__()
+                self.depth = 0
+
+            def visit_FunctionDef(self, node) -> None:
+                self.depth += 1
+
+            def leave_FunctionDef(self, node) -> None:
+                self.depth -= 1
+
+            visit_Lambda = visit_ClassDef = visit_FunctionDef
+            leave_Lambda = leave_ClassDef = leave_FunctionDef
+
+            def visit_Name(self, node: cst.Name) -> None:
+                if self.depth and node.value == name:
+                    found.append(node)
+
+        body = self.scope.body if isinstance(self.scope, cst.FunctionDef) else self.scope
+        body.visit(_Nested())
+        return bool(found)
 
     def lookup(self, name: str, use: cst.CSTNode, in_loop: bool) -> Optional[Binding]:
         """The one binding that reaches `use`, or None when there is not exactly one."""
@@ -464,14 +507,18 @@ def _params(params: cst.Parameters) -> Iterator[cst.Param]:
             yield extra
 
 
-def _names_in(expr: cst.CSTNode) -> List[cst.Name]:
-    found: List[cst.Name] = []
+def read_names(expr: cst.CSTNode) -> Set[str]:
+    """Names read by `expr`, plus `a.b` for an attribute of a name (how ScopeTable records
+    `self.x = ...`), so that a rebinding of either is seen."""
+    found: Set[str] = set()
 
     class _Collect(cst.CSTVisitor):
         def visit_Name(self, node: cst.Name) -> None:
-            found.append(node)
+            found.add(node.value)
 
         def visit_Attribute(self, node: cst.Attribute) -> bool:
+            if isinstance(node.value, cst.Name):
+                found.add(f"{node.value.value}.{node.attr.value}")
             node.value.visit(self)
             return False
 

@@ -1,4 +1,5 @@
-"""Shared fix builders: rename a call to its sibling op, set a keyword argument.
+"""Shared fix builders: rename a call to its sibling op, set a keyword argument, swap a call's
+input, negate an expression, clamp a value.
 
 They rebuild only the nodes they change, so the user's formatting inside and around the call
 survives, and they reuse the call's own spelling (`F.` stays `F.`, a method stays a method).
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from torchnumlint.rules.guards import strip_parens
 from torchnumlint.rules.names import CallMatch, OPS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,11 +53,7 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
         if arg.keyword is not None and arg.keyword.value == name:
             args[i] = arg.with_changes(value=value)
             return call.with_changes(args=args)
-    new = cst.Arg(
-        value=value,
-        keyword=cst.Name(name),
-        equal=cst.AssignEqual(whitespace_before=_NONE, whitespace_after=_NONE),
-    )
+    new = keyword_arg(name, value)
     if not args:
         return call.with_changes(args=[new])
     last = args[-1]
@@ -84,7 +82,41 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
     return call.with_changes(args=args)
 
 
-def keyword_is(match: CallMatch, name: str, literal: str) -> bool:
-    """Whether argument `name` was passed as the literal `literal` (e.g. log_target=True)."""
-    value = match.arg(name)
-    return isinstance(value, cst.Name) and value.value == literal
+def as_keyword(arg: cst.Arg, name: str) -> cst.Arg:
+    """`arg` passed as `name=...`, spelled as PEP 8 wants it (no spaces around `=`)."""
+    return arg.with_changes(keyword=cst.Name(name), equal=cst.AssignEqual(whitespace_before=_NONE, whitespace_after=_NONE))
+
+
+def keyword_arg(name: str, value: cst.BaseExpression, comma: bool = False) -> cst.Arg:
+    """A new argument `name=value`, with `, ` after it if asked."""
+    return as_keyword(cst.Arg(value=value, comma=cst.Comma(whitespace_after=_SPACE) if comma else cst.MaybeSentinel.DEFAULT), name)
+
+
+def with_input(match: CallMatch, new: cst.BaseExpression) -> cst.Call:
+    """`match`'s call with its tensor input replaced (the receiver, for the method form)."""
+    call = match.call
+    if match.form == "method":
+        return call.with_changes(func=call.func.with_changes(value=new))  # type: ignore[union-attr]
+    return call.with_changes(args=[a.with_changes(value=new) if a.value is match.input else a for a in call.args])
+
+
+def _parenthesised(expr: cst.BaseExpression) -> cst.BaseExpression:
+    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def negated(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`-expr`, parenthesised unless `expr` is an atom (`-x`, `-f(x)`, `-(a + b)`, `-(x ** 2)`)."""
+    expr = strip_parens(expr)
+    atoms = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float)
+    if not isinstance(expr, atoms):
+        expr = _parenthesised(expr)
+    return cst.UnaryOperation(operator=cst.Minus(), expression=expr)
+
+
+def with_clamp(expr: cst.BaseExpression, low: str) -> cst.Call:
+    """`expr.clamp_min(low)`, parenthesising `expr` where the attribute would bind tighter; `expr`
+    keeps its own parentheses (FixBuilder.replace then adds none around the result)."""
+    if not expr.lpar and not isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
+        expr = _parenthesised(expr)
+    value = cst.Float(low) if "." in low or "e" in low else cst.Integer(low)
+    return cst.Call(func=cst.Attribute(value=expr, attr=cst.Name("clamp_min")), args=[cst.Arg(value)])

@@ -14,11 +14,11 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Ty
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # the one private import: see _code_in_block
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from torchnumlint import suppression
 from torchnumlint.findings import Edit, Finding, Fix, Safety
 from torchnumlint.index import ProjectIndex, build_index
+from torchnumlint.positions import Spans
 from torchnumlint.rules.base import Rule
 from torchnumlint.rules.guards import is_plain
 from torchnumlint.rules.names import Binding, ImportMap, ScopeTable, is_no_grad_item
@@ -106,7 +106,7 @@ class FileContext:
         self.reports: List[_Report] = []
         self._scopes: Dict[int, ScopeTable] = {}
         self._per_scope: Dict[Tuple[str, int], object] = {}
-        self._metadata = MetadataWrapper(module, unsafe_skip_copy=True)
+        self._spans: Optional[Spans] = None
 
     # -- tree questions ------------------------------------------------------------------------
     def qualname(self, expr: cst.BaseExpression) -> Optional[str]:
@@ -238,9 +238,11 @@ class FileContext:
         return self._per_scope[slot]  # type: ignore[return-value]
 
     @property
-    def positions(self):
-        """Node -> CodeRange, resolved once per file (a codegen pass), only when asked."""
-        return self._metadata.resolve(PositionProvider)
+    def positions(self) -> Spans:
+        """Node -> CodeRange (and character spans), computed once per file, only when asked."""
+        if self._spans is None:
+            self._spans = Spans(self.module, self.text)
+        return self._spans
 
     def _scope_of_current(self) -> Tuple[cst.CSTNode, bool]:
         in_loop = False
@@ -345,53 +347,29 @@ def lint_text(
     return suppression.filter_findings(findings, text)
 
 
-_NEWLINE = re.compile(r"\r\n|\r|\n")
-
-
-def _line_starts(text: str) -> List[int]:
-    return [0] + [m.end() for m in _NEWLINE.finditer(text)]
-
-
 def _to_findings(ctx: FileContext) -> List[Finding]:
-    """Positions are resolved only for files that have findings: the walk costs a codegen pass."""
-    has_fixes = any(r.fix is not None and r.fix.edits for r in ctx.reports)
-    if has_fixes:
-        resolved = ctx._metadata.resolve_many([PositionProvider, ParentNodeProvider])
-        positions, parents = resolved[PositionProvider], resolved[ParentNodeProvider]
-    else:
-        positions, parents = ctx.positions, {}
-    starts = _line_starts(ctx.text)
-
-    def offset(line: int, col: int) -> int:
-        return starts[line - 1] + col
-
+    """Positions are computed only for files that have findings: they cost a codegen pass."""
+    spans = ctx.positions
     findings = []
     for report in ctx.reports:
-        where = positions[report.node]
+        where = spans[report.node]
         noqa = {where.start.line, where.end.line}
         if report.statement is not None:
-            span = positions[report.statement]
+            span = spans[report.statement]
             noqa.update((span.start.line, span.end.line))
         fix = None
         if report.fix is not None and report.fix.edits:
             edits = []
             for old, new in report.fix.replacements:
-                start, end = _span(old, positions)
-                edits.append(
-                    _edit(
-                        offset(start.line, start.column),
-                        offset(end.line, end.column),
-                        _code_in_block(ctx, new, _indent_of(ctx, old, positions, parents, starts)),
-                        starts,
-                    )
-                )
+                start, end = spans.outer(old)
+                edits.append(_edit(spans, start, end, _code_in_block(ctx, new, spans.statement_indent(old))))
             for node, text in report.fix.lines_after:
-                at = _next_line(positions[node].end.line, starts, ctx.text)
-                indent = _line_indent(ctx, positions[node].start.line, starts)
-                edits.append(_edit(at, at, indent + text + ctx.module.default_newline, starts))
+                start, end = spans.offsets(node)
+                at = spans.next_line(end)
+                edits.append(_edit(spans, at, at, spans.indent_at(start) + text + ctx.module.default_newline))
             for line in report.fix.imports:
-                at = _import_offset(ctx, positions, starts)
-                edits.append(_edit(at, at, line + ctx.module.default_newline, starts))
+                at = _import_offset(ctx, spans)
+                edits.append(_edit(spans, at, at, line + ctx.module.default_newline))
             fix = Fix(tuple(sorted(edits, key=lambda e: (e.start, e.end))), report.fix.safety)
         findings.append(
             Finding(
@@ -410,32 +388,6 @@ def _to_findings(ctx: FileContext) -> List[Finding]:
     return findings
 
 
-def _span(node: cst.CSTNode, positions):
-    """Where `node` stands, its own parentheses included (PositionProvider leaves them out), so
-    that `replace(old, new)` swaps the whole of `old` for the whole of `new`."""
-    lpar, rpar = getattr(node, "lpar", None), getattr(node, "rpar", None)
-    start = positions[lpar[0]].start if lpar else positions[node].start
-    end = positions[rpar[-1]].end if rpar else positions[node].end
-    return start, end
-
-
-def _indent_of(ctx: FileContext, node: cst.CSTNode, positions, parents, starts: List[int]) -> str:
-    """The indentation of the block holding `node`: the leading white space of its statement."""
-    while node in parents and not isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-        node = parents[node]
-    return _line_indent(ctx, positions[node].start.line, starts)
-
-
-def _line_indent(ctx: FileContext, line: int, starts: List[int]) -> str:
-    text = ctx.text[starts[line - 1] : starts[line - 1] + 200]
-    return text[: len(text) - len(text.lstrip(" \t"))]
-
-
-def _next_line(line: int, starts: List[int], text: str) -> int:
-    """The offset where the line after `line` begins (the end of the text after the last)."""
-    return starts[line] if line < len(starts) else len(text)
-
-
 def _code_in_block(ctx: FileContext, node: cst.CSTNode, indent: str) -> str:
     """Code for `node` as it would print inside its block: continuation lines that LibCST marks
     as indented get the block's indentation (`Module.code_for_node` would print them at column 0)."""
@@ -448,24 +400,18 @@ def _code_in_block(ctx: FileContext, node: cst.CSTNode, indent: str) -> str:
     return "".join(state.tokens)
 
 
-def _edit(start: int, end: int, content: str, starts: List[int]) -> Edit:
-    return Edit(start, end, content, _row_col(start, starts), _row_col(end, starts))
+def _edit(spans: Spans, start: int, end: int, content: str) -> Edit:
+    a, b = spans.position(start), spans.position(end)
+    return Edit(start, end, content, (a.line, a.column + 1), (b.line, b.column + 1))
 
 
-def _row_col(offset: int, starts: List[int]) -> Tuple[int, int]:
-    import bisect
-
-    line = bisect.bisect_right(starts, offset)
-    return line, offset - starts[line - 1] + 1
-
-
-def _import_offset(ctx: FileContext, positions, starts: List[int]) -> int:
+def _import_offset(ctx: FileContext, spans: Spans) -> int:
     """Just after the last top-level import, else after the docstring, else before the code."""
     anchor = ctx.imports.last_top_import or ctx.imports.header_end
     if anchor is not None:
-        return _next_line(positions[anchor].end.line, starts, ctx.text)
+        return spans.next_line(spans.offsets(anchor)[1])
     if ctx.module.body:
-        return starts[positions[ctx.module.body[0]].start.line - 1]
+        return spans.line_start(spans.offsets(ctx.module.body[0])[0])
     return len(ctx.text)
 
 

@@ -1,0 +1,63 @@
+"""`python -m torchnumlint.runtime_check` / `torchnumlint verify`: argparse, torch and stdlib only.
+
+    python -m torchnumlint.runtime_check [--device auto|cpu|cuda] [--dtype float32,float16,...]
+                                         [--select TNL101,TNL2] [--output-format text|json]
+
+Exit status: 0 when every selected check is CONFIRMED or legitimately SKIPPED, 1 otherwise,
+2 on a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import List, Optional, Sequence
+
+DTYPE_CHOICES = ("float32", "float16", "bfloat16", "autocast")
+
+
+def _csv(value: str) -> List[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m torchnumlint.runtime_check",
+        description="Run every rule's reproduction on a device: the rule's own bad example and the "
+        "fix the linter produces, on adversarial and benign inputs, with the verdict and its numbers.",
+    )
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="auto: cuda when available, else cpu; cuda is SKIPPED when absent")
+    p.add_argument("--dtype", action="append", default=None, metavar="DTYPES",
+                   help="comma-separated subset of %s (default: the dtypes each rule applies to)"
+                   % ", ".join(DTYPE_CHOICES))
+    p.add_argument("--select", action="append", default=None, metavar="CODES",
+                   help="comma-separated rule codes or prefixes (TNL1, TNL101); default: all")
+    p.add_argument("--output-format", choices=("text", "json"), default="text")
+    p.add_argument("--quiet", action="store_true", help="text: verdict lines only, no evidence")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    dtypes = None
+    if args.dtype:
+        dtypes = [d for v in args.dtype for d in _csv(v)]
+        unknown = [d for d in dtypes if d not in DTYPE_CHOICES]
+        if unknown:
+            print(f"error: unknown dtype {', '.join(unknown)} (choose from {', '.join(DTYPE_CHOICES)})",
+                  file=sys.stderr)
+            return 2
+    select = [c for v in args.select for c in _csv(v)] if args.select else None
+
+    from torchnumlint.runtime_check import runner as v
+
+    results = v.verify(select=select, device=args.device, dtypes=dtypes)
+    if select and not results:
+        print(f"error: --select {','.join(select)} matches no rule", file=sys.stderr)
+        return 2
+    if args.output_format == "json":
+        print(v.format_json(results))
+    else:
+        print(v.format_text(results, verbose=not args.quiet))
+    return v.exit_code(results)

@@ -477,6 +477,8 @@ def fix_text(
         new_text, count = apply_fixes(text, todo)
         if new_text == text:
             break
+        if index is not None and any(rule.needs_index for rule in rules):
+            index = index.with_file(path, new_text)
         try:
             new_findings = lint_text(path, new_text, rules, index)
         except ParseError as exc:  # a bug in a rule's fix: keep the last good text

@@ -172,6 +172,18 @@ class ProjectIndex:
         return False
 
     # -- building ----------------------------------------------------------------------------------
+    def with_file(self, path: str, text: str) -> "ProjectIndex":
+        """This index with `path`'s facts replaced by those of `text`: the fix loop re-lints a
+        rewritten file against the project as it now is (a Function just given custom_fwd)."""
+        rest = ProjectIndex(
+            classes={name: [c for c in infos if c.path != path] for name, infos in self.classes.items()},
+            autocast_sites=[s for s in self.autocast_sites if s.path != path],
+            scaler_sites=[s for s in self.scaler_sites if s.path != path],
+            region_calls=[call for call in self.region_calls if call[0] != path],
+            files=self.files,
+        )
+        return rest.merge(index_file(path, text) or ProjectIndex.empty())
+
     def merge(self, other: "ProjectIndex") -> "ProjectIndex":
         """Both indexes' facts in a new one (finalized again)."""
         merged = ProjectIndex()

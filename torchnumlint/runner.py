@@ -33,6 +33,7 @@ class FileOutcome:
     errors: List[str] = field(default_factory=list)
     fixed: int = 0
     diff: str = ""
+    text: Optional[str] = None  # the fixed text, when a fix changed it
 
 
 @dataclass
@@ -71,6 +72,7 @@ def process_file(
     outcome.findings = result.findings
     outcome.errors.extend(f"{path}: {message}" for message in result.errors)
     if result.text != source.text:
+        outcome.text = result.text
         if options.diff:
             outcome.diff = "".join(
                 difflib.unified_diff(
@@ -99,9 +101,9 @@ def run(paths: Sequence[str], config: Config, rules: Sequence[Type[Rule]], optio
         except SourceError as exc:
             result.errors.append(f"{path}: {exc}")
     result.files = len(sources)
-    index: Optional[ProjectIndex] = ProjectIndex.empty()
-    if any(rule.needs_index for rule in rules):
-        index = build_index((s.path, s.text) for s in sources)
+    index_rules = [rule for rule in rules if rule.needs_index]
+    index = build_index((s.path, s.text) for s in sources) if index_rules else ProjectIndex.empty()
+    fixed_texts = {}
     for source in sources:
         outcome = process_file(source, _rules_for(source.path, rules, config), index, options)
         result.findings.extend(outcome.findings)
@@ -109,5 +111,25 @@ def run(paths: Sequence[str], config: Config, rules: Sequence[Type[Rule]], optio
         result.fixed += outcome.fixed
         if outcome.diff:
             result.diffs.append(outcome.diff)
+        if outcome.text is not None:
+            fixed_texts[source.path] = outcome.text
+    if index_rules and fixed_texts:
+        result.findings = _relint_cross_file(result.findings, sources, fixed_texts, index_rules, config)
     result.findings.sort(key=lambda f: f.sort_key)
     return result
+
+
+def _relint_cross_file(findings, sources, fixed_texts, index_rules, config) -> List[Finding]:
+    """Fixes in one file change what rules that read the project index report in another (a
+    Function given `custom_fwd` is safe wherever it is called): report those rules' findings
+    against the project as fixed, not as it was."""
+    final = [(s.path, fixed_texts.get(s.path, s.text)) for s in sources]
+    fresh = build_index(final)
+    codes = {rule.code for rule in index_rules}
+    kept = [f for f in findings if f.code not in codes]
+    for path, text in final:
+        try:
+            kept.extend(lint_text(path, text, _rules_for(path, index_rules, config), fresh))
+        except ParseError:
+            pass  # already reported for this file
+    return kept

@@ -41,6 +41,10 @@ T201_FLAGGED = [
     (["return (x - x.mean(0)) / torch.std(x, 0)"], 0,
      ["return (x - x.mean(0)) / torch.std(x, 0).clamp_min(1e-12)"]),
     (["return x / x.var()"], 0, ["return x / x.var().clamp_min(1e-12)"]),
+    # a cosine similarity by hand: a product of norms is 0 when one factor is
+    (["return (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1))"], 0,
+     ["return (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1)).clamp_min(1e-12)"]),
+    (["return x / (2.0 * y.std())"], 0, ["return x / (2.0 * y.std()).clamp_min(1e-12)"]),
     # counts are clamped at 1
     (["return x.sum() / torch.count_nonzero(m)"], 0, ["return x.sum() / torch.count_nonzero(m).clamp_min(1)"]),
     (["return x.sum() / (y != -100).float().sum()"], 0,
@@ -149,7 +153,6 @@ T201_CLEAN = [
     "return x / torch.sqrt(y.var(-1) + eps)",
     "return x // w.sum()",
     "return torch.div(x, w.sum(), rounding_mode='floor')",
-    "return (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1))",  # cosine: TNL203's
     "return sum(y) / len(y)",
     "return x / x.norm(dim=-1, keepdim=True)",  # TNL202's
     "return x / torch.sqrt(1 - w)",  # 1 - alpha_bar: a schedule, not flagged

@@ -10,8 +10,9 @@ Ownership between the rules, so that one hazard gives one finding:
 - A square root of a sum of squares is TNL204's; TNL206 never takes it. As a denominator TNL201
   still reports the division, without a fix: TNL204's rewrite to `vector_norm` comes first and
   the next fix pass then guards the norm (TNL201) or turns it into `F.normalize` (TNL202).
-- Products of norms (`dot / (a.norm() * b.norm())`) are TNL203's, pairwise distances
-  (`((a[:, None] - b[None]) ** 2).sum(-1)`) TNL205's, sums of exponentials TNL110's, and a
+- A product with such a factor (`dot / (a.norm() * b.norm())`, a cosine similarity by hand) is
+  TNL201's until TNL203 (cosine-similarity-manual) exists to rewrite it; pairwise distances
+  (`((a[:, None] - b[None]) ** 2).sum(-1)`) are TNL205's, sums of exponentials TNL110's, and a
   division inside `torch.where(...)` TNL209's.
 """
 
@@ -196,6 +197,7 @@ _KIND_WORDS = {
     "std": "a standard deviation",
     "var": "a variance",
     "sqrt": "a square root",
+    "product": "a product of norms or sums",
 }
 
 
@@ -221,6 +223,11 @@ def zero_kind(ctx, d: cst.BaseExpression) -> Optional[Tuple[str, cst.BaseExpress
         if is_positive(ctx, inner):
             return None
         return ("count" if is_mask(ctx, inner) else "sum"), v
+    if isinstance(v, cst.BinaryOperation) and isinstance(v.operator, cst.Multiply):
+        # `a.norm(dim=-1) * b.norm(dim=-1)`: 0 as soon as one factor is
+        if any(zero_kind(ctx, factor) is not None for factor in (v.left, v.right)):
+            return "product", v
+        return None
     root = root_of(ctx, v)
     if root is not None and root[0] == "sqrt":
         arg = root[1]

@@ -1,0 +1,106 @@
+"""A small distillation run with the numerical hazards that torchnumlint finds and fixes.
+
+    python examples/unsafe_training.py      # trains a few steps (CPU is fine: autocast turns itself off)
+    torchnumlint examples/                  # the findings
+    torchnumlint --fix --unsafe-fixes examples/
+
+Every function below is written the way it is often written in real training code.
+"""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class SquashGrad(torch.autograd.Function):
+    """A custom op with a hand-written backward: autocast hands it fp16 inputs unless told not to."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * torch.rsqrt(1 + x * x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (1 + x * x) ** -1.5
+
+
+class Student(nn.Module):
+    def __init__(self, dim=64, classes=10, embed=16):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(dim, dim), nn.GELU())
+        self.head = nn.Linear(dim, classes)
+        self.embed = nn.Linear(dim, embed)
+        self.gate = nn.Linear(dim, 1)
+
+    def forward(self, x):
+        h = self.body(x)
+        return self.head(h), self.embed(h), self.gate(h)
+
+
+def distill_loss(student_logits, peer_logits):
+    # mutual learning: both sides carry gradients
+    return F.kl_div(F.log_softmax(student_logits, dim=-1), F.softmax(peer_logits, dim=-1), reduction="batchmean")
+
+
+def prior_loss(logits, prior):
+    return F.kl_div(F.softmax(logits, dim=-1), prior, reduction="batchmean")
+
+
+def classification_loss(logits, labels):
+    return F.nll_loss(torch.log(F.softmax(logits, dim=1)), labels)
+
+
+def gate_log_prob(gate_logits):
+    return torch.log(torch.sigmoid(gate_logits)).mean()
+
+
+def cosine(a, b):
+    return (a * b).sum(dim=-1) / (a.norm(dim=-1) * b.norm(dim=-1))
+
+
+def unit(v):
+    return v / v.norm(dim=-1, keepdim=True)
+
+
+def distance(a, b):
+    return torch.sqrt(((a - b) ** 2).sum(dim=-1))
+
+
+def spread(z):
+    return torch.sqrt(z.var(dim=0)).mean()
+
+
+def train(steps=3, device=None):
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    torch.manual_seed(0)
+    student, peer = Student().to(device), Student().to(device)
+    params = list(student.parameters()) + list(peer.parameters())
+    opt = torch.optim.AdamW(params, lr=1e-3)
+    for step in range(steps):
+        x = torch.randn(32, 64, device=device)
+        y = torch.randint(0, 10, (32,), device=device)
+        prior = torch.full((32, 10), 0.1, device=device)
+        with torch.cuda.amp.autocast():
+            logits, z, gate = student(x)
+            peer_logits, peer_z, _ = peer(x)
+            z = SquashGrad.apply(z)
+            loss = (
+                classification_loss(logits, y)
+                + distill_loss(logits, peer_logits)
+                + 0.1 * prior_loss(logits, prior)
+                - 0.1 * gate_log_prob(gate)
+                + (1 - cosine(z, peer_z)).mean()
+                + 0.01 * distance(unit(z), unit(peer_z)).mean()
+                - 0.01 * spread(z)
+            )
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        print(f"step {step}: loss {loss.item():.4f}")
+    return loss.item()
+
+
+if __name__ == "__main__":
+    train()

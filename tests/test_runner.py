@@ -1,0 +1,61 @@
+"""A run over several files: per-file ignores, and cross-file facts that fixes change."""
+
+import textwrap
+
+from torchnumlint.config import Config
+from torchnumlint.rules.base import registry
+from torchnumlint.runner import Options, run
+
+FUNCTION = """
+    import torch
+
+
+    class Normalize(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            e = torch.exp(x)
+            return e / e.sum(-1, keepdim=True)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+
+    def warmup(x):
+        with torch.autocast("cuda"):
+            return Normalize.apply(x)
+"""
+
+STEP = """
+    import torch
+    from ops import Normalize
+
+
+    def step(x):
+        with torch.autocast("cuda"):
+            return Normalize.apply(x)
+"""
+
+
+def write(folder, **files):
+    for name, body in files.items():
+        (folder / f"{name}.py").write_text(textwrap.dedent(body).lstrip())
+
+
+def test_a_fix_in_one_file_clears_the_finding_it_caused_in_another(tmp_path):
+    write(tmp_path, ops=FUNCTION, train=STEP)
+    rules = [registry()["TNL301"]]
+    before = run([str(tmp_path)], Config(root=tmp_path), rules, Options())
+    where = [(f.path.rsplit("/", 1)[-1], f.line, f.fix is not None) for f in before.findings]
+    assert where == [("ops.py", 17, True), ("train.py", 7, False)]  # the fix lives with the Function
+    after = run([str(tmp_path)], Config(root=tmp_path), rules, Options(fix=True))
+    assert after.findings == [] and after.fixed == 1
+    assert "@torch.amp.custom_fwd(device_type=\"cuda\", cast_inputs=torch.float32)" in (tmp_path / "ops.py").read_text()
+
+
+def test_per_file_ignores(tmp_path):
+    write(tmp_path, a="import torch.nn.functional as F\ny = F.kl_div(a, F.softmax(b, -1))\n")
+    rules = [registry()["TNL101"]]
+    assert len(run([str(tmp_path)], Config(root=tmp_path), rules, Options()).findings) == 1
+    config = Config(root=tmp_path, per_file_ignores={"a.py": ["TNL1"]})
+    assert run([str(tmp_path)], config, rules, Options()).findings == []

@@ -22,6 +22,7 @@ from torchnumlint.positions import Spans
 from torchnumlint.rules.base import Rule
 from torchnumlint.rules.guards import is_plain
 from torchnumlint.rules.names import Binding, ImportMap, ScopeTable, is_no_grad_item
+from torchnumlint.walk import Visitor, contains
 
 MAX_FIX_PASSES = 10
 
@@ -48,7 +49,7 @@ class FixBuilder:
         """Swap `old` for `new`, parentheses included; `new` keeps `old`'s parentheses unless it
         brings its own or holds `old` itself (`(a - b)` -> `(a - b).clamp_min(1)`), so
         `2 * (log(p))` stays parenthesised and no pair is doubled."""
-        if getattr(old, "lpar", None) and hasattr(new, "lpar") and not new.lpar and not _holds(new, old):
+        if getattr(old, "lpar", None) and hasattr(new, "lpar") and not new.lpar and not contains(new, old):
             new = new.with_changes(lpar=old.lpar, rpar=old.rpar)
         self.replacements.append((old, new))
         return self
@@ -69,19 +70,6 @@ class FixBuilder:
         if needed is not None and needed not in self.imports:
             self.imports.append(needed)
         return cst.parse_expression(text)
-
-
-def _holds(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
-    found = []
-
-    class _Find(cst.CSTVisitor):
-        def on_visit(self, child: cst.CSTNode) -> bool:
-            if child is node:
-                found.append(child)
-            return not found
-
-    tree.visit(_Find())
-    return bool(found)
 
 
 @dataclass
@@ -107,6 +95,7 @@ class FileContext:
         self._scopes: Dict[int, ScopeTable] = {}
         self._per_scope: Dict[Tuple[str, int], object] = {}
         self._spans: Optional[Spans] = None
+        self._mentions: Dict[str, bool] = {}
 
     # -- tree questions ------------------------------------------------------------------------
     def qualname(self, expr: cst.BaseExpression) -> Optional[str]:
@@ -228,6 +217,13 @@ class FileContext:
             and not any(self.rebound_between(p) for p in parts)
         )
 
+    def mentions(self, word: str) -> bool:
+        """Whether the source text contains `word` (cached: rules ask it per node)."""
+        found = self._mentions.get(word)
+        if found is None:
+            found = self._mentions[word] = word in self.text
+        return found
+
     def per_scope(self, key: str, build: Callable[[cst.CSTNode], T]) -> T:
         """`build(scope)` for the function (or module) around the node being visited, computed
         once per file: for questions that read a whole function."""
@@ -272,7 +268,7 @@ class FileContext:
         self.reports.append(_Report(rule, node, message, fix, statement))
 
 
-class _Dispatcher(cst.CSTVisitor):
+class _Dispatcher(Visitor):
     """One traversal; each node goes to the enabled rules that have a visitor for its type."""
 
     def __init__(self, ctx: FileContext, rules: Sequence[Rule]) -> None:
@@ -299,9 +295,11 @@ class _Dispatcher(cst.CSTVisitor):
         self.ctx.stack.pop()
 
 
-def candidate_rules(text: str, rules: Sequence[Type[Rule]]) -> List[Type[Rule]]:
+def candidate_rules(
+    text: str, rules: Sequence[Type[Rule]], index: Optional[ProjectIndex] = None
+) -> List[Type[Rule]]:
     """The rules that can fire on `text`: cheap substring tests that never lose a finding."""
-    return [rule for rule in rules if any(needle in text for needle in rule.needles)]
+    return [rule for rule in rules if rule.could_fire(text, index)]
 
 
 def parse(text: str) -> cst.Module:
@@ -332,7 +330,7 @@ def lint_text(
     path: str, text: str, rules: Sequence[Type[Rule]], index: Optional[ProjectIndex] = None
 ) -> List[Finding]:
     """All findings of `rules` in `text`, noqa-suppressed ones removed. Raises ParseError."""
-    active = candidate_rules(text, rules)
+    active = candidate_rules(text, rules, index)
     if not active:
         check_syntax(text, path)
         return []
@@ -340,7 +338,7 @@ def lint_text(
     if index is None:  # linting one text alone: it is its own project
         index = build_index([(path, text)]) if any(r.needs_index for r in active) else ProjectIndex.empty()
     ctx = FileContext(path, text, module, index)
-    module.visit(_Dispatcher(ctx, [rule(ctx) for rule in active]))
+    _Dispatcher(ctx, [rule(ctx) for rule in active]).walk(module)
     if not ctx.reports:
         return []
     findings = _to_findings(ctx)

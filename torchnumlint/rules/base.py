@@ -7,6 +7,7 @@ very text that the tests pin as the fixer's output.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Tuple, Type
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
 
     from torchnumlint.engine import FileContext, FixBuilder
+    from torchnumlint.index import ProjectIndex
 
 
 @dataclass(frozen=True)
@@ -40,8 +42,10 @@ class Rule:
     default: ClassVar[bool] = True
     # Whether the rule reads the project index (cross-file facts); the engine builds it only then.
     needs_index: ClassVar[bool] = False
-    # Pre-filter: the rule cannot fire unless the source contains one of these strings.
+    # Pre-filter: the rule cannot fire unless the source contains one of these strings (and, when
+    # set, matches `pattern`, a regular expression for what substrings cannot say).
     needles: ClassVar[Tuple[str, ...]]
+    pattern: ClassVar[Optional[str]] = None
     examples: ClassVar[Tuple[Example, ...]]
     good: ClassVar[Tuple[str, ...]]
 
@@ -52,6 +56,19 @@ class Rule:
             if code in _REGISTRY:
                 raise RuntimeError(f"duplicate rule code {code}")
             _REGISTRY[code] = cls
+
+    @classmethod
+    def could_fire(cls, text: str, index: "Optional[ProjectIndex]" = None) -> bool:
+        """The pre-filter: False only when the rule cannot report anything in `text`."""
+        if not any(needle in text for needle in cls.needles):
+            return False
+        if cls.pattern is None:
+            return True
+        compiled = cls.__dict__.get("_compiled")
+        if compiled is None:
+            compiled = re.compile(cls.pattern)
+            setattr(cls, "_compiled", compiled)
+        return compiled.search(text) is not None
 
     def __init__(self, ctx: "FileContext") -> None:
         self.ctx = ctx

@@ -38,6 +38,7 @@ from torchnumlint.rules.guards import (
 )
 from torchnumlint.rules.names import CallMatch, is_literal, match_call
 from torchnumlint.rules.rewrite import with_clamp
+from torchnumlint.walk import Visitor
 
 # The guard the unsafe fixes write. 1e-12 is F.normalize's own eps: the smallest floor whose
 # reciprocal square (1e24) still fits float32/bfloat16, so the gradient of `x / d` stays finite,
@@ -100,7 +101,7 @@ def _has_broadcast_index(expr: cst.CSTNode) -> bool:
     """`a[:, None]`, `b[None]`, `a.unsqueeze(1)`: the pairwise (TNL205) shape."""
     found = []
 
-    class _Find(cst.CSTVisitor):
+    class _Find(Visitor):
         def visit_SubscriptElement(self, node: cst.SubscriptElement) -> None:
             if isinstance(node.slice, cst.Index) and isinstance(node.slice.value, cst.Name) and node.slice.value.value == "None":
                 found.append(node)
@@ -109,7 +110,7 @@ def _has_broadcast_index(expr: cst.CSTNode) -> bool:
             if node.attr.value in ("unsqueeze", "newaxis"):
                 found.append(node)
 
-    expr.visit(_Find())
+    _Find().walk(expr)
     return bool(found)
 
 
@@ -341,6 +342,8 @@ class UnguardedDivision(_DivisionRule):
     )
     safety = Safety.UNSAFE
     needles = ("/", "div")
+    # a denominator that can be 0 is built by one of these (directly or through a name)
+    pattern = r"norm|sum|std|var|count_nonzero|sqrt|\*\*|pow"
     examples = (
         Example(
             bad=(
@@ -492,6 +495,7 @@ class NormalizeManual(_DivisionRule):
     )
     safety = Safety.SAFE
     needles = ("norm",)
+    pattern = r"/|div"
     examples = (
         Example(
             bad=(
@@ -609,6 +613,7 @@ class SqrtOfSumOfSquares(_RootRule):
     )
     safety = Safety.SAFE
     needles = ("sum",)
+    pattern = r"sqrt|\*\*|pow"  # a root of the sum
     examples = (
         Example(
             bad=(
@@ -696,6 +701,8 @@ class UnguardedSqrtOrPow(_RootRule):
     )
     safety = Safety.UNSAFE
     needles = ("sqrt", "**", "pow")
+    # a root: sqrt/rsqrt, or a power whose exponent is a fractional literal (`** 0.5`, `pow(1.5)`)
+    pattern = r"sqrt|\*\*\s*\(?\s*-?\d*\.\d|\*\*\s*\(?\s*-?\d+e|pow\s*\("
     examples = (
         Example(
             bad=(

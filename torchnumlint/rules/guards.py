@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Optional, Set
 import libcst as cst
 
 from torchnumlint.rules.names import CallMatch, match_call
+from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.engine import FileContext
@@ -113,7 +114,7 @@ def is_guarded(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
 def _mentions_finfo(expr: cst.CSTNode) -> bool:
     found = []
 
-    class _Find(cst.CSTVisitor):
+    class _Find(Visitor):
         def visit_Attribute(self, node: cst.Attribute) -> bool:
             if node.attr.value == "finfo":
                 found.append(node)
@@ -124,7 +125,7 @@ def _mentions_finfo(expr: cst.CSTNode) -> bool:
                 found.append(node)
             return False
 
-    expr.visit(_Find())
+    _Find().walk(expr)
     return bool(found)
 
 
@@ -265,7 +266,7 @@ def _tested_texts(ctx: "FileContext", scope: cst.CSTNode) -> Set[str]:
             expr = strip_parens(expr.expression)
         texts.add(code_key(ctx, expr))
 
-    class _Tests(cst.CSTVisitor):
+    class _Tests(Visitor):
         def visit_Comparison(self, node: cst.Comparison) -> None:
             add(node.left)
             for target in node.comparisons:
@@ -277,7 +278,7 @@ def _tested_texts(ctx: "FileContext", scope: cst.CSTNode) -> Set[str]:
                 add(test)
             return super().on_visit(node)
 
-    scope.visit(_Tests())
+    _Tests().walk(scope)
     return texts
 
 
@@ -323,6 +324,8 @@ def is_detached(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
 def module_call(ctx: "FileContext", call: cst.Call, *classes: str) -> Optional[cst.Call]:
     """For `nn.KLDivLoss(...)(a, b)`, `crit(a, b)` or `self.crit(a, b)` where the callee was built
     from one of `classes` (qualified names), the constructor call; else None."""
+    if not any(ctx.mentions(cls.rsplit(".", 1)[-1]) for cls in classes):
+        return None  # following every callee's name would cost a scope scan per call
     func = call.func
     ctor = func if isinstance(func, cst.Call) else ctx.resolve(func)
     if isinstance(ctor, cst.Call) and ctx.qualname(ctor.func) in classes:

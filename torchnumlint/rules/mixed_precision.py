@@ -23,6 +23,7 @@ from torchnumlint.index import (
     CUSTOM_FWD,
     ClassInfo,
     Hazard,
+    ProjectIndex,
     Site,
     classify_autocast,
     is_cast_fp32,
@@ -30,6 +31,7 @@ from torchnumlint.index import (
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.names import is_no_grad_item
 from torchnumlint.rules.rewrite import as_keyword, keyword_arg, with_keyword
+from torchnumlint.walk import Visitor
 
 _CUSTOM_BWD = ("torch.amp.custom_bwd", "torch.amp.autocast_mode.custom_bwd", "torch.cuda.amp.custom_bwd",
                "torch.cuda.amp.autocast_mode.custom_bwd")
@@ -153,12 +155,12 @@ def find_class(module: cst.Module, name: str) -> Optional[cst.ClassDef]:
     """The one class called `name` in `module` (at any depth), else None."""
     found: List[cst.ClassDef] = []
 
-    class _Find(cst.CSTVisitor):
+    class _Find(Visitor):
         def visit_ClassDef(self, node: cst.ClassDef) -> None:
             if node.name.value == name:
                 found.append(node)
 
-    module.visit(_Find())
+    _Find().walk(module)
     return found[0] if len(found) == 1 else None
 
 
@@ -252,6 +254,13 @@ class Fp16AutocastCustomOp(Rule):
     safety = Safety.SAFE
     needs_index = True
     needles = ("autocast", "forward")
+
+    @classmethod
+    def could_fire(cls, text: str, index: Optional[ProjectIndex] = None) -> bool:
+        if "autocast" in text:
+            return True
+        # a Module's forward here, with an fp16 autocast elsewhere in the project
+        return "forward" in text and index is not None and bool(index.autocast_sites)
     examples = (
         Example(
             bad=(
@@ -411,7 +420,10 @@ class Fp16AutocastCustomOp(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if "autocast" not in self.ctx.text:
+        if not self.ctx.mentions("autocast"):
+            return
+        region = fp16_region(self.ctx)  # cheap (the ancestors), so it goes before name following
+        if region is None:
             return
         found = called_class(self.ctx, node)
         if found is None:
@@ -420,9 +432,6 @@ class Fp16AutocastCustomOp(Rule):
         if kind == "function" and info.protected:
             return
         if kind == "module" and not info.fp16_hazards:
-            return
-        region = fp16_region(self.ctx)
-        if region is None:
             return
         site, device = region
         if kind == "function":
@@ -480,7 +489,7 @@ class Fp16AutocastCustomOp(Rule):
         wanted = {(h.line, h.col, h.end_line, h.end_col): h for h in hazards}
         found: List[Tuple[Hazard, cst.CSTNode]] = []
 
-        class _Find(cst.CSTVisitor):
+        class _Find(Visitor):
             def on_visit(self, node: cst.CSTNode) -> bool:
                 if isinstance(node, cst.BaseExpression):
                     where = positions.get(node)
@@ -491,7 +500,7 @@ class Fp16AutocastCustomOp(Rule):
                             found.append((hazard, node))
                 return bool(wanted)
 
-        forward.visit(_Find())
+        _Find().walk(forward)
         return found
 
 
@@ -588,7 +597,7 @@ class Fp16WithoutGradScaler(Rule):
             ctx = self.ctx
             found: List[bool] = []
 
-            class _Find(cst.CSTVisitor):
+            class _Find(Visitor):
                 def visit_Call(self, node: cst.Call) -> bool:
                     func = node.func
                     if (isinstance(func, cst.Attribute) and func.attr.value == "backward") or ctx.qualname(
@@ -597,7 +606,7 @@ class Fp16WithoutGradScaler(Rule):
                         found.append(True)
                     return not found
 
-            ctx.module.visit(_Find())
+            _Find().walk(ctx.module)
             self._backward = bool(found)
         return self._backward
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
+from torchnumlint.walk import Visitor
 
 # ---------------------------------------------------------------------------------------------
 # Imports
@@ -345,7 +346,7 @@ def _assign_targets(node: cst.CSTNode) -> List[cst.BaseExpression]:
     return [node.target]  # AugAssign, NamedExpr
 
 
-class ScopeTable(cst.CSTVisitor):
+class ScopeTable(Visitor):
     """Bindings of one function (or module) body, in source order; nested scopes are opaque."""
 
     def __init__(self, imports: ImportMap, scope: cst.CSTNode) -> None:
@@ -361,9 +362,9 @@ class ScopeTable(cst.CSTVisitor):
         if isinstance(scope, cst.FunctionDef):
             for param in _params(scope.params):
                 self._bind(param.name.value, param, None)
-            scope.body.visit(self)
+            self.walk(scope.body)
         else:
-            scope.visit(self)
+            self.walk(scope)
 
     def _bind(self, name: str, node: cst.CSTNode, value: Optional[cst.BaseExpression]) -> None:
         self.bindings.setdefault(name, []).append(Binding(node, value, self._counter, self._no_grad > 0))
@@ -462,7 +463,7 @@ class ScopeTable(cst.CSTVisitor):
         counts only the scope's own reads."""
         found: List[cst.Name] = []
 
-        class _Nested(cst.CSTVisitor):
+        class _Nested(Visitor):
             def __init__(self) -> None:
                 super().__init__()
                 self.depth = 0
@@ -481,7 +482,7 @@ class ScopeTable(cst.CSTVisitor):
                     found.append(node)
 
         body = self.scope.body if isinstance(self.scope, cst.FunctionDef) else self.scope
-        body.visit(_Nested())
+        _Nested().walk(body)
         return bool(found)
 
     def lookup(self, name: str, use: cst.CSTNode, in_loop: bool) -> Optional[Binding]:
@@ -512,19 +513,19 @@ def read_names(expr: cst.CSTNode) -> Set[str]:
     `self.x = ...`), so that a rebinding of either is seen."""
     found: Set[str] = set()
 
-    class _Collect(cst.CSTVisitor):
+    class _Collect(Visitor):
         def visit_Name(self, node: cst.Name) -> None:
             found.add(node.value)
 
         def visit_Attribute(self, node: cst.Attribute) -> bool:
             if isinstance(node.value, cst.Name):
                 found.add(f"{node.value.value}.{node.attr.value}")
-            node.value.visit(self)
+            self.walk(node.value)
             return False
 
         def visit_Arg(self, node: cst.Arg) -> bool:
-            node.value.visit(self)
+            self.walk(node.value)
             return False
 
-    expr.visit(_Collect())
+    _Collect().walk(expr)
     return found

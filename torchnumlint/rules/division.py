@@ -11,9 +11,10 @@ Ownership between the rules, so that one hazard gives one finding:
   still reports the division, without a fix: TNL204's rewrite to `vector_norm` comes first and
   the next fix pass then guards the norm (TNL201) or turns it into `F.normalize` (TNL202).
 - A product with such a factor (`dot / (a.norm() * b.norm())`, a cosine similarity by hand) is
-  TNL201's until TNL203 (cosine-similarity-manual) exists to rewrite it; pairwise distances
-  (`((a[:, None] - b[None]) ** 2).sum(-1)`) are TNL205's, sums of exponentials TNL110's, and a
-  division inside `torch.where(...)` TNL209's.
+  TNL201's until the catalogue's cosine-similarity-manual rule exists to rewrite it; pairwise
+  distances (`((a[:, None] - b[None]) ** 2).sum(-1)`) are left to pairwise-distance-manual, sums of
+  exponentials to softmax-manual, and a division inside `torch.where(...)` to
+  where-unselected-branch (catalogue rules not written yet).
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def root_of(ctx, node: cst.CSTNode) -> Optional[Tuple[str, cst.BaseExpression]]:
 
 
 def _has_broadcast_index(expr: cst.CSTNode) -> bool:
-    """`a[:, None]`, `b[None]`, `a.unsqueeze(1)`: the pairwise (TNL205) shape."""
+    """`a[:, None]`, `b[None]`, `a.unsqueeze(1)`: the pairwise-distance-manual shape."""
     found = []
 
     class _Find(Visitor):
@@ -158,7 +159,7 @@ def root_hazard(ctx, value: cst.BaseExpression) -> Optional[str]:
 
     Deliberately narrow: a variance, a difference of tensors (or `c - t ** 2`), a mean of
     squares, a sum or mean of differences or absolute values. Never a plain number, a guarded
-    value, exp/softmax/sigmoid/softplus, a sum of squares (TNL204's) or `a**2 + b**2` (TNL210's)."""
+    value, exp/softmax/sigmoid/softplus, a sum of squares (TNL204's) or `a**2 + b**2` (atan-of-ratio's)."""
     v = strip_parens(ctx.resolve(value))
     if is_constant(ctx, v) or is_guarded(ctx, v) or is_positive(ctx, v):
         return None
@@ -264,7 +265,7 @@ def replaces_whole(node: cst.CSTNode) -> bool:
 
 
 def in_where(ctx) -> bool:
-    """Inside `torch.where(...)`: the unselected branch is TNL209's business."""
+    """Inside `torch.where(...)`: the unselected branch is where-unselected-branch's business."""
     return any(isinstance(n, cst.Call) and ctx.qualname(n.func) == "torch.where" for n in ctx.stack[:-1])
 
 
@@ -609,7 +610,7 @@ class SqrtOfSumOfSquares(_RootRule):
         "`torch.linalg.vector_norm(x, dim=d)` computes the same value (float tolerance), uses the "
         "subgradient 0 at the origin and scales internally. Only rewritten with an explicit dim "
         "(or a sum over everything); keepdim is kept. Pairwise distances "
-        "(`((a[:, None] - b[None]) ** 2).sum(-1)`) are left to TNL205 (torch.cdist)."
+        "(`((a[:, None] - b[None]) ** 2).sum(-1)`) are left to the pairwise-distance rule (torch.cdist)."
     )
     safety = Safety.SAFE
     needles = ("sum",)

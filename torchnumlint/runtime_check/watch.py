@@ -550,17 +550,7 @@ def _first_flagged(events: Sequence[_Event]) -> Optional[_Event]:
     return None
 
 
-def nan_watch(
-    model: nn.Module,
-    mode: str = "raise",
-    every: int = 1,
-    forward: bool = True,
-    backward: bool = True,
-    param_grads: bool = True,
-    lint: bool = True,
-    max_reports: int = 100,
-) -> NanWatch:
+def nan_watch(model: nn.Module, **options) -> NanWatch:
     """Watch `model` for the first NaN/Inf: `with nan_watch(model) as watch: ...`, or
-    `watch = nan_watch(model); ...; watch.close()`. See the module docstring."""
-    return NanWatch(model, mode=mode, every=every, forward=forward, backward=backward,
-                    param_grads=param_grads, lint=lint, max_reports=max_reports)
+    `watch = nan_watch(model); ...; watch.close()`. Options are NanWatch's; see the module docstring."""
+    return NanWatch(model, **options)

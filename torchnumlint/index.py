@@ -24,8 +24,9 @@ from __future__ import annotations
 import ast
 import copy
 import os
+import re
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 # A file can only matter if it mentions one of these.
 NEEDLES = ("autocast", "Module", "Function", "GradScaler", "forward")
@@ -126,6 +127,8 @@ class ProjectIndex:
     scaler_sites: List[Site] = field(default_factory=list)
     # (path of the call, simple name, qualname) of classes called inside fp16 autocast regions
     region_calls: List[Tuple[str, str, Optional[str]]] = field(default_factory=list)
+    # path -> the names called in that file (`Head(`): a class never constructed runs nowhere
+    called: Dict[str, FrozenSet[str]] = field(default_factory=dict)
     files: int = 0  # files parsed (the rest were skipped by the pre-filter or a syntax error)
 
     @classmethod
@@ -156,6 +159,13 @@ class ProjectIndex:
             return found[0]  # re-exported by its own package
         return None
 
+    def constructed(self, info: ClassInfo) -> bool:
+        """Whether the class, or a class derived from it, is called (constructed) in some file."""
+        names = {info.name} | {
+            c.name for cs in self.classes.values() for c in cs if any(base == info.name for base, _ in c.bases)
+        }
+        return any(names & called for called in self.called.values())
+
     def fp16_sites(self) -> List[Site]:
         return sorted(self.autocast_sites, key=lambda s: (s.path, s.line, s.col))
 
@@ -180,6 +190,7 @@ class ProjectIndex:
             autocast_sites=[s for s in self.autocast_sites if s.path != path],
             scaler_sites=[s for s in self.scaler_sites if s.path != path],
             region_calls=[call for call in self.region_calls if call[0] != path],
+            called={p: names for p, names in self.called.items() if p != path},
             files=self.files,
         )
         return rest.merge(index_file(path, text) or ProjectIndex.empty())
@@ -193,6 +204,7 @@ class ProjectIndex:
             merged.autocast_sites.extend(source.autocast_sites)
             merged.scaler_sites.extend(source.scaler_sites)
             merged.region_calls.extend(source.region_calls)
+            merged.called.update(source.called)
             merged.files += source.files
         merged.finalize()
         return merged
@@ -832,17 +844,21 @@ def could_matter(text: str) -> bool:
     return any(needle in text for needle in NEEDLES)
 
 
+_CALLED = re.compile(r"(?<!class )\b([A-Za-z_]\w*)\s*\(")
+
+
 def index_file(path: str, text: str) -> Optional[ProjectIndex]:
-    """The facts of one file (not finalized), or None when it is skipped."""
+    """The facts of one file (not finalized); only the names it calls when it cannot matter more."""
+    called = {path: frozenset(_CALLED.findall(text))}
     if not could_matter(text):
-        return None
+        return ProjectIndex(called=called)
     try:
         tree = ast.parse(text, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     file = _File(path, text, tree)
     file.run()
-    index = ProjectIndex(files=1)
+    index = ProjectIndex(called=called, files=1)
     for info in file.classes:
         index.classes.setdefault(info.name, []).append(info)
     index.autocast_sites = file.autocast_sites
@@ -863,6 +879,7 @@ def build_index(files: Iterable[Tuple[str, str]]) -> ProjectIndex:
         index.autocast_sites.extend(part.autocast_sites)
         index.scaler_sites.extend(part.scaler_sites)
         index.region_calls.extend(part.region_calls)
-        index.files += 1
+        index.called.update(part.called)
+        index.files += part.files
     index.finalize()
     return index

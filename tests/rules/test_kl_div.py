@@ -138,3 +138,24 @@ def test_tnl102_flagged_and_fixed_only_with_unsafe_fixes(body, after):
 )
 def test_tnl102_clean(body):
     assert lint(src(body), "TNL102") == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # a temperature does not bring a gradient back
+        "with torch.no_grad():\n    tl = teacher(x)\nreturn F.kl_div(a, F.softmax(tl / 2.0, 1))",
+        "with torch.no_grad():\n    tl = teacher(x)\nT = 4.0\nreturn F.kl_div(a, F.softmax(tl / T, 1))",
+        "return F.kl_div(a, F.softmax(t.detach() / x.temperature, 1))",
+        "return F.kl_div(a, F.softmax(-t.detach(), 1))",
+        # a target made from data
+        "y = torch.tensor(x)\nreturn F.kl_div(a, y.softmax(-1))",
+    ],
+)
+def test_tnl101_detached_through_arithmetic_and_data(body):
+    assert lint(src(body), "TNL101") == []
+
+
+def test_tnl101_a_computed_side_still_carries_gradients():
+    body = "with torch.no_grad():\n    tl = teacher(x)\nreturn F.kl_div(a, F.softmax(tl / b.sum(), 1))"
+    assert lint(src(body), "TNL101") == [("TNL101", 9)]

@@ -176,6 +176,10 @@ def test_module_definition_site_when_not_called_directly():
     def train(model, x):
         with torch.autocast("cuda"):
             return model(x)
+
+
+    def build():
+        return Norm()
     """
     assert lint(code, "TNL301") == [("TNL301", 11), ("TNL301", 12)]
     assert messages(code, "TNL301")[0].endswith(
@@ -195,7 +199,7 @@ def test_cross_file_module_call_through_index():
 
 def test_cross_file_definition_site_names_the_autocast():
     train = 'import torch\n\n\ndef run(model, x):\n    with torch.cuda.amp.autocast():\n        return model(x)\n'
-    index = build_index([("models/heads.py", HEAD), ("train.py", train)])
+    index = build_index([("models/heads.py", HEAD), ("train.py", train + "\n\nmodel = Head()\n")])
     assert lint(HEAD, "TNL301", path="models/heads.py", index=index) == [("TNL301", 7)]
     assert "(train.py:5)" in messages(HEAD, "TNL301", path="models/heads.py", index=index)[0]
     assert lint(train, "TNL301", path="train.py", index=index) == []
@@ -213,6 +217,7 @@ def test_function_apply_inside_module_forward_is_a_hazard_with_fix():
     code = FN + (
         "\n\nclass Layer(torch.nn.Module):\n    def forward(self, x):\n        return ExpNorm.apply(x)\n"
         '\n\ndef run(model, x):\n    with torch.autocast("cuda"):\n        return model(x)\n'
+        "\n\ndef build():\n    return Layer()\n"
     )
     assert lint(code, "TNL301") == [("TNL301", 17)]
     out = fix_text("example.py", code, [RULES["TNL301"]]).text
@@ -442,3 +447,36 @@ def test_tnl306_look_alikes():
     assert lint('import torch\n\nwith torch.amp.autocast("cuda"):\n    pass\n', "TNL306") == []
     assert lint("import apex.amp as amp\n\nx = amp.autocast()\n", "TNL306") == []
     assert lint("from torch.cuda import amp\n\nx = amp.autocast\n", "TNL306") == []
+
+
+def test_tnl302_a_scaler_passed_in_and_used_counts():
+    code = """
+        import torch
+        def train_step(model, x, opt, scaler):
+            with torch.autocast("cuda"):
+                loss = model(x).sum()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+    """
+    assert lint(code, "TNL302") == []
+
+
+def test_a_module_class_never_constructed_runs_nowhere():
+    code = """\
+    import torch
+    from torch import nn
+
+
+    class Stats(nn.Module):
+        def forward(self, x):
+            return x.var(-1)
+
+
+    def train(model, x):
+        with torch.autocast("cuda"):
+            return model(x)
+    """
+    assert lint(code, "TNL301") == []
+    derived = textwrap.dedent(code) + "\n\nclass Sub(Stats):\n    pass\n\n\nmodel = Sub()\n"
+    assert lint(derived, "TNL301") == [("TNL301", 7)]

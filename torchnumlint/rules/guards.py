@@ -33,6 +33,10 @@ _BOOL_METHODS = {"eq", "ne", "gt", "lt", "ge", "le", "logical_and", "logical_or"
 _MASK_WORDS = ("mask", "valid", "keep")
 _POSITIVE = ("exp", "softmax", "sigmoid", "softplus")
 _TENSOR_OF = ("torch.tensor", "torch.as_tensor", "torch.scalar_tensor")
+# Tensors made from data: no gradient unless asked for with requires_grad=True.
+_DATA = {"torch.tensor", "torch.Tensor", "torch.as_tensor", "torch.from_numpy", "torch.FloatTensor",
+         "torch.LongTensor", "torch.zeros", "torch.ones", "torch.full", "torch.empty", "torch.eye",
+         "torch.arange", "torch.linspace"}
 
 
 def strip_parens(expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -301,6 +305,8 @@ def is_detached(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
             continue
         if match_call(ctx.imports, expr, "detach") is not None:
             return True
+        if isinstance(expr, cst.Call) and ctx.qualname(expr.func) in _DATA:
+            return not any(a.keyword is not None and a.keyword.value == "requires_grad" for a in expr.args)
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
             if expr.func.attr.value in ("detach", "detach_", "data"):
                 return True
@@ -314,9 +320,17 @@ def is_detached(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
             continue
         if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
             return True
-        if isinstance(expr, cst.BinaryOperation):  # `t / T`: detached when every tensor side is
+        if isinstance(expr, cst.UnaryOperation):
+            expr = expr.expression
+            continue
+        if isinstance(expr, cst.BinaryOperation):
+            # `t / T`, `t.detach() * self.scale`: detached when one side is and the other is a
+            # number or a plain name (a temperature), not a computation that may carry a gradient
             sides = [s for s in (expr.left, expr.right) if not is_python_number(ctx, s)]
-            return bool(sides) and all(is_detached(ctx, s) for s in sides)
+            detached = [s for s in sides if is_detached(ctx, s)]
+            return bool(detached) and all(
+                s in detached or isinstance(strip_parens(s), (cst.Name, cst.Attribute)) for s in sides
+            )
         return False
     return False
 

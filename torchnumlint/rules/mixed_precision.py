@@ -354,6 +354,10 @@ class Fp16AutocastCustomOp(Rule):
                 "        return self.weight * x / rms\n"
                 "\n"
                 "\n"
+                "def build(dim):\n"
+                "    return nn.Sequential(nn.Linear(dim, dim), RMSNorm(dim))\n"
+                "\n"
+                "\n"
                 "def train_step(model, batch, optimizer, scaler):\n"
                 "    with torch.cuda.amp.autocast():\n"
                 "        loss = model(batch).mean()\n"
@@ -462,7 +466,7 @@ class Fp16AutocastCustomOp(Rule):
         if info is None or info.path != self.ctx.path or info.kind != "module" or not info.fp16_hazards:
             return
         mine = [h for h in info.fp16_hazards if h.path == self.ctx.path]
-        if not mine or index.called_in_region(info):
+        if not mine or index.called_in_region(info) or not index.constructed(info):
             return
         forward = _method(node, "forward")
         if forward is None:
@@ -590,25 +594,33 @@ class Fp16WithoutGradScaler(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self._backward: Optional[bool] = None
+        self._backwards: Optional[Tuple[bool, bool]] = None
 
-    def _has_backward(self) -> bool:
-        if self._backward is None:
+    def _backward_calls(self) -> Tuple[bool, bool]:
+        """(the file calls backward, one of those is `scaler.scale(loss).backward()`), once per file:
+        a scaler handed in as an argument is used without being constructed here."""
+        if self._backwards is None:
             ctx = self.ctx
-            found: List[bool] = []
+            plain: List[bool] = []
+            scaled: List[bool] = []
 
             class _Find(Visitor):
-                def visit_Call(self, node: cst.Call) -> bool:
+                def visit_Call(self, node: cst.Call) -> None:
                     func = node.func
-                    if (isinstance(func, cst.Attribute) and func.attr.value == "backward") or ctx.qualname(
-                        func
-                    ) == "torch.autograd.backward":
-                        found.append(True)
-                    return not found
+                    if isinstance(func, cst.Attribute) and func.attr.value == "backward":
+                        inner = func.value
+                        is_scaled = (
+                            isinstance(inner, cst.Call)
+                            and isinstance(inner.func, cst.Attribute)
+                            and inner.func.attr.value == "scale"
+                        )
+                        (scaled if is_scaled else plain).append(True)
+                    elif ctx.qualname(func) == "torch.autograd.backward":
+                        plain.append(True)
 
             _Find().walk(ctx.module)
-            self._backward = bool(found)
-        return self._backward
+            self._backwards = (bool(plain or scaled), bool(scaled))
+        return self._backwards
 
     def _check(self, items: Sequence[cst.BaseExpression]) -> None:
         if self.ctx.index.has_scaler():
@@ -619,7 +631,8 @@ class Fp16WithoutGradScaler(Rule):
                 continue
             if any(is_no_grad_item(self.ctx.imports, other) for other in items) or self.ctx.in_no_grad():
                 return
-            if self._has_backward():
+            has_backward, scaled = self._backward_calls()
+            if has_backward and not scaled:
                 self.report(item, None, device=device)
 
     def visit_With(self, node: cst.With) -> None:

@@ -375,3 +375,24 @@ def test_family_together(line, findings, safe, unsafe):
     result = fixed(code, *FAMILY)
     assert result == body(unsafe)
     assert lint(result, *FAMILY) == []
+
+
+@pytest.mark.parametrize(
+    "code, rule",
+    [
+        ("import torch\n@torch.no_grad()\ndef f(x):\n    return x.pow(2).sum(1).sqrt()\n", "TNL204"),
+        ("import torch\ndef f(x):\n    return float(torch.sqrt((x ** 2).sum(-1)).mean())\n", "TNL204"),
+        ("import torch\ndef f(x):\n    return torch.sqrt((x ** 2).sum()).item()\n", "TNL204"),
+        ("import torch\ndef f(x):\n    with torch.no_grad():\n        return torch.sqrt(x.var(0))\n", "TNL206"),
+        ("import torch\ndef f(p, t):\n    return float(torch.sqrt(((p - t) ** 2).mean()))\n", "TNL206"),
+    ],
+)
+def test_no_gradient_no_gradient_hazard(code, rule):
+    """A root of a non-negative value is only unsafe through its gradient at 0: where no gradient
+    flows (no_grad, read as a Python number) it is not flagged."""
+    assert lint(code, rule) == []
+
+
+def test_a_root_of_a_difference_is_unsafe_even_without_gradients():
+    code = "import torch\n@torch.no_grad()\ndef f(a, b):\n    return torch.sqrt(a - b)\n"
+    assert lint(code, "TNL206") == [("TNL206", 4)]

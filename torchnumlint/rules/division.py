@@ -26,6 +26,7 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.guards import (
+    gradient_free,
     is_constant,
     is_guarded,
     is_mask,
@@ -676,9 +677,12 @@ class SqrtOfSumOfSquares(_RootRule):
         if kind != "sqrt":
             return
         found = sum_of_squares(self.ctx, arg, node)
-        if found is None:
+        if found is None or gradient_free(self.ctx):  # the hazard is the gradient at 0
             return
         self.report(node, vector_norm_fix(self, node, *found))
+
+
+_NON_NEGATIVE = ("a variance", "a mean of squares", "a sum of absolute values")
 
 
 class UnguardedSqrtOrPow(_RootRule):
@@ -769,6 +773,8 @@ class UnguardedSqrtOrPow(_RootRule):
         what = root_hazard(self.ctx, arg)
         if what is None or self._is_denominator(node, kind) or is_tested(self.ctx, arg, self.ctx.resolve(arg)):
             return
+        if what in _NON_NEGATIVE and kind != "rsqrt" and gradient_free(self.ctx):
+            return  # never negative: only the gradient at 0 is at stake, and none flows here
         fix = self.fix().replace(arg, with_clamp(arg, EPS))
         op = {"sqrt": "`sqrt`", "rsqrt": "`rsqrt`", "pow": "a fractional power"}[kind]
         self.report(node, fix, op=op, what=what)

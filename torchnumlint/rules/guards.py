@@ -345,3 +345,27 @@ def module_call(ctx: "FileContext", call: cst.Call, *classes: str) -> Optional[c
     if isinstance(ctor, cst.Call) and ctx.qualname(ctor.func) in classes:
         return ctor
     return None
+
+
+_TO_PYTHON = {"float", "int", "bool"}
+_DETACHING = {"item", "tolist", "detach", "numpy"}
+
+
+def gradient_free(ctx: "FileContext") -> bool:
+    """No gradient flows back through the node being visited: it is under `torch.no_grad()` (or
+    alike), or its value is only read as a Python number (`float(...)`, `.item()`) or detached."""
+    if ctx.in_no_grad():
+        return True
+    for node in reversed(ctx.stack[:-1]):
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            return False
+        if isinstance(node, cst.Attribute) and node.attr.value in _DETACHING:
+            return True
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Name)
+            and node.func.value in _TO_PYTHON
+            and ctx.qualname(node.func) is None
+        ):
+            return True
+    return False

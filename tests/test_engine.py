@@ -246,3 +246,60 @@ def test_a_comment_on_the_last_argument_stays_on_its_line():
             )
     """
     )
+
+
+def test_a_new_alias_never_shadows_a_name_the_file_uses():
+    code = "from torch import log, sigmoid\n\nF = 96\n\n\ndef f(x):\n    return log(sigmoid(x)) * F\n"
+    out = fixed(code, "TNL104")
+    assert "torch.nn.functional.logsigmoid(x) * F" in out and "import torch\n" in out
+    assert "as F" not in out
+
+
+def test_imports_under_type_checking_are_not_used_by_fixes():
+    code = (
+        "from typing import TYPE_CHECKING\nimport torch\nif TYPE_CHECKING:\n    import torch.nn.functional as F\n\n\n"
+        "def f(x):\n    return torch.log(torch.sigmoid(x))\n"
+    )
+    out = fixed(code, "TNL104")
+    assert "return torch.nn.functional.logsigmoid(x)" in out
+
+
+def test_a_file_libcst_cannot_reprint_exactly_gets_findings_but_no_fix():
+    code = "import torch\n\n\fscaler = torch.cuda.amp.GradScaler()\n"
+    found = lint_text("x.py", code, [registry()["TNL306"]])
+    assert [f.code for f in found] == ["TNL306"] and found[0].fix is None
+    assert fix_text("x.py", code, [registry()["TNL306"]]).text == code
+
+
+def test_an_import_goes_on_its_own_line_at_a_last_line_without_newline():
+    code = "if 1: y = log(sigmoid(x))\nfrom torch import log, sigmoid"
+    out = fixed(code, "TNL104")
+    assert out == "if 1: y = F.logsigmoid(x)\nfrom torch import log, sigmoid\nimport torch.nn.functional as F"
+
+
+def test_a_multiline_decorator_keeps_its_indentation():
+    code = textwrap.dedent('''\
+        import torch
+
+
+        class Fn(torch.autograd.Function):
+            @staticmethod
+            @torch.amp.custom_fwd(
+                device_type="cuda",
+            )
+            def forward(ctx, x):
+                return x.exp()
+
+
+        def step(x):
+            with torch.autocast("cuda"):
+                return Fn.apply(x)
+    ''')
+    out = fixed(code, "TNL301")
+    assert '    @torch.amp.custom_fwd(\n        device_type="cuda",\n        cast_inputs=torch.float32,\n    )\n' in out
+
+
+def test_deeply_nested_expressions_are_a_clear_error():
+    code = "import torch\nx = torch.log(torch.sigmoid(" + "a+" * 3000 + "a))\n"
+    with pytest.raises(ParseError, match="nested too deeply"):
+        lint_text("x.py", code, [registry()["TNL104"]])

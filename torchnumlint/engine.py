@@ -66,7 +66,7 @@ class FixBuilder:
 
     def ref(self, qualified: str) -> cst.BaseExpression:
         """An expression naming `qualified`, in the file's own alias; adds an import if needed."""
-        text, needed = self.ctx.imports.reference(qualified)
+        text, needed = self.ctx.imports.reference(qualified, self.ctx.text)
         if needed is not None and needed not in self.imports:
             self.imports.append(needed)
         return cst.parse_expression(text)
@@ -338,7 +338,10 @@ def lint_text(
     if index is None:  # linting one text alone: it is its own project
         index = build_index([(path, text)]) if any(r.needs_index for r in active) else ProjectIndex.empty()
     ctx = FileContext(path, text, module, index)
-    _Dispatcher(ctx, [rule(ctx) for rule in active]).walk(module)
+    try:
+        _Dispatcher(ctx, [rule(ctx) for rule in active]).walk(module)
+    except RecursionError:
+        raise ParseError("expression nested too deeply to analyse") from None
     if not ctx.reports:
         return []
     findings = _to_findings(ctx)
@@ -356,7 +359,7 @@ def _to_findings(ctx: FileContext) -> List[Finding]:
             span = spans[report.statement]
             noqa.update((span.start.line, span.end.line))
         fix = None
-        if report.fix is not None and report.fix.edits:
+        if report.fix is not None and report.fix.edits and spans.exact:
             edits = []
             for old, new in report.fix.replacements:
                 start, end = spans.outer(old)
@@ -364,10 +367,10 @@ def _to_findings(ctx: FileContext) -> List[Finding]:
             for node, text in report.fix.lines_after:
                 start, end = spans.offsets(node)
                 at = spans.next_line(end)
-                edits.append(_edit(spans, at, at, spans.indent_at(start) + text + ctx.module.default_newline))
+                edits.append(_edit(spans, at, at, _line(ctx, at, spans.indent_at(start) + text)))
             for line in report.fix.imports:
                 at = _import_offset(ctx, spans)
-                edits.append(_edit(spans, at, at, line + ctx.module.default_newline))
+                edits.append(_edit(spans, at, at, _line(ctx, at, line)))
             fix = Fix(tuple(sorted(edits, key=lambda e: (e.start, e.end))), report.fix.safety)
         findings.append(
             Finding(
@@ -384,6 +387,14 @@ def _to_findings(ctx: FileContext) -> List[Finding]:
             )
         )
     return findings
+
+
+def _line(ctx: FileContext, at: int, text: str) -> str:
+    """`text` as a whole line inserted at offset `at` (after a last line that has no newline)."""
+    newline = ctx.module.default_newline
+    if at == len(ctx.text) and ctx.text and not ctx.text.endswith(("\n", "\r")):
+        return newline + text
+    return text + newline
 
 
 def _code_in_block(ctx: FileContext, node: cst.CSTNode, indent: str) -> str:

@@ -42,6 +42,13 @@ class _OffsetState(CodegenState):
         self.tokens.append(value)
         self.offset += len(value)
 
+    def pop_trailing_newline(self) -> None:
+        count = len(self.tokens)
+        last = self.tokens[-1] if self.tokens else ""
+        super().pop_trailing_newline()
+        if len(self.tokens) < count:  # a file without a final newline
+            self.offset -= len(last)
+
     def before_codegen(self, node: cst.CSTNode) -> None:
         self._open.append(self.offset)
 
@@ -49,6 +56,9 @@ class _OffsetState(CodegenState):
         start = self._open.pop()
         span = self.spans.setdefault(id(node), (start, self.offset))
         if isinstance(node, _STATEMENTS):
+            decorators = getattr(node, "decorators", None)
+            if decorators:  # a decorated def or class starts at its first decorator
+                span = (self.spans[id(decorators[0])][0], span[1])
             self.statements.append(span)
 
     @contextmanager
@@ -76,6 +86,9 @@ class Spans:
         self._spans = state.spans
         self._statements = sorted(state.statements)
         self.text = text
+        # LibCST reprints every file exactly, except a few (a form feed before a statement is
+        # dropped): then offsets after it are off, and no edit may be made from them.
+        self.exact = state.offset == len(text)
         self.line_starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
 
     def offsets(self, node: cst.CSTNode) -> Tuple[int, int]:

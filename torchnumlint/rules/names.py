@@ -7,10 +7,12 @@ about are followed, lazily, one scope at a time.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
+
 from torchnumlint.walk import Visitor
 
 # ---------------------------------------------------------------------------------------------
@@ -52,7 +54,8 @@ class ImportMap:
             elif isinstance(stmt, cst.BaseCompoundStatement):
                 # Imports under `if`/`try` at module level still bind module-level names;
                 # imports inside functions bind locals, good enough for resolution.
-                is_block = isinstance(stmt, (cst.If, cst.Try, cst.With))
+                # Imports under `if TYPE_CHECKING:` are not there at run time: fixes never use them.
+                is_block = isinstance(stmt, (cst.If, cst.Try, cst.With)) and not _is_type_checking(stmt)
                 for child in _bodies(stmt):
                     self._collect(child, top and is_block)
 
@@ -100,10 +103,11 @@ class ImportMap:
             expr = expr.value
         return isinstance(expr, cst.Name) and (expr.value in self.aliases or expr.value == "torch")
 
-    def reference(self, qualified: str) -> Tuple[str, Optional[str]]:
+    def reference(self, qualified: str, text: str = "") -> Tuple[str, Optional[str]]:
         """Source text that names `qualified` in this module, and the import line it needs, if any.
 
-        Reuses the file's own alias (`F.log_softmax` under `import torch.nn.functional as F`).
+        Reuses the file's own alias (`F.log_softmax` under `import torch.nn.functional as F`); a new
+        `F` alias is introduced only when the module's `text` uses no name `F` at all.
         """
         for local, target in self.top_level.items():
             if target == qualified:
@@ -114,7 +118,7 @@ class ImportMap:
             for local, target in self.top_level.items():
                 if target == prefix:
                     return ".".join([local] + parts[cut:]), None
-        if qualified.startswith("torch.nn.functional.") and "F" not in self.aliases:
+        if qualified.startswith("torch.nn.functional.") and not re.search(r"\bF\b", text):
             return "F." + parts[-1], "import torch.nn.functional as F"
         return qualified, "import torch"
 
@@ -125,6 +129,11 @@ def dotted(node: cst.BaseExpression) -> str:
     if isinstance(node, cst.Attribute):
         return f"{dotted(node.value)}.{node.attr.value}"
     raise TypeError(type(node).__name__)
+
+
+def _is_type_checking(stmt: cst.BaseCompoundStatement) -> bool:
+    test = getattr(stmt, "test", None)
+    return isinstance(test, (cst.Name, cst.Attribute)) and dotted(test).endswith("TYPE_CHECKING")
 
 
 def _is_docstring(stmt: cst.SimpleStatementLine) -> bool:

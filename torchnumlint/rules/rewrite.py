@@ -60,7 +60,10 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
     if isinstance(last.comma, cst.Comma):  # trailing comma: the new argument takes the last slot
         closing = last.comma.whitespace_after
         previous: Optional[cst.Arg] = args[-2] if len(args) > 1 else None
-        between = previous.comma.whitespace_after if previous is not None and isinstance(previous.comma, cst.Comma) else None
+        if previous is not None:
+            between = previous.comma.whitespace_after if isinstance(previous.comma, cst.Comma) else None
+        else:  # the only argument: its line starts after the opening parenthesis
+            between = call.whitespace_before_args
         if isinstance(closing, cst.ParenthesizedWhitespace) and isinstance(between, cst.ParenthesizedWhitespace):
             # one argument per line: the old last line keeps its comment, the new line goes below
             args[-1] = last.with_changes(

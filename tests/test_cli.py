@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -150,3 +151,19 @@ def test_importing_the_package_does_not_import_libcst():
     code = "import sys, torchnumlint; print('libcst' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.skipif(shutil.which("patch") is None, reason="needs the patch tool")
+def test_diff_of_a_file_without_final_newline_is_a_valid_patch(project):
+    (project / "train.py").write_text(UNSAFE.rstrip("\n"))
+    out = run("--diff", "--unsafe-fixes", "train.py", cwd=project)
+    assert out.stdout.endswith("\n\\ No newline at end of file\n")
+    patched = subprocess.run(["patch", "--dry-run", "-p1"], input=out.stdout, cwd=project, capture_output=True, text=True)
+    assert patched.returncode == 0, patched.stdout + patched.stderr
+
+
+def test_fix_summary_is_printed_even_when_another_file_is_broken(project):
+    (project / "broken.py").write_text("import torch\ndef f(:\n")
+    out = run("--fix", ".", cwd=project)
+    assert out.returncode == 2
+    assert out.stdout.splitlines()[-1].startswith("Fixed 1 finding")

@@ -81,3 +81,16 @@ def test_per_file_ignores_match_relative_paths_and_names(tmp_path, monkeypatch):
     assert ignored_for(config, str(tmp_path / "tests" / "test_x.py")) == ["TNL1"]
     assert ignored_for(config, "sub/legacy.py") == ["TNL101"]
     assert ignored_for(config, "src/model.py") == []
+
+
+def test_selectors_in_the_file_are_case_insensitive(tmp_path, monkeypatch):
+    write(tmp_path, '[tool.torchnumlint]\nignore = ["tnl206"]\nper-file-ignores = {"a.py" = ["tnl1"]}\n')
+    monkeypatch.chdir(tmp_path)
+    config = load_config()
+    assert config.ignore == ["TNL206"] and config.per_file_ignores == {"a.py": ["TNL1"]}
+
+
+def test_a_tool_key_that_is_not_a_table_is_an_error_not_a_traceback(tmp_path):
+    path = write(tmp_path, "tool = 3\n", "c.toml")
+    with pytest.raises(ConfigError, match="tool.torchnumlint.tool: unknown setting"):
+        load_config(str(path))

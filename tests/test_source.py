@@ -68,3 +68,10 @@ def test_writes_go_through_a_symlink_to_its_target(tmp_path):
     link.symlink_to(target)
     write_source(read_source(str(link)), "x = 2\n")
     assert link.is_symlink() and target.read_text() == "x = 2\n"
+
+
+def test_a_bom_with_another_cookie_is_refused_like_cpython_does(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_bytes(codecs.BOM_UTF8 + b"# coding: latin-1\nx = 1\n")
+    with pytest.raises(SourceError, match="encoding problem"):
+        read_source(str(path))

@@ -48,3 +48,13 @@ def test_file_level_suppression():
     assert lint("# torchnumlint: noqa\n" + src(f"return {BAD}\n"), "TNL101") == []
     assert lint("# torchnumlint: noqa: TNL101\n" + src(f"return {BAD}\n"), "TNL101") == []
     assert lint("# torchnumlint: noqa: TNL102\n" + src(f"return {BAD}\n"), "TNL101") == [("TNL101", 4)]
+
+
+def test_noqa_in_a_block_body_does_not_hide_its_header():
+    code = "import torch\ndef f(x):\n    if torch.log(torch.sigmoid(x)).mean() > 0:\n        return 1  # noqa\n    return 0\n"
+    assert lint(code, "TNL104") == [("TNL104", 3)]
+
+
+def test_file_noqa_after_code_exempts_that_line_only():
+    code = src(f"a = {BAD}  # torchnumlint: noqa\nreturn {BAD}\n")
+    assert lint(code, "TNL101") == [("TNL101", 4)]

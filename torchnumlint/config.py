@@ -43,8 +43,10 @@ def find_pyproject(start: Path) -> Optional[Path]:
     """The nearest pyproject.toml with a [tool.torchnumlint] table, from `start` upwards."""
     for folder in [start, *start.parents]:
         candidate = folder / "pyproject.toml"
-        if candidate.is_file() and "torchnumlint" in _read_toml(candidate).get("tool", {}):
-            return candidate
+        if candidate.is_file():
+            tool = _read_toml(candidate).get("tool", {})
+            if isinstance(tool, dict) and "torchnumlint" in tool:
+                return candidate
     return None
 
 
@@ -64,8 +66,9 @@ def load_config(explicit: Optional[str] = None, start: Optional[Path] = None) ->
         if not path.is_file():
             raise ConfigError(f"{path}: config file not found")
         data = _read_toml(path)
+        tool = data.get("tool")
         # a pyproject.toml, or a file holding the settings at its top level
-        table = data["tool"].get("torchnumlint", {}) if "tool" in data else data
+        table = tool.get("torchnumlint", {}) if isinstance(tool, dict) else data
     else:
         found = find_pyproject((start or Path.cwd()).resolve())
         if found is None:
@@ -86,6 +89,8 @@ def _validate(table: dict, path: Path) -> Config:
         if key in _LIST_KEYS:
             if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
                 raise ConfigError(f"{where}: must be a list of strings")
+            if key in ("select", "extend-select", "ignore"):
+                value = [v.strip().upper() for v in value]
             setattr(config, key.replace("-", "_"), list(value))
         elif key == "unsafe-fixes":
             if not isinstance(value, bool):
@@ -96,7 +101,7 @@ def _validate(table: dict, path: Path) -> Config:
                 isinstance(codes, list) and all(isinstance(c, str) for c in codes) for codes in value.values()
             ):
                 raise ConfigError(f'{where}: must be a table of glob = ["CODE", ...]')
-            config.per_file_ignores = {k: list(v) for k, v in value.items()}
+            config.per_file_ignores = {k: [c.strip().upper() for c in v] for k, v in value.items()}
     for key in ("select", "extend_select", "ignore"):
         for selector in getattr(config, key) or ():
             check_selector(selector, f"{path}: tool.torchnumlint.{key.replace('_', '-')}")

@@ -355,9 +355,11 @@ def _to_findings(ctx: FileContext) -> List[Finding]:
     for report in ctx.reports:
         where = spans[report.node]
         noqa = {where.start.line, where.end.line}
-        if report.statement is not None:
+        if isinstance(report.statement, cst.SimpleStatementLine):
             span = spans[report.statement]
             noqa.update((span.start.line, span.end.line))
+        elif report.statement is not None:  # a block's header: its first line, not its body's last
+            noqa.add(spans[report.statement].start.line)
         fix = None
         if report.fix is not None and report.fix.edits and spans.exact:
             edits = []

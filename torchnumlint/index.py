@@ -198,9 +198,10 @@ class ProjectIndex:
     def merge(self, other: "ProjectIndex") -> "ProjectIndex":
         """Both indexes' facts in a new one (finalized again)."""
         merged = ProjectIndex()
-        for source in copy.deepcopy((self, other)):
+        for source in (self, other):
             for name, infos in source.classes.items():
-                merged.classes.setdefault(name, []).extend(infos)
+                # finalize() writes to each ClassInfo: copies keep both inputs untouched
+                merged.classes.setdefault(name, []).extend(copy.copy(info) for info in infos)
             merged.autocast_sites.extend(source.autocast_sites)
             merged.scaler_sites.extend(source.scaler_sites)
             merged.region_calls.extend(source.region_calls)

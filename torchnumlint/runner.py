@@ -33,7 +33,7 @@ class FileOutcome:
     errors: List[str] = field(default_factory=list)
     fixed: int = 0
     diff: str = ""
-    text: Optional[str] = None  # the fixed text, when a fix changed it
+    text: Optional[str] = None  # the fixed text, once written
 
 
 @dataclass
@@ -72,23 +72,24 @@ def process_file(
     outcome.findings = result.findings
     outcome.errors.extend(f"{path}: {message}" for message in result.errors)
     if result.text != source.text:
-        outcome.text = result.text
         if options.diff:
-            outcome.diff = "".join(
-                difflib.unified_diff(
-                    source.text.splitlines(keepends=True),
-                    result.text.splitlines(keepends=True),
-                    fromfile=f"a/{path}",
-                    tofile=f"b/{path}",
-                )
-            )
+            outcome.diff = unified_diff(path, source.text, result.text)
         else:
             try:
                 write_source(source, result.text)
                 outcome.fixed = result.applied
+                outcome.text = result.text
             except SourceError as exc:
                 outcome.errors.append(f"{path}: {exc}")
     return outcome
+
+
+def unified_diff(path: str, old: str, new: str) -> str:
+    """A patch that `patch` applies, with the marker for a last line without a newline."""
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=f"a/{path}", tofile=f"b/{path}"
+    )
+    return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
 def run(paths: Sequence[str], config: Config, rules: Sequence[Type[Rule]], options: Options) -> RunResult:

@@ -46,8 +46,8 @@ def decode(path: str, raw: bytes) -> SourceFile:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as exc:
-        if "unknown encoding" in str(exc):
-            raise SourceError(f"cannot parse: {exc}") from None
+        if "invalid or missing encoding declaration" not in str(exc):
+            raise SourceError(f"cannot parse: {exc}") from None  # unknown encoding, BOM vs cookie
         encoding = "utf-8"  # undecodable bytes in the first lines: the decode below names them
     if encoding == "utf-8-sig":
         encoding = "utf-8"
@@ -68,9 +68,12 @@ def encode(source: SourceFile, text: str) -> bytes:
 
 def write_source(source: SourceFile, text: str) -> None:
     """Atomically replace the file's contents with `text`, in the file's own encoding."""
-    data = encode(source, text)
     target = os.path.realpath(source.path)
     folder = os.path.dirname(target) or "."
+    try:
+        data = encode(source, text)
+    except UnicodeEncodeError as exc:
+        raise SourceError(f"not written: the fixed text cannot be encoded as {source.encoding} ({exc.reason})") from None
     try:
         info = os.stat(target)
         with open(target, "rb") as handle:

@@ -24,12 +24,13 @@ def _codes(text: Optional[str]) -> FrozenSet[str]:
     return frozenset(code.upper() for code in re.split(r"[\s,]+", text.strip()) if code)
 
 
-def _comments(text: str) -> Iterator[Tuple[int, str]]:
-    """(line, comment) pairs; real comments only, so `"# noqa"` inside a string does not count."""
+def _comments(text: str) -> Iterator[Tuple[int, str, bool]]:
+    """(line, comment, alone on its line) triples; real comments only, so `"# noqa"` inside a
+    string does not count."""
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
             if tok.type == tokenize.COMMENT:
-                yield tok.start[0], tok.string
+                yield tok.start[0], tok.string, not tok.line[: tok.start[1]].strip()
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return
 
@@ -38,10 +39,14 @@ def parse_noqa(text: str) -> Tuple[Dict[int, FrozenSet[str]], FrozenSet[str]]:
     """Line -> suppressed codes (ALL for a bare noqa), and the codes suppressed for the whole file."""
     lines: Dict[int, FrozenSet[str]] = {}
     whole: FrozenSet[str] = frozenset()
-    for line, comment in _comments(text):
+    for line, comment, alone in _comments(text):
         file_match = _FILE.search(comment)
         if file_match:
-            whole = whole | _codes(file_match.group("codes"))
+            codes = _codes(file_match.group("codes"))
+            if alone:  # as in ruff: a file-wide exemption stands on a line of its own
+                whole = whole | codes
+            else:  # after code it exempts that line only
+                lines[line] = lines.get(line, frozenset()) | codes
             continue
         match = _LINE.search(comment)
         if match:

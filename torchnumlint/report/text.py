@@ -21,7 +21,7 @@ def render(result: RunResult, options: Options, quiet: bool = False, statistics:
         for f in result.findings:
             mark = " [*]" if fixable(f, options.unsafe_fixes) else ""
             lines.append(f"{f.path}:{f.line}:{f.col}: {f.code} {f.message}{mark}")
-    if not quiet and (result.findings or not result.errors):
+    if not quiet and (result.findings or result.fixed or not result.errors):
         lines.append(summary(result, options))
     return "\n".join(lines)
 

@@ -396,3 +396,9 @@ def test_no_gradient_no_gradient_hazard(code, rule):
 def test_a_root_of_a_difference_is_unsafe_even_without_gradients():
     code = "import torch\n@torch.no_grad()\ndef f(a, b):\n    return torch.sqrt(a - b)\n"
     assert lint(code, "TNL206") == [("TNL206", 4)]
+
+
+def test_tnl201_a_tested_value_under_a_root_is_handled():
+    code = "import torch\ndef f(w, out):\n    var = out.var()\n    if var > 0:\n        w /= torch.sqrt(var)\n    return w\n"
+    assert lint(code, "TNL201") == []
+    assert lint(code.replace("    if var > 0:\n        w /=", "    if True:\n        w /="), "TNL201") == [("TNL201", 5)]

@@ -456,8 +456,9 @@ class UnguardedDivision(_DivisionRule):
         kind, value = found
         if replaces_whole(node) and normalize_site(ctx, x, d, node) is not None:
             return  # TNL202's
-        if is_tested(ctx, d, value):
-            return
+        root = root_of(ctx, value) if kind == "sqrt" else None
+        if is_tested(ctx, d, value, *([root[1], ctx.resolve(root[1])] if root else [])):
+            return  # `if var > 0: x /= torch.sqrt(var)`
         direct = ctx.resolve(d) is d
         fix = None
         if kind == "sqrt":

@@ -245,6 +245,11 @@ T204_FLAGGED = [
     ("return (x ** 2).sum(-1) ** 0.5", "return torch.linalg.vector_norm(x, dim=-1)"),
     ("return x.pow(2).sum(1, True).sqrt()", "return torch.linalg.vector_norm(x, dim=1, keepdim=True)"),
     ("return torch.sqrt(((a - b) ** 2).sum(-1))", "return torch.linalg.vector_norm(a - b, dim=-1)"),
+    # pairwise distances: one zero on the diagonal makes every gradient entry NaN
+    ("return torch.sqrt(((a[:, None] - b[None]) ** 2).sum(-1))",
+     "return torch.linalg.vector_norm(a[:, None] - b[None], dim=-1)"),
+    ("return ((a.unsqueeze(1) - b.unsqueeze(0)) ** 2).sum(-1).sqrt()",
+     "return torch.linalg.vector_norm(a.unsqueeze(1) - b.unsqueeze(0), dim=-1)"),
     ("return torch.sqrt((w.data[0] * w.data[0]).sum(0))", "return torch.linalg.vector_norm(w.data[0], dim=0)"),
     ("return torch.log(torch.sqrt((x ** 2).sum(-1)) + 1)", "return torch.log(torch.linalg.vector_norm(x, dim=-1) + 1)"),
     ("ss = (x ** 2).sum(-1)\n    return torch.sqrt(ss)", "ss = (x ** 2).sum(-1)\n    return torch.linalg.vector_norm(x, dim=-1)"),
@@ -275,8 +280,6 @@ T204_CLEAN = [
     "return torch.sqrt((x**2 + 1e-8).sum(-1))",
     "return torch.sqrt((x * y).sum(-1))",
     "return torch.sqrt((x ** 2).sum(-1, dtype=torch.float64))",
-    "return torch.sqrt(((a[:, None] - b[None]) ** 2).sum(-1))",  # pairwise: TNL205's
-    "return ((a.unsqueeze(1) - b.unsqueeze(0)) ** 2).sum(-1).sqrt()",
     "return torch.sqrt(x ** 2 + y ** 2)",  # hypot: TNL210's
     "return (x ** 2).sum(-1)",
     "return torch.rsqrt((x ** 2).sum(-1))",

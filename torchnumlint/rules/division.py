@@ -11,8 +11,9 @@ Ownership between the rules, so that one hazard gives one finding:
   still reports the division, without a fix: TNL204's rewrite to `vector_norm` comes first and
   the next fix pass then guards the norm (TNL201) or turns it into `F.normalize` (TNL202).
 - A product with such a factor (`dot / (a.norm() * b.norm())`, a cosine similarity by hand) is
-  TNL201's until the catalogue's cosine-similarity-manual rule exists to rewrite it; pairwise
-  distances (`((a[:, None] - b[None]) ** 2).sum(-1)`) are left to pairwise-distance-manual, sums of
+  TNL201's until the catalogue's cosine-similarity-manual rule exists to rewrite it; a pairwise
+  distance (`((a[:, None] - b[None]) ** 2).sum(-1)`) is TNL204's (vector_norm, exact) until
+  pairwise-distance-manual (torch.cdist) exists; sums of
   exponentials to softmax-manual, and a division inside `torch.where(...)` to
   where-unselected-branch (catalogue rules not written yet).
 """
@@ -99,26 +100,9 @@ def root_of(ctx, node: cst.CSTNode) -> Optional[Tuple[str, cst.BaseExpression]]:
     return match.op.name, match.input
 
 
-def _has_broadcast_index(expr: cst.CSTNode) -> bool:
-    """`a[:, None]`, `b[None]`, `a.unsqueeze(1)`: the pairwise-distance-manual shape."""
-    found = []
-
-    class _Find(Visitor):
-        def visit_SubscriptElement(self, node: cst.SubscriptElement) -> None:
-            if isinstance(node.slice, cst.Index) and isinstance(node.slice.value, cst.Name) and node.slice.value.value == "None":
-                found.append(node)
-
-        def visit_Attribute(self, node: cst.Attribute) -> None:
-            if node.attr.value in ("unsqueeze", "newaxis"):
-                found.append(node)
-
-    _Find().walk(expr)
-    return bool(found)
-
-
 def sum_of_squares(ctx, expr: cst.BaseExpression, use: cst.CSTNode) -> Optional[Tuple[cst.BaseExpression, CallMatch]]:
-    """`(x ** 2).sum(d)` and its spellings (through names too): (x, the sum). None for a pairwise
-    distance, or when a name x reads is bound again before `use`."""
+    """`(x ** 2).sum(d)` and its spellings (through names too): (x, the sum). None when a name x
+    reads is bound again before `use`."""
     total = strip_parens(ctx.resolve(expr))
     match = match_call(ctx.imports, total, "sum")
     if match is None or not match.fully_known or set(match.args) - {"dim", "keepdim"}:
@@ -126,9 +110,6 @@ def sum_of_squares(ctx, expr: cst.BaseExpression, use: cst.CSTNode) -> Optional[
     squared = strip_parens(ctx.resolve(match.input))
     base = square_base(ctx, squared)
     if base is None:
-        return None
-    inner = strip_parens(base)
-    if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract) and _has_broadcast_index(inner):
         return None
     followed = ctx.resolve(expr) is not expr or ctx.resolve(match.input) is not match.input
     if followed and ctx.rebound_between(base, use):
@@ -612,7 +593,8 @@ class SqrtOfSumOfSquares(_RootRule):
         "`torch.linalg.vector_norm(x, dim=d)` computes the same value (float tolerance), uses the "
         "subgradient 0 at the origin and scales internally. Only rewritten with an explicit dim "
         "(or a sum over everything); keepdim is kept. Pairwise distances "
-        "(`((a[:, None] - b[None]) ** 2).sum(-1)`) are left to the pairwise-distance rule (torch.cdist)."
+        "(`((a[:, None] - b[None]) ** 2).sum(-1)`), where one zero on the diagonal makes every "
+        "gradient entry NaN, get the same exact rewrite."
     )
     safety = Safety.SAFE
     needles = ("sum",)
@@ -658,6 +640,23 @@ class SqrtOfSumOfSquares(_RootRule):
                 "    return r + g.squeeze(1) + torch.linalg.vector_norm(a)\n"
             ),
         ),
+        Example(
+            bad=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def pairwise(a, b):\n"
+                "    return torch.sqrt(((a[:, None] - b[None]) ** 2).sum(-1))\n"
+            ),
+            lines=(5,),
+            fixed=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def pairwise(a, b):\n"
+                "    return torch.linalg.vector_norm(a[:, None] - b[None], dim=-1)\n"
+            ),
+        ),
     )
     good = (
         "import torch\n"
@@ -666,9 +665,6 @@ class SqrtOfSumOfSquares(_RootRule):
         "    b = x.pow(2).sum(-1).clamp_min(1e-12).sqrt()\n"
         "    c = torch.sqrt((x ** 2).mean(-1))\n"
         "    return a + b + c + torch.sqrt((x ** 3).sum(-1))\n",
-        "import torch\n"
-        "def f(a, b):\n"
-        "    return torch.sqrt(((a[:, None] - b[None]) ** 2).sum(-1))\n",
         "import torch\n"
         "def f(x):\n"
         "    return torch.linalg.vector_norm(x, dim=-1) + (x ** 2).sum(-1) + torch.sqrt(x.sum(-1))\n",

@@ -303,3 +303,8 @@ def test_deeply_nested_expressions_are_a_clear_error():
     code = "import torch\nx = torch.log(torch.sigmoid(" + "a+" * 3000 + "a))\n"
     with pytest.raises(ParseError, match="nested too deeply"):
         lint_text("x.py", code, [registry()["TNL104"]])
+
+
+def test_module_level_ifs_of_any_shape_are_read():
+    code = "import sys\nif sys.modules[__name__].flag:\n    import torch\nif TYPE_CHECKING:\n    pass\n"
+    assert lint(code + "x = torch.log(torch.sigmoid(y))\n", "TNL104") == [("TNL104", 6)]

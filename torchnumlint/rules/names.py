@@ -133,7 +133,8 @@ def dotted(node: cst.BaseExpression) -> str:
 
 def _is_type_checking(stmt: cst.BaseCompoundStatement) -> bool:
     test = getattr(stmt, "test", None)
-    return isinstance(test, (cst.Name, cst.Attribute)) and dotted(test).endswith("TYPE_CHECKING")
+    name = test.value if isinstance(test, cst.Name) else test.attr.value if isinstance(test, cst.Attribute) else None
+    return name == "TYPE_CHECKING"
 
 
 def _is_docstring(stmt: cst.SimpleStatementLine) -> bool:

@@ -686,7 +686,7 @@ class UnguardedSqrtOrPow(_RootRule):
     code = "TNL206"
     name = "unguarded-sqrt-or-pow"
     message = (
-        "{op} of {what}, which can be 0 or negative: NaN below 0 and an infinite gradient at 0; "
+        "{op} of {what}, {edge}; "
         "clamp it first: `.clamp_min(eps)`"
     )
     rationale = (
@@ -774,7 +774,12 @@ class UnguardedSqrtOrPow(_RootRule):
             return  # never negative: only the gradient at 0 is at stake, and none flows here
         fix = self.fix().replace(arg, with_clamp(arg, EPS))
         op = {"sqrt": "`sqrt`", "rsqrt": "`rsqrt`", "pow": "a fractional power"}[kind]
-        self.report(node, fix, op=op, what=what)
+        edge = (
+            "which can be exactly 0: an infinite gradient there"
+            if what in _NON_NEGATIVE
+            else "which can be 0 or negative: NaN below 0 and an infinite gradient at 0"
+        )
+        self.report(node, fix, op=op, what=what, edge=edge)
 
     def _is_denominator(self, node: cst.CSTNode, kind: str) -> bool:
         """A square root written directly as the divisor of a division: TNL201 reports it (with

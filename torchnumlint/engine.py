@@ -8,7 +8,6 @@ worker processes or cached.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Type, TypeVar
 

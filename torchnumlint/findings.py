@@ -48,7 +48,7 @@ class Finding:
     end_line: int
     end_col: int
     fix: Optional[Fix] = None
-    # Lines whose `# noqa` comment suppresses this finding (its own, and the first and last
+    # Lines whose noqa comment suppresses this finding (its own, and the first and last
     # line of the statement that holds it).
     noqa_lines: Tuple[int, ...] = field(default=(), compare=False, repr=False)
 

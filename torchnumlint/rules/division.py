@@ -41,7 +41,6 @@ from torchnumlint.rules.guards import (
 )
 from torchnumlint.rules.names import CallMatch, is_literal, match_call
 from torchnumlint.rules.rewrite import with_clamp
-from torchnumlint.walk import Visitor
 
 # The guard the unsafe fixes write. 1e-12 is F.normalize's own eps: the smallest floor whose
 # reciprocal square (1e24) still fits float32/bfloat16, so the gradient of `x / d` stays finite,

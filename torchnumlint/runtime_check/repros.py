@@ -279,7 +279,6 @@ def _tnl302(ctx: ReproContext):
 
     # the fixed side: the good snippet's fit(model, loader, optimizer, loss_fn) on the same loss
     w2 = w0.clone().requires_grad_(True)
-    grads = []
 
     def loss_fn(out, _y):
         w2.grad = None  # the snippet accumulates; keep each step's gradient alone

@@ -42,6 +42,7 @@ class FixBuilder:
         self.safety = safety
         self.replacements: List[Tuple[cst.CSTNode, cst.CSTNode]] = []
         self.lines_after: List[Tuple[cst.CSTNode, str]] = []
+        self.lines_removed: List[cst.SimpleStatementLine] = []
         self.imports: List[str] = []
 
     def replace(self, old: cst.CSTNode, new: cst.CSTNode) -> "FixBuilder":
@@ -59,9 +60,14 @@ class FixBuilder:
         self.lines_after.append((node, text))
         return self
 
+    def remove_line(self, line: cst.SimpleStatementLine) -> "FixBuilder":
+        """Delete a whole statement line (an import nothing uses any more)."""
+        self.lines_removed.append(line)
+        return self
+
     @property
     def edits(self) -> bool:
-        return bool(self.replacements or self.lines_after)
+        return bool(self.replacements or self.lines_after or self.lines_removed)
 
     def ref(self, qualified: str) -> cst.BaseExpression:
         """An expression naming `qualified`, in the file's own alias; adds an import if needed."""
@@ -369,6 +375,9 @@ def _to_findings(ctx: FileContext) -> List[Finding]:
                 start, end = spans.offsets(node)
                 at = spans.next_line(end)
                 edits.append(_edit(spans, at, at, _line(ctx, at, spans.indent_at(start) + text)))
+            for statement in report.fix.lines_removed:
+                start, end = spans.offsets(statement)
+                edits.append(_edit(spans, spans.line_start(start), spans.next_line(end), ""))
             for line in report.fix.imports:
                 at = _import_offset(ctx, spans)
                 edits.append(_edit(spans, at, at, _line(ctx, at, line)))

@@ -433,14 +433,14 @@ def test_tnl306_star_args_is_reported_without_fix():
 
 def test_tnl306_import_forms_add_torch_when_missing():
     code = "from torch.cuda.amp import autocast as ac\n\nwith ac():\n    pass\n"
-    assert fixed306(code) == 'from torch.cuda.amp import autocast as ac\nimport torch\n\nwith torch.amp.autocast("cuda"):\n    pass\n'
+    assert fixed306(code) == 'import torch\n\nwith torch.amp.autocast("cuda"):\n    pass\n'
     code = "import torch.cuda.amp as amp\nimport torch\n\ns = amp.GradScaler()\n"
     assert fixed306(code) == 'import torch.cuda.amp as amp\nimport torch\n\ns = torch.amp.GradScaler("cuda")\n'
 
 
 def test_tnl306_reuses_the_files_amp_alias():
     code = "from torch import amp\nfrom torch.cuda.amp import GradScaler\n\ns = GradScaler()\n"
-    assert fixed306(code) == 'from torch import amp\nfrom torch.cuda.amp import GradScaler\n\ns = amp.GradScaler("cuda")\n'
+    assert fixed306(code) == 'from torch import amp\n\ns = amp.GradScaler("cuda")\n'
 
 
 def test_tnl306_look_alikes():
@@ -480,3 +480,11 @@ def test_a_module_class_never_constructed_runs_nowhere():
     assert lint(code, "TNL301") == []
     derived = textwrap.dedent(code) + "\n\nclass Sub(Stats):\n    pass\n\n\nmodel = Sub()\n"
     assert lint(derived, "TNL301") == [("TNL301", 7)]
+
+
+def test_tnl306_removes_only_the_deprecated_names_nothing_uses():
+    code = "from torch.cuda.amp import GradScaler, autocast\n\n\ndef f(s):\n    with autocast():\n        return isinstance(s, GradScaler)\n"
+    assert fixed306(code) == (
+        "from torch.cuda.amp import GradScaler\nimport torch\n\n\ndef f(s):\n"
+        '    with torch.amp.autocast("cuda"):\n        return isinstance(s, GradScaler)\n'
+    )

@@ -29,7 +29,7 @@ from torchnumlint.index import (
     is_cast_fp32,
 )
 from torchnumlint.rules.base import Example, Rule
-from torchnumlint.rules.names import is_no_grad_item
+from torchnumlint.rules.names import dotted, is_no_grad_item
 from torchnumlint.rules.rewrite import as_keyword, keyword_arg, with_keyword
 from torchnumlint.walk import Visitor
 
@@ -677,6 +677,10 @@ class DeprecatedCudaAmp(Rule):
     )
     safety = Safety.SAFE
     needles = ("cuda.amp", "cuda import amp")
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._used: Optional[Dict[str, int]] = None
     examples = (
         Example(
             bad=(
@@ -715,7 +719,6 @@ class DeprecatedCudaAmp(Rule):
             lines=(4, 8),
             fixed=(
                 "import torch\n"
-                "from torch.cuda.amp import GradScaler, autocast\n"
                 "\n"
                 'scaler = torch.amp.GradScaler("cuda", init_scale=1024)\n'
                 "\n"
@@ -754,7 +757,6 @@ class DeprecatedCudaAmp(Rule):
             ),
             lines=(7, 13, 20),
             fixed=(
-                "from torch.cuda import amp\n"
                 "from torch.autograd import Function\n"
                 "import torch\n"
                 "\n"
@@ -817,6 +819,62 @@ class DeprecatedCudaAmp(Rule):
             qual = self.ctx.qualname(expr)
             if qual in _CUDA_FWD or qual in _CUDA_BWD:
                 self._custom(expr, None, qual)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        """`from torch.cuda.amp import autocast` (or `from torch.cuda import amp`) that nothing
+        uses any more, typically once the calls were rewritten: the import goes too, so a fixed
+        file does not trip an unused-import check."""
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        module = dotted(node.module)
+        if module not in ("torch.cuda.amp", "torch.cuda"):
+            return
+        used = self._names_used()
+        unused = [
+            alias
+            for alias in node.names
+            if (module == "torch.cuda" and dotted(alias.name) == "amp") or module == "torch.cuda.amp"
+            if not used.get((alias.asname.name if alias.asname else alias.name).value, 0)  # type: ignore[union-attr]
+        ]
+        if not unused:
+            return
+        fix = self.fix()
+        kept = [alias for alias in node.names if alias not in unused]
+        line = self.ctx.parent if isinstance(self.ctx.parent, cst.SimpleStatementLine) else None
+        if kept:
+            fix.replace(node, node.with_changes(names=[*kept[:-1], kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]))
+        elif line is not None and len(line.body) == 1:
+            fix.remove_line(line)
+        else:
+            fix = None
+        names = ", ".join(dotted(alias.name) for alias in unused)
+        self.report(node, fix, old=f"from {module} import {names}", new="torch.amp (this import is unused)")
+
+    def _names_used(self) -> Dict[str, int]:
+        """How often each name is read in the file, imports left out (once per file)."""
+        if self._used is None:
+            counts: Dict[str, int] = {}
+
+            class _Count(Visitor):
+                def visit_Import(self, node) -> bool:
+                    return False
+
+                visit_ImportFrom = visit_Import
+
+                def visit_Attribute(self, node: cst.Attribute) -> bool:
+                    self.walk(node.value)  # `torch.amp.autocast` does not read a name `autocast`
+                    return False
+
+                def visit_Arg(self, node: cst.Arg) -> bool:
+                    self.walk(node.value)  # nor does a keyword `autocast=...`
+                    return False
+
+                def visit_Name(self, node: cst.Name) -> None:
+                    counts[node.value] = counts.get(node.value, 0) + 1
+
+            _Count().walk(self.ctx.module)
+            self._used = counts
+        return self._used
 
     def _custom(self, node: cst.BaseExpression, call: Optional[cst.Call], qual: str) -> None:
         short = "custom_fwd" if qual in _CUDA_FWD else "custom_bwd"

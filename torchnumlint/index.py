@@ -199,16 +199,20 @@ class ProjectIndex:
         """Both indexes' facts in a new one (finalized again)."""
         merged = ProjectIndex()
         for source in (self, other):
-            for name, infos in source.classes.items():
-                # finalize() writes to each ClassInfo: copies keep both inputs untouched
-                merged.classes.setdefault(name, []).extend(copy.copy(info) for info in infos)
-            merged.autocast_sites.extend(source.autocast_sites)
-            merged.scaler_sites.extend(source.scaler_sites)
-            merged.region_calls.extend(source.region_calls)
-            merged.called.update(source.called)
-            merged.files += source.files
+            # finalize() writes to each ClassInfo: copies keep both inputs untouched
+            merged.absorb(source, copy_classes=True)
         merged.finalize()
         return merged
+
+    def absorb(self, part: "ProjectIndex", copy_classes: bool = False) -> None:
+        """Add `part`'s facts to this index (not finalized)."""
+        for name, infos in part.classes.items():
+            self.classes.setdefault(name, []).extend(copy.copy(i) if copy_classes else i for i in infos)
+        self.autocast_sites.extend(part.autocast_sites)
+        self.scaler_sites.extend(part.scaler_sites)
+        self.region_calls.extend(part.region_calls)
+        self.called.update(part.called)
+        self.files += part.files
 
     def finalize(self) -> None:
         """Resolve class kinds through project bases, inherited forwards and Function hazards."""
@@ -873,14 +877,7 @@ def build_index(files: Iterable[Tuple[str, str]]) -> ProjectIndex:
     index = ProjectIndex.empty()
     for path, text in files:
         part = index_file(path, text)
-        if part is None:
-            continue
-        for name, infos in part.classes.items():
-            index.classes.setdefault(name, []).extend(infos)
-        index.autocast_sites.extend(part.autocast_sites)
-        index.scaler_sites.extend(part.scaler_sites)
-        index.region_calls.extend(part.region_calls)
-        index.called.update(part.called)
-        index.files += part.files
+        if part is not None:
+            index.absorb(part)
     index.finalize()
     return index

@@ -204,7 +204,15 @@ def test_syntax_errors_raise_parse_error_with_position():
 
 def test_prefilter_skips_files_without_needles():
     assert candidate_rules("import os\n", KL) == []
-    assert candidate_rules("x = F.kl_div(a, b)", KL) == KL
+    assert candidate_rules("import torch.nn.functional as F\nx = F.kl_div(a, b)", KL) == KL
+
+
+def test_files_that_never_import_torch_get_no_finding():
+    """numpy and plain-Python code has `.sum()`, `.std()` and `log` too: not torch code."""
+    code = "import numpy as np\ndef z(x):\n    return (x - x.mean()) / x.std() + np.log(x.sum())\n"
+    assert lint_text("x.py", code, list(registry().values())) == []
+    assert candidate_rules(code, list(registry().values())) == []
+    assert lint_text("x.py", "import torch\n" + code, list(registry().values()))
 
 
 def _finding(*edits):

@@ -20,7 +20,7 @@ from torchnumlint.index import ProjectIndex, build_index
 from torchnumlint.positions import Spans
 from torchnumlint.rules.base import Rule
 from torchnumlint.rules.guards import is_plain
-from torchnumlint.rules.names import Binding, ImportMap, ScopeTable, is_no_grad_item
+from torchnumlint.rules.names import Binding, ImportMap, ScopeTable, imports_torch, is_no_grad_item
 from torchnumlint.walk import Visitor, contains
 
 MAX_FIX_PASSES = 10
@@ -303,7 +303,10 @@ class _Dispatcher(Visitor):
 def candidate_rules(
     text: str, rules: Sequence[Type[Rule]], index: Optional[ProjectIndex] = None
 ) -> List[Type[Rule]]:
-    """The rules that can fire on `text`: cheap substring tests that never lose a finding."""
+    """The rules that can fire on `text`: cheap substring tests that never lose a finding. None
+    can in a file that never imports torch."""
+    if not imports_torch(text):
+        return []
     return [rule for rule in rules if rule.could_fire(text, index)]
 
 

@@ -18,6 +18,21 @@ from torchnumlint.walk import Visitor
 # ---------------------------------------------------------------------------------------------
 # Imports
 
+# `import torch`, `import torch.nn as nn`, `import os, torch`, `from torch import nn`, at any
+# indentation (an import inside a function or a try block counts).
+_TORCH_IMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+torch\b|import[ \t]+(?:[\w.]+(?:[ \t]+as[ \t]+\w+)?[ \t]*,[ \t]*)*torch\b)",
+    re.MULTILINE,
+)
+
+
+def imports_torch(text: str) -> bool:
+    """Whether the source imports torch at all. A file that never does is not torch code: its
+    `.sum()`, `.std()` and `log` belong to numpy, Python or another framework, and no rule
+    reports there (a cheap text test, run before any parse)."""
+    return _TORCH_IMPORT.search(text) is not None
+
+
 
 class ImportMap:
     """local name -> fully qualified name, from every import statement in a module."""

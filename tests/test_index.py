@@ -80,20 +80,19 @@ def _index():
 
 def test_empty():
     empty = ProjectIndex.empty()
-    assert empty.classes == {} and empty.autocast_sites == [] and not empty.has_scaler()
+    assert empty.classes == {} and empty.regions == [] and empty.reached == {} and not empty.has_scaler()
 
 
 def test_module_classes_and_their_hazards():
     index = _index()
     head = index.lookup("Head", None, "models.py")
     assert head.kind == "module"
-    assert [(h.op, h.path, h.line) for h in head.fp16_hazards] == [("`/` division", "models.py", 12)]
+    assert [(h.path, h.line) for h in head.hazards] == [("models.py", 12)]
+    assert head.hazards[0].op.startswith("eps 1e-08 rounds to 0")
     assert index.lookup("Plain", None, "models.py").kind == "module"
-    assert index.lookup("Plain", None, "models.py").fp16_hazards == []
-    sub = index.lookup("Sub", None, "models.py")
-    assert sub.kind == "module" and [h.line for h in sub.fp16_hazards] == [12]
-    uses = index.lookup("UsesFn", None, "models.py")
-    assert [h.op for h in uses.fp16_hazards] == ["custom autograd.Function `Fn.apply`"]
+    assert index.lookup("Plain", None, "models.py").hazards == []
+    assert index.lookup("Sub", None, "models.py").kind == "module"
+    assert index.lookup("Fn", None, "models.py").hazards == []  # exp runs in fp32 under CUDA autocast
 
 
 def test_functions_and_custom_fwd():
@@ -108,11 +107,61 @@ def test_autocast_sites_are_fp16_only():
     assert sites == [("train.py", 7, "cuda"), ("train.py", 13, "cuda"), ("train.py", 18, "cuda")]
 
 
-def test_grad_scaler_and_region_calls():
+def test_grad_scaler_and_what_regions_reach():
     index = _index()
     assert [(s.path, s.line) for s in index.scaler_sites] == [("train.py", 23)]
-    assert index.called_in_region(index.lookup("Head", None, "models.py"))
-    assert ("train.py", "Head", "models.Head") in index.region_calls
+    assert index.reached_by(index.lookup("Head", None, "models.py")).where == "train.py:7"
+    assert index.reached_by(index.lookup("UsesFn", None, "models.py")) is None  # `model` is handed in
+
+
+def test_call_graph_follows_methods_attributes_builders_and_applies():
+    code = """\
+import torch
+from torch import nn
+
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * x
+
+
+square = Square.apply
+
+
+class Block(nn.Module):
+    def forward(self, x):
+        return square(x)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block() for _ in range(2)])
+
+    def forward(self, x):
+        return self.run_blocks(x)
+
+    def run_blocks(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def build():
+    return Net()
+
+
+def step(x, args):
+    model = build()
+    with torch.autocast("cuda", enabled=args.amp):
+        return model(x)
+"""
+    index = build_index([("net.py", code)])
+    site = index.reached_by(index.lookup("Square", None, "net.py"))
+    assert (site.where, site.opt_in) == ("net.py:39", True)
+    assert index.reached_by(index.lookup("Net", None, "net.py"), "run_blocks") is not None
+    assert index.lookup("Square", None, "net.py").hazards[0].op.startswith("`x * x` product")
 
 
 def test_lookup_resolves_imports_and_refuses_torch_and_ambiguity():
@@ -144,17 +193,18 @@ def test_syntax_error_file_is_skipped():
     assert index.lookup("Head", None, "models.py") is not None
 
 
-def test_picklable_and_mergeable():
+def test_picklable_mergeable_and_replaceable_per_file():
     index = _index()
     again = pickle.loads(pickle.dumps(index))
     assert again == index
     merged = build_index([("models.py", MODELS)]).merge(build_index([("train.py", TRAIN)]))
-    assert merged.lookup("UsesFn", None, "models.py").fp16_hazards[0].line == 39
     assert len(merged.fp16_sites()) == 3 and merged.has_scaler()
-    assert merged.called_in_region(merged.lookup("Head", None, "models.py"))
+    assert merged.reached == index.reached
+    replaced = index.with_file("train.py", TRAIN.replace('torch.autocast("cuda")', 'torch.autocast("cpu")'))
+    assert replaced.reached_by(replaced.lookup("Head", None, "models.py")) is None
 
 
 def test_non_ascii_columns_are_characters():
-    text = 'import torch\nfrom torch import nn\n\n\nclass H(nn.Module):\n    def forward(self, h):\n        return "é" + h.sigmoid()\n'
-    hazard = build_index([("h.py", text)]).lookup("H", None, "h.py").fp16_hazards[0]
-    assert (hazard.line, hazard.col) == (7, text.splitlines()[6].index("h.sigmoid"))
+    text = 'import torch\nfrom torch import nn\n\n\nclass H(nn.Module):\n    def forward(self, h):\n        return "é" + h * h\n'
+    hazard = build_index([("h.py", text)]).lookup("H", None, "h.py").hazards[0]
+    assert (hazard.line, hazard.col) == (7, text.splitlines()[6].index("h * h"))

@@ -6,15 +6,19 @@ does not parse is skipped (the engine reports its syntax error on its own).
 
 What it records:
 
-- `classes`: project classes by simple name, each a `ClassInfo` with its kind ("module" for
+- `classes`: project classes by simple name, each a `ClassInfo`: its kind ("module" for
   `nn.Module` subclasses, directly or through other project classes; "function" for
-  `torch.autograd.Function` subclasses), for Functions whether `forward` is protected by
-  `custom_fwd(cast_inputs=torch.float32)`, for Modules the fp16 hazards of `forward` (own, or
-  inherited from a project base that defines it).
-- `autocast_sites`: every fp16 autocast (`with` item or decorator) as a `Site`.
-- `scaler_sites`: every `GradScaler(...)` construction.
-- `region_calls`: project classes whose instances (or `.apply`) are called directly inside an fp16
-  autocast region; TNL301 reports those at the call and not again at the op.
+  `torch.autograd.Function` subclasses), its methods, the classes its `self.<attr>`s hold, whether
+  a Function's `forward` is protected by `custom_fwd(cast_inputs=torch.float32)`, and the fp16
+  hazards of its own `forward` under the CUDA autocast policy.
+- `functions`: every function and method as a `FuncInfo`: what it calls (`Ref`s, resolved only
+  once the whole project is known). `toplevel` finds module-level functions by name.
+- `regions`: every fp16 autocast region (`with` item, decorator, a name bound to an autocast, a
+  `functools.partial(torch.autocast, ...)`) as its `Site` and the calls of its body.
+- `scaler_sites`: every `GradScaler(...)` construction, GradScaler subclass and apex
+  `amp.initialize`: loss scaling somewhere in the project.
+- `reached` (by `finalize`): the functions an fp16 region reaches through the call graph, each with
+  the first region that reaches it. TNL301 reports only hazards in what a region reaches.
 
 Everything is plain data (picklable); `merge` combines two indexes (then `finalize` again).
 """
@@ -24,15 +28,16 @@ from __future__ import annotations
 import ast
 import copy
 import os
-import re
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 # A file can only matter if it mentions one of these.
-NEEDLES = ("autocast", "Module", "Function", "GradScaler", "forward")
+NEEDLES = ("autocast", "Module", "Function", "GradScaler", "forward", "amp.initialize")
 
 FP16_MAX = 65504.0
-FP16_TINY = 6.1e-5
+FP16_TINY = 6.1e-5  # the smallest normal float16
+FP16_ROUNDS_TO_ZERO = 2.98e-8  # half the smallest subnormal: anything below is 0.0 in float16
+FP16_INF_RECIPROCAL = 1.53e-5  # 1 / eps > 65504 below this: the reciprocal is Inf
 
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "torch.nn.modules.Module"})
 FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
@@ -40,6 +45,7 @@ AUTOCAST_GENERIC = frozenset({"torch.autocast", "torch.amp.autocast", "torch.amp
 AUTOCAST_CUDA = frozenset({"torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode.autocast"})
 AUTOCAST_CPU = frozenset({"torch.cpu.amp.autocast", "torch.cpu.amp.autocast_mode.autocast"})
 AUTOCAST_ALL = AUTOCAST_GENERIC | AUTOCAST_CUDA | AUTOCAST_CPU
+PARTIAL = frozenset({"functools.partial"})
 GRAD_SCALERS = frozenset(
     {
         "torch.amp.GradScaler",
@@ -51,6 +57,8 @@ GRAD_SCALERS = frozenset(
         "torch.distributed.fsdp.ShardedGradScaler",
     }
 )
+# Loss scaling that a framework manages: apex sets a scaler up with amp.initialize.
+SCALING_SETUP = frozenset({"apex.amp.initialize", "apex.amp.scale_loss"})
 CUSTOM_FWD = frozenset(
     {"torch.amp.custom_fwd", "torch.amp.autocast_mode.custom_fwd", "torch.cuda.amp.custom_fwd",
      "torch.cuda.amp.autocast_mode.custom_fwd"}
@@ -66,21 +74,32 @@ FP32_OPS = frozenset(
         "layer_norm", "group_norm", "rms_norm", "batch_norm", "instance_norm", "rsqrt", "reciprocal",
         "softplus", "cosine_similarity", "normalize", "float", "double", "acos", "asin", "cosh", "sinh",
         "tan", "erfinv", "mse_loss", "l1_loss", "smooth_l1_loss", "cross_entropy", "nll_loss", "kl_div",
-        "binary_cross_entropy_with_logits", "dist", "cdist", "pdist", "renorm",
+        "binary_cross_entropy_with_logits", "dist", "cdist", "pdist", "renorm", "softmin",
     }
 )
-# Calls whose value is a plain Python number.
-NUMBER_CALLS = frozenset({"len", "int", "float", "round", "abs", "min", "max", "size", "numel", "dim", "item"})
+# Tensor methods whose value is a plain Python number (or tuple of them).
+NUMBER_METHODS = frozenset({"size", "numel", "nelement", "dim", "item", "tolist", "stride", "element_size"})
+# Attributes of a tensor that are not tensors.
+NUMBER_ATTRS = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "requires_grad"})
 # Methods that keep their receiver's dtype.
 PASS_METHODS = frozenset(
     {"view", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "contiguous", "flatten", "expand",
      "expand_as", "view_as", "clone", "detach", "masked_fill", "clamp", "clamp_min", "clip", "narrow",
      "chunk", "split", "t", "mT", "flip", "roll", "repeat", "type_as", "__getitem__"}
 )
-HAZARD_CALLS = {
-    "sqrt": "sqrt", "mean": "mean", "var": "var", "std": "std", "var_mean": "var", "std_mean": "std",
-    "sigmoid": "sigmoid", "expit": "sigmoid",
-}
+# Ops whose input an eps guards: a zero there is Inf/NaN (`sqrt` only in its gradient).
+EPS_GUARDED = frozenset({"sqrt", "rsqrt", "log", "log2", "log10"})
+# Names that compiled extension modules go by (`from . import _C`, `import roi_align_cuda`).
+EXTENSION_SUFFIXES = ("_C", "_cuda", "_ext", "_cpp", "_kernels", "_kernel")
+EXTENSION_LOADERS = frozenset({"load", "load_ext", "load_inline", "load_extension"})
+# ast: a reference to one of the project's callables, resolved once the whole project is indexed.
+#   ("call", name, qual)        name(...): a project function (a class here is only constructed)
+#   ("inst", name, qual, meth)  method `meth` of an instance of class `name` ("" calls the instance,
+#                               "apply" a Function); of what project function `name` constructs
+#   ("self", attr)              self.attr(...): a method, or a submodule held in the attribute
+#   ("attr", attr, meth)        self.attr.meth(...)
+#   ("super", meth)             super().meth(...)
+Ref = Tuple[str, ...]
 
 
 @dataclass
@@ -89,17 +108,30 @@ class Site:
     line: int
     col: int = 0  # 0-based character column
     device: str = "cuda"
+    opt_in: bool = False  # enabled only by a flag (`enabled=args.fp16`)
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
 
 
 @dataclass
 class Hazard:
-    op: str  # a short description: "`x * x` product", "`sqrt`", ...
+    op: str  # a short description: "`x * x` product", "eps 1e-08 ...", ...
     path: str
     line: int
     col: int  # 0-based character column of the expression's start
     end_line: int = 0
     end_col: int = 0
-    apply_of: Optional[Tuple[str, Optional[str]]] = None  # (name, qualname) of a Function's .apply
+
+
+@dataclass
+class FuncInfo:
+    key: str  # "path:line:name", unique in the project
+    path: str
+    name: str
+    cls: Optional[str] = None  # the enclosing class (a method), by simple name
+    refs: List[Ref] = field(default_factory=list)
 
 
 @dataclass
@@ -110,25 +142,43 @@ class ClassInfo:
     bases: List[Tuple[str, Optional[str]]] = field(default_factory=list)  # (simple name, qualname)
     kind: str = ""  # "module", "function" or "": through project bases once finalized
     protected: bool = False  # Function: forward has custom_fwd(cast_inputs=torch.float32)
-    has_forward: bool = False
-    hazards: List[Hazard] = field(default_factory=list)  # its own forward's, as found
+    hazards: List[Hazard] = field(default_factory=list)  # its own forward's, under CUDA autocast
     direct_kind: str = ""  # from its torch bases alone
-    fp16_hazards: List[Hazard] = field(default_factory=list)  # Modules, once finalized
+    methods: Dict[str, str] = field(default_factory=dict)  # name -> FuncInfo key
+    attrs: Dict[str, List[Tuple[str, Optional[str]]]] = field(default_factory=dict)  # self.attr -> callables
 
     @property
     def where(self) -> str:
         return f"{self.path}:{self.line}"
 
 
+def _pick(found: Sequence, qual: Optional[str], from_path: str):
+    """The one candidate (a ClassInfo or FuncInfo) that a reference means, else None: `qual` is the
+    reference's qualified name through the imports (None for a local or relatively imported one)."""
+    if not found:
+        return None
+    if qual is None or "." not in qual:
+        local = [c for c in found if c.path == from_path]
+        if len(local) == 1:
+            return local[0]
+        return found[0] if len(found) == 1 else None
+    module = qual.rsplit(".", 1)[0]
+    matching = [c for c in found if _path_is_module(c.path, module)]
+    if len(matching) == 1:
+        return matching[0]
+    if len(found) == 1 and module.split(".")[0] in _path_parts(found[0].path):
+        return found[0]  # re-exported by its own package
+    return None
+
+
 @dataclass
 class ProjectIndex:
     classes: Dict[str, List[ClassInfo]] = field(default_factory=dict)
-    autocast_sites: List[Site] = field(default_factory=list)
+    functions: Dict[str, FuncInfo] = field(default_factory=dict)  # key -> function or method
+    toplevel: Dict[str, List[str]] = field(default_factory=dict)  # name -> keys of module-level functions
+    regions: List[Tuple[Site, FuncInfo]] = field(default_factory=list)  # fp16 autocast, its body's calls
     scaler_sites: List[Site] = field(default_factory=list)
-    # (path of the call, simple name, qualname) of classes called inside fp16 autocast regions
-    region_calls: List[Tuple[str, str, Optional[str]]] = field(default_factory=list)
-    # path -> the names called in that file (`Head(`): a class never constructed runs nowhere
-    called: Dict[str, FrozenSet[str]] = field(default_factory=dict)
+    reached: Dict[str, Site] = field(default_factory=dict)  # function key -> first region reaching it
     files: int = 0  # files parsed (the rest were skipped by the pre-filter or a syntax error)
 
     @classmethod
@@ -137,49 +187,29 @@ class ProjectIndex:
 
     # -- queries ---------------------------------------------------------------------------------
     def lookup(self, name: str, qual: Optional[str], from_path: str) -> Optional[ClassInfo]:
-        """The project class a reference means: `name` as written, `qual` its qualified name through
-        the imports (None for a local or relatively imported name). None when unknown or ambiguous."""
+        """The project class a reference means (`name` as written, `qual` through the imports);
+        None when unknown, a torch class, or ambiguous."""
         if qual is not None and qual.startswith("torch."):
             return None
-        if qual is not None:
-            name = qual.rsplit(".", 1)[-1]
-        found = self.classes.get(name, [])
-        if not found:
-            return None
-        if qual is None or "." not in qual:
-            local = [c for c in found if c.path == from_path]
-            if len(local) == 1:
-                return local[0]
-            return found[0] if len(found) == 1 else None
-        module = qual.rsplit(".", 1)[0]
-        matching = [c for c in found if _path_is_module(c.path, module)]
-        if len(matching) == 1:
-            return matching[0]
-        if len(found) == 1 and module.split(".")[0] in _path_parts(found[0].path):
-            return found[0]  # re-exported by its own package
-        return None
+        return _pick(self.classes.get(qual.rsplit(".", 1)[-1] if qual else name, []), qual, from_path)
 
-    def constructed(self, info: ClassInfo) -> bool:
-        """Whether the class, or a class derived from it, is called (constructed) in some file."""
-        names = {info.name} | {
-            c.name for cs in self.classes.values() for c in cs if any(base == info.name for base, _ in c.bases)
-        }
-        return any(names & called for called in self.called.values())
+    def function(self, name: str, qual: Optional[str], from_path: str) -> Optional[FuncInfo]:
+        """The project module-level function a reference means, like `lookup`."""
+        if qual is not None and qual.startswith("torch."):
+            return None
+        keys = self.toplevel.get(qual.rsplit(".", 1)[-1] if qual else name, [])
+        return _pick([self.functions[k] for k in keys], qual, from_path)
 
     def fp16_sites(self) -> List[Site]:
-        return sorted(self.autocast_sites, key=lambda s: (s.path, s.line, s.col))
+        return sorted((site for site, _ in self.regions), key=lambda s: (s.path, s.line, s.col))
 
     def has_scaler(self) -> bool:
         return bool(self.scaler_sites)
 
-    def called_in_region(self, info: ClassInfo) -> bool:
-        """Whether the class, or a subclass running its forward, is called in an fp16 region."""
-        mine = {(h.path, h.line) for h in info.fp16_hazards}
-        for path, name, qual in self.region_calls:
-            called = self.lookup(name, qual, path)
-            if called is info or (called is not None and mine & {(h.path, h.line) for h in called.fp16_hazards}):
-                return True
-        return False
+    def reached_by(self, info: ClassInfo, method: str = "forward") -> Optional[Site]:
+        """The fp16 region that reaches the class's own `method` through the call graph, if any."""
+        key = info.methods.get(method)
+        return self.reached.get(key) if key is not None else None
 
     # -- building ----------------------------------------------------------------------------------
     def with_file(self, path: str, text: str) -> "ProjectIndex":
@@ -187,10 +217,10 @@ class ProjectIndex:
         rewritten file against the project as it now is (a Function just given custom_fwd)."""
         rest = ProjectIndex(
             classes={name: [c for c in infos if c.path != path] for name, infos in self.classes.items()},
-            autocast_sites=[s for s in self.autocast_sites if s.path != path],
+            functions={k: f for k, f in self.functions.items() if f.path != path},
+            toplevel={name: [k for k in keys if self.functions[k].path != path] for name, keys in self.toplevel.items()},
+            regions=[r for r in self.regions if r[0].path != path],
             scaler_sites=[s for s in self.scaler_sites if s.path != path],
-            region_calls=[call for call in self.region_calls if call[0] != path],
-            called={p: names for p, names in self.called.items() if p != path},
             files=self.files,
         )
         return rest.merge(index_file(path, text) or ProjectIndex.empty())
@@ -208,14 +238,15 @@ class ProjectIndex:
         """Add `part`'s facts to this index (not finalized)."""
         for name, infos in part.classes.items():
             self.classes.setdefault(name, []).extend(copy.copy(i) if copy_classes else i for i in infos)
-        self.autocast_sites.extend(part.autocast_sites)
+        self.functions.update(part.functions)
+        for name, keys in part.toplevel.items():
+            self.toplevel.setdefault(name, []).extend(keys)
+        self.regions.extend(part.regions)
         self.scaler_sites.extend(part.scaler_sites)
-        self.region_calls.extend(part.region_calls)
-        self.called.update(part.called)
         self.files += part.files
 
     def finalize(self) -> None:
-        """Resolve class kinds through project bases, inherited forwards and Function hazards."""
+        """Resolve class kinds through project bases, then what the fp16 regions reach."""
         infos = [c for cs in self.classes.values() for c in cs]
         for info in infos:
             info.kind = info.direct_kind
@@ -224,36 +255,98 @@ class ProjectIndex:
             for info in infos:
                 if info.kind:
                     continue
-                for name, qual in info.bases:
-                    base = self.lookup(name, qual, info.path)
-                    if base is not None and base is not info and base.kind:
+                for base in self._bases(info):
+                    if base.kind:
                         info.kind = base.kind
-                        if not info.has_forward:
+                        if "forward" not in info.methods:
                             info.protected = base.protected
                         changed = True
                         break
             if not changed:
                 break
-        for info in infos:
-            info.fp16_hazards = self._resolved_hazards(info, 0) if info.kind == "module" else []
+        self._reach()
 
-    def _resolved_hazards(self, info: ClassInfo, depth: int) -> List[Hazard]:
-        if not info.has_forward:
-            if depth > 8:
-                return []
-            for name, qual in info.bases:
-                base = self.lookup(name, qual, info.path)
-                if base is not None and base is not info and base.kind == "module":
-                    return self._resolved_hazards(base, depth + 1)
-            return []
-        kept = []
-        for hazard in info.hazards:
-            if hazard.apply_of is not None:
-                fn = self.lookup(hazard.apply_of[0], hazard.apply_of[1], hazard.path)
-                if fn is None or fn.kind != "function" or fn.protected:
-                    continue
-            kept.append(hazard)
-        return kept
+    def _reach(self) -> None:
+        """One walk over the call graph from every region, unconditional regions first: each
+        function keeps the first region that reaches it (what a finding cites)."""
+        self.reached = {}
+        for site, body in sorted(self.regions, key=lambda r: (r[0].opt_in, r[0].path, r[0].line, r[0].col)):
+            self.reached.setdefault(body.key, site)  # a decorated function is itself the region
+            stack = [body]
+            while stack:
+                for key in self._callees(stack.pop()):
+                    if key not in self.reached and key in self.functions:
+                        self.reached[key] = site
+                        stack.append(self.functions[key])
+
+    # -- the call graph ----------------------------------------------------------------------------
+    def _bases(self, info: ClassInfo) -> Iterator[ClassInfo]:
+        for name, qual in info.bases:
+            base = self.lookup(name, qual, info.path)
+            if base is not None and base is not info:
+                yield base
+
+    def _method(self, info: ClassInfo, name: str, depth: int = 0) -> Optional[str]:
+        """The key of `name` on the class or its project bases."""
+        if name in info.methods or depth > 8:
+            return info.methods.get(name)
+        return next((k for b in self._bases(info) for k in [self._method(b, name, depth + 1)] if k), None)
+
+    def _attr(self, info: ClassInfo, attr: str, depth: int = 0) -> List[Tuple[str, Optional[str], str]]:
+        """The callables assigned to `self.attr` in the class or its project bases, with the path
+        they are named from."""
+        if attr in info.attrs or depth > 8:
+            return [(name, qual, info.path) for name, qual in info.attrs.get(attr, [])]
+        return [found for b in self._bases(info) for found in self._attr(b, attr, depth + 1)]
+
+    def _instance(self, name: str, qual: Optional[str], method: str, path: str, builder: bool = True) -> Iterator[str]:
+        """Keys run by `method` of an instance of `name` ("" calls it: a Module's forward, else
+        `__call__`; "apply" a Function's forward). When `name` is a project function, what it
+        returns is taken to be what it constructs (a builder)."""
+        info = self.lookup(name, qual, path)
+        if info is not None:
+            if method == "apply":
+                method = "forward" if info.kind == "function" else ""
+            if not method:
+                method = "forward" if info.kind == "module" else "__call__"
+            key = self._method(info, method)
+            if key is not None:
+                yield key
+            return
+        func = self.function(name, qual, path) if builder else None
+        if func is not None:
+            yield func.key
+            for ref in func.refs:
+                if ref[0] == "call":
+                    yield from self._instance(ref[1], ref[2], method, func.path, builder=False)
+
+    def _callees(self, func: FuncInfo) -> Iterator[str]:
+        cls = self.lookup(func.cls, None, func.path) if func.cls else None
+        for ref in func.refs:
+            kind = ref[0]
+            if kind == "call":
+                callee = self.function(ref[1], ref[2], func.path)
+                if callee is not None:
+                    yield callee.key
+            elif kind == "inst":
+                yield from self._instance(ref[1], ref[2], ref[3], func.path)
+            elif cls is None:
+                continue
+            elif kind == "self":
+                key = self._method(cls, ref[1])
+                if key is not None:
+                    yield key
+                else:
+                    for name, qual, path in self._attr(cls, ref[1]):
+                        yield from self._instance(name, qual, "", path)
+            elif kind == "attr":
+                for name, qual, path in self._attr(cls, ref[1]):
+                    yield from self._instance(name, qual, ref[2], path)
+            elif kind == "super":
+                for base in self._bases(cls):
+                    key = self._method(base, ref[1])
+                    if key is not None:
+                        yield key
 
 
 def _path_parts(path: str) -> List[str]:
@@ -274,14 +367,15 @@ def _path_is_module(path: str, module: str) -> bool:
 # Values: the small vocabulary shared with the libcst side (the rules build the same shapes)
 
 
-def classify_autocast(qual: Optional[str], pos: Sequence[object], kw: Dict[str, object]) -> Optional[str]:
-    """The device of an fp16 autocast call, else None.
+def classify_autocast(qual: Optional[str], pos: Sequence[object], kw: Dict[str, object]) -> Optional[Tuple[str, bool]]:
+    """(device, opt_in) of an fp16 autocast call, else None. `opt_in`: `enabled=` is given and is
+    not the literal True (`enabled=args.fp16`), so the region is fp16 only when a flag says so.
 
     `pos`/`kw` hold simplified argument values: a str for a string literal, True/False for those
     literals, ("q", "torch.float16") for a dotted name through the imports, None for anything else.
     """
     if qual in AUTOCAST_GENERIC:
-        names = ("device_type", "dtype", "enabled", "cache_enabled")
+        names: Tuple[str, ...] = ("device_type", "dtype", "enabled", "cache_enabled")
         device: object = None
     elif qual in AUTOCAST_CUDA:
         names = ("enabled", "dtype", "cache_enabled")
@@ -297,14 +391,25 @@ def classify_autocast(qual: Optional[str], pos: Sequence[object], kw: Dict[str, 
         device = args.get("device_type")
     if args.get("enabled", True) is False:
         return None
+    opt_in = "enabled" in args and args["enabled"] is not True
     if "dtype" in args:
         dtype = args["dtype"]
         if not (isinstance(dtype, tuple) and dtype[1] in FP16_DTYPES):
             return None  # bf16, fp32 or a dtype we cannot see: not known to be fp16
-        return device if isinstance(device, str) else "cuda"
+        return (device if isinstance(device, str) else "cuda"), opt_in
     if isinstance(device, str) and device.split(":")[0] == "cuda":
-        return "cuda"  # CUDA autocast defaults to fp16 (CPU to bf16)
+        return "cuda", opt_in  # CUDA autocast defaults to fp16 (CPU to bf16)
     return None
+
+
+def with_partial(qual: Optional[str], pos: List[object], kw: Dict[str, object],
+                 partial: Optional[Tuple[Optional[str], List[object], Dict[str, object]]]):
+    """The call shape of `ctx(...)` where `ctx = functools.partial(torch.autocast, ...)`: the
+    partial's arguments first (`partial` is the shape of the `partial(...)` call itself)."""
+    if partial is None or partial[0] not in PARTIAL or not partial[1]:
+        return qual, pos, kw
+    inner = partial[1][0]
+    return (inner[1] if isinstance(inner, tuple) else None), list(partial[1][1:]) + pos, {**partial[2], **kw}
 
 
 def is_cast_fp32(qual: Optional[str], kw: Dict[str, object]) -> bool:
@@ -368,22 +473,12 @@ def _call_shape(imports: _Imports, call: ast.Call):
     return imports.qualname(call.func), pos, kw
 
 
-def _autocast_device(imports: _Imports, expr: ast.AST) -> Optional[str]:
-    if not isinstance(expr, ast.Call):
-        return None
-    return classify_autocast(*_call_shape(imports, expr))
-
-
-def _is_disabled_autocast(imports: _Imports, expr: ast.AST) -> bool:
+def _is_other_autocast(imports: _Imports, expr: ast.AST) -> bool:
+    """An autocast that is not fp16 (disabled, bf16, CPU): what runs under it is not fp16."""
     if not isinstance(expr, ast.Call):
         return False
-    qual, pos, kw = _call_shape(imports, expr)
-    if qual not in AUTOCAST_ALL:
-        return False
-    names = ("device_type", "dtype", "enabled") if qual in AUTOCAST_GENERIC else ("enabled",)
-    args = dict(zip(names, pos))
-    args.update(kw)
-    return args.get("enabled") is False
+    shape = _call_shape(imports, expr)
+    return shape[0] in AUTOCAST_ALL and classify_autocast(*shape) is None
 
 
 def _char_col(lines: List[str], line: int, byte_col: int) -> int:
@@ -398,6 +493,10 @@ def _char_col(lines: List[str], line: int, byte_col: int) -> int:
 
 def _method_name(call: ast.Call) -> Optional[str]:
     return call.func.attr if isinstance(call.func, ast.Attribute) else None
+
+
+def _is_self(expr: ast.AST) -> bool:
+    return isinstance(expr, ast.Name) and expr.id == "self"
 
 
 def _number(expr: ast.AST) -> Optional[float]:
@@ -422,37 +521,70 @@ def _number(expr: ast.AST) -> Optional[float]:
     return None
 
 
-class _Forward:
-    """The fp16 hazards of one `forward` body."""
+def _assignments(nodes: Iterable[ast.AST]) -> Dict[str, List[Optional[ast.AST]]]:
+    """name -> the values bound to it (None for a binding that is not a plain `name = value`)."""
+    found: Dict[str, List[Optional[ast.AST]]] = {}
+    for node in nodes:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    found.setdefault(target.id, []).append(node.value)
+                else:
+                    for inner in ast.walk(target):
+                        if isinstance(inner, ast.Name):
+                            found.setdefault(inner.id, []).extend([None, None])
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.withitem, ast.NamedExpr)):
+            target = getattr(node, "target", None) or getattr(node, "optional_vars", None)
+            for inner in ast.walk(target) if target is not None else ():
+                if isinstance(inner, ast.Name):
+                    found.setdefault(inner.id, []).extend([None, None])
+    return found
 
-    def __init__(self, file: "_File", func: ast.FunctionDef, init_small: Dict[str, float]) -> None:
+
+def _single(assigned: Dict[str, List[Optional[ast.AST]]]) -> Dict[str, ast.AST]:
+    """The names assigned exactly once, plainly: their value is known wherever they are read."""
+    return {name: values[0] for name, values in assigned.items() if len(values) == 1 and values[0] is not None}
+
+
+class _Forward:
+    """The fp16 hazards of one `forward` body under the CUDA autocast policy: what autocast leaves
+    in float16 and what overflows or underflows there. Not hazards: ops CUDA runs in float32
+    (`FP32_OPS`), bounded ops (`sigmoid`, `tanh`), `sqrt`, `mean` (accumulates in float32), and
+    Python-number arithmetic (`d * d` of a size)."""
+
+    def __init__(self, file: "_File", func: ast.FunctionDef, init_small: Dict[str, float], function: bool) -> None:
         self.file = file
         self.imports = file.imports
         self.func = func
         self.init_small = init_small
-        self.assigned: Dict[str, List[ast.AST]] = {}
-        for node in self._walk(func):
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
-                    if isinstance(target, ast.Name):
-                        self.assigned.setdefault(target.id, []).append(node.value)
-                    else:
-                        for inner in ast.walk(target):
-                            if isinstance(inner, ast.Name):
-                                self.assigned.setdefault(inner.id, []).extend([None, None])  # type: ignore[list-item]
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):
-                self.assigned.setdefault(node.target.id, []).extend([None, None])  # type: ignore[list-item]
+        self.function = function  # an autograd.Function: compiled extension kernels count too
+        self.assigned = _assignments(self._walk(func))
+        args = func.args
+        positional = args.posonlyargs + args.args
+        defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
+        defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
+        # tensor parameters: all but self/ctx, unless a number by default or annotation
+        self.params = {
+            a.arg
+            for a in positional[1:] + args.kwonlyargs
+            if _number(defaults.get(a.arg, ast.Pass())) is None
+            and not (isinstance(a.annotation, ast.Name) and a.annotation.id in ("int", "float", "bool", "str"))
+        }
+        self.small = dict(init_small)  # eps-like names: `self.eps` from __init__, `eps=1e-8` parameters
+        self.small.update(
+            (name, value) for name, d in defaults.items() for value in [_number(d)] if value and 0 < value < FP16_TINY
+        )
         self.hazards: List[Hazard] = []
 
     def _walk(self, root: ast.AST):
-        """Nodes of the body, not inside nested defs/lambdas/classes or autocast(enabled=False)."""
+        """Nodes of the body, not inside nested defs/lambdas/classes or a non-fp16 autocast."""
         stack = list(ast.iter_child_nodes(root)) if isinstance(root, ast.FunctionDef) else [root]
         stack.reverse()
         while stack:
             node = stack.pop()
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
                 continue
-            if isinstance(node, ast.With) and any(_is_disabled_autocast(self.imports, i.context_expr) for i in node.items):
+            if isinstance(node, ast.With) and any(_is_other_autocast(self.imports, i.context_expr) for i in node.items):
                 continue
             yield node
             children = list(ast.iter_child_nodes(node))
@@ -460,7 +592,7 @@ class _Forward:
             stack.extend(children)
 
     def _value(self, expr: ast.AST) -> Optional[ast.AST]:
-        if isinstance(expr, ast.Name):
+        if isinstance(expr, ast.Name) and expr.id not in self.params:
             values = self.assigned.get(expr.id, [])
             return values[0] if len(values) == 1 else None
         return None
@@ -501,16 +633,23 @@ class _Forward:
         return False
 
     def tensor(self, expr: ast.AST, depth: int = 0) -> bool:
-        """Whether `expr` is certainly a tensor computed here (not a Python number, not unknown)."""
+        """Whether `expr` is certainly a tensor (a tensor parameter or computed from one), not a
+        Python number (a size, a count) and not unknown."""
         if depth > 12 or _number(expr) is not None:
             return False
         if isinstance(expr, ast.Name):
+            if expr.id in self.params:
+                return True
             value = self._value(expr)
             return value is not None and self.tensor(value, depth + 1)
         if isinstance(expr, ast.BinOp):
             return self.tensor(expr.left, depth + 1) or self.tensor(expr.right, depth + 1)
         if isinstance(expr, ast.UnaryOp):
             return self.tensor(expr.operand, depth + 1)
+        if isinstance(expr, ast.Subscript):
+            return self.tensor(expr.value, depth + 1)
+        if isinstance(expr, ast.Attribute):
+            return expr.attr in ("T", "mT", "real", "imag", "data") and self.tensor(expr.value, depth + 1)
         if isinstance(expr, ast.Call):
             qual = self.imports.qualname(expr.func)
             if qual is not None:
@@ -518,8 +657,11 @@ class _Forward:
             name = _method_name(expr)
             if isinstance(expr.func, ast.Name) or name is None:
                 return False
-            return name not in NUMBER_CALLS and not isinstance(expr.func.value, ast.Constant)
+            return name not in NUMBER_METHODS and self.tensor(expr.func.value, depth + 1)  # type: ignore[union-attr]
         return False
+
+    def fp16(self, expr: ast.AST) -> bool:
+        return self.tensor(expr) and not self.fp32(expr)
 
     def run(self) -> List[Hazard]:
         if any(self._protective(d) for d in self.func.decorator_list):
@@ -527,92 +669,96 @@ class _Forward:
         for node in self._walk(self.func):
             found = self._hazard(node)
             if found is not None:
-                op, apply_of = found
-                self._add(node, op, apply_of)
+                self._add(found[0], found[1])
         return self.hazards
 
     def _protective(self, deco: ast.AST) -> bool:
         if not isinstance(deco, ast.Call):
             return False
         qual, _, kw = _call_shape(self.imports, deco)
-        return is_cast_fp32(qual, kw) or _is_disabled_autocast(self.imports, deco)
+        return is_cast_fp32(qual, kw) or _is_other_autocast(self.imports, deco)
 
-    def _add(self, node: ast.AST, op: str, apply_of=None) -> None:
+    def _add(self, node: ast.AST, op: str) -> None:
         lines = self.file.lines
         line, end_line = node.lineno, getattr(node, "end_lineno", node.lineno) or node.lineno
         col = _char_col(lines, line, node.col_offset)
         end_col = _char_col(lines, end_line, getattr(node, "end_col_offset", 0) or 0)
         if any(h.line == line for h in self.hazards):
             return  # one hazard per line is enough
-        self.hazards.append(Hazard(op, self.file.path, line, col, end_line, end_col, apply_of))
+        self.hazards.append(Hazard(op, self.file.path, line, col, end_line, end_col))
 
-    def _hazard(self, node: ast.AST):
-        imports = self.imports
-        if isinstance(node, ast.BinOp):
-            if isinstance(node.op, ast.Mult) and ast.dump(node.left) == ast.dump(node.right):
-                if _number(node.left) is None and not self.fp32(node.left):
-                    return "`x * x` product (overflows fp16 above 255)", None
-            if isinstance(node.op, ast.Div) and self.tensor(node.right) and not self.fp32(node):
-                return "`/` division", None
+    def _eps(self, expr: ast.AST) -> Optional[float]:
+        """The eps of `t + eps` where `t` is a float16 tensor: the sum is computed in float16."""
+        if not (isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add)):
             return None
-        if isinstance(node, ast.Constant) and isinstance(node.value, float) and 0 < node.value < FP16_TINY:
-            return f"eps {node.value!r} (< 6.1e-5 rounds to 0 in fp16)", None
-        if (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == "self"
-            and isinstance(node.ctx, ast.Load)
-            and node.attr in self.init_small
-        ):
-            return f"`self.{node.attr}` = {self.init_small[node.attr]!r} (< 6.1e-5 rounds to 0 in fp16)", None
+        for eps, other in ((expr.right, expr.left), (expr.left, expr.right)):
+            value = _number(eps)
+            if isinstance(eps, ast.Name):
+                value = self.small.get(eps.id)
+            elif isinstance(eps, ast.Attribute) and _is_self(eps.value):
+                value = self.small.get(eps.attr)
+            if value is not None and 0 < value < FP16_INF_RECIPROCAL and self.fp16(other):
+                return value
+        return None
+
+    def _hazard(self, node: ast.AST) -> Optional[Tuple[ast.AST, str]]:
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Mult) and ast.dump(node.left) == ast.dump(node.right) and self.fp16(node.left):
+                return node, "`x * x` product (overflows float16 once |x| > 255)"
+            eps = self._eps(node.right) if isinstance(node.op, ast.Div) else None
+            if eps is not None:  # a denominator: a zero-valued eps and a subnormal one both fail
+                return node.right, _eps_text(eps)
+            return None
         if not isinstance(node, ast.Call):
             return None
+        imports = self.imports
         qual = imports.qualname(node.func)
         method = _method_name(node) if qual is None else None
+        name = qual.rsplit(".", 1)[-1] if qual and qual.startswith("torch.") else method
+        receiver = (node.args[0] if node.args else None) if qual else getattr(node.func, "value", None)
+        if name in EPS_GUARDED and receiver is not None:
+            eps = self._eps(receiver)
+            if eps is not None and eps < FP16_ROUNDS_TO_ZERO:  # a subnormal eps still guards a root or log
+                return receiver, _eps_text(eps)
         for kw in node.keywords:
             value = _simple(imports, kw.value)
             if kw.arg == "dtype" and isinstance(value, tuple) and value[1] in FP16_DTYPES:
-                return "explicit `dtype=torch.float16`", None
+                return node, "explicit `dtype=torch.float16`"
         if method == "half":
-            return "explicit `.half()`", None
+            return node, "explicit `.half()`"
         if method == "to" and any(
             isinstance(v, tuple) and v[1] in FP16_DTYPES for v in (_simple(imports, a) for a in node.args)
         ):
-            return "explicit `.to(torch.float16)`", None
-        if method == "apply" and isinstance(node.func, ast.Attribute):
-            target = node.func.value
-            if isinstance(target, (ast.Name, ast.Attribute)):
-                name = target.id if isinstance(target, ast.Name) else target.attr
-                ref_qual = imports.qualname(target)
-                if ref_qual is None or not ref_qual.startswith("torch."):
-                    return f"custom autograd.Function `{name}.apply`", (name, ref_qual)
-            return None
-        if method in ("masked_fill", "masked_fill_") or qual == "torch.masked_fill":
+            return node, "explicit `.to(torch.float16)`"
+        if name in ("masked_fill", "masked_fill_") and receiver is not None:
             args = list(node.args)
             value = args[-1] if len(args) >= (3 if qual else 2) else None
             value = next((k.value for k in node.keywords if k.arg == "value"), value)
             number = _number(value) if value is not None else None
-            if number is not None and abs(number) > FP16_MAX and number not in (float("inf"), float("-inf")):
-                receiver = node.args[0] if qual else node.func.value  # type: ignore[union-attr]
-                if not self.fp32(receiver):
-                    return f"`masked_fill` with {number:g} (beyond the fp16 range, 65504)", None
+            if number is not None and FP16_MAX < abs(number) < float("inf") and not self.fp32(receiver):
+                return node, f"`masked_fill` with {number:g} (beyond the float16 range, 65504)"
             return None
-        name = qual.rsplit(".", 1)[-1] if qual and qual.startswith("torch.") else method
-        if name in HAZARD_CALLS:
-            if qual is not None:
-                if not node.args:
-                    return None
-                receiver = node.args[0]
-            else:
-                receiver = node.func.value  # type: ignore[union-attr]
-                if isinstance(receiver, ast.Name) and receiver.id in imports.aliases:
-                    return None  # np.mean(...) and alike
-                if isinstance(receiver, ast.Name) and receiver.id in ("math", "np", "numpy", "statistics"):
-                    return None
-            if self.fp32(receiver) or (qual is None and _number(receiver) is not None):
-                return None
-            return f"`{HAZARD_CALLS[name]}`", None
+        if name == "var" and receiver is not None and self.fp16(receiver):
+            return node, "`var` (the variance of values beyond 255 overflows float16)"
+        if self.function and self.file.is_extension_call(node):
+            return node, f"compiled extension kernel `{ast.unparse(node.func)}`"
         return None
+
+
+def _eps_text(eps: float) -> str:
+    if eps < FP16_ROUNDS_TO_ZERO:
+        return f"eps {eps:g} rounds to 0 in float16 (below 2.98e-8), so it guards nothing"
+    return f"eps {eps:g} is a float16 subnormal whose reciprocal is Inf (from 2.98e-8 up to 1.53e-5)"
+
+
+def _class_ref(imports: _Imports, expr: ast.AST) -> Optional[Tuple[str, Optional[str]]]:
+    """(simple name, qualname) of a reference to a project class or function."""
+    if isinstance(expr, ast.Name):
+        return expr.id, imports.qualname(expr)
+    if isinstance(expr, ast.Attribute):
+        qual = imports.qualname(expr)
+        return (expr.attr, qual) if qual is not None else None
+    return None
 
 
 class _File:
@@ -623,44 +769,130 @@ class _File:
         self.tree = tree
         self.imports = _Imports(tree)
         self.classes: List[ClassInfo] = []
-        self.autocast_sites: List[Site] = []
+        self.functions: List[FuncInfo] = []
+        self.toplevel: Dict[str, List[str]] = {}
+        self.regions: List[Tuple[Site, FuncInfo]] = []
         self.scaler_sites: List[Site] = []
-        self.region_calls: List[Tuple[str, str, Optional[str]]] = []
+        module_level = list(_statements(tree, into_defs=False))
+        self.module_values = _single(_assignments(module_level))
+        self.extensions = self._extension_names(module_level)
 
     def run(self) -> None:
-        if "GradScaler" in self.text:  # the one fact found inside expressions: walk them only then
-            for node in ast.walk(self.tree):
-                if isinstance(node, ast.Call) and self.imports.qualname(node.func) in GRAD_SCALERS:
+        if any(word in self.text for word in ("GradScaler", "initialize", "scale_loss")):
+            for node in ast.walk(self.tree):  # the one fact found inside expressions: walk them only then
+                if isinstance(node, ast.Call) and self.imports.qualname(node.func) in GRAD_SCALERS | SCALING_SETUP:
                     self._scaler(node)
-        autocast = "autocast" in self.text
-        for node in _statements(self.tree):
-            if isinstance(node, ast.ClassDef):
-                self._class(node)
-            elif not autocast:
-                continue
-            elif isinstance(node, (ast.With, ast.AsyncWith)):
-                for item in node.items:
-                    device = _autocast_device(self.imports, item.context_expr)
-                    if device is not None:
-                        self._site(item.context_expr, device)
-                        self._region(node.body, None)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                for deco in node.decorator_list:
-                    device = _autocast_device(self.imports, deco)
-                    if device is not None:
-                        self._site(deco, device)
-                        self._region(node.body, None)
+        self._block(self.tree.body, None, self.module_values, toplevel=True)
+
+    # -- structure -------------------------------------------------------------------------------
+    def _block(self, body: List[ast.stmt], cls: Optional[ast.ClassDef], values: Dict[str, ast.AST],
+               toplevel: bool = False) -> None:
+        for stmt in body:
+            if isinstance(stmt, ast.ClassDef):
+                self._class(stmt)
+                self._block(stmt.body, stmt, self.module_values)
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._function(stmt, cls, toplevel)
+            elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+                for item in stmt.items:
+                    found = self._autocast(item.context_expr, values)
+                    if found is not None:
+                        site = self._site(item.context_expr, *found)
+                        body_info = FuncInfo(f"{self.path}:{stmt.lineno}:<autocast>", self.path, "<autocast>",
+                                             cls.name if cls else None, self._refs(stmt.body, values))
+                        self.regions.append((site, body_info))
+                self._block(stmt.body, cls, values, toplevel)
+            elif toplevel and isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                self._alias(stmt)
+            else:
+                for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+                    children = getattr(stmt, name, None)
+                    if isinstance(children, list):
+                        self._block(children, cls, values, toplevel)  # type: ignore[arg-type]
+
+    def _function(self, node, cls: Optional[ast.ClassDef], toplevel: bool) -> None:
+        assigned = _assignments(_walk_scope(node))
+        params = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+        values = {k: v for k, v in self.module_values.items() if k not in assigned and k not in params}
+        values.update(_single(assigned))
+        key = f"{self.path}:{node.lineno}:{node.name}"
+        info = FuncInfo(key, self.path, node.name, cls.name if cls else None, self._refs(node.body, values))
+        self.functions.append(info)
+        if toplevel:
+            self.toplevel.setdefault(node.name, []).append(key)
+        for deco in node.decorator_list:
+            found = self._autocast(deco, values)
+            if found is not None:
+                self.regions.append((self._site(deco, *found), info))
+        self._block(node.body, cls, values)
+
+    def _alias(self, node: ast.Assign) -> None:
+        """`roi_pool = RoIPoolFunction.apply` at module level: calling `roi_pool` runs the Function."""
+        target = node.targets[0]
+        if isinstance(target, ast.Name) and isinstance(node.value, ast.Attribute) and node.value.attr == "apply":
+            ref = _class_ref(self.imports, node.value.value)
+            if ref is not None:
+                key = f"{self.path}:{node.lineno}:{target.id}"
+                self.functions.append(FuncInfo(key, self.path, target.id, None, [("inst", *ref, "apply")]))
+                self.toplevel.setdefault(target.id, []).append(key)
+
+    # -- autocast --------------------------------------------------------------------------------
+    def _autocast(self, expr: ast.AST, values: Dict[str, ast.AST]) -> Optional[Tuple[str, bool]]:
+        """(device, opt_in) of an fp16 autocast: a call, a name bound to one (`with amp:`), or a
+        call of `functools.partial(torch.autocast, ...)`."""
+        if isinstance(expr, ast.Name):
+            expr = values.get(expr.id) or self.module_values.get(expr.id)  # type: ignore[assignment]
+        if not isinstance(expr, ast.Call):
+            return None
+        partial = None
+        if isinstance(expr.func, ast.Name):
+            bound = values.get(expr.func.id) or self.module_values.get(expr.func.id)
+            partial = _call_shape(self.imports, bound) if isinstance(bound, ast.Call) else None
+        return classify_autocast(*with_partial(*_call_shape(self.imports, expr), partial))
+
+    def _site(self, call: ast.AST, device: str, opt_in: bool) -> Site:
+        line = call.lineno
+        return Site(self.path, line, _char_col(self.lines, line, call.col_offset), device, opt_in)
 
     def _scaler(self, node: ast.Call) -> None:
         qual, pos, kw = _call_shape(self.imports, node)
         enabled = kw.get("enabled", pos[5] if qual.startswith("torch.amp") and len(pos) > 5 else True)  # type: ignore[union-attr]
         if enabled is not False:
-            self.scaler_sites.append(Site(self.path, node.lineno, _char_col(self.lines, node.lineno, node.col_offset)))
+            self.scaler_sites.append(self._site(node, "cuda", False))
 
-    def _site(self, call: ast.AST, device: str) -> None:
-        line = call.lineno
-        self.autocast_sites.append(Site(self.path, line, _char_col(self.lines, line, call.col_offset), device))
+    # -- extension kernels -----------------------------------------------------------------------
+    def _extension_names(self, module_level: List[ast.AST]) -> frozenset:
+        """Module-level names of compiled extensions: imported under an extension-like name
+        (`_C`, `roi_align_cuda`, `ext`), or loaded (`ext = load_ext("_ext", [...])`)."""
+        names = set()
+        for node in module_level:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    local = alias.asname or alias.name.split(".")[0]
+                    if alias.name.split(".")[-1].endswith(EXTENSION_SUFFIXES) or local.endswith(EXTENSION_SUFFIXES):
+                        names.add(local)
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                func = node.value.func
+                loader = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+                if loader in EXTENSION_LOADERS:
+                    names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        return frozenset(names)
 
+    def is_extension_call(self, call: ast.Call) -> bool:
+        """`_C.op(...)`, `roi_align_cuda.forward(...)`, `ext_module.op(...)`, not torch's own."""
+        func = call.func
+        if not isinstance(func, ast.Attribute):
+            return False
+        parts = []
+        owner = func.value
+        while isinstance(owner, ast.Attribute):
+            parts.append(owner.attr)
+            owner = owner.value
+        if not isinstance(owner, ast.Name) or owner.id in ("self", "torch") or (self.imports.qualname(owner) or "").startswith("torch"):
+            return False
+        return owner.id in self.extensions or any(p.endswith(EXTENSION_SUFFIXES) for p in parts + [owner.id])
+
+    # -- classes ---------------------------------------------------------------------------------
     def _class(self, node: ast.ClassDef) -> None:
         bases: List[Tuple[str, Optional[str]]] = []
         kind = ""
@@ -670,26 +902,46 @@ class _File:
                 kind = "module"
             elif qual in FUNCTION_BASES:
                 kind = kind or "function"
-            elif isinstance(base, ast.Name):
-                bases.append((base.id, qual))
-            elif isinstance(base, ast.Attribute):
-                bases.append((base.attr, qual))
+            elif qual in GRAD_SCALERS:
+                self.scaler_sites.append(self._site(node, "cuda", False))  # a GradScaler subclass
+            ref = _class_ref(self.imports, base)
+            if ref is not None and qual not in MODULE_BASES | FUNCTION_BASES:
+                bases.append(ref)
         info = ClassInfo(node.name, self.path, node.lineno, bases, kind, direct_kind=kind)
-        forward = next(
-            (s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "forward"),
-            None,
-        )
+        methods = [s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        info.methods = {m.name: f"{self.path}:{m.lineno}:{m.name}" for m in methods}
+        info.attrs = self._attrs(methods)
+        forward = next((m for m in methods if m.name == "forward"), None)
         if forward is not None:
-            info.has_forward = True
             for deco in forward.decorator_list:
                 if isinstance(deco, ast.Call):
                     qual, _, kw = _call_shape(self.imports, deco)
                     if is_cast_fp32(qual, kw):
                         info.protected = True
-            # Hazards are recorded for every class with a forward; only Modules keep them.
-            if kind != "function":
-                info.hazards = _Forward(self, forward, self._init_small(node)).run()  # type: ignore[arg-type]
+            info.hazards = _Forward(self, forward, self._init_small(node), kind == "function").run()  # type: ignore[arg-type]
         self.classes.append(info)
+
+    def _attrs(self, methods: List[ast.AST]) -> Dict[str, List[Tuple[str, Optional[str]]]]:
+        """self.attr -> the project callables that may be its value: what `self.attr = ...`
+        calls (`Encoder(...)`, `nn.ModuleList([Block() ...])`, `build_head(cfg)`), a parameter's
+        annotation (`self.unet = unet` with `unet: UNet`), `register_modules(unet=unet)`."""
+        attrs: Dict[str, List[Tuple[str, Optional[str]]]] = {}
+        for method in methods:
+            annotations = {a.arg: a.annotation for a in method.args.args + method.args.kwonlyargs if a.annotation}  # type: ignore[attr-defined]
+            for node in ast.walk(method):
+                pairs: List[Tuple[str, ast.AST]] = []
+                if isinstance(node, ast.Assign):
+                    pairs = [(t.attr, node.value) for t in node.targets if isinstance(t, ast.Attribute) and _is_self(t.value)]
+                elif isinstance(node, ast.Call) and _method_name(node) == "register_modules":
+                    pairs = [(k.arg, k.value) for k in node.keywords if k.arg]
+                for attr, value in pairs:
+                    if isinstance(value, ast.Name) and value.id in annotations:
+                        value = annotations[value.id]
+                        refs = [_class_ref(self.imports, value)]
+                    else:
+                        refs = [_class_ref(self.imports, _constructor(c)) for c in ast.walk(value) if isinstance(c, ast.Call)]
+                    attrs.setdefault(attr, []).extend(r for r in refs if r is not None)
+        return attrs
 
     def _init_small(self, node: ast.ClassDef) -> Dict[str, float]:
         """`self.eps = 1e-8` (or a parameter defaulting to it) in `__init__`."""
@@ -712,7 +964,7 @@ class _File:
         for stmt in ast.walk(init):
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                 target = stmt.targets[0]
-                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                if isinstance(target, ast.Attribute) and _is_self(target.value):
                     counts[target.attr] = counts.get(target.attr, 0) + 1
                     value = _number(stmt.value)
                     if value is None and isinstance(stmt.value, ast.Name):
@@ -721,94 +973,75 @@ class _File:
                         small[target.attr] = value
         return {k: v for k, v in small.items() if counts.get(k) == 1}
 
-    # -- calls inside an fp16 region -------------------------------------------------------------
-    def _region(self, body: List[ast.stmt], _unused) -> None:
-        for stmt in body:
-            for node in ast.walk(stmt):
-                if isinstance(node, ast.Call):
-                    ref = self._callee_class(node)
-                    if ref is not None:
-                        self.region_calls.append((self.path, ref[0], ref[1]))
+    # -- calls -----------------------------------------------------------------------------------
+    def _refs(self, body: List[ast.stmt], values: Dict[str, ast.AST]) -> List[Ref]:
+        """What the statements call, in `Ref` form (each once), nested functions and lambdas
+        included (a closure handed to `checkpoint(...)` runs here). Calls under a non-fp16
+        autocast (`enabled=False`, bf16) are left out: fp16 does not reach through them."""
+        refs: Dict[Ref, None] = {}
+        stack: List[ast.AST] = list(body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.ClassDef):
+                continue
+            if isinstance(node, (ast.With, ast.AsyncWith)) and any(
+                _is_other_autocast(self.imports, i.context_expr) for i in node.items
+            ):
+                continue
+            if isinstance(node, ast.Call):
+                ref = self._call_ref(node, values)
+                if ref is not None:
+                    refs[ref] = None
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                for inner in ast.walk(node.iter):  # `for block in self.blocks: x = block(x)`
+                    if isinstance(inner, ast.Attribute) and _is_self(inner.value):
+                        refs[("self", inner.attr)] = None
+            stack.extend(ast.iter_child_nodes(node))
+        return list(refs)
 
-    def _callee_class(self, call: ast.Call) -> Optional[Tuple[str, Optional[str]]]:
+    def _call_ref(self, call: ast.Call, values: Dict[str, ast.AST]) -> Optional[Ref]:
         func = call.func
-        if isinstance(func, ast.Attribute) and func.attr in ("apply", "forward"):
-            if func.attr == "apply":
-                return self._class_ref(func.value)
+        if isinstance(func, ast.Subscript):  # self.layers[i](x)
             func = func.value
-        if isinstance(func, ast.Call):  # `MyHead()(x)`
-            value: Optional[ast.AST] = func
-        else:
-            value = self._assigned_value(func)
-        if isinstance(value, ast.Call):
-            value = _unwrap_module_methods(value)
-            if isinstance(value, ast.Call):
-                return self._class_ref(value.func)
+        if isinstance(func, ast.Name):
+            if func.id in values:
+                return self._value_ref(values[func.id], "")
+            return ("call", func.id, self.imports.qualname(func))
+        if isinstance(func, ast.Call):  # Head()(x)
+            return self._value_ref(func, "")
+        if not isinstance(func, ast.Attribute):
+            return None
+        method = "" if func.attr == "forward" else func.attr
+        owner = func.value
+        if _is_self(owner):
+            return ("self", func.attr)
+        if isinstance(owner, ast.Attribute) and _is_self(owner.value):
+            return ("attr", owner.attr, method)
+        if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super":
+            return ("super", func.attr)
+        if func.attr == "apply":
+            ref = _class_ref(self.imports, owner)
+            return ("inst", *ref, "apply") if ref is not None else None
+        if isinstance(owner, ast.Name) and owner.id in values:
+            return self._value_ref(values[owner.id], method)
+        if isinstance(owner, ast.Call):
+            return self._value_ref(owner, method)
         return None
 
-    def _class_ref(self, expr: ast.AST) -> Optional[Tuple[str, Optional[str]]]:
-        if isinstance(expr, ast.Name):
-            return expr.id, self.imports.qualname(expr)
-        if isinstance(expr, ast.Attribute):
-            qual = self.imports.qualname(expr)
-            return (expr.attr, qual) if qual is not None else None
-        return None
-
-    def _assigned_value(self, expr: ast.AST) -> Optional[ast.AST]:
-        """The value of `name` (single assignment in its function or module) or `self.attr` (single
-        assignment in its class)."""
-        if isinstance(expr, ast.Name):
-            scope = self._scope_of(expr)
-            values = [
-                n.value
-                for n in _walk_scope(scope)
-                if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == expr.id for t in n.targets)
-            ]
-            return values[0] if len(values) == 1 else None
-        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
-            cls = self._class_of(expr)
-            if cls is None:
-                return None
-            values = [
-                n.value
-                for n in ast.walk(cls)
-                if isinstance(n, ast.Assign)
-                and any(
-                    isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
-                    and t.attr == expr.attr
-                    for t in n.targets
-                )
-            ]
-            return values[0] if len(values) == 1 else None
-        return None
-
-    def _parents(self) -> Dict[int, ast.AST]:
-        parents = getattr(self, "_parent_map", None)
-        if parents is None:
-            parents = {id(c): p for p in ast.walk(self.tree) for c in ast.iter_child_nodes(p)}
-            self._parent_map = parents
-        return parents
-
-    def _scope_of(self, node: ast.AST) -> ast.AST:
-        parents = self._parents()
-        current = parents.get(id(node))
-        while current is not None and not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            current = parents.get(id(current))
-        return current if current is not None else self.tree
-
-    def _class_of(self, node: ast.AST) -> Optional[ast.ClassDef]:
-        parents = self._parents()
-        current = parents.get(id(node))
-        while current is not None and not isinstance(current, ast.ClassDef):
-            current = parents.get(id(current))
-        return current
+    def _value_ref(self, value: ast.AST, method: str) -> Optional[Ref]:
+        """`method` of the value `value` evaluates to: an instance (`Head()`, `Net.from_pretrained(..)`,
+        `Net().to(device)`), what a builder returns (`build_model(cfg)`), a Function's `.apply`."""
+        if isinstance(value, ast.Attribute) and value.attr == "apply":
+            ref = _class_ref(self.imports, value.value)
+            return ("inst", *ref, "apply") if ref is not None else None
+        if not isinstance(value, ast.Call):
+            return None
+        ref = _class_ref(self.imports, _constructor(value))
+        return ("inst", *ref, method) if ref is not None else None
 
 
-_MODULE_METHODS = ("to", "cuda", "cpu", "train", "eval", "float", "requires_grad_")
-
-
-def _unwrap_module_methods(call: ast.Call) -> ast.AST:
-    """`Net().to(device).train()` -> `Net()`."""
+def _constructor(call: ast.Call) -> ast.AST:
+    """What a call constructs: `Net` for `Net(...)`, `Net.from_pretrained(...)`, `Net().to(device)`."""
     node: ast.AST = call
     while (
         isinstance(node, ast.Call)
@@ -817,18 +1050,27 @@ def _unwrap_module_methods(call: ast.Call) -> ast.AST:
         and isinstance(node.func.value, ast.Call)
     ):
         node = node.func.value
-    return node
+    func = node.func if isinstance(node, ast.Call) else node
+    if isinstance(func, ast.Attribute) and func.attr.startswith("from_"):
+        return func.value
+    return func
+
+
+_MODULE_METHODS = ("to", "cuda", "cpu", "train", "eval", "float", "half", "requires_grad_")
 
 
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
-def _statements(tree: ast.AST):
-    """Every statement (at any depth, also in functions and classes), never expressions."""
+def _statements(tree: ast.AST, into_defs: bool = True):
+    """Every statement (at any depth, also in functions and classes unless not `into_defs`),
+    never expressions."""
     stack = list(reversed(tree.body))  # type: ignore[attr-defined]
     while stack:
         node = stack.pop()
         yield node
+        if not into_defs and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
         for name in _BODIES:
             children = getattr(node, name, None)
             if isinstance(children, list):
@@ -849,26 +1091,23 @@ def could_matter(text: str) -> bool:
     return any(needle in text for needle in NEEDLES)
 
 
-_CALLED = re.compile(r"(?<!class )\b([A-Za-z_]\w*)\s*\(")
-
-
 def index_file(path: str, text: str) -> Optional[ProjectIndex]:
-    """The facts of one file (not finalized); only the names it calls when it cannot matter more."""
-    called = {path: frozenset(_CALLED.findall(text))}
+    """The facts of one file (not finalized); None when it cannot matter or does not parse."""
     if not could_matter(text):
-        return ProjectIndex(called=called)
+        return None
     try:
         tree = ast.parse(text, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     file = _File(path, text, tree)
     file.run()
-    index = ProjectIndex(called=called, files=1)
+    index = ProjectIndex(files=1)
     for info in file.classes:
         index.classes.setdefault(info.name, []).append(info)
-    index.autocast_sites = file.autocast_sites
+    index.functions = {f.key: f for f in file.functions}
+    index.toplevel = file.toplevel
+    index.regions = file.regions
     index.scaler_sites = file.scaler_sites
-    index.region_calls = file.region_calls
     return index
 
 

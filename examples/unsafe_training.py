@@ -56,26 +56,23 @@ def gate_log_prob(gate_logits):
     return torch.log(torch.sigmoid(gate_logits)).mean()
 
 
-def cosine(a, b):
-    return (a * b).sum(dim=-1) / (a.norm(dim=-1) * b.norm(dim=-1))
+class EmbeddingAgreement(nn.Module):
+    """Pulls the student's embeddings towards the peer's; an all-zero embedding row (a dead
+    projection, a padded position) is enough to poison the batch."""
 
-
-def unit(v):
-    return v / v.norm(dim=-1, keepdim=True)
-
-
-def distance(a, b):
-    return torch.sqrt(((a - b) ** 2).sum(dim=-1))
-
-
-def spread(z):
-    return torch.sqrt(z.var(dim=0)).mean()
+    def forward(self, z, peer_z):
+        cosine = (z * peer_z).sum(dim=-1) / (z.norm(dim=-1) * peer_z.norm(dim=-1))
+        unit = z / z.norm(dim=-1, keepdim=True)
+        distance = torch.sqrt(((unit - peer_z) ** 2).sum(dim=-1))
+        spread = torch.sqrt(z.var(dim=0)).mean()
+        return (1 - cosine).mean() + 0.01 * distance.mean() - 0.01 * spread
 
 
 def train(steps=3, device=None):
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(0)
     student, peer = Student().to(device), Student().to(device)
+    agreement = EmbeddingAgreement()
     params = list(student.parameters()) + list(peer.parameters())
     opt = torch.optim.AdamW(params, lr=1e-3)
     for step in range(steps):
@@ -91,9 +88,7 @@ def train(steps=3, device=None):
                 + distill_loss(logits, peer_logits)
                 + 0.1 * prior_loss(logits, prior)
                 - 0.1 * gate_log_prob(gate)
-                + (1 - cosine(z, peer_z)).mean()
-                + 0.01 * distance(unit(z), unit(peer_z)).mean()
-                - 0.01 * spread(z)
+                + agreement(z, peer_z)
             )
         opt.zero_grad()
         loss.backward()

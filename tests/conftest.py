@@ -11,13 +11,14 @@ def _rules(select):
     return [rules[c] for c in select] if select else [r for r in rules.values() if r.default]
 
 
-def lint(code, *select, path="example.py"):
-    """Findings of `select` (default: the default rules) on dedented `code`, as (code, line)."""
-    return [(f.code, f.line) for f in lint_text(path, textwrap.dedent(code), _rules(select))]
+def lint(code, *select, path="example.py", strict=False):
+    """Findings of `select` (default: the default rules) on dedented `code`, as (code, line);
+    `strict` also reports findings without evidence that the hazard is reached."""
+    return [(f.code, f.line) for f in lint_text(path, textwrap.dedent(code), _rules(select), strict=strict)]
 
 
-def fixed(code, *select, unsafe=True, path="example.py"):
-    return fix_text(path, textwrap.dedent(code), _rules(select), unsafe=unsafe).text
+def fixed(code, *select, unsafe=True, path="example.py", strict=False):
+    return fix_text(path, textwrap.dedent(code), _rules(select), unsafe=unsafe, strict=strict).text
 
 
 @pytest.fixture

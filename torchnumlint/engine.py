@@ -89,8 +89,11 @@ class _Report:
 class FileContext:
     """What a rule may ask while it visits one file."""
 
-    def __init__(self, path: str, text: str, module: cst.Module, index: ProjectIndex) -> None:
+    def __init__(self, path: str, text: str, module: cst.Module, index: ProjectIndex, strict: bool = False) -> None:
         self.path = path
+        # Strict mode also reports what can be a hazard without evidence that it reaches one
+        # (`evidence.py`); by default a finding needs that evidence.
+        self.strict = strict
         self.text = text
         self.module = module
         self.index = index
@@ -154,6 +157,16 @@ class FileContext:
             ]
             return found[0] if len(found) == 1 else None
         return None
+
+    def bindings_before(self, name: cst.Name) -> List[Binding]:
+        """Every binding of the local `name` that comes before the node being visited in its
+        scope (in any branch): for questions all of them must agree on."""
+        scope, _ = self._scope_of_current()
+        table = self._table(scope)
+        use = table.order.get(id(name))
+        if use is None:
+            return []
+        return [b for b in table.bindings.get(name.value, ()) if b.order < use]
 
     def chain(self, expr: cst.BaseExpression, depth: int = 6, names_only: bool = False) -> List[Binding]:
         """The single assignments behind `expr`, nearest first (`q = p`, `p = F.softmax(x)`).
@@ -228,6 +241,13 @@ class FileContext:
         if found is None:
             found = self._mentions[word] = word in self.text
         return found
+
+    def per_file(self, key: str, build: Callable[["FileContext"], T]) -> T:
+        """`build(ctx)` computed once per file: for questions about the whole module."""
+        slot = (key, 0)
+        if slot not in self._per_scope:
+            self._per_scope[slot] = build(self)
+        return self._per_scope[slot]  # type: ignore[return-value]
 
     def per_scope(self, key: str, build: Callable[[cst.CSTNode], T]) -> T:
         """`build(scope)` for the function (or module) around the node being visited, computed
@@ -335,7 +355,7 @@ def check_syntax(text: str, path: str) -> None:
 
 
 def lint_text(
-    path: str, text: str, rules: Sequence[Type[Rule]], index: Optional[ProjectIndex] = None
+    path: str, text: str, rules: Sequence[Type[Rule]], index: Optional[ProjectIndex] = None, strict: bool = False
 ) -> List[Finding]:
     """All findings of `rules` in `text`, noqa-suppressed ones removed. Raises ParseError."""
     active = candidate_rules(text, rules, index)
@@ -345,7 +365,7 @@ def lint_text(
     module = parse(text)
     if index is None:  # linting one text alone: it is its own project
         index = build_index([(path, text)]) if any(r.needs_index for r in active) else ProjectIndex.empty()
-    ctx = FileContext(path, text, module, index)
+    ctx = FileContext(path, text, module, index, strict)
     try:
         _Dispatcher(ctx, [rule(ctx) for rule in active]).walk(module)
     except RecursionError:
@@ -488,9 +508,10 @@ def fix_text(
     rules: Sequence[Type[Rule]],
     index: Optional[ProjectIndex] = None,
     unsafe: bool = False,
+    strict: bool = False,
 ) -> FixResult:
     """Apply fixes until nothing changes (at most MAX_FIX_PASSES), re-parsing after each pass."""
-    findings = lint_text(path, text, rules, index)
+    findings = lint_text(path, text, rules, index, strict)
     applied = 0
     for _ in range(MAX_FIX_PASSES):
         todo = [f for f in findings if fixable(f, unsafe)]
@@ -502,7 +523,7 @@ def fix_text(
         if index is not None and any(rule.needs_index for rule in rules):
             index = index.with_file(path, new_text)
         try:
-            new_findings = lint_text(path, new_text, rules, index)
+            new_findings = lint_text(path, new_text, rules, index, strict)
         except ParseError as exc:  # a bug in a rule's fix: keep the last good text
             return FixResult(text, findings, applied, [f"a fix produced invalid code ({exc}); not applied"])
         applied += count

@@ -39,6 +39,16 @@ from torchnumlint.rules.guards import (
     strip_parens,
     unwrap_casts,
 )
+from torchnumlint.rules.evidence import (
+    STRICT_WHY,
+    is_not_torch,
+    is_torch_value,
+    may_carry_grad,
+    row_evidence,
+    standardises,
+    summand_evidence,
+    value_kind,
+)
 from torchnumlint.rules.names import CallMatch, is_literal, match_call
 from torchnumlint.rules.rewrite import with_clamp
 
@@ -222,6 +232,49 @@ def zero_kind(ctx, d: cst.BaseExpression) -> Optional[Tuple[str, cst.BaseExpress
     return None
 
 
+_COUNT_EVIDENCE = "when nothing is selected"
+_STANDARDISING = "for constant data (a constant feature, equal rewards, a blank input)"
+
+
+def zero_evidence(
+    ctx, kind: str, value: cst.BaseExpression, numerator: Optional[cst.BaseExpression]
+) -> Tuple[Optional[str], bool]:
+    """(why the denominator `value`, of `kind` as `zero_kind` says, reaches 0 for real inputs, or
+    None when nothing in the code says it does; whether it is never negative, so that a clamp
+    keeps every value it can take)."""
+    v = unwrap_casts(ctx, value, detach=True)
+    if kind == "count":
+        return _COUNT_EVIDENCE, True
+    if kind == "product":
+        factors = [f for f in (v.left, v.right) if zero_kind(ctx, f) is not None]  # type: ignore[attr-defined]
+        found = [zero_evidence(ctx, *zero_kind(ctx, f), numerator) for f in factors]  # type: ignore[misc]
+        why = next((w for w, _ in found if w is not None), None)
+        others = [f for f in (v.left, v.right) if zero_kind(ctx, f) is None]  # type: ignore[attr-defined]
+        positive = all((number_value(strip_parens(f)) or 0) > 0 for f in others)
+        return why, all(nonneg for _, nonneg in found) and positive
+    if kind == "sqrt":
+        arg = root_of(ctx, v)[1]  # type: ignore[index]
+        squares = sum_of_squares(ctx, arg, v)
+        if squares is not None:
+            return row_evidence(ctx, squares[0]), True
+        hazard = root_hazard(ctx, arg)
+        if hazard == "a variance":
+            var = match_call(ctx.imports, strip_parens(ctx.resolve(arg)), "var")
+            return (_STANDARDISING if var is not None and standardises(ctx, numerator, var.input) else None), True
+        if hazard is not None:
+            return f"where the terms of {hazard} coincide", True
+        inner = zero_kind(ctx, arg)
+        return (zero_evidence(ctx, *inner, numerator)[0] if inner is not None else None), True
+    match = match_call(ctx.imports, v, "sum", *NORMS, "std", "var")
+    if match is None:  # pragma: no cover - zero_kind found one
+        return None, False
+    if kind == "sum":
+        return summand_evidence(ctx, match.input)
+    if kind == "norm":
+        return row_evidence(ctx, match.input), True
+    return (_STANDARDISING if standardises(ctx, numerator, match.input) else None), True
+
+
 # ---------------------------------------------------------------------------------------------
 # Divisions
 
@@ -304,8 +357,7 @@ class UnguardedDivision(_DivisionRule):
     code = "TNL201"
     name = "unguarded-division"
     message = (
-        "division by {what} that can be exactly 0 (a constant, empty or zero row gives 0/0 = NaN); "
-        "guard the denominator: `.clamp_min({eps})`"
+        "division by {what}, which is 0 {why}: 0/0 = NaN; guard the denominator{how}"
     )
     rationale = (
         "A norm, a sum, a standard deviation or variance, `abs().sum()`, a count of mask entries "
@@ -354,7 +406,7 @@ class UnguardedDivision(_DivisionRule):
                 "    return (h * mask).sum(dim=1, keepdim=True) / n\n"
                 "\n"
                 "\n"
-                "def token_loss(losses, targets, ignore_index=-100):\n"
+                "def token_loss(losses, targets: torch.Tensor, ignore_index=-100):\n"
                 "    total = losses.sum()\n"
                 "    total /= (targets != ignore_index).sum()\n"
                 "    return total\n"
@@ -369,7 +421,7 @@ class UnguardedDivision(_DivisionRule):
                 "    return (h * mask).sum(dim=1, keepdim=True) / n.clamp_min(1)\n"
                 "\n"
                 "\n"
-                "def token_loss(losses, targets, ignore_index=-100):\n"
+                "def token_loss(losses, targets: torch.Tensor, ignore_index=-100):\n"
                 "    total = losses.sum()\n"
                 "    total /= (targets != ignore_index).sum().clamp_min(1)\n"
                 "    return total\n"
@@ -380,20 +432,22 @@ class UnguardedDivision(_DivisionRule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def scaled(x, w, a):\n"
-                "    y = torch.div(x, torch.linalg.norm(w))\n"
-                "    z = x / torch.sqrt(a.var(0))\n"
-                "    return y * z / w.abs().sum(-1, keepdim=True)\n"
+                "class Scaled(torch.nn.Module):\n"
+                "    def forward(self, x, w, a):\n"
+                "        y = torch.div(x, torch.linalg.norm(w))\n"
+                "        z = (a - a.mean(0)) / torch.sqrt(a.var(0))\n"
+                "        return y * z / w.abs().sum(-1, keepdim=True)\n"
             ),
-            lines=(5, 6, 7),
+            lines=(6, 7, 8),
             fixed=(
                 "import torch\n"
                 "\n"
                 "\n"
-                "def scaled(x, w, a):\n"
-                "    y = torch.div(x, torch.linalg.norm(w).clamp_min(1e-12))\n"
-                "    z = x / torch.sqrt(a.var(0).clamp_min(1e-12))\n"
-                "    return y * z / w.abs().sum(-1, keepdim=True).clamp_min(1e-12)\n"
+                "class Scaled(torch.nn.Module):\n"
+                "    def forward(self, x, w, a):\n"
+                "        y = torch.div(x, torch.linalg.norm(w).clamp_min(1e-12))\n"
+                "        z = (a - a.mean(0)) / torch.sqrt(a.var(0).clamp_min(1e-12))\n"
+                "        return y * z / w.abs().sum(-1, keepdim=True).clamp_min(1e-12)\n"
             ),
         ),
     )
@@ -439,9 +493,18 @@ class UnguardedDivision(_DivisionRule):
         root = root_of(ctx, value) if kind == "sqrt" else None
         if is_tested(ctx, d, value, *([root[1], ctx.resolve(root[1])] if root else [])):
             return  # `if var > 0: x /= torch.sqrt(var)`
+        if is_not_torch(ctx, value):
+            return  # numpy or Python numbers: not this linter's business, and no clamp_min
+        why, non_negative = zero_evidence(ctx, kind, value, x)
+        if why is None:
+            if not ctx.strict:
+                return
+            why = STRICT_WHY
         direct = ctx.resolve(d) is d
         fix = None
-        if kind == "sqrt":
+        if not (non_negative and (is_torch_value(ctx, d) or is_torch_value(ctx, value))):
+            pass  # clamp_min is a tensor method, and a clamp would flip a negative sum's sign
+        elif kind == "sqrt":
             _, arg = root_of(ctx, value)  # type: ignore[misc]
             if not direct:
                 if root_hazard(ctx, arg) is not None:
@@ -460,14 +523,19 @@ class UnguardedDivision(_DivisionRule):
                 fix = self.fix().replace(arg, with_clamp(arg, _floor(ctx, arg)))
         else:
             fix = self.fix().replace(d, with_clamp(d, COUNT_EPS if kind == "count" else EPS))
-        self.report(node if isinstance(node, cst.AugAssign) else d, fix,
-                    what=_KIND_WORDS[kind], eps=COUNT_EPS if kind == "count" else "eps")
+        if fix is not None:
+            how = f": `.clamp_min({COUNT_EPS if kind == 'count' else 'eps'})`"
+        elif non_negative:
+            how = " (`+ eps` or `.clamp_min(eps)`)"
+        else:
+            how = " without flipping its sign (e.g. `torch.where(d.abs() < eps, eps, d)`)"
+        self.report(node if isinstance(node, cst.AugAssign) else d, fix, what=_KIND_WORDS[kind], why=why, how=how)
 
 
 class NormalizeManual(_DivisionRule):
     code = "TNL202"
     name = "normalize-manual"
-    message = "`x / x.norm(dim, keepdim=True)` is 0/0 = NaN for a zero row; use `F.normalize(x, dim=...)`"
+    message = "`x / x.norm(dim, keepdim=True)` is 0/0 = NaN {why}; use `F.normalize(x, dim=...)`"
     rationale = (
         "Dividing a tensor by its own 2-norm gives 0/0 = NaN, forward and backward, for every "
         "all-zero row (padding, dead features, an empty bag). `F.normalize(x, dim=d)` computes "
@@ -486,15 +554,17 @@ class NormalizeManual(_DivisionRule):
                 "\n"
                 "\n"
                 "def unit_rows(x):\n"
-                "    return x / x.norm(dim=-1, keepdim=True)\n"
+                "    h = torch.relu(x)\n"
+                "    return h / h.norm(dim=-1, keepdim=True)\n"
             ),
-            lines=(5,),
+            lines=(6,),
             fixed=(
                 "import torch\n"
                 "\n"
                 "\n"
                 "def unit_rows(x):\n"
-                "    return torch.nn.functional.normalize(x, dim=-1)\n"
+                "    h = torch.relu(x)\n"
+                "    return torch.nn.functional.normalize(h, dim=-1)\n"
             ),
         ),
         Example(
@@ -513,7 +583,7 @@ class NormalizeManual(_DivisionRule):
                 "            / torch.linalg.vector_norm(protos[0], dim=-1, keepdim=True)\n"
                 "        )\n"
             ),
-            lines=(8, 9, 11),
+            lines=(8, 11),
             fixed=(
                 "import torch\n"
                 "from torch.nn import functional as F\n"
@@ -523,7 +593,7 @@ class NormalizeManual(_DivisionRule):
                 "    def forward(self, feats, protos):\n"
                 "        n = torch.linalg.norm(feats, dim=1, keepdim=True)\n"
                 "        feats = F.normalize(feats, dim=1)\n"
-                "        w = F.normalize(self.proj.weight, dim=0)\n"
+                "        w = self.proj.weight / torch.norm(self.proj.weight, 2, 0, True)\n"
                 "        return feats @ w * (\n"
                 "            F.normalize(protos[0], dim=-1)\n"
                 "        )\n"
@@ -553,11 +623,16 @@ class NormalizeManual(_DivisionRule):
         dim = normalize_site(self.ctx, x, d, node)
         if dim is None:
             return
+        why = row_evidence(self.ctx, x)
+        if why is None:
+            if not self.ctx.strict:
+                return  # the norm of a learned embedding or a network's output is never 0
+            why = STRICT_WHY
         fix = self.fix()
         code = self.ctx.module.code_for_node
         func = code(fix.ref("torch.nn.functional.normalize"))
         fix.replace(node, cst.parse_expression(f"{func}({code(strip_parens(x))}, dim={code(dim)})"))
-        self.report(node, fix)
+        self.report(node, fix, why=why)
 
 
 class _RootRule(Rule):
@@ -582,8 +657,8 @@ class SqrtOfSumOfSquares(_RootRule):
     code = "TNL204"
     name = "sqrt-of-sum-of-squares"
     message = (
-        "square root of a sum of squares: its gradient is NaN where the sum is 0 (and it overflows "
-        "float16 above 256); use `torch.linalg.vector_norm`"
+        "square root of a sum of squares, which is 0 {why}: its gradient is NaN there (and it "
+        "overflows float16 above 256); use `torch.linalg.vector_norm`"
     )
     rationale = (
         "`torch.sqrt((x ** 2).sum(d))` is a 2-norm written by hand. At a zero vector the backward "
@@ -605,15 +680,17 @@ class SqrtOfSumOfSquares(_RootRule):
                 "\n"
                 "\n"
                 "def row_norms(x):\n"
-                "    return torch.sqrt((x ** 2).sum(dim=-1))\n"
+                "    h = torch.relu(x)\n"
+                "    return torch.sqrt((h ** 2).sum(dim=-1))\n"
             ),
-            lines=(5,),
+            lines=(6,),
             fixed=(
                 "import torch\n"
                 "\n"
                 "\n"
                 "def row_norms(x):\n"
-                "    return torch.linalg.vector_norm(x, dim=-1)\n"
+                "    h = torch.relu(x)\n"
+                "    return torch.linalg.vector_norm(h, dim=-1)\n"
             ),
         ),
         Example(
@@ -621,22 +698,22 @@ class SqrtOfSumOfSquares(_RootRule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def dists(a, b, h):\n"
+                "def dists(a, b, h, mask):\n"
                 "    d = a - b\n"
                 "    r = torch.sqrt(torch.sum(d * d, dim=1))\n"
-                "    g = h.pow(2).sum(1, True).sqrt()\n"
-                "    return r + g.squeeze(1) + torch.square(a).sum() ** 0.5\n"
+                "    g = (h * mask).pow(2).sum(1, True).sqrt()\n"
+                "    return r + g.squeeze(1) + torch.square(torch.relu(a)).sum() ** 0.5\n"
             ),
             lines=(6, 7, 8),
             fixed=(
                 "import torch\n"
                 "\n"
                 "\n"
-                "def dists(a, b, h):\n"
+                "def dists(a, b, h, mask):\n"
                 "    d = a - b\n"
                 "    r = torch.linalg.vector_norm(d, dim=1)\n"
-                "    g = torch.linalg.vector_norm(h, dim=1, keepdim=True)\n"
-                "    return r + g.squeeze(1) + torch.linalg.vector_norm(a)\n"
+                "    g = torch.linalg.vector_norm(h * mask, dim=1, keepdim=True)\n"
+                "    return r + g.squeeze(1) + torch.linalg.vector_norm(torch.relu(a))\n"
             ),
         ),
         Example(
@@ -672,22 +749,33 @@ class SqrtOfSumOfSquares(_RootRule):
     def root(self, node: cst.CSTNode, kind: str, arg: cst.BaseExpression) -> None:
         if kind != "sqrt":
             return
-        found = sum_of_squares(self.ctx, arg, node)
-        if found is None or gradient_free(self.ctx):  # the hazard is the gradient at 0
-            return
-        self.report(node, vector_norm_fix(self, node, *found))
+        ctx = self.ctx
+        found = sum_of_squares(ctx, arg, node)
+        if found is None or gradient_free(ctx) or is_not_torch(ctx, found[0]) or not may_carry_grad(ctx, found[0]):
+            return  # the hazard is the gradient at 0: only where one can flow
+        why = row_evidence(ctx, found[0])
+        if why is None:
+            if not ctx.strict:
+                return  # the norm of a learned embedding or a network's output is never 0
+            why = STRICT_WHY
+        torch_value = value_kind(ctx, node) == "torch" or is_torch_value(ctx, found[0])
+        self.report(node, vector_norm_fix(self, node, *found) if torch_value else None, why=why)
 
 
-_NON_NEGATIVE = ("a variance", "a mean of squares", "a sum of absolute values")
+def _is_cosine(ctx, expr: cst.BaseExpression) -> bool:
+    """A cosine similarity, by `F.cosine_similarity` or by hand (a quotient by a norm)."""
+    value = strip_parens(ctx.resolve(expr))
+    if isinstance(value, cst.Call) and ctx.qualname(value.func) == "torch.nn.functional.cosine_similarity":
+        return True
+    return isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Divide) and (
+        zero_kind(ctx, value.right) is not None
+    )
 
 
 class UnguardedSqrtOrPow(_RootRule):
     code = "TNL206"
     name = "unguarded-sqrt-or-pow"
-    message = (
-        "{op} of {what}, {edge}; "
-        "clamp it first: `.clamp_min(eps)`"
-    )
+    message = "{op} of {what}, {edge}; clamp it first: `.clamp_min(eps)`"
     rationale = (
         "A variance, a difference such as `E[x^2] - E[x]^2` or `1 - c ** 2`, or a mean of squares "
         "reaches exactly 0 for a constant or zero row and goes slightly negative through rounding. "
@@ -727,7 +815,7 @@ class UnguardedSqrtOrPow(_RootRule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def stats(x, cos):\n"
+                "def stats(x, cos: torch.Tensor):\n"
                 "    mu = x.mean(-1)\n"
                 "    var = (x * x).mean(-1) - mu ** 2\n"
                 "    sd = torch.sqrt(var)\n"
@@ -740,7 +828,7 @@ class UnguardedSqrtOrPow(_RootRule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def stats(x, cos):\n"
+                "def stats(x, cos: torch.Tensor):\n"
                 "    mu = x.mean(-1)\n"
                 "    var = (x * x).mean(-1) - mu ** 2\n"
                 "    sd = torch.sqrt(var.clamp_min(1e-12))\n"
@@ -766,19 +854,53 @@ class UnguardedSqrtOrPow(_RootRule):
     )
 
     def root(self, node: cst.CSTNode, kind: str, arg: cst.BaseExpression) -> None:
-        what = root_hazard(self.ctx, arg)
-        if what is None or self._is_denominator(node, kind) or is_tested(self.ctx, arg, self.ctx.resolve(arg)):
+        ctx = self.ctx
+        what = root_hazard(ctx, arg)
+        if what is None or self._is_denominator(node, kind) or is_tested(ctx, arg, ctx.resolve(arg)):
             return
-        if what in _NON_NEGATIVE and kind != "rsqrt" and gradient_free(self.ctx):
-            return  # never negative: only the gradient at 0 is at stake, and none flows here
-        fix = self.fix().replace(arg, with_clamp(arg, EPS))
+        if is_not_torch(ctx, arg) or value_kind(ctx, node) in ("numpy", "python"):
+            return
+        edge = self._negative(what, arg)
+        if edge is None:
+            if kind != "rsqrt" and (gradient_free(ctx) or not may_carry_grad(ctx, arg)):
+                return  # only the gradient at 0 is at stake, and none flows here
+            why = self._zero(what, arg)
+            if why is None:
+                if not ctx.strict:
+                    return
+                why = STRICT_WHY
+            edge = f"which is 0 {why}: " + ("Inf there" if kind == "rsqrt" else "an infinite gradient there")
+        torch_value = value_kind(ctx, node) == "torch" or is_torch_value(ctx, arg)
+        fix = self.fix().replace(arg, with_clamp(arg, EPS)) if torch_value else None
         op = {"sqrt": "`sqrt`", "rsqrt": "`rsqrt`", "pow": "a fractional power"}[kind]
-        edge = (
-            "which can be exactly 0: an infinite gradient there"
-            if what in _NON_NEGATIVE
-            else "which can be 0 or negative: NaN below 0 and an infinite gradient at 0"
-        )
         self.report(node, fix, op=op, what=what, edge=edge)
+
+    def _negative(self, what: str, arg: cst.BaseExpression) -> Optional[str]:
+        """Why the argument goes below 0, a forward NaN wherever the code runs: `E[x^2] - E[x]^2`
+        cancels, and `1 - c ** 2` of a cosine computed by hand rounds past 1. None otherwise."""
+        ctx = self.ctx
+        value = strip_parens(ctx.resolve(arg))
+        if what != "a difference" or not isinstance(value, cst.BinaryOperation):
+            return None
+        right_square = square_base(ctx, ctx.resolve(value.right))
+        if right_square is None or square_base(ctx, ctx.resolve(value.left)) is not None:
+            return None
+        if number_value(strip_parens(value.left)) is None:
+            return "which rounding makes negative (`E[x^2] - E[x]^2` cancels): NaN"
+        if _is_cosine(ctx, right_square):
+            return "which is negative once the cosine rounds past 1: NaN"
+        return None
+
+    def _zero(self, what: str, arg: cst.BaseExpression) -> Optional[str]:
+        """Why the argument reaches 0 for real inputs, or None without evidence."""
+        ctx = self.ctx
+        if what == "a mean of squares":
+            mean = match_call(ctx.imports, strip_parens(ctx.resolve(arg)), "mean")
+            base = square_base(ctx, strip_parens(ctx.resolve(mean.input))) if mean is not None else None
+            return row_evidence(ctx, base) if base is not None else None
+        if what == "a variance":
+            return "for constant data"
+        return "where its terms coincide"
 
     def _is_denominator(self, node: cst.CSTNode, kind: str) -> bool:
         """A square root written directly as the divisor of a division: TNL201 reports it (with

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Optional, Set
 
 import libcst as cst
 
+from torchnumlint.rules.gradients import runs_without_grad
 from torchnumlint.rules.names import CallMatch, match_call
 from torchnumlint.walk import Visitor
 
@@ -352,9 +353,10 @@ _DETACHING = {"item", "tolist", "detach", "numpy"}
 
 
 def gradient_free(ctx: "FileContext") -> bool:
-    """No gradient flows back through the node being visited: it is under `torch.no_grad()` (or
-    alike), or its value is only read as a Python number (`float(...)`, `.item()`) or detached."""
-    if ctx.in_no_grad():
+    """No gradient flows back through the node being visited: it runs without autograd
+    (`gradients.runs_without_grad`: no_grad, evaluation, generation, data code), or its value is
+    only read as a Python number (`float(...)`, `.item()`, `.numpy()`) or detached."""
+    if runs_without_grad(ctx):
         return True
     for node in reversed(ctx.stack[:-1]):
         if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):

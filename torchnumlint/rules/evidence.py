@@ -1,0 +1,399 @@
+"""Evidence before a report: what a value is (a torch tensor, numpy, a Python number), whether a
+gradient can flow through it, and why it can reach 0.
+
+A division by a norm or a root of a variance is a hazard only for inputs that make it 0. Real code
+divides by thousands of sums and norms that never are (a Gaussian kernel's sum, the std of a
+network's output, the norm of a learned embedding), so a division or root rule reports by default
+only with evidence that its argument reaches the hazard, and names that evidence in its message.
+Without evidence a finding is "possible": reported only in strict mode (`--strict`).
+
+Values are followed through names (their single assignment), arithmetic, indexing and the
+shape-only and cast methods that keep zeros (`view`, `reshape`, `unsqueeze`, `float()`...).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator, List, Optional, Tuple
+
+import libcst as cst
+
+from torchnumlint.rules.guards import is_mask, is_python_number, number_value, same_code, strip_parens
+from torchnumlint.rules.names import Binding, match_call
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchnumlint.engine import FileContext
+
+# Methods that keep the zeros (and the origin) of their receiver.
+SHAPE_METHODS = frozenset(
+    {"view", "reshape", "unsqueeze", "squeeze", "expand", "expand_as", "permute", "transpose", "contiguous",
+     "flatten", "float", "double", "half", "bfloat16", "to", "type_as", "view_as", "reshape_as", "clone",
+     "narrow", "select", "index_select", "gather", "masked_select", "repeat", "t", "cuda", "cpu"}
+)
+# Methods that only a torch tensor has (numpy arrays and Python numbers do not).
+_TENSOR_ONLY_METHODS = frozenset(
+    {"norm", "detach", "float", "half", "bfloat16", "cuda", "to", "type_as", "clamp", "clamp_min", "masked_fill",
+     "softmax", "log_softmax", "sigmoid", "view", "unsqueeze", "permute", "contiguous", "new_zeros", "new_ones",
+     "new_full", "new_tensor", "size", "dim", "numel", "expand", "expand_as", "masked_select", "index_select",
+     "narrow", "requires_grad_", "pow", "exp", "log", "sqrt", "rsqrt", "abs", "relu", "square"}
+)
+_NOT_TENSOR_METHODS = frozenset({"numpy", "tolist", "item"})
+_TORCH_KEYWORDS = frozenset({"dim", "keepdim"})
+_NUMPY_KEYWORDS = frozenset({"axis", "keepdims", "ddof"})
+_NUMBER_ANNOTATIONS = frozenset({"int", "float", "bool", "complex"})
+
+# Values that carry no gradient whatever their inputs: indices, random draws, data, comparisons.
+_NO_GRAD_FUNCTIONS = frozenset(
+    {"torch.arange", "torch.randperm", "torch.randint", "torch.randint_like", "torch.nonzero", "torch.argmax",
+     "torch.argmin", "torch.argsort", "torch.bincount", "torch.unique", "torch.searchsorted", "torch.bucketize",
+     "torch.rand", "torch.randn", "torch.rand_like", "torch.randn_like", "torch.normal", "torch.multinomial",
+     "torch.zeros", "torch.ones", "torch.full", "torch.empty", "torch.eye", "torch.linspace", "torch.logspace",
+     "torch.zeros_like", "torch.ones_like", "torch.full_like", "torch.empty_like", "torch.tensor",
+     "torch.as_tensor", "torch.from_numpy", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor",
+     "torch.isfinite", "torch.isnan", "torch.isinf", "torch.count_nonzero"}
+)
+_NO_GRAD_METHODS = frozenset(
+    {"detach", "item", "numpy", "tolist", "long", "int", "bool", "argmax", "argmin", "argsort", "nonzero",
+     "size", "numel", "dim", "eq", "ne", "gt", "lt", "ge", "le", "isfinite", "isnan", "isinf", "count_nonzero"}
+)
+# A class whose base names say it can hold parameters; any other class's attributes are plain
+# state (a scheduler's sigmas, a running statistic) and carry no gradient.
+_MODULE_WORDS = ("Module", "Layer", "Model", "Net", "Block", "Encoder", "Decoder", "Head", "Loss", "Attention",
+                 "Embedding", "Function", "Cell", "Sequential", "Wrapper")
+_MAX_LEAVES = 24
+# What a finding without evidence says, in strict mode.
+STRICT_WHY = "in some cases (strict mode: no evidence found that it does here)"
+
+
+def _param_of(binding: Optional[Binding]) -> Optional[cst.Param]:
+    return binding.node if binding is not None and isinstance(binding.node, cst.Param) else None
+
+
+def _annotation(param: cst.Param) -> str:
+    if param.annotation is None:
+        return ""
+    ann = param.annotation.annotation
+    while isinstance(ann, cst.Subscript):  # Optional[Tensor]
+        ann = ann.slice[0].slice.value if isinstance(ann.slice[0].slice, cst.Index) else ann.value
+    if isinstance(ann, cst.Attribute):
+        return ann.attr.value
+    if isinstance(ann, cst.Name):
+        return ann.value
+    if isinstance(ann, cst.SimpleString):
+        return ann.evaluated_value.rsplit(".", 1)[-1]
+    return ""
+
+
+def _function_of(ctx: "FileContext", param: cst.Param) -> Optional[cst.FunctionDef]:
+    for node in reversed(ctx.stack):
+        if isinstance(node, cst.FunctionDef) and any(p is param for p in _all_params(node.params)):
+            return node
+    return None
+
+
+def _all_params(params: cst.Parameters) -> Iterator[cst.Param]:
+    yield from params.posonly_params
+    yield from params.params
+    yield from params.kwonly_params
+
+
+def _class_bases(ctx: "FileContext") -> Optional[List[str]]:
+    cls = ctx.enclosing(cst.ClassDef)
+    if cls is None:
+        return None
+    names = []
+    for base in cls.bases:
+        value = base.value
+        names.append(value.attr.value if isinstance(value, cst.Attribute) else getattr(value, "value", ""))
+    return [n for n in names if isinstance(n, str)]
+
+
+def in_module_class(ctx: "FileContext") -> bool:
+    """Inside a class that can hold parameters (an `nn.Module` or a class named like one)."""
+    bases = _class_bases(ctx)
+    return bases is not None and any(word in base for base in bases for word in _MODULE_WORDS)
+
+
+def is_forward_input(ctx: "FileContext", param: cst.Param) -> bool:
+    """A parameter of a module's `forward` (not `self`): the data the model is run on."""
+    func = _function_of(ctx, param)
+    return func is not None and func.name.value == "forward" and param.name.value != "self"
+
+
+# ---------------------------------------------------------------------------------------------
+# What a value is
+
+
+def value_kind(ctx: "FileContext", expr: cst.BaseExpression, depth: int = 0) -> Optional[str]:
+    """"torch", "numpy" or "python" when the code says which, else None.
+
+    torch: a `torch.*` call, a method only tensors have (`.norm`, `.float()`, `.detach()`), `dim=`
+    or `keepdim=` arguments, a parameter annotated `Tensor` or given to a module's `forward`, an
+    attribute or submodule output of an `nn.Module`. numpy: an `np.*` call, `.numpy()`, `axis=`.
+    python: numbers, shapes, `len`, `math.*`, `.item()`, `.tolist()`."""
+    if depth > 8:
+        return None
+    expr = strip_parens(expr)
+    if is_python_number(ctx, expr):
+        return "python"
+    if isinstance(expr, cst.Name):
+        binding = ctx.binding(expr)
+        param = _param_of(binding)
+        if param is not None:
+            ann = _annotation(param)
+            if ann == "Tensor" or ann == "FloatTensor" or ann == "LongTensor":
+                return "torch"
+            if ann == "ndarray":
+                return "numpy"
+            if ann in _NUMBER_ANNOTATIONS or (param.default is not None and number_value(param.default) is not None):
+                return "python"
+            return "torch" if is_forward_input(ctx, param) else None
+        if binding is not None and binding.value is not None:
+            return value_kind(ctx, binding.value, depth + 1)
+        if binding is None:  # bound more than once: the kinds of all its values, when they agree
+            found = ctx.bindings_before(expr)
+            assigned = [b for b in found if not isinstance(b.node, cst.Param)] or found  # params are rebound
+            kinds = {value_kind(ctx, b.value, depth + 1) if b.value is not None else None for b in assigned}
+            return kinds.pop() if len(kinds) == 1 else None
+        return None
+    if isinstance(expr, cst.Attribute):
+        if isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            binding = ctx.binding(expr)
+            if binding is not None and binding.value is not None:
+                return value_kind(ctx, binding.value, depth + 1)
+            return "torch" if in_module_class(ctx) and expr.attr.value in ("weight", "bias") else None
+        return None
+    if isinstance(expr, cst.Subscript):
+        return value_kind(ctx, expr.value, depth + 1)
+    if isinstance(expr, cst.UnaryOperation):
+        return value_kind(ctx, expr.expression, depth + 1)
+    if isinstance(expr, (cst.BinaryOperation, cst.Comparison)):
+        sides = (
+            (expr.left, expr.right)
+            if isinstance(expr, cst.BinaryOperation)
+            else (expr.left, *(c.comparator for c in expr.comparisons))
+        )
+        kinds = {value_kind(ctx, side, depth + 1) for side in sides}
+        for kind in ("torch", "numpy"):
+            if kind in kinds:
+                return kind
+        return "python" if kinds == {"python"} else None
+    if isinstance(expr, cst.Call):
+        qual = ctx.qualname(expr.func)
+        if qual is not None:
+            if qual.startswith("torch."):
+                return "torch"
+            if qual.startswith(("numpy.", "scipy.")):
+                return "numpy"
+            if qual.startswith(("math.", "statistics.")):
+                return "python"
+            return None
+        keywords = {a.keyword.value for a in expr.args if a.keyword is not None}
+        if keywords & _TORCH_KEYWORDS:
+            return "torch"
+        if keywords & _NUMPY_KEYWORDS:
+            return "numpy"
+        func = expr.func
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method in _NOT_TENSOR_METHODS:
+                return "numpy" if method == "numpy" else "python"
+            if method in _TENSOR_ONLY_METHODS:
+                return "torch"
+            if isinstance(func.value, cst.Name) and func.value.value == "self":
+                return "torch" if in_module_class(ctx) else None  # a submodule's output
+            return value_kind(ctx, func.value, depth + 1)
+    return None
+
+
+def is_torch_value(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
+    return value_kind(ctx, expr) == "torch"
+
+
+def is_not_torch(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
+    """Known to be numpy or a Python number: no torch rule applies, no torch-only fix fits."""
+    return value_kind(ctx, expr) in ("numpy", "python")
+
+
+# ---------------------------------------------------------------------------------------------
+# Whether a gradient can flow
+
+
+def may_carry_grad(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
+    """False when every value `expr` is computed from carries no gradient: numbers, numpy, indices,
+    random draws, data tensors, detached values, comparisons, and the attributes of a class that
+    holds no parameters (a scheduler's sigmas). Anything unknown may carry one."""
+    todo: List[cst.BaseExpression] = [expr]
+    seen = 0
+    while todo:
+        seen += 1
+        if seen > _MAX_LEAVES:
+            return True
+        node = strip_parens(todo.pop())
+        if is_python_number(ctx, node) or isinstance(node, (cst.Comparison, cst.SimpleString)):
+            continue
+        if isinstance(node, cst.Name):
+            binding = ctx.binding(node)
+            if binding is not None and binding.no_grad:
+                continue
+            param = _param_of(binding)
+            if param is not None:
+                if _annotation(param) in _NUMBER_ANNOTATIONS or (
+                    param.default is not None and number_value(param.default) is not None
+                ):
+                    continue
+                return True
+            if binding is None or binding.value is None:
+                return True
+            todo.append(binding.value)
+        elif isinstance(node, cst.Attribute):
+            if isinstance(node.value, cst.Name) and node.value.value == "self":
+                if in_module_class(ctx):
+                    return True
+                continue  # plain state of an object that holds no parameters
+            if node.attr.value in ("data", "shape", "ndim", "dtype", "device"):
+                continue
+            return True
+        elif isinstance(node, cst.Subscript):
+            todo.append(node.value)
+        elif isinstance(node, cst.UnaryOperation):
+            todo.append(node.expression)
+        elif isinstance(node, cst.BinaryOperation):
+            todo.extend((node.left, node.right))
+        elif isinstance(node, cst.Call):
+            qual = ctx.qualname(node.func)
+            if qual is not None:
+                if qual in _NO_GRAD_FUNCTIONS or qual.startswith(("numpy.", "math.")):
+                    if not any(a.keyword is not None and a.keyword.value == "requires_grad" for a in node.args):
+                        continue
+                if not qual.startswith("torch."):
+                    return True
+                todo.extend(a.value for a in node.args if a.keyword is None)
+                continue
+            func = node.func
+            if isinstance(func, cst.Attribute) and not ctx.imports.is_module_ref(func.value):
+                if func.attr.value in _NO_GRAD_METHODS:
+                    continue
+                if isinstance(func.value, cst.Name) and func.value.value == "self":
+                    return True  # a method or submodule: its own parameters
+                todo.append(func.value)
+                todo.extend(a.value for a in node.args if a.keyword is None)
+                continue
+            return True
+        else:
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Why a value can be 0
+
+
+def _origins(ctx: "FileContext", expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """`expr` and what it was computed from through names and zero-keeping steps (shape-only
+    methods, casts, indexing), nearest first."""
+    for _ in range(8):
+        expr = strip_parens(expr)
+        yield expr
+        if isinstance(expr, cst.Name):
+            binding = ctx.binding(expr)
+            if binding is None or binding.value is None:
+                return
+            expr = binding.value
+        elif isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value in SHAPE_METHODS
+            and not ctx.imports.is_module_ref(expr.func.value)
+        ):
+            expr = expr.func.value
+        else:
+            return
+
+
+def _is_difference(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
+    return (
+        isinstance(expr, cst.BinaryOperation)
+        and isinstance(expr.operator, cst.Subtract)
+        and not is_python_number(ctx, expr.left)
+        and not is_python_number(ctx, expr.right)
+    )
+
+
+def _is_masked(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
+    """Rows selected or zeroed by a mask: `x * mask`, `x[mask]`, `x.masked_fill(m, 0)`."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+        return is_mask(ctx, expr.left) or is_mask(ctx, expr.right)
+    if isinstance(expr, cst.Subscript):
+        return any(isinstance(e.slice, cst.Index) and is_mask(ctx, e.slice.value) for e in expr.slice)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        return expr.func.attr.value in ("masked_fill", "masked_select", "masked_fill_")
+    return False
+
+
+def _is_non_negative_op(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[str]:
+    """relu / abs / clamp(min=0): outputs that are exactly 0 for a whole region of inputs."""
+    if match_call(ctx.imports, expr, "abs") is not None:
+        return "absolute values"
+    if isinstance(expr, cst.Call):
+        qual = ctx.qualname(expr.func)
+        if qual in ("torch.relu", "torch.nn.functional.relu") or (
+            isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "relu" and qual is None
+        ):
+            return "relu outputs"
+    clamp = match_call(ctx.imports, expr, "clamp", "clip", "clamp_min")
+    if clamp is not None and clamp.given("min") and number_value(clamp.arg("min")) == 0:
+        return "values clamped at 0"
+    return None
+
+
+def row_evidence(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[str]:
+    """Why the rows of `expr` can be all zero (so its norm is 0), or None: a difference of two
+    values that can coincide, masked or selected rows, relu/abs outputs, or the input of a
+    module's `forward` (padding rows, an all-zero input)."""
+    for origin in _origins(ctx, expr):
+        if _is_difference(ctx, origin):
+            return "where the two sides of a difference coincide"
+        if _is_masked(ctx, origin):
+            return "for rows that a mask removes entirely"
+        what = _is_non_negative_op(ctx, origin)
+        if what is not None:
+            return f"where all the {what} are 0"
+        if isinstance(origin, cst.Name):
+            param = _param_of(ctx.binding(origin))
+            if param is not None and is_forward_input(ctx, param):
+                return "for an all-zero input row of `forward` (padding, an empty input)"
+    return None
+
+
+def summand_evidence(ctx: "FileContext", summed: cst.BaseExpression) -> Tuple[Optional[str], bool]:
+    """(why a sum of `summed` can be 0, or None; whether every term is known to be >= 0): masks
+    and selections that can be empty, weights that can all be 0, relu/abs outputs."""
+    for origin in _origins(ctx, summed):
+        if is_mask(ctx, origin):
+            return "when nothing is selected", True
+        if _is_masked(ctx, origin):
+            return "when the mask selects nothing", False
+        what = _is_non_negative_op(ctx, origin)
+        if what is not None:
+            return f"when all the {what} are 0", True
+        if isinstance(origin, (cst.Name, cst.Attribute)):
+            ident = origin.value if isinstance(origin, cst.Name) else origin.attr.value
+            if "weight" in ident.lower() and not (isinstance(origin, cst.Attribute) and in_module_class(ctx)):
+                return "when every weight is 0", False
+    return None, False
+
+
+def standardises(ctx: "FileContext", numerator: Optional[cst.BaseExpression], spread_of: cst.BaseExpression) -> bool:
+    """Whether `numerator` is `x - x.mean(...)` for the `x` whose std/variance divides it: a
+    standardisation, 0/0 for constant data (a constant feature, equal rewards, a blank image)."""
+    if numerator is None:
+        return False
+    for origin in _origins(ctx, numerator):
+        if isinstance(origin, cst.BinaryOperation) and isinstance(origin.operator, cst.Subtract):
+            mean = match_call(ctx.imports, strip_parens(ctx.resolve(origin.right)), "mean")
+            if mean is not None and same_code(ctx, mean.input, origin.left) and same_code(ctx, origin.left, spread_of):
+                return True
+            return False
+    return False

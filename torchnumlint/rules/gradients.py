@@ -1,0 +1,178 @@
+"""Where no gradient can flow: code that runs only without autograd.
+
+Rules whose claim is about a gradient (a NaN or infinite gradient at 0, a NaN gradient through a
+KL target) report only where a gradient can flow. Lexically that is decided by `with
+torch.no_grad()` and the decorators (`FileContext.in_no_grad`); this module adds the code that
+runs without gradients by convention or by construction:
+
+- methods that training frameworks call under `no_grad` (Lightning's `validation_step`,
+  `test_step`, `predict_step`), evaluation and generation entry points (`evaluate`, `generate`,
+  a pipeline's `__call__`);
+- data code: every method of a `Dataset` subclass, collate and preprocessing functions;
+- a function of this file whose every call site in the file is itself gradient-free (a helper of
+  an `evaluate`), followed to a fixpoint; a function referenced any other way (a callback, an
+  export) is not.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Dict, List, Optional, Set
+
+import libcst as cst
+
+from torchnumlint.rules.names import is_no_grad_item
+from torchnumlint.walk import Visitor
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchnumlint.engine import FileContext
+
+# Called by frameworks under no_grad / inference_mode, or by convention inference-only.
+_NO_GRAD_METHODS = frozenset(
+    {
+        "validation_step", "test_step", "predict_step", "on_validation_batch_end", "on_test_batch_end",
+        "evaluate", "evaluation", "eval_step", "evaluation_step", "validate", "validation", "generate",
+        "inference", "infer", "predict",
+    }
+)
+_DATA_FUNCTION_WORDS = ("collate", "preprocess")
+_PIPELINE_WORD = "Pipeline"
+_DATASET_WORD = "Dataset"
+
+
+def _base_names(cls: cst.ClassDef) -> List[str]:
+    names = []
+    for base in cls.bases:
+        value = base.value
+        if isinstance(value, cst.Attribute):
+            names.append(value.attr.value)
+        elif isinstance(value, cst.Name):
+            names.append(value.value)
+    return names
+
+
+def _decorated_no_grad(ctx: "FileContext", func: cst.FunctionDef) -> bool:
+    for deco in func.decorators:
+        call = deco.decorator
+        if isinstance(call, cst.Call) and is_no_grad_item(ctx.imports, call):
+            return True
+        if ctx.qualname(call) in ("torch.no_grad", "torch.inference_mode"):
+            return True
+    return False
+
+
+def _by_convention(func: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> bool:
+    """Gradient-free by its name or its class: see the module docstring."""
+    name = func.name.value
+    if name in _NO_GRAD_METHODS or any(word in name.lower() for word in _DATA_FUNCTION_WORDS):
+        return True
+    if cls is None:
+        return False
+    bases = _base_names(cls)
+    if any(_DATASET_WORD in base for base in bases):
+        return True
+    if name == "__call__" and (_PIPELINE_WORD in cls.name.value or any(_PIPELINE_WORD in b for b in bases)):
+        return True
+    return False
+
+
+class _FunctionFacts(Visitor):
+    """One walk of a module: for each function, whether it is gradient-free in itself, and the
+    functions (or lexically no-grad blocks) that call it by name (`f(...)`, `self.f(...)`)."""
+
+    def __init__(self, ctx: "FileContext") -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.own: Dict[str, bool] = {}  # function name -> gradient-free by itself
+        self.defined: Dict[str, int] = {}  # name -> how many definitions
+        self.callers: Dict[str, List[Optional[str]]] = {}  # callee -> caller names (None: no-grad site)
+        self._functions: List[cst.FunctionDef] = []
+        self._classes: List[Optional[cst.ClassDef]] = [None]
+        self._no_grad = 0
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.append(node)
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        name = node.name.value
+        outer_free = bool(self._functions) and self.own.get(self._functions[-1].name.value, False)
+        free = outer_free or _decorated_no_grad(self.ctx, node) or _by_convention(node, self._classes[-1])
+        self.own[name] = self.own.get(name, True) and free  # a name defined twice: both must be
+        self.defined[name] = self.defined.get(name, 0) + 1
+        self._functions.append(node)
+        self._classes.append(None)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions.pop()
+        self._classes.pop()
+
+    def visit_With(self, node: cst.With) -> None:
+        if any(is_no_grad_item(self.ctx.imports, item.item) for item in node.items):
+            self._no_grad += 1
+
+    def leave_With(self, node: cst.With) -> None:
+        if any(is_no_grad_item(self.ctx.imports, item.item) for item in node.items):
+            self._no_grad -= 1
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        callee = None
+        if isinstance(func, cst.Name):
+            callee = func.value
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+            callee = func.attr.value
+        if callee is not None:
+            caller = None if self._no_grad or not self._functions else self._functions[-1].name.value
+            self.callers.setdefault(callee, []).append(caller)
+
+    def free_functions(self) -> Set[str]:
+        """Names of the functions that run only without gradients (a fixpoint over callers)."""
+        free = {name for name, own in self.own.items() if own}
+        changed = True
+        while changed:
+            changed = False
+            for name in self.defined:
+                if name in free or self.defined[name] != 1:
+                    continue
+                sites = self.callers.get(name)
+                # every mention of the name is a call from a gradient-free place
+                if sites and len(sites) >= self._counts.get(name, 0) and all(c is None or c in free for c in sites):
+                    free.add(name)
+                    changed = True
+        return free
+
+    def walk_module(self, module: cst.Module) -> "_FunctionFacts":
+        self._counts: Dict[str, int] = {}
+        counts = self._counts
+
+        class _Count(Visitor):
+            def visit_Name(self, node: cst.Name) -> None:
+                counts[node.value] = counts.get(node.value, 0) + 1
+
+            def visit_Attribute(self, node: cst.Attribute) -> None:
+                counts[node.attr.value] = counts.get(node.attr.value, 0) + 1
+
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+                counts[node.name.value] = counts.get(node.name.value, 0) - 1  # its own name
+
+        _Count().walk(module)
+        self.walk(module)
+        return self
+
+
+def _free_functions(ctx: "FileContext") -> Set[str]:
+    return _FunctionFacts(ctx).walk_module(ctx.module).free_functions()
+
+
+def runs_without_grad(ctx: "FileContext") -> bool:
+    """Whether the node being visited runs only without autograd: under `no_grad` (lexically or
+    by a decorator), or in a function that does by convention or is called only from such code."""
+    if ctx.in_no_grad():
+        return True
+    functions = [node for node in ctx.stack[:-1] if isinstance(node, cst.FunctionDef)]
+    if not functions:
+        return False
+    free = ctx.per_file("gradient-free functions", _free_functions)
+    return any(func.name.value in free for func in functions)

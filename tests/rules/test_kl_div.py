@@ -5,6 +5,8 @@ import textwrap
 import pytest
 
 from tests.conftest import fixed, lint
+from torchnumlint.engine import lint_text
+from torchnumlint.rules.base import registry
 
 HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
 
@@ -159,3 +161,139 @@ def test_tnl101_detached_through_arithmetic_and_data(body):
 def test_tnl101_a_computed_side_still_carries_gradients():
     body = "with torch.no_grad():\n    tl = teacher(x)\nreturn F.kl_div(a, F.softmax(tl / b.sum(), 1))"
     assert lint(src(body), "TNL101") == [("TNL101", 9)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Where no gradient reaches the target's logits, the NaN of its underflow is never computed
+
+NO_GRADIENT = {
+    "a-teacher-model": """\
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Distiller(nn.Module):
+            def forward(self, x, T=4.0):
+                s = self.student(x)
+                t = self.teacher(x)
+                return F.kl_div(F.log_softmax(s / T, -1), F.softmax(t / T, -1), reduction="batchmean") * T * T
+        """,
+    "teacher-logits-by-name": """\
+        import torch.nn.functional as F
+
+        def kd_loss(student_logits, teacher_logits, T):
+            p = F.softmax(teacher_logits.float() / T, dim=-1)
+            return F.kl_div(F.log_softmax(student_logits / T, dim=-1), p, reduction="batchmean")
+        """,
+    "teacher-output-field": """\
+        import torch.nn.functional as F
+
+        def training_step(model, teacher, batch):
+            out_teacher = teacher(**batch)
+            logits = model(**batch).logits
+            return F.kl_div(F.log_softmax(logits, -1), F.softmax(out_teacher.logits, -1), reduction="batchmean")
+        """,
+    "every-caller-passes-a-detached-target": """\
+        import torch
+        import torch.nn.functional as F
+
+        def consistency(pred_logits, target_logits, T=1.0):
+            return F.kl_div(F.log_softmax(pred_logits / T, -1), F.softmax(target_logits / T, -1), reduction="batchmean")
+
+        class Trainer:
+            def step(self, x, x_aug):
+                with torch.no_grad():
+                    ref = self.ema(x)
+                return consistency(self.model(x_aug), ref)
+
+            def step_plain(self, x):
+                out = self.model(x)
+                return consistency(out, out.detach(), T=2.0)
+
+            def step_kw(self, x):
+                return consistency(target_logits=self.model(x).detach(), pred_logits=self.model(x))
+        """,
+    "a-method-whose-callers-detach": """\
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Loss(nn.Module):
+            def kl(self, a, b):
+                return F.kl_div(a.log_softmax(-1), b.softmax(-1), reduction="batchmean")
+
+            def forward(self, a, b):
+                return self.kl(a, b.detach()) + self.kl(b, a.detach())
+        """,
+    "read-as-a-number": """\
+        import torch.nn.functional as F
+
+        def log_divergence(a, b, history):
+            history.append(F.kl_div(a.log_softmax(-1), b.softmax(-1), reduction="batchmean").item())
+        """,
+}
+
+
+@pytest.mark.parametrize("key", list(NO_GRADIENT))
+def test_tnl101_no_gradient_reaches_the_target(key):
+    assert lint(NO_GRADIENT[key], "TNL101") == []
+
+
+GRADIENT = {
+    "mutual-learning-peer": """\
+        import torch.nn.functional as F
+
+        def mutual(own_logits, peer_logits):
+            return F.kl_div(F.log_softmax(own_logits, -1), F.softmax(peer_logits, -1), reduction="batchmean")
+
+        def train_step(net_a, net_b, x):
+            a, b = net_a(x), net_b(x)
+            return mutual(a, b) + mutual(b, a)
+        """,
+    "one-caller-passes-a-live-target": """\
+        import torch.nn.functional as F
+
+        def consistency(pred, target):
+            return F.kl_div(F.log_softmax(pred, -1), F.softmax(target, -1), reduction="batchmean")
+
+        def step(model, x, x_aug):
+            out = model(x)
+            return consistency(model(x_aug), out.detach()) + consistency(out, model(x_aug))
+        """,
+    "no-caller-in-the-file": """\
+        import torch.nn.functional as F
+
+        def symmetric_kl(p_logits, q_logits):
+            return F.kl_div(F.log_softmax(p_logits, -1), F.softmax(q_logits, -1), reduction="sum")
+        """,
+    "teacher-scaled-by-a-computed-value": """\
+        import torch.nn.functional as F
+
+        def loss(student_logits, teacher_logits, w):
+            return F.kl_div(F.log_softmax(student_logits, -1), F.softmax(w.sum() * teacher_logits + student_logits, -1))
+        """,
+}
+
+
+@pytest.mark.parametrize("key", list(GRADIENT))
+def test_tnl101_a_gradient_reaches_the_target(key):
+    assert len(lint(GRADIENT[key], "TNL101")) == 1
+
+
+def test_tnl101_positional_log_target_is_set_in_place():
+    code = src('return F.kl_div(a, F.softmax(b, -1), None, None, "sum", False)')
+    assert fixed(code, "TNL101", unsafe=False) == src(
+        'return F.kl_div(a, F.log_softmax(b, -1), None, None, "sum", True)'
+    )
+    module = src('return nn.KLDivLoss(None, None, "sum", False)(a, F.softmax(b, -1))')
+    assert fixed(module, "TNL101", unsafe=False) == src(
+        'return nn.KLDivLoss(None, None, "sum", True)(a, F.log_softmax(b, -1))'
+    )
+
+
+def test_tnl101_tnl102_messages_say_a_rewritten_name_holds_log_probabilities():
+    rules = [registry()["TNL101"], registry()["TNL102"]]
+    code = src('q = F.softmax(b, -1)\nr = F.softmax(a, -1)\nreturn F.kl_div(r, q, reduction="batchmean")')
+    messages = {f.code: f.message for f in lint_text("m.py", code, rules)}
+    assert messages["TNL101"].endswith("(the fix makes `q` hold log-probabilities)")
+    assert messages["TNL102"].endswith("(the fix makes `r` hold log-probabilities)")
+    inline = src('return F.kl_div(a, F.softmax(b, -1))')
+    assert "hold log-probabilities" not in lint_text("m.py", inline, rules)[0].message

@@ -6,6 +6,8 @@ import textwrap
 import pytest
 
 from tests.conftest import fixed, lint
+from torchnumlint.engine import lint_text
+from torchnumlint.rules.base import registry
 
 
 def _d(code):
@@ -1100,3 +1102,230 @@ def test_both_rules_default_on():
             return torch.log(torch.softmax(x, -1)) + torch.log(torch.sigmoid(x))
         """
     assert lint(code) == [("TNL103", 3), ("TNL104", 3)]
+
+
+# ---------------------------------------------------------------------------------------------
+# What the -inf is used for: ranked where no gradient flows (silent), a loss (Inf), a product (NaN)
+
+
+def _messages(code, rule):
+    return [f.message for f in lint_text("m.py", _d(code), [registry()[rule]])]
+
+
+RANKED_ONLY = {
+    "beam-search-under-no-grad-decorator": """\
+        import numpy as np
+        import torch
+
+        class Captioner(torch.nn.Module):
+            @torch.no_grad()
+            def beam(self, h, steps, width):
+                scores = None
+                for _ in range(steps):
+                    logits = self.head(h)
+                    logits = logits.softmax(-1).log()
+                    if scores is None:
+                        scores, tokens = logits.topk(width, -1)
+                    else:
+                        logits[self.finished] = -float(np.inf)
+                        total = scores[:, None] + logits
+                        mean = total / self.lengths[:, None]
+                        mean, tokens = mean.view(-1).topk(width, -1)
+                        scores = mean * self.lengths
+                    h = self.step(h, tokens)
+                return scores
+        """,
+    "greedy-decoding-in-a-no-grad-block": """\
+        import torch
+        import torch.nn.functional as F
+
+        def decode(model, x):
+            with torch.no_grad():
+                return torch.log(F.softmax(model(x), dim=-1)).argmax(dim=-1)
+        """,
+    "gumbel-sampling-indices-carry-no-gradient": """\
+        import torch
+        import torch.nn.functional as F
+
+        def sample(logits, noise):
+            log_probs = torch.log(F.softmax(logits, dim=-1))
+            return torch.argmax(log_probs + noise, dim=-1)
+        """,
+    "a-threshold-test": """\
+        import torch
+
+        def confident(logits, floor):
+            return torch.log(logits.softmax(-1)) > floor
+        """,
+}
+
+
+@pytest.mark.parametrize("key", list(RANKED_ONLY))
+def test_log_probabilities_only_ranked_are_not_reported(key):
+    assert lint(RANKED_ONLY[key], "TNL103") == []
+
+
+RANKED_BUT_REPORTED = {
+    # topk values carry a gradient when no no_grad is around
+    "topk-values-in-training": """\
+        import torch
+        import torch.nn.functional as F
+
+        def top_scores(logits, k):
+            scores, idx = torch.log(F.softmax(logits, -1)).topk(k, -1)
+            return scores
+        """,
+    # ranked, but also returned: what the caller does with the -inf is unknown
+    "ranked-and-returned": """\
+        import torch
+        import torch.nn.functional as F
+
+        @torch.no_grad()
+        def decode(logits):
+            log_probs = torch.log(F.softmax(logits, -1))
+            return log_probs.argmax(-1), log_probs
+        """,
+    # read by a nested function: not followed
+    "read-in-a-closure": """\
+        import torch
+
+        @torch.no_grad()
+        def decode(logits):
+            lp = torch.log(logits.softmax(-1))
+            pick = lambda: lp.sum()
+            return lp.argmax(-1), pick
+        """,
+}
+
+
+@pytest.mark.parametrize("key", list(RANKED_BUT_REPORTED))
+def test_log_probabilities_used_beyond_ranking_are_reported(key):
+    assert len(lint(RANKED_BUT_REPORTED[key], "TNL103")) == 1
+
+
+def test_message_names_the_consequence_of_each_use():
+    loss = """\
+        import torch
+        import torch.nn.functional as F
+
+        class Classifier(torch.nn.Module):
+            def training_step(self, x, y):
+                probs = F.softmax(self.net(x), dim=1)
+                return F.nll_loss(torch.log(probs), y) + probs.mean()
+        """
+    (message,) = _messages(loss, "TNL103")
+    assert "makes the loss Inf once a probability underflows to 0 (logit spread > ~104 in fp32, ~17 in fp16)" in message
+    entropy = """\
+        import torch
+
+        def entropy_bonus(logits):
+            p = logits.softmax(-1)
+            return -(p * torch.log(p)).sum(-1).mean()
+        """
+    (message,) = _messages(entropy, "TNL103")
+    assert "0 * -inf = NaN in the forward pass and the gradient" in message
+    in_eval = entropy.replace("def entropy_bonus", "@torch.no_grad()\n        def entropy_bonus")
+    (message,) = _messages(in_eval, "TNL103")
+    assert "0 * -inf = NaN in the forward pass;" in message
+    generic = """\
+        import torch
+
+        def head(logits):
+            return torch.log(logits.softmax(-1))
+        """
+    (message,) = _messages(generic, "TNL103")
+    assert "(then NaN in 0 * log 0 and in the gradient)" in message
+
+
+def test_message_says_a_rewritten_name_now_holds_log_probabilities():
+    code = """\
+        import torch
+        import torch.nn.functional as F
+
+        def loss_fn(logits, y):
+            probs = F.softmax(logits, dim=-1)
+            return -torch.log(probs).gather(1, y[:, None]).mean()
+        """
+    (message,) = _messages(code, "TNL103")
+    assert message.endswith("(the fix makes `probs` hold log-probabilities)")
+    assert "probs = F.log_softmax(logits, dim=-1)" in fixed(code, "TNL103")
+    inline = "import torch\n\ndef f(x):\n    return torch.log(torch.softmax(x, -1))\n"
+    assert "hold log-probabilities" not in _messages(inline, "TNL103")[0]
+
+
+def test_tnl104_ranked_only_and_gradient_free_messages():
+    ranked = """\
+        import torch
+
+        @torch.no_grad()
+        def best(scores):
+            return torch.log(torch.sigmoid(scores)).topk(5).indices
+        """
+    assert lint(ranked, "TNL104") == []
+    evaluated = """\
+        import torch
+
+        @torch.no_grad()
+        def mean_log_gate(scores):
+            return torch.log(torch.sigmoid(scores)).mean()
+        """
+    (message,) = _messages(evaluated, "TNL104")
+    assert "NaN gradients" not in message
+    (message,) = _messages(evaluated.replace("        @torch.no_grad()\n", ""), "TNL104")
+    assert "(then NaN gradients)" in message
+
+
+NOT_TORCH = {
+    "numpy-and-scipy": """\
+        import numpy as np
+        import scipy.special
+
+        def log_probs(x):
+            return np.log(scipy.special.softmax(x, axis=-1))
+        """,
+    "local-python-sigmoid": """\
+        import math
+
+        def sigmoid(x):
+            return 1 / (1 + math.exp(-x))
+
+        def log_odds(x):
+            return math.log(sigmoid(x)) - math.log(1 - sigmoid(x))
+        """,
+    "jax": """\
+        import jax
+        import jax.numpy as jnp
+
+        def log_probs(x):
+            return jnp.log(jax.nn.softmax(x)) + jnp.log(jax.nn.sigmoid(x))
+        """,
+    # a torch file that also has a numpy sigmoid of its own
+    "numpy-helper-in-a-torch-file": """\
+        import numpy as np
+        import torch
+
+        def sigmoid(x):
+            return 1 / (1 + np.exp(-x))
+
+        def calibrate(scores):
+            s = sigmoid(scores)
+            return np.log(s), np.log(1 - s), torch.as_tensor(s).log()
+        """,
+}
+
+
+@pytest.mark.parametrize("key", list(NOT_TORCH))
+def test_logs_of_other_libraries_probabilities_are_not_reported(key):
+    assert lint(NOT_TORCH[key], "TNL103", "TNL104") == []
+
+
+def test_entropy_of_a_detached_distribution_names_only_the_forward_pass():
+    code = """\
+        import torch
+
+        def target_entropy(scores, T):
+            p = (scores.detach() / T).softmax(-1)
+            return -(p * p.log()).sum(-1)
+        """
+    (message,) = _messages(code, "TNL103")
+    assert "0 * -inf = NaN in the forward pass;" in message

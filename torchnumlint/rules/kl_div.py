@@ -3,16 +3,19 @@ expects log-probabilities, or a probability target whose zeros poison the gradie
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Optional
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
-from torchnumlint.rules.guards import is_detached, module_call, softmax_call
+from torchnumlint.rules.guards import gradient_free, is_detached, is_python_number, module_call, softmax_call, strip_parens
+from torchnumlint.rules.log_domain import renamed_note
 from torchnumlint.rules.names import is_literal, match_call
 from torchnumlint.rules.rewrite import renamed_call, with_keyword
+from torchnumlint.walk import Visitor
 
 _KLDIV_LOSS = ("torch.nn.KLDivLoss", "torch.nn.modules.loss.KLDivLoss")
 
@@ -24,9 +27,14 @@ class KlSite:
     call: cst.Call
     input: cst.Arg
     target: cst.Arg
-    log_target: Optional[cst.BaseExpression]
+    log_target: Optional[cst.Arg]  # of the call, or of the constructor; positional or keyword
     ctor: Optional[cst.Call]  # the nn.KLDivLoss(...) constructor, for the module form
     opaque: bool  # *args / **kwargs: arguments we cannot see
+
+    @property
+    def log_target_false(self) -> bool:
+        """`log_target` not passed, or passed as the literal False."""
+        return self.log_target is None or is_literal(self.log_target.value, "False")
 
     @property
     def inline(self) -> bool:
@@ -40,7 +48,7 @@ def kl_site(ctx, call: cst.Call) -> Optional[KlSite]:
         if "target" not in match.args:
             return None
         arg0 = next(a for a in call.args if a.value is match.input)
-        return KlSite(call, arg0, match.args["target"], match.arg("log_target"), None, not match.fully_known)
+        return KlSite(call, arg0, match.args["target"], match.args.get("log_target"), None, not match.fully_known)
     ctor = module_call(ctx, call, *_KLDIV_LOSS)
     if ctor is None:
         return None
@@ -50,26 +58,148 @@ def kl_site(ctx, call: cst.Call) -> Optional[KlSite]:
     target = positional[1] if len(positional) > 1 else named.get("target")
     if inp is None or target is None:
         return None
-    log_target = next((a.value for a in ctor.args if a.keyword is not None and a.keyword.value == "log_target"), None)
+    # KLDivLoss(size_average, reduce, reduction, log_target)
+    ctor_positional = [a for a in ctor.args if a.keyword is None and not a.star]
+    log_target = next((a for a in ctor.args if a.keyword is not None and a.keyword.value == "log_target"), None)
+    if log_target is None and len(ctor_positional) > 3:
+        log_target = ctor_positional[3]
     opaque = any(a.star for a in call.args) or any(a.star for a in ctor.args)
     return KlSite(call, inp, target, log_target, ctor, opaque)
 
 
-def _to_log_softmax(ctx, fix, value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-    """`value` (a softmax) rewritten to `log_softmax`. Through a name, the assignment itself is
-    rewritten, and only when nothing else reads the name (nested functions included); then `value`
-    itself comes back. None when no rewrite is safe."""
+def _to_log_softmax(ctx, fix, value: cst.BaseExpression) -> Tuple[Optional[cst.BaseExpression], Optional[str]]:
+    """`value` (a softmax) rewritten to `log_softmax`, and the name now holding log-probabilities.
+    Through a name, the assignment itself is rewritten, and only when nothing else reads the name
+    (nested functions included); then `value` itself comes back. None when no rewrite is safe."""
     direct = match_call(ctx.imports, value, "softmax")
     if direct is not None:
-        return renamed_call(fix, direct, "log_softmax")
+        return renamed_call(fix, direct, "log_softmax"), None
     binding = ctx.binding(value)
     if binding is None or not binding.rewritable:
-        return None
+        return None, None
     match = match_call(ctx.imports, binding.value, "softmax")
     if match is None or not ctx.only_read_here(value):
-        return None
+        return None, None
     fix.replace(binding.value, renamed_call(fix, match, "log_softmax"))
-    return value
+    return value, value.value  # type: ignore[attr-defined]
+
+
+def _with_log_target(call: cst.Call, given: Optional[cst.Arg]) -> cst.Call:
+    """`call` with `log_target=True`: in the argument the user passed (positional or keyword),
+    else as a new keyword."""
+    if given is None:
+        return with_keyword(call, "log_target", cst.Name("True"))
+    return call.with_changes(args=[a.with_changes(value=cst.Name("True")) if a is given else a for a in call.args])
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the target's logits come from. Evidence that no gradient reaches them, beyond the shared
+# guards (no_grad, detach, data): a teacher, or a parameter every caller in the file passes
+# without a gradient. (Both belong in guards once another rule asks.)
+
+
+def _sources(ctx, expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """`expr` and what it is made from, down one line of descent: through names (to their single
+    assignment), a temperature (`x / T`, `x * 0.5`, `-x`), attributes, calls (to the callee:
+    `self.teacher(x)`, `out.float()`) and indexing (`out["logits"]`)."""
+    for _ in range(12):
+        expr = strip_parens(expr)
+        yield expr
+        if isinstance(expr, cst.Name):
+            binding = ctx.binding(expr)
+            if binding is None or binding.value is None:
+                return
+            expr = binding.value
+        elif isinstance(expr, cst.Attribute):
+            expr = expr.value
+        elif isinstance(expr, cst.Call):
+            expr = expr.func
+        elif isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+            expr = expr.expression
+        elif (
+            isinstance(expr, cst.BinaryOperation)
+            and isinstance(expr.operator, (cst.Divide, cst.Multiply))
+            and (is_python_number(ctx, expr.right) or isinstance(strip_parens(expr.right), (cst.Name, cst.Attribute)))
+        ):
+            expr = expr.left
+        else:
+            return
+
+
+def _from_teacher(ctx, expr: cst.BaseExpression) -> bool:
+    """The author calls the value's source a teacher (`teacher_logits`, `self.teacher(x)`,
+    `out_teacher.logits`): a model this loss does not train. Its logits' NaN gradient, if any,
+    never reaches the student's."""
+    for source in _sources(ctx, expr):
+        ident = source.value if isinstance(source, cst.Name) else source.attr.value if isinstance(source, cst.Attribute) else ""
+        if "teacher" in ident.lower():
+            return True
+    return False
+
+
+def _param_of(ctx, expr: cst.BaseExpression) -> Optional[cst.Param]:
+    """The parameter of the enclosing function that `expr` is (past names and a temperature)."""
+    for source in _sources(ctx, expr):
+        if isinstance(source, cst.Name):
+            binding = ctx.binding(source)
+            if binding is not None and isinstance(binding.node, cst.Param):
+                return binding.node
+        elif not isinstance(source, (cst.UnaryOperation, cst.BinaryOperation)):
+            return None
+    return None
+
+
+@contextmanager
+def _visiting(ctx, path: Sequence[cst.CSTNode]):
+    """Ask the shared guards about another node of the file: `ctx.stack` as if `path` were being
+    visited. (Belongs in FileContext.)"""
+    saved, ctx.stack = ctx.stack, list(path)
+    try:
+        yield
+    finally:
+        ctx.stack = saved
+
+
+class _Calls(Visitor):
+    """Every call in a module, with its ancestors, by the called name (`f(...)`, `self.f(...)`)."""
+
+    def __init__(self, module: cst.Module) -> None:
+        super().__init__()
+        self.stack: List[cst.CSTNode] = []
+        self.by_name: Dict[str, List[Tuple[cst.CSTNode, ...]]] = {}
+        self.walk(module)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.stack.append(node)
+        if isinstance(node, cst.Call):
+            func = node.func
+            name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+            if name is not None:
+                self.by_name.setdefault(name, []).append(tuple(self.stack))
+        return True
+
+    def on_leave(self, node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+def _argument(call: cst.Call, function: cst.FunctionDef, param: cst.Param) -> Optional[cst.Arg]:
+    """The argument `call` passes for `param` of `function`; None when unknown (*args, **kwargs,
+    not passed: the default)."""
+    if any(a.star for a in call.args):
+        return None
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == param.name.value:
+            return arg
+    ordered = list(function.params.posonly_params) + list(function.params.params)
+    if param not in ordered:
+        return None
+    index = ordered.index(param)
+    bound = isinstance(call.func, cst.Attribute) and ordered and ordered[0].name.value in ("self", "cls")
+    index -= 1 if bound else 0
+    positional = [a for a in call.args if a.keyword is None]
+    return positional[index] if 0 <= index < len(positional) else None
 
 
 class KlDivProbTarget(Rule):
@@ -77,7 +207,7 @@ class KlDivProbTarget(Rule):
     name = "kl-div-prob-target"
     message = (
         "`kl_div` target is a softmax that carries gradients: where it underflows to 0 the "
-        "gradient of its logits is NaN; use `log_softmax` and `log_target=True`"
+        "gradient of its logits is NaN; use `log_softmax` and `log_target=True`{note}"
     )
     rationale = (
         "`F.kl_div(input, target)` computes `target * (log(target) - input)` with `xlogy`, whose "
@@ -117,10 +247,10 @@ class KlDivProbTarget(Rule):
                 "from torch import nn\n"
                 "\n"
                 "\n"
-                "def consistency(student, teacher, T=2.0):\n"
-                "    p = (teacher / T).softmax(-1)\n"
+                "def consistency(noisy, clean, T=2.0):\n"
+                "    p = (clean / T).softmax(-1)\n"
                 '    crit = nn.KLDivLoss(reduction="batchmean")\n'
-                "    return crit(torch.log_softmax(student / T, -1), p) * T * T\n"
+                "    return crit(torch.log_softmax(noisy / T, -1), p) * T * T\n"
             ),
             lines=(8,),
             fixed=None,
@@ -166,34 +296,66 @@ class KlDivProbTarget(Rule):
         '    return F.kl_div(F.log_softmax(s, -1), F.log_softmax(t, -1), reduction="batchmean", log_target=True)\n',
     )
 
+    _calls: Optional[_Calls] = None  # built for the file when a target is a parameter
+
     def visit_Call(self, node: cst.Call) -> None:
         site = kl_site(self.ctx, node)
-        if site is None or not (site.log_target is None or is_literal(site.log_target, "False")):
+        if site is None or not site.log_target_false:
             return
         target = site.target.value
-        if softmax_call(self.ctx, target) is None or self.ctx.in_no_grad() or is_detached(self.ctx, target):
+        softmax = softmax_call(self.ctx, target)
+        if softmax is None or self._no_gradient(target, softmax.input):
             return
-        fix = None
+        fix, renamed = None, None
         if site.inline:
             fix = self.fix()
-            new_target = _to_log_softmax(self.ctx, fix, target)
+            new_target, renamed = _to_log_softmax(self.ctx, fix, target)
             if new_target is None:
                 fix = None
             else:
                 args = [a.with_changes(value=new_target) if a is site.target else a for a in node.args]
                 new = node.with_changes(args=args)
                 if site.ctor is None:
-                    new = with_keyword(new, "log_target", cst.Name("True"))
+                    new = _with_log_target(new, site.log_target)
                 else:
-                    new = new.with_changes(func=with_keyword(site.ctor, "log_target", cst.Name("True")))
+                    new = new.with_changes(func=_with_log_target(site.ctor, site.log_target))
                 fix.replace(node, new)
-        self.report(target, fix)
+        self.report(target, fix, note=renamed_note(renamed))
+
+    def _no_gradient(self, target: cst.BaseExpression, logits: cst.BaseExpression) -> bool:
+        """No gradient reaches the target's logits, so the NaN of its underflow is never made."""
+        ctx = self.ctx
+        if gradient_free(ctx) or is_detached(ctx, target) or _from_teacher(ctx, logits):
+            return True
+        param = _param_of(ctx, logits)
+        return param is not None and self._callers_pass_no_gradient(param)
+
+    def _callers_pass_no_gradient(self, param: cst.Param) -> bool:
+        """Every call of the enclosing function in this file (there is one at least) passes `param`
+        a value without a gradient: detached, computed under no_grad, a teacher's."""
+        ctx = self.ctx
+        function = ctx.enclosing(cst.FunctionDef)
+        if function is None:
+            return False
+        if self._calls is None:
+            self._calls = _Calls(ctx.module)
+        paths = self._calls.by_name.get(function.name.value, [])
+        if not paths:
+            return False
+        for path in paths:
+            arg = _argument(path[-1], function, param)  # type: ignore[arg-type]
+            if arg is None:
+                return False
+            with _visiting(ctx, path + (arg, arg.value)):
+                if not (gradient_free(ctx) or is_detached(ctx, arg.value) or _from_teacher(ctx, arg.value)):
+                    return False
+        return True
 
 
 class KlDivProbInput(Rule):
     code = "TNL102"
     name = "kl-div-prob-input"
-    message = "`kl_div` input must be log-probabilities, not a softmax: use `log_softmax`"
+    message = "`kl_div` input must be log-probabilities, not a softmax: use `log_softmax`{note}"
     rationale = (
         "PyTorch's `kl_div(input, target)` expects `input` to hold log-probabilities (unlike the "
         "mathematical KL(P||Q) notation). Passing probabilities from `softmax` gives a loss and a "
@@ -234,12 +396,12 @@ class KlDivProbInput(Rule):
         site = kl_site(self.ctx, node)
         if site is None or softmax_call(self.ctx, site.input.value) is None:
             return
-        fix = None
+        fix, renamed = None, None
         if not site.opaque:
             fix = self.fix()
-            new_input = _to_log_softmax(self.ctx, fix, site.input.value)
+            new_input, renamed = _to_log_softmax(self.ctx, fix, site.input.value)
             if new_input is None:
                 fix = None
             elif new_input is not site.input.value:
                 fix.replace(site.input.value, new_input)
-        self.report(site.input.value, fix)
+        self.report(site.input.value, fix, note=renamed_note(renamed))

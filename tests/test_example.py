@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 from torchnumlint.config import Config
-from torchnumlint.findings import Safety
 from torchnumlint.rules.base import registry
 from torchnumlint.runner import Options, run
 
@@ -44,8 +43,9 @@ def test_example_runs_before_and_after_fix(tmp_path):
     fixed = lint(copy, fix=True)
     assert not fixed.errors and fixed.fixed >= 9
     ast.parse(copy.read_text())
-    left = {f.code for f in lint(copy).findings}
-    guide = {code for code, rule in registry().items() if rule.safety is Safety.GUIDE}
-    assert left and left <= guide  # TNL302 (no GradScaler) has no automatic rewrite
+    left = lint(copy).findings
+    # what remains has no rewrite by design: TNL302 (no GradScaler), TNL301 on a module's forward
+    assert left and all(f.fix is None for f in left)
+    assert "TNL302" in {f.code for f in left}
     execute(copy)
     assert lint(copy, fix=True).fixed == 0  # a second --fix changes nothing

@@ -1,0 +1,320 @@
+"""Evidence before a report (the default mode): a division or root rule reports only with
+evidence that its argument reaches the hazard, a gradient rule only where a gradient can flow, and
+no rule on values that are not torch tensors. Each false form here stands next to a true one that
+still fires. The cases are written the way training and model code is written."""
+
+import textwrap
+
+import pytest
+
+from tests.conftest import fixed, lint
+from torchnumlint.config import Config
+from torchnumlint.rules.base import registry
+from torchnumlint.runner import Options, run
+
+DIVISION = ("TNL201", "TNL202", "TNL204", "TNL206")
+
+
+def codes(code, *rules, strict=False):
+    return [c for c, _ in lint(textwrap.dedent(code), *(rules or DIVISION), strict=strict)]
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. It can be zero for real inputs
+
+REACHES_ZERO = [
+    # a count of a mask: an all-padding batch selects nothing
+    ("""
+     import torch
+     def masked_mean(hidden, attention_mask):
+         m = attention_mask.unsqueeze(-1).float()
+         return (hidden * m).sum(1) / m.sum(1)
+     """, "TNL201"),
+    ("""
+     import torch
+     def token_loss(losses, labels: torch.Tensor):
+         return losses.sum() / (labels != -100).sum()
+     """, "TNL201"),
+    # standardising data that can be constant (equal rewards in a sparse-reward episode)
+    ("""
+     import torch
+     def normalise_advantages(adv):
+         return (adv - adv.mean()) / adv.std()
+     """, "TNL201"),
+    # weights that can all be 0 (confidences of rejected matches)
+    ("""
+     import torch
+     def weighted_mean(x, weights):
+         w_sum = weights.sum(dim=-1, keepdim=True)
+         return (weights * x).sum(dim=-1, keepdim=True) / w_sum
+     """, "TNL201"),
+    # a sum of relu outputs
+    ("""
+     import torch
+     import torch.nn.functional as F
+     def share(scores):
+         pos = F.relu(scores)
+         return pos / pos.sum(-1, keepdim=True)
+     """, "TNL201"),
+    # the direction between two points that can coincide
+    ("""
+     import torch
+     def direction(p0, p1):
+         d = p1 - p0
+         return d / d.norm(dim=-1, keepdim=True)
+     """, "TNL202"),
+    # the rows a module is given: padding rows are all 0
+    ("""
+     import torch
+     class Pool(torch.nn.Module):
+         def forward(self, tokens):
+             return tokens / tokens.norm(dim=-1, keepdim=True)
+     """, "TNL202"),
+    # a root mean square error at a perfect prediction
+    ("""
+     import torch
+     def rmse(pred, target):
+         return torch.sqrt(((pred - target) ** 2).mean())
+     """, "TNL206"),
+    # a distance between points that can coincide
+    ("""
+     import torch
+     def pair_distance(a, b):
+         return torch.sqrt(((a - b) ** 2).sum(-1))
+     """, "TNL204"),
+    # a variance by hand cancels below 0
+    ("""
+     import torch
+     def layer_std(h):
+         mu = h.mean(-1, keepdim=True)
+         return torch.sqrt((h * h).mean(-1, keepdim=True) - mu ** 2)
+     """, "TNL206"),
+]
+
+
+@pytest.mark.parametrize("code, rule", REACHES_ZERO)
+def test_evidence_that_it_reaches_zero_is_reported(code, rule):
+    assert codes(code) == [rule]
+
+
+NO_EVIDENCE = [
+    # the std of a network's output over large dims (classifier-free guidance rescaling)
+    """
+    import torch
+    def rescale(cfg, text):
+        std_text = text.std(dim=list(range(1, text.ndim)), keepdim=True)
+        std_cfg = cfg.std(dim=list(range(1, cfg.ndim)), keepdim=True)
+        return cfg * (std_text / std_cfg)
+    """,
+    # a fixed positive kernel
+    """
+    import torch
+    def gaussian(size, sigma):
+        x = torch.arange(size) - size // 2
+        k = torch.exp(-(x ** 2) / (2 * sigma ** 2))
+        return k / k.sum()
+    """,
+    # a learned parameter's norm (weight normalisation)
+    """
+    import torch
+    class Proto(torch.nn.Module):
+        def forward(self, x):
+            w = self.weight / self.weight.norm(dim=1, keepdim=True)
+            return x @ w.t()
+    """,
+    # a network output's norm
+    """
+    import torch
+    class Guidance(torch.nn.Module):
+        def forward(self, x):
+            pred = self.unet(x)
+            return pred / torch.norm(pred, dim=-1, keepdim=True)
+    """,
+    # a noise schedule's sigmas: plain state of an object with no parameters, no gradient
+    """
+    import torch
+    class Scheduler:
+        def step(self, sample, eps):
+            sigma = self.sigmas[self.index]
+            sigma_hat = sigma * (self.gamma + 1)
+            return sample + eps * (sigma_hat ** 2 - sigma ** 2) ** 0.5
+    """,
+    # 1 - alpha_bar of a schedule
+    """
+    import torch
+    def q_sample(x0, noise, alpha_bar):
+        return torch.sqrt(alpha_bar) * x0 + torch.sqrt(1 - alpha_bar) * noise
+    """,
+]
+
+
+@pytest.mark.parametrize("code", NO_EVIDENCE)
+def test_no_evidence_no_default_finding(code):
+    assert codes(code) == []
+
+
+def test_strict_mode_reports_what_has_no_evidence():
+    code = NO_EVIDENCE[0]
+    assert codes(code) == []
+    assert codes(code, strict=True) == ["TNL201"]
+    (finding,) = _findings(code, strict=True)
+    assert "strict mode" in finding.message
+
+
+def _findings(code, strict=False, rules=DIVISION):
+    from torchnumlint.engine import lint_text
+
+    return lint_text("x.py", textwrap.dedent(code), [registry()[c] for c in rules], strict=strict)
+
+
+def test_the_message_names_the_evidence():
+    (finding,) = _findings(REACHES_ZERO[0][0])
+    assert "when nothing is selected" in finding.message
+    (finding,) = _findings(REACHES_ZERO[2][0])
+    assert "constant data" in finding.message
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. It is a torch tensor; 7. fixes right for the value
+
+
+def test_numpy_values_are_not_flagged_in_a_torch_file():
+    code = """
+    import numpy as np
+    import torch
+    def stats(values):
+        arr = np.asarray(values)
+        mask = arr > 0
+        return (arr - arr.mean()) / arr.std() + arr.sum() / mask.sum() + np.sqrt(arr.var())
+    """
+    assert codes(code, strict=True) == []
+
+
+def test_a_signed_sum_gets_no_clamp():
+    """`x / w.sum(-1)` with w of either sign: a clamp would turn -0.5 into 1e-12."""
+    code = """
+    import torch
+    def weighted(x, weights):
+        return (x * weights).sum(-1) / weights.sum(-1)
+    """
+    assert codes(code) == ["TNL201"]
+    assert fixed(textwrap.dedent(code), "TNL201") == textwrap.dedent(code)
+
+
+def test_an_unknown_value_gets_no_torch_only_fix():
+    """A count of a mask whose type the code does not show: reported, but `clamp_min` is a
+    tensor method, so no fix."""
+    code = """
+    import torch
+    def mean_over(values, mask):
+        return values.sum() / mask.sum()
+    """
+    assert codes(code) == ["TNL201"]
+    assert fixed(textwrap.dedent(code), "TNL201") == textwrap.dedent(code)
+    annotated = code.replace("mask)", "mask: torch.Tensor)")
+    assert "mask.sum().clamp_min(1)" in fixed(textwrap.dedent(annotated), "TNL201")
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. A gradient can flow
+
+NO_GRADIENT = [
+    # a Lightning validation step runs under no_grad
+    """
+    import torch
+    class Model(torch.nn.Module):
+        def validation_step(self, batch, idx):
+            d = batch[0] - batch[1]
+            return torch.sqrt((d ** 2).sum(-1))
+    """,
+    # a helper reached only from evaluation code
+    """
+    import torch
+    def distance(a, b):
+        return torch.sqrt(((a - b) ** 2).sum(-1))
+
+    @torch.no_grad()
+    def evaluate(model, loader):
+        return [distance(model(x), y) for x, y in loader]
+    """,
+    # dataset code
+    """
+    import torch
+    class Points(torch.utils.data.Dataset):
+        def __getitem__(self, i):
+            p, q = self.pairs[i]
+            return torch.sqrt(((p - q) ** 2).sum(-1))
+    """,
+    """
+    import torch
+    def collate_pairs(batch):
+        a = torch.stack([b[0] for b in batch])
+        c = torch.stack([b[1] for b in batch])
+        return torch.sqrt(((a - c) ** 2).sum(-1))
+    """,
+    # a pipeline's __call__
+    """
+    import torch
+    class TextPipeline:
+        def __call__(self, a, b):
+            return torch.sqrt(((a - b) ** 2).sum(-1))
+    """,
+    # detached, index-derived values
+    """
+    import torch
+    def grid_distance(n):
+        ys = torch.arange(n)[:, None]
+        xs = torch.arange(n)[None, :]
+        return torch.sqrt(((ys - xs) ** 2).sum(-1))
+    """,
+    """
+    import torch
+    def rmse_metric(pred, target):
+        return torch.sqrt(((pred.detach() - target) ** 2).mean()).item()
+    """,
+]
+
+
+@pytest.mark.parametrize("code", NO_GRADIENT)
+def test_no_gradient_no_gradient_claim(code):
+    assert codes(code, strict=True) == []
+
+
+def test_the_same_helper_with_a_training_caller_is_reported():
+    code = """
+    import torch
+    def distance(a, b):
+        return torch.sqrt(((a - b) ** 2).sum(-1))
+
+    @torch.no_grad()
+    def evaluate(model, loader):
+        return [distance(model(x), y) for x, y in loader]
+
+    def train_step(model, x, y):
+        distance(model(x), y).mean().backward()
+    """
+    assert codes(code) == ["TNL204"]
+
+
+# ---------------------------------------------------------------------------------------------
+# No finding of any default-on rule in a file that does not import torch
+
+
+def test_no_finding_in_a_tree_of_files_that_never_import_torch(tmp_path):
+    """Every rule's own bad examples, with torch's imports turned into numpy's: the same text
+    shapes, no torch code, so nothing is reported."""
+    rules = [rule for rule in registry().values() if rule.default]
+    count = 0
+    for rule in rules:
+        for i, example in enumerate(rule.examples):
+            text = "\n".join(
+                "import numpy as np" if line.lstrip().startswith(("import torch", "from torch")) else line
+                for line in example.bad.splitlines()
+            )
+            folder = tmp_path / rule.code.lower()
+            folder.mkdir(exist_ok=True)
+            (folder / f"example_{i}.py").write_text(text + "\n")
+            count += 1
+    result = run([str(tmp_path)], Config(root=tmp_path), rules, Options())
+    assert result.files == count and not result.errors
+    assert result.findings == []

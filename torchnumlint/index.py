@@ -558,7 +558,8 @@ class _Forward:
         self.func = func
         self.init_small = init_small
         self.function = function  # an autograd.Function: compiled extension kernels count too
-        self.assigned = _assignments(self._walk(func))
+        self.nodes = list(self._walk(func))
+        self.assigned = _assignments(self.nodes)
         args = func.args
         positional = args.posonlyargs + args.args
         defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
@@ -666,7 +667,7 @@ class _Forward:
     def run(self) -> List[Hazard]:
         if any(self._protective(d) for d in self.func.decorator_list):
             return []
-        for node in self._walk(self.func):
+        for node in self.nodes:
             found = self._hazard(node)
             if found is not None:
                 self._add(found[0], found[1])
@@ -773,12 +774,13 @@ class _File:
         self.toplevel: Dict[str, List[str]] = {}
         self.regions: List[Tuple[Site, FuncInfo]] = []
         self.scaler_sites: List[Site] = []
+        self._class_infos: Dict[int, ClassInfo] = {}  # id(ClassDef) -> its info
         module_level = list(_statements(tree, into_defs=False))
         self.module_values = _single(_assignments(module_level))
         self.extensions = self._extension_names(module_level)
 
     def run(self) -> None:
-        if any(word in self.text for word in ("GradScaler", "initialize", "scale_loss")):
+        if any(word in self.text for word in ("GradScaler", "amp.initialize", "scale_loss")):
             for node in ast.walk(self.tree):  # the one fact found inside expressions: walk them only then
                 if isinstance(node, ast.Call) and self.imports.qualname(node.func) in GRAD_SCALERS | SCALING_SETUP:
                     self._scaler(node)
@@ -786,45 +788,53 @@ class _File:
 
     # -- structure -------------------------------------------------------------------------------
     def _block(self, body: List[ast.stmt], cls: Optional[ast.ClassDef], values: Dict[str, ast.AST],
-               toplevel: bool = False) -> None:
+               toplevel: bool = False, nested: bool = False) -> None:
+        """Record the classes, functions and regions of a statement list. `nested`: inside a
+        function, whose scan already holds what nested functions call."""
         for stmt in body:
             if isinstance(stmt, ast.ClassDef):
                 self._class(stmt)
                 self._block(stmt.body, stmt, self.module_values)
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self._function(stmt, cls, toplevel)
+                if nested and not any(self._autocast(d, values) for d in stmt.decorator_list):
+                    self._block(stmt.body, cls, values, nested=True)  # its calls are its parent's
+                else:
+                    self._function(stmt, cls, toplevel)
             elif isinstance(stmt, (ast.With, ast.AsyncWith)):
                 for item in stmt.items:
                     found = self._autocast(item.context_expr, values)
                     if found is not None:
                         site = self._site(item.context_expr, *found)
                         body_info = FuncInfo(f"{self.path}:{stmt.lineno}:<autocast>", self.path, "<autocast>",
-                                             cls.name if cls else None, self._refs(stmt.body, values))
+                                             cls.name if cls else None, self._refs(self._scan(stmt.body), values))
                         self.regions.append((site, body_info))
-                self._block(stmt.body, cls, values, toplevel)
+                self._block(stmt.body, cls, values, toplevel, nested)
             elif toplevel and isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                 self._alias(stmt)
             else:
                 for name in ("body", "orelse", "finalbody", "handlers", "cases"):
                     children = getattr(stmt, name, None)
                     if isinstance(children, list):
-                        self._block(children, cls, values, toplevel)  # type: ignore[arg-type]
+                        self._block(children, cls, values, toplevel, nested)  # type: ignore[arg-type]
 
     def _function(self, node, cls: Optional[ast.ClassDef], toplevel: bool) -> None:
-        assigned = _assignments(_walk_scope(node))
+        scan = self._scan(node.body)
+        assigned = _assignments(scan.binders)
         params = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
         values = {k: v for k, v in self.module_values.items() if k not in assigned and k not in params}
         values.update(_single(assigned))
         key = f"{self.path}:{node.lineno}:{node.name}"
-        info = FuncInfo(key, self.path, node.name, cls.name if cls else None, self._refs(node.body, values))
+        info = FuncInfo(key, self.path, node.name, cls.name if cls else None, self._refs(scan, values))
         self.functions.append(info)
+        if cls is not None and id(cls) in self._class_infos and node in cls.body:
+            self._store_attrs(self._class_infos[id(cls)], node, scan.stores)
         if toplevel:
             self.toplevel.setdefault(node.name, []).append(key)
         for deco in node.decorator_list:
             found = self._autocast(deco, values)
             if found is not None:
                 self.regions.append((self._site(deco, *found), info))
-        self._block(node.body, cls, values)
+        self._block(node.body, cls, values, nested=True)
 
     def _alias(self, node: ast.Assign) -> None:
         """`roi_pool = RoIPoolFunction.apply` at module level: calling `roi_pool` runs the Function."""
@@ -910,7 +920,7 @@ class _File:
         info = ClassInfo(node.name, self.path, node.lineno, bases, kind, direct_kind=kind)
         methods = [s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
         info.methods = {m.name: f"{self.path}:{m.lineno}:{m.name}" for m in methods}
-        info.attrs = self._attrs(methods)
+        self._class_infos[id(node)] = info  # its methods fill `attrs` in
         forward = next((m for m in methods if m.name == "forward"), None)
         if forward is not None:
             for deco in forward.decorator_list:
@@ -921,27 +931,17 @@ class _File:
             info.hazards = _Forward(self, forward, self._init_small(node), kind == "function").run()  # type: ignore[arg-type]
         self.classes.append(info)
 
-    def _attrs(self, methods: List[ast.AST]) -> Dict[str, List[Tuple[str, Optional[str]]]]:
+    def _store_attrs(self, info: ClassInfo, method, stores: List[Tuple[str, ast.AST]]) -> None:
         """self.attr -> the project callables that may be its value: what `self.attr = ...`
         calls (`Encoder(...)`, `nn.ModuleList([Block() ...])`, `build_head(cfg)`), a parameter's
         annotation (`self.unet = unet` with `unet: UNet`), `register_modules(unet=unet)`."""
-        attrs: Dict[str, List[Tuple[str, Optional[str]]]] = {}
-        for method in methods:
-            annotations = {a.arg: a.annotation for a in method.args.args + method.args.kwonlyargs if a.annotation}  # type: ignore[attr-defined]
-            for node in ast.walk(method):
-                pairs: List[Tuple[str, ast.AST]] = []
-                if isinstance(node, ast.Assign):
-                    pairs = [(t.attr, node.value) for t in node.targets if isinstance(t, ast.Attribute) and _is_self(t.value)]
-                elif isinstance(node, ast.Call) and _method_name(node) == "register_modules":
-                    pairs = [(k.arg, k.value) for k in node.keywords if k.arg]
-                for attr, value in pairs:
-                    if isinstance(value, ast.Name) and value.id in annotations:
-                        value = annotations[value.id]
-                        refs = [_class_ref(self.imports, value)]
-                    else:
-                        refs = [_class_ref(self.imports, _constructor(c)) for c in ast.walk(value) if isinstance(c, ast.Call)]
-                    attrs.setdefault(attr, []).extend(r for r in refs if r is not None)
-        return attrs
+        annotations = {a.arg: a.annotation for a in method.args.args + method.args.kwonlyargs if a.annotation}
+        for attr, value in stores:
+            if isinstance(value, ast.Name) and value.id in annotations:
+                refs = [_class_ref(self.imports, annotations[value.id])]
+            else:
+                refs = [_class_ref(self.imports, _constructor(c)) for c in ast.walk(value) if isinstance(c, ast.Call)]
+            info.attrs.setdefault(attr, []).extend(r for r in refs if r is not None)
 
     def _init_small(self, node: ast.ClassDef) -> Dict[str, float]:
         """`self.eps = 1e-8` (or a parameter defaulting to it) in `__init__`."""
@@ -974,29 +974,45 @@ class _File:
         return {k: v for k, v in small.items() if counts.get(k) == 1}
 
     # -- calls -----------------------------------------------------------------------------------
-    def _refs(self, body: List[ast.stmt], values: Dict[str, ast.AST]) -> List[Ref]:
-        """What the statements call, in `Ref` form (each once), nested functions and lambdas
-        included (a closure handed to `checkpoint(...)` runs here). Calls under a non-fp16
-        autocast (`enabled=False`, bf16) are left out: fp16 does not reach through them."""
-        refs: Dict[Ref, None] = {}
-        stack: List[ast.AST] = list(body)
+    def _scan(self, body: List[ast.stmt]) -> "_Scan":
+        """One walk over a body: its own bindings (nested scopes left out); the calls and loop
+        iterables of it and of its nested functions and lambdas (a closure handed to
+        `checkpoint(...)` runs here), except under a non-fp16 autocast (`enabled=False`, bf16),
+        which fp16 does not reach through; and its `self.attr = value` stores."""
+        scan = _Scan([], [], [], [])
+        stack = [(node, False, False) for node in body]
         while stack:
-            node = stack.pop()
+            node, nested, quiet = stack.pop()
             if isinstance(node, ast.ClassDef):
                 continue
-            if isinstance(node, (ast.With, ast.AsyncWith)) and any(
-                _is_other_autocast(self.imports, i.context_expr) for i in node.items
-            ):
-                continue
+            if not nested and isinstance(node, _BINDERS):
+                scan.binders.append(node)
             if isinstance(node, ast.Call):
-                ref = self._call_ref(node, values)
-                if ref is not None:
-                    refs[ref] = None
-            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-                for inner in ast.walk(node.iter):  # `for block in self.blocks: x = block(x)`
-                    if isinstance(inner, ast.Attribute) and _is_self(inner.value):
-                        refs[("self", inner.attr)] = None
-            stack.extend(ast.iter_child_nodes(node))
+                if not quiet:
+                    scan.calls.append(node)
+                if _method_name(node) == "register_modules":
+                    scan.stores.extend((k.arg, k.value) for k in node.keywords if k.arg)
+            elif isinstance(node, ast.Assign):
+                scan.stores.extend((t.attr, node.value) for t in node.targets if isinstance(t, ast.Attribute) and _is_self(t.value))
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and not quiet:
+                scan.iters.append(node.iter)
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                quiet = quiet or any(_is_other_autocast(self.imports, i.context_expr) for i in node.items)
+            inner = nested or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            stack.extend((child, inner, quiet) for child in ast.iter_child_nodes(node))
+        return scan
+
+    def _refs(self, scan: "_Scan", values: Dict[str, ast.AST]) -> List[Ref]:
+        """What the scanned body calls, in `Ref` form (each once)."""
+        refs: Dict[Ref, None] = {}
+        for call in scan.calls:
+            ref = self._call_ref(call, values)
+            if ref is not None:
+                refs[ref] = None
+        for iterable in scan.iters:  # `for block in self.blocks: x = block(x)`
+            for inner in ast.walk(iterable):
+                if isinstance(inner, ast.Attribute) and _is_self(inner.value):
+                    refs[("self", inner.attr)] = None
         return list(refs)
 
     def _call_ref(self, call: ast.Call, values: Dict[str, ast.AST]) -> Optional[Ref]:
@@ -1040,6 +1056,17 @@ class _File:
         return ("inst", *ref, method) if ref is not None else None
 
 
+@dataclass
+class _Scan:
+    binders: List[ast.AST]  # assignments, loop and with targets
+    calls: List[ast.Call]
+    iters: List[ast.AST]  # what `for` loops and comprehensions iterate over
+    stores: List[Tuple[str, ast.AST]]  # (attr, value) of `self.attr = value`, register_modules(attr=value)
+
+
+_BINDERS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.withitem, ast.NamedExpr)
+
+
 def _constructor(call: ast.Call) -> ast.AST:
     """What a call constructs: `Net` for `Net(...)`, `Net.from_pretrained(...)`, `Net().to(device)`."""
     node: ast.AST = call
@@ -1075,16 +1102,6 @@ def _statements(tree: ast.AST, into_defs: bool = True):
             children = getattr(node, name, None)
             if isinstance(children, list):
                 stack.extend(reversed(children))
-
-
-def _walk_scope(scope: ast.AST):
-    stack = list(ast.iter_child_nodes(scope))
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        stack.extend(ast.iter_child_nodes(node))
 
 
 def could_matter(text: str) -> bool:

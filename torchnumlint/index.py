@@ -423,20 +423,22 @@ def is_cast_fp32(qual: Optional[str], kw: Dict[str, object]) -> bool:
 
 
 class _Imports:
+    """local name -> qualified name, from every import in the file. A name imported from two
+    places (`try: from torch.cuda.amp import autocast` / `except ImportError: from torch.musa.amp
+    import autocast`) is not resolved: which one runs is not known here."""
+
     def __init__(self, tree: ast.Module) -> None:
-        self.aliases: Dict[str, str] = {}
+        found: Dict[str, set] = {}
         for node in _statements(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
-                    if alias.asname:
-                        self.aliases[alias.asname] = alias.name
-                    else:
-                        head = alias.name.split(".")[0]
-                        self.aliases[head] = head
+                    head = alias.name.split(".")[0]
+                    found.setdefault(alias.asname or head, set()).add(alias.name if alias.asname else head)
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 for alias in node.names:
                     if alias.name != "*":
-                        self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                        found.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+        self.aliases: Dict[str, str] = {name: next(iter(quals)) for name, quals in found.items() if len(quals) == 1}
 
     def qualname(self, expr: ast.AST) -> Optional[str]:
         parts: List[str] = []
@@ -549,8 +551,9 @@ def _single(assigned: Dict[str, List[Optional[ast.AST]]]) -> Dict[str, ast.AST]:
 class _Forward:
     """The fp16 hazards of one `forward` body under the CUDA autocast policy: what autocast leaves
     in float16 and what overflows or underflows there. Not hazards: ops CUDA runs in float32
-    (`FP32_OPS`), bounded ops (`sigmoid`, `tanh`), `sqrt`, `mean` (accumulates in float32), and
-    Python-number arithmetic (`d * d` of a size)."""
+    (`FP32_OPS`), bounded ops (`sigmoid`, `tanh`), `sqrt`, `mean` (accumulates in float32),
+    Python-number arithmetic (`d * d` of a size), and an explicit `.half()` (under fp16 autocast
+    the values are float16 already: the cast adds no overflow; q/k/v for flash attention)."""
 
     def __init__(self, file: "_File", func: ast.FunctionDef, init_small: Dict[str, float], function: bool) -> None:
         self.file = file
@@ -721,16 +724,6 @@ class _Forward:
             eps = self._eps(receiver)
             if eps is not None and eps < FP16_ROUNDS_TO_ZERO:  # a subnormal eps still guards a root or log
                 return receiver, _eps_text(eps)
-        for kw in node.keywords:
-            value = _simple(imports, kw.value)
-            if kw.arg == "dtype" and isinstance(value, tuple) and value[1] in FP16_DTYPES:
-                return node, "explicit `dtype=torch.float16`"
-        if method == "half":
-            return node, "explicit `.half()`"
-        if method == "to" and any(
-            isinstance(v, tuple) and v[1] in FP16_DTYPES for v in (_simple(imports, a) for a in node.args)
-        ):
-            return node, "explicit `.to(torch.float16)`"
         if name in ("masked_fill", "masked_fill_") and receiver is not None:
             args = list(node.args)
             value = args[-1] if len(args) >= (3 if qual else 2) else None

@@ -296,6 +296,21 @@ def test_the_same_helper_with_a_training_caller_is_reported():
     assert codes(code) == ["TNL204"]
 
 
+def test_a_helper_of_a_script_run_at_module_level_carries_gradients():
+    code = """
+    import torch
+    def distance(a, b):
+        return torch.sqrt(((a - b) ** 2).sum(-1))
+
+    def train(model, x, y):
+        distance(model(x), y).mean().backward()
+
+    if __name__ == "__main__":
+        train(None, None, None)
+    """
+    assert codes(code) == ["TNL204"]
+
+
 # ---------------------------------------------------------------------------------------------
 # No finding of any default-on rule in a file that does not import torch
 

@@ -84,7 +84,8 @@ class _FunctionFacts(Visitor):
         self.ctx = ctx
         self.own: Dict[str, bool] = {}  # function name -> gradient-free by itself
         self.defined: Dict[str, int] = {}  # name -> how many definitions
-        self.callers: Dict[str, List[Optional[str]]] = {}  # callee -> caller names (None: no-grad site)
+        # callee -> the functions that call it (None: a no-grad block; "<module>": module level)
+        self.callers: Dict[str, List[Optional[str]]] = {}
         self._functions: List[cst.FunctionDef] = []
         self._classes: List[Optional[cst.ClassDef]] = [None]
         self._no_grad = 0
@@ -124,7 +125,12 @@ class _FunctionFacts(Visitor):
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
             callee = func.attr.value
         if callee is not None:
-            caller = None if self._no_grad or not self._functions else self._functions[-1].name.value
+            if self._no_grad:
+                caller = None
+            elif self._functions:
+                caller = self._functions[-1].name.value
+            else:
+                caller = "<module>"  # module-level code (`if __name__ == "__main__": train()`) trains
             self.callers.setdefault(callee, []).append(caller)
 
     def free_functions(self) -> Set[str]:

@@ -167,3 +167,25 @@ def test_fix_summary_is_printed_even_when_another_file_is_broken(project):
     out = run("--fix", ".", cwd=project)
     assert out.returncode == 2
     assert out.stdout.splitlines()[-1].startswith("Fixed 1 finding")
+
+
+def test_each_file_takes_the_config_nearest_to_it_not_the_working_folders(tmp_path):
+    for name, settings in {"a": 'ignore = ["TNL102"]', "b": "unsafe-fixes = true", "c": None}.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "train.py").write_text(UNSAFE)
+        if settings:
+            (tmp_path / name / "pyproject.toml").write_text(f"[tool.torchnumlint]\n{settings}\n")
+    out = run("-q", ".", cwd=tmp_path)
+    assert [line.split(":")[0] + " " + line.split()[1] for line in out.stdout.splitlines()] == [
+        "a/train.py TNL101", "b/train.py TNL101", "b/train.py TNL102", "c/train.py TNL101", "c/train.py TNL102"
+    ]
+    # from inside a, c is linted without a's settings
+    assert run("-q", "../c", cwd=tmp_path / "a").stdout.count("TNL102") == 1
+    # --config gives every file the same settings
+    (tmp_path / "tnl.toml").write_text('select = ["TNL102"]\n')
+    assert run("-q", "--config", "tnl.toml", ".", cwd=tmp_path).stdout.count("TNL102") == 3
+    # b's unsafe-fixes applies to b only
+    out = run("--fix", ".", cwd=tmp_path)
+    assert out.stdout.splitlines()[-1] == "Fixed 4 findings, 1 remaining (1 more with --unsafe-fixes)."
+    assert "F.kl_div(F.log_softmax(a, dim=-1), t" in (tmp_path / "b" / "train.py").read_text()
+    assert "F.kl_div(F.softmax(a, dim=-1), t" in (tmp_path / "c" / "train.py").read_text()

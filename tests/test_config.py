@@ -1,6 +1,6 @@
 import pytest
 
-from torchnumlint.config import ConfigError, ignored_for, load_config, select_rules
+from torchnumlint.config import ConfigError, Overrides, Settings, ignored_for, load_config, select_rules
 
 
 def write(tmp_path, body, name="pyproject.toml"):
@@ -13,20 +13,69 @@ def codes(rules):
     return [r.code for r in rules]
 
 
-def test_nearest_pyproject_with_our_table_wins(tmp_path, monkeypatch):
+def nearest(folder):
+    """The settings of the files in `folder`."""
+    return Settings().config_for(folder)
+
+
+def test_nearest_pyproject_with_our_table_wins(tmp_path):
     write(tmp_path, '[tool.torchnumlint]\nignore = ["TNL102"]\n')
     sub = tmp_path / "pkg"
     sub.mkdir()
     write(sub, "[project]\nname = 'x'\n")  # no [tool.torchnumlint]: skipped
-    monkeypatch.chdir(sub)
-    config = load_config()
-    assert config.ignore == ["TNL102"] and config.root == tmp_path.resolve()
+    config = nearest(sub)
+    assert config.ignore == ["TNL102"] and config.root == tmp_path
 
 
-def test_no_config_gives_defaults(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    config = load_config()
+def test_no_config_gives_defaults(tmp_path):
+    config = nearest(tmp_path)
     assert config.select is None and config.source is None
+
+
+def test_the_working_folder_does_not_matter(tmp_path, monkeypatch):
+    write(tmp_path, '[tool.torchnumlint]\nignore = ["TNL101"]\n')
+    project = tmp_path / "project"
+    project.mkdir()
+    write(project, '[tool.torchnumlint]\nignore = ["TNL102"]\n')
+    monkeypatch.chdir(tmp_path)
+    settings = Settings()
+    assert settings.config_of(str(project / "a.py")).ignore == ["TNL102"]
+    assert settings.config_of("b.py").ignore == ["TNL101"]
+
+
+def test_each_config_file_is_read_once(tmp_path, monkeypatch):
+    import torchnumlint.config as configuration
+
+    write(tmp_path, '[tool.torchnumlint]\nignore = ["TNL102"]\n')
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    reads = []
+    real = configuration._read_toml
+    monkeypatch.setattr(configuration, "_read_toml", lambda path: reads.append(path) or real(path))
+    settings = Settings()
+    first = settings.config_of(str(tmp_path / "a" / "b" / "x.py"))
+    assert settings.config_of(str(tmp_path / "a" / "y.py")) is first
+    assert settings.config_of(str(tmp_path / "z.py")) is first
+    assert reads == [tmp_path / "pyproject.toml"]
+
+
+def test_rules_per_config_with_the_command_line_on_top(tmp_path):
+    for name, body in {"a": 'ignore = ["TNL101"]', "b": 'select = ["TNL101", "TNL102"]'}.items():
+        (tmp_path / name).mkdir()
+        write(tmp_path / name, f"[tool.torchnumlint]\n{body}\n")
+    settings = Settings(Overrides(ignore=("TNL102",)))
+    in_a = codes(settings.rules_for(str(tmp_path / "a" / "x.py")))
+    assert "TNL101" not in in_a and "TNL102" not in in_a and "TNL103" in in_a
+    assert codes(settings.rules_for(str(tmp_path / "b" / "x.py"))) == ["TNL101"]
+    replaced = Settings(Overrides(select=("TNL103",)))
+    assert codes(replaced.rules_for(str(tmp_path / "b" / "x.py"))) == ["TNL103"]
+
+
+def test_an_explicit_config_file_is_every_files_config(tmp_path):
+    write(tmp_path, '[tool.torchnumlint]\nignore = ["TNL101"]\n')
+    explicit = write(tmp_path, 'select = ["TNL102"]\n', "tnl.toml")
+    settings = Settings(config_file=str(explicit))
+    assert codes(settings.rules_for(str(tmp_path / "x.py"))) == ["TNL102"]
+    assert settings.config_of("/elsewhere/y.py").select == ["TNL102"]
 
 
 @pytest.mark.parametrize(
@@ -40,11 +89,10 @@ def test_no_config_gives_defaults(tmp_path, monkeypatch):
         ("[tool.torchnumlint\n", "invalid TOML"),
     ],
 )
-def test_bad_settings_name_the_key(tmp_path, monkeypatch, body, message):
+def test_bad_settings_name_the_key(tmp_path, body, message):
     write(tmp_path, body)
-    monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace("[", r"\[")):
-        load_config()
+        nearest(tmp_path)
 
 
 def test_explicit_config_file(tmp_path):
@@ -77,16 +125,15 @@ def test_off_by_default_rules_need_their_exact_code(monkeypatch):
 def test_per_file_ignores_match_relative_paths_and_names(tmp_path, monkeypatch):
     write(tmp_path, '[tool.torchnumlint]\nper-file-ignores = {"tests/*" = ["TNL1"], "legacy.py" = ["TNL101"]}\n')
     monkeypatch.chdir(tmp_path)
-    config = load_config()
+    config = nearest(tmp_path)
     assert ignored_for(config, str(tmp_path / "tests" / "test_x.py")) == ["TNL1"]
     assert ignored_for(config, "sub/legacy.py") == ["TNL101"]
     assert ignored_for(config, "src/model.py") == []
 
 
-def test_selectors_in_the_file_are_case_insensitive(tmp_path, monkeypatch):
+def test_selectors_in_the_file_are_case_insensitive(tmp_path):
     write(tmp_path, '[tool.torchnumlint]\nignore = ["tnl206"]\nper-file-ignores = {"a.py" = ["tnl1"]}\n')
-    monkeypatch.chdir(tmp_path)
-    config = load_config()
+    config = nearest(tmp_path)
     assert config.ignore == ["TNL206"] and config.per_file_ignores == {"a.py": ["TNL1"]}
 
 

@@ -1,7 +1,7 @@
 from pathlib import Path
 
-from torchnumlint.config import Config
-from torchnumlint.discovery import discover
+from torchnumlint.config import Config, Settings
+from torchnumlint.discovery import discover, project_files, project_root
 
 
 def tree(root: Path, *files):
@@ -11,8 +11,12 @@ def tree(root: Path, *files):
         path.write_text("x = 1\n")
 
 
+def fixed(config):
+    return Settings.fixed(config)
+
+
 def found(root, config=None, paths=None):
-    files, errors = discover(paths or [str(root)], config or Config(root=root))
+    files, errors = discover(paths or [str(root)], fixed(config or Config(root=root)))
     return sorted(Path(f).relative_to(root).as_posix() for f in files), errors
 
 
@@ -42,12 +46,43 @@ def test_exclude_replaces_and_extend_exclude_adds(tmp_path):
 
 def test_named_files_are_linted_and_missing_paths_reported(tmp_path):
     tree(tmp_path, "venv/f.py")
-    files, errors = discover([str(tmp_path / "venv" / "f.py"), str(tmp_path / "nope.py")], Config(root=tmp_path))
+    files, errors = discover([str(tmp_path / "venv" / "f.py"), str(tmp_path / "nope.py")], fixed(Config(root=tmp_path)))
     assert [Path(f).name for f in files] == ["f.py"]
     assert errors == [f"{tmp_path / 'nope.py'}: no such file or directory"]
 
 
 def test_each_file_once(tmp_path):
     tree(tmp_path, "a.py")
-    files, _ = discover([str(tmp_path), str(tmp_path / "a.py")], Config(root=tmp_path))
+    files, _ = discover([str(tmp_path), str(tmp_path / "a.py")], fixed(Config(root=tmp_path)))
     assert len(files) == 1
+
+
+def test_each_folder_takes_the_excludes_of_its_nearest_config(tmp_path):
+    tree(tmp_path, "a/gen/x.py", "a/keep.py", "b/gen/y.py", "b/keep.py")
+    (tmp_path / "a" / "pyproject.toml").write_text('[tool.torchnumlint]\nextend-exclude = ["/gen"]\n')
+    files, _ = discover([str(tmp_path)], Settings())
+    assert sorted(Path(f).relative_to(tmp_path).as_posix() for f in files) == ["a/keep.py", "b/gen/y.py", "b/keep.py"]
+
+
+def test_project_root_is_the_nearest_folder_with_a_marker(tmp_path):
+    for number, marker in enumerate(("pyproject.toml", "setup.py", "setup.cfg", ".git")):
+        project = tmp_path / f"project{number}"
+        (project / "src" / "pkg").mkdir(parents=True)
+        (project / marker).touch()  # .git as a file: a worktree or a submodule
+        assert project_root(project / "src" / "pkg", {}) == project
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    (tmp_path / "repo" / "examples").mkdir()
+    (tmp_path / "repo" / "examples" / "setup.py").touch()
+    assert project_root(tmp_path / "repo" / "examples", {}) == tmp_path / "repo" / "examples"
+    assert project_root(tmp_path / "repo", {}) == tmp_path / "repo"
+    assert project_root(tmp_path, {}) is None
+
+
+def test_project_files_leave_out_nested_projects_and_what_discovery_skips(tmp_path):
+    tree(tmp_path, "train.py", "pkg/utils.py", "venv/lib.py", "sub/setup.py", "sub/m.py", "ignored/x.py")
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / ".gitignore").write_text("ignored/\n")
+    files = sorted(Path(f).relative_to(tmp_path).as_posix() for f in project_files(str(tmp_path), Settings()))
+    assert files == ["pkg/utils.py", "train.py"]
+    # linting a folder goes into nested projects: they are linted, as their own projects
+    assert found(tmp_path)[0] == ["pkg/utils.py", "sub/m.py", "sub/setup.py", "train.py"]

@@ -75,3 +75,44 @@ def test_hook_fails_on_unsafe_code_and_passes_after_fix(tmp_path):
     git("add", "-A", cwd=project)
     again = pre_commit(project, cache)
     assert again.returncode == 0, again.stdout + again.stderr
+
+
+TRAIN = '''import torch
+
+
+def train_step(model, optimizer, loss_fn, x, y):
+    optimizer.zero_grad()
+    with torch.autocast("cuda"):
+        loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+'''
+
+
+@pytest.mark.skipif(not PRE_COMMIT.exists(), reason="pre-commit is part of the dev extra")
+def test_staged_file_is_linted_against_the_committed_project(tmp_path):
+    """pre-commit passes only the staged train.py: the GradScaler in the unchanged utils.py counts."""
+    hook_repo = tmp_path / "hook"
+    hook_repo.mkdir()
+    rev = snapshot_of_this_repo(hook_repo)
+    project = tmp_path / "project"
+    project.mkdir()
+    git("init", "-q", cwd=project)
+    (project / ".pre-commit-config.yaml").write_text(
+        f"repos:\n- repo: {hook_repo}\n  rev: {rev}\n  hooks:\n  - id: torchnumlint\n"
+    )
+    (project / "utils.py").write_text('import torch\n\nscaler = torch.amp.GradScaler("cuda")\n')
+    git("add", "-A", cwd=project)
+    git("commit", "-q", "-m", "utils", cwd=project)
+    (project / "train.py").write_text(TRAIN)
+    git("add", "train.py", cwd=project)
+
+    env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path / "cache"))
+    staged = [str(PRE_COMMIT), "run"]  # no --all-files: only the staged files
+    passed = subprocess.run(staged, cwd=project, capture_output=True, text=True, env=env, timeout=600)
+    assert passed.returncode == 0 and "TNL302" not in passed.stdout, passed.stdout + passed.stderr
+
+    (project / "utils.py").write_text("import torch\n")
+    git("commit", "-q", "-m", "no scaler", "utils.py", cwd=project)
+    failed = subprocess.run(staged, cwd=project, capture_output=True, text=True, env=env, timeout=600)
+    assert failed.returncode == 1 and "train.py:6:10: TNL302" in failed.stdout, failed.stdout + failed.stderr

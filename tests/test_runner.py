@@ -10,30 +10,24 @@ FUNCTION = """
     import torch
 
 
-    class Normalize(torch.autograd.Function):
+    class Energy(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, x):
-            e = torch.exp(x)
-            return e / e.sum(-1, keepdim=True)
+        def forward(ctx, s):
+            return s * s
 
         @staticmethod
         def backward(ctx, g):
             return g
-
-
-    def warmup(x):
-        with torch.autocast("cuda"):
-            return Normalize.apply(x)
 """
 
 STEP = """
     import torch
-    from ops import Normalize
+    from ops import Energy
 
 
     def step(x):
         with torch.autocast("cuda"):
-            return Normalize.apply(x)
+            return Energy.apply(x)
 """
 
 
@@ -42,12 +36,12 @@ def write(folder, **files):
         (folder / f"{name}.py").write_text(textwrap.dedent(body).lstrip())
 
 
-def test_a_fix_in_one_file_clears_the_finding_it_caused_in_another(tmp_path):
+def test_a_region_in_one_file_is_fixed_in_the_file_that_defines_the_function(tmp_path):
     write(tmp_path, ops=FUNCTION, train=STEP)
     rules = [registry()["TNL301"]]
     before = run([str(tmp_path)], Config(root=tmp_path), rules, Options())
     where = [(f.path.rsplit("/", 1)[-1], f.line, f.fix is not None) for f in before.findings]
-    assert where == [("ops.py", 17, True), ("train.py", 7, False)]  # the fix lives with the Function
+    assert where == [("ops.py", 7, True)]  # the hazard and its fix live with the Function
     after = run([str(tmp_path)], Config(root=tmp_path), rules, Options(fix=True))
     assert after.findings == [] and after.fixed == 1
     assert "@torch.amp.custom_fwd(device_type=\"cuda\", cast_inputs=torch.float32)" in (tmp_path / "ops.py").read_text()

@@ -75,20 +75,22 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_
     if list_rules:
         click.echo(rules_table(all_rules()))
         return
+    options = Options(fix=fix, diff=diff, unsafe_fixes=unsafe_fixes)
     try:
-        config = configuration.load_config(config_path)
-        chosen_select = _split(select) or config.select
-        extend = _split(extend_select) + config.extend_select
-        ignored = _split(ignore) + config.ignore
-        for selector in (chosen_select or []) + extend + ignored:
+        overrides = configuration.Overrides(
+            select=tuple(_split(select)) or None,
+            extend_select=tuple(_split(extend_select)),
+            ignore=tuple(_split(ignore)),
+        )
+        for selector in (overrides.select or ()) + overrides.extend_select + overrides.ignore:
             configuration.check_selector(selector, "command line")
-        rules = configuration.select_rules(chosen_select, extend, ignored)
+        # each file's settings come from the config nearest to it, read as the run reaches it
+        result = run(list(paths) or ["."], configuration.Settings(overrides, config_path), options=options)
     except configuration.ConfigError as exc:
         click.echo(f"torchnumlint: {exc}", err=True)
         sys.exit(EXIT_ERROR)
-
-    options = Options(fix=fix, diff=diff, unsafe_fixes=config.unsafe_fixes if unsafe_fixes is None else unsafe_fixes)
-    result = run(list(paths) or ["."], config, rules, options)
+    if unsafe_fixes is None:  # the files' configs decided: findings are marked fixable as they did
+        options.unsafe_fixes = result.unsafe_fixes
 
     if diff:
         click.echo("".join(result.diffs), nl=False)

@@ -1,7 +1,9 @@
-"""`[tool.torchnumlint]` discovery and validation, and rule selection.
+"""`[tool.torchnumlint]` discovery and validation, and rule selection, per file.
 
-Settings come from the nearest pyproject.toml that has a `[tool.torchnumlint]` table (searched from
-the working directory upwards), or from `--config FILE`; command-line options override them.
+Each file takes its settings from the nearest pyproject.toml above it that has a `[tool.torchnumlint]`
+table (as ruff takes the closest config to each file): one run over several projects gives each
+project's files their own settings, whatever the working directory. `--config FILE` gives one set
+of settings to every file. Command-line rule selection goes on top of whichever config applies.
 """
 
 from __future__ import annotations
@@ -10,7 +12,10 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Type
+
+if TYPE_CHECKING:
+    from torchnumlint.rules.base import Rule
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -39,17 +44,6 @@ _LIST_KEYS = {"select", "extend-select", "ignore", "exclude", "extend-exclude"}
 _KEYS = _LIST_KEYS | {"per-file-ignores", "unsafe-fixes"}
 
 
-def find_pyproject(start: Path) -> Optional[Path]:
-    """The nearest pyproject.toml with a [tool.torchnumlint] table, from `start` upwards."""
-    for folder in [start, *start.parents]:
-        candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            tool = _read_toml(candidate).get("tool", {})
-            if isinstance(tool, dict) and "torchnumlint" in tool:
-                return candidate
-    return None
-
-
 def _read_toml(path: Path) -> dict:
     try:
         with open(path, "rb") as handle:
@@ -60,28 +54,92 @@ def _read_toml(path: Path) -> dict:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
 
 
-def load_config(explicit: Optional[str] = None, start: Optional[Path] = None) -> Config:
-    if explicit is not None:
-        path = Path(explicit)
-        if not path.is_file():
-            raise ConfigError(f"{path}: config file not found")
-        data = _read_toml(path)
-        tool = data.get("tool")
-        # a pyproject.toml, or a file holding the settings at its top level
-        table = tool.get("torchnumlint", {}) if isinstance(tool, dict) else data
-    else:
-        found = find_pyproject((start or Path.cwd()).resolve())
-        if found is None:
-            return Config()
-        path = found
-        table = _read_toml(path)["tool"]["torchnumlint"]
-    return _validate(table, path)
+def load_config(path: str) -> Config:
+    """The settings in `path`: a pyproject.toml, or a file holding them at its top level."""
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"{file}: config file not found")
+    data = _read_toml(file)
+    tool = data.get("tool")
+    return _validate(tool.get("torchnumlint", {}) if isinstance(tool, dict) else data, file)
+
+
+def _pyproject_config(folder: Path) -> Optional[Config]:
+    """The settings of `folder`'s pyproject.toml, when it has a [tool.torchnumlint] table."""
+    candidate = folder / "pyproject.toml"
+    if not candidate.is_file():
+        return None
+    tool = _read_toml(candidate).get("tool", {})
+    if not (isinstance(tool, dict) and "torchnumlint" in tool):
+        return None
+    return _validate(tool["torchnumlint"], candidate)
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Rule selection from the command line, applied on top of every file's config."""
+
+    select: Optional[Tuple[str, ...]] = None
+    extend_select: Tuple[str, ...] = ()
+    ignore: Tuple[str, ...] = ()
+
+
+class Settings:
+    """Each file's Config and enabled rules: from `config_file` for every file when given, else from
+    the nearest pyproject.toml with a [tool.torchnumlint] table above the file (defaults where none).
+
+    Folders are looked up once, config files read once and rules selected once per config, so a
+    run over thousands of files reads a handful of TOML files."""
+
+    def __init__(self, overrides: Overrides = Overrides(), config_file: Optional[str] = None) -> None:
+        self._overrides = overrides
+        self._fixed = load_config(config_file) if config_file is not None else None
+        self._default = Config()
+        self._by_folder: Dict[Path, Config] = {}
+        self._rules: Dict[int, List[Type[Rule]]] = {}  # id() of a Config (each is kept here) -> rules
+
+    @classmethod
+    def fixed(cls, config: Config, rules: Sequence[Type[Rule]] = ()) -> "Settings":
+        """`config` and `rules` for every file (an API caller that has chosen them itself)."""
+        settings = cls()
+        settings._fixed = config
+        settings._rules[id(config)] = list(rules)
+        return settings
+
+    def config_for(self, folder: Path) -> Config:
+        """The Config of the files directly in `folder` (an absolute path)."""
+        if self._fixed is not None:
+            return self._fixed
+        if folder not in self._by_folder:
+            found = _pyproject_config(folder)
+            if found is None:
+                found = self._default if folder.parent == folder else self.config_for(folder.parent)
+            self._by_folder[folder] = found
+        return self._by_folder[folder]
+
+    def config_of(self, path: str) -> Config:
+        """The Config of the file at `path`."""
+        return self.config_for(Path(os.path.abspath(path)).parent)
+
+    def rules_for(self, path: str) -> List[Type[Rule]]:
+        """The rules enabled for the file at `path`: its config's selection with the command
+        line's on top, less what its config's per-file-ignores switches off for it."""
+        config = self.config_of(path)
+        if id(config) not in self._rules:
+            wanted = self._overrides
+            self._rules[id(config)] = select_rules(
+                wanted.select or config.select,
+                [*wanted.extend_select, *config.extend_select],
+                [*wanted.ignore, *config.ignore],
+            )
+        ignored = ignored_for(config, path)
+        return [rule for rule in self._rules[id(config)] if not any(_matches(s, rule.code) for s in ignored)]
 
 
 def _validate(table: dict, path: Path) -> Config:
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.torchnumlint] must be a table")
-    config = Config(root=path.parent.resolve(), source=path)
+    config = Config(root=Path(os.path.abspath(path.parent)), source=path)
     for key, value in table.items():
         where = f"{path}: tool.torchnumlint.{key}"
         if key not in _KEYS:

@@ -1,19 +1,25 @@
-"""Paths -> the Python files to lint.
+"""Paths -> the Python files to lint, and each file's project.
 
 Folders are walked for `.py`/`.pyi`, skipping hidden folders, virtualenvs, caches and build output,
-the `exclude` globs and what `.gitignore` files ignore. A file named on the command line (as
+the `exclude` globs and what `.gitignore` files ignore. Exclude globs come from the config of the
+folder being walked and are relative to that config's folder. A file named on the command line (as
 pre-commit does) is linted unless the user's own `exclude`/`extend-exclude` patterns name it.
+
+A file's project is the nearest folder above it holding pyproject.toml, setup.py, setup.cfg or .git;
+`project_files` lists a project's files by the same rules, leaving out nested projects (a folder
+below with a marker of its own), so facts that cross files come from the project, not from
+whichever of its files were passed.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import pathspec
 
-from torchnumlint.config import Config
+from torchnumlint.config import Config, Settings
 
 DEFAULT_EXCLUDE = [
     ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", ".eggs", "*.egg-info", "__pycache__",
@@ -55,9 +61,69 @@ class _GitIgnore:
             folder = folder.parent
 
 
-def _exclude_spec(config: Config, defaults: bool = True) -> pathspec.PathSpec:
-    base = config.exclude if config.exclude is not None else (DEFAULT_EXCLUDE if defaults else [])
-    return pathspec.GitIgnoreSpec.from_lines(base + config.extend_exclude)
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def is_project_root(folder: Path) -> bool:
+    """Whether `folder` holds a project marker (.git may be a file: a worktree or submodule)."""
+    return any((folder / marker).exists() for marker in PROJECT_MARKERS)
+
+
+def project_root(folder: Path, cache: Dict[Path, Optional[Path]]) -> Optional[Path]:
+    """The nearest project root at or above `folder` (an absolute path); None when there is none."""
+    if folder not in cache:
+        if is_project_root(folder):
+            cache[folder] = folder
+        else:
+            cache[folder] = None if folder.parent == folder else project_root(folder.parent, cache)
+    return cache[folder]
+
+
+class _Walker:
+    """Walks folders by the rules above, compiling each config's patterns and reading each
+    .gitignore once per walker."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.gitignore = _GitIgnore()
+        self._specs: Dict[Tuple[int, bool], pathspec.PathSpec] = {}
+
+    def spec(self, config: Config, defaults: bool = True) -> pathspec.PathSpec:
+        """`config`'s exclude patterns; without `defaults`, the user's own only."""
+        key = (id(config), defaults)  # configs live as long as the Settings that hands them out
+        if key not in self._specs:
+            base = config.exclude if config.exclude is not None else (DEFAULT_EXCLUDE if defaults else [])
+            self._specs[key] = pathspec.GitIgnoreSpec.from_lines(base + config.extend_exclude)
+        return self._specs[key]
+
+    def named_file_excluded(self, path: Path) -> bool:
+        """A file named explicitly is left out by the user's own patterns only."""
+        config = self.settings.config_for(path.parent)
+        return _excluded(self.spec(config, defaults=False), path, config.root, False)
+
+    def walk(self, top: str, into_projects: bool) -> Iterator[str]:
+        """The Python files under `top`, paths joined onto `top` as given; below `top`, folders
+        that are project roots are entered only with `into_projects`."""
+        for folder, dirnames, filenames in os.walk(top):
+            here = Path(os.path.abspath(folder))
+            config = self.settings.config_for(here)
+            spec = self.spec(config)
+            keep = []
+            for name in sorted(dirnames):
+                child = here / name
+                if name.startswith(".") or _excluded(spec, child, config.root, True):
+                    continue
+                if self.gitignore.ignored(child, True) or (child / "pyvenv.cfg").exists():  # a virtualenv
+                    continue
+                if into_projects or not is_project_root(child):
+                    keep.append(name)
+            dirnames[:] = keep
+            for name in sorted(filenames):
+                child = here / name
+                if not name.endswith(SUFFIXES) or _excluded(spec, child, config.root, False):
+                    continue
+                if not self.gitignore.ignored(child, False):
+                    yield os.path.normpath(os.path.join(folder, name))
 
 
 def _excluded(spec: pathspec.PathSpec, path: Path, root: Path, is_dir: bool) -> bool:
@@ -69,48 +135,29 @@ def _excluded(spec: pathspec.PathSpec, path: Path, root: Path, is_dir: bool) -> 
     return spec.match_file(rel + suffix) or spec.match_file(path.name + suffix)
 
 
-def discover(paths: Iterable[str], config: Config) -> Tuple[List[str], List[str]]:
+def discover(paths: Iterable[str], settings: Settings) -> Tuple[List[str], List[str]]:
     """(files to lint, in a stable order; errors for paths that do not exist)."""
-    spec = _exclude_spec(config)
-    named_spec = _exclude_spec(config, defaults=False)  # files named explicitly: the user's patterns only
-    gitignore = _GitIgnore()
-    root = config.root.resolve()
+    walker = _Walker(settings)
     files: List[str] = []
     errors: List[str] = []
     seen = set()
-
-    def add(path: str) -> None:
-        key = os.path.realpath(path)
-        if key not in seen:
-            seen.add(key)
-            files.append(path)
-
     for given in paths:
         path = Path(given)
         if not path.exists():
             errors.append(f"{given}: no such file or directory")
             continue
-        absolute = path.resolve()
         if path.is_file():
-            if not _excluded(named_spec, absolute, root, False):
-                add(given)
-            continue
-        for folder, dirnames, filenames in os.walk(given):
-            here = Path(folder).resolve()
-            keep = []
-            for name in sorted(dirnames):
-                child = here / name
-                if name.startswith(".") or _excluded(spec, child, root, True) or gitignore.ignored(child, True):
-                    continue
-                if (child / "pyvenv.cfg").exists():  # a virtualenv under any name
-                    continue
-                keep.append(name)
-            dirnames[:] = keep
-            for name in sorted(filenames):
-                if not name.endswith(SUFFIXES):
-                    continue
-                child = here / name
-                if _excluded(spec, child, root, False) or gitignore.ignored(child, False):
-                    continue
-                add(os.path.normpath(os.path.join(folder, name)))
+            found: Iterable[str] = [] if walker.named_file_excluded(Path(os.path.abspath(given))) else [given]
+        else:
+            found = walker.walk(given, into_projects=True)
+        for file in found:
+            key = os.path.realpath(file)
+            if key not in seen:
+                seen.add(key)
+                files.append(file)
     return files, errors
+
+
+def project_files(root: str, settings: Settings) -> Iterator[str]:
+    """Every Python file of the project at `root` (lazily), leaving out nested projects."""
+    return _Walker(settings).walk(root, into_projects=False)

@@ -2,17 +2,27 @@
 
 Each file is processed by `process_file`, a function of plain, picklable inputs, so a later
 change can hand files to worker processes or a cache without touching the rest.
+
+Files are processed project by project (`discovery.project_root`). When an enabled rule reads the
+project index, the index of a project is built from all of that project's files, whichever of them
+were passed (pre-commit passes only the staged ones): the files not passed are read for the index,
+skipping any that cannot be read, and are never linted. Files with no project root above them are
+one project made of exactly those files, and nothing else is read for them: without a marker there
+is no telling where their project ends.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import os
 import traceback
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Type
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Type, Union
 
-from torchnumlint.config import Config, ignored_for
-from torchnumlint.discovery import discover
+from torchnumlint.config import Config, Settings
+from torchnumlint.discovery import discover, project_files, project_root
 from torchnumlint.engine import ParseError, fix_text, lint_text
 from torchnumlint.findings import Finding
 from torchnumlint.index import ProjectIndex, build_index
@@ -23,7 +33,7 @@ from torchnumlint.source import SourceError, SourceFile, read_source, write_sour
 @dataclass
 class Options:
     fix: bool = False
-    unsafe_fixes: bool = False
+    unsafe_fixes: Optional[bool] = None  # None: as each file's config says
     diff: bool = False
 
 
@@ -43,13 +53,7 @@ class RunResult:
     fixed: int = 0
     diffs: List[str] = field(default_factory=list)
     files: int = 0
-
-
-def _rules_for(path: str, rules: Sequence[Type[Rule]], config: Config) -> List[Type[Rule]]:
-    ignored = ignored_for(config, path)
-    if not ignored:
-        return list(rules)
-    return [r for r in rules if not any(r.code.startswith(s) or s.upper() == "ALL" for s in ignored)]
+    unsafe_fixes: bool = False  # unsafe fixes were on for every file (the report calls them fixable)
 
 
 def process_file(
@@ -61,7 +65,7 @@ def process_file(
         if not (options.fix or options.diff):
             outcome.findings = lint_text(path, source.text, rules, index)
             return outcome
-        result = fix_text(path, source.text, rules, index, unsafe=options.unsafe_fixes)
+        result = fix_text(path, source.text, rules, index, unsafe=bool(options.unsafe_fixes))
     except ParseError as exc:
         outcome.errors.append(f"{path}: cannot parse: {exc}")
         return outcome
@@ -92,9 +96,19 @@ def unified_diff(path: str, old: str, new: str) -> str:
     return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
-def run(paths: Sequence[str], config: Config, rules: Sequence[Type[Rule]], options: Options) -> RunResult:
+def run(
+    paths: Sequence[str],
+    settings: Union[Settings, Config],
+    rules: Sequence[Type[Rule]] = (),
+    options: Optional[Options] = None,
+) -> RunResult:
+    """Lint (or fix) `paths`. `settings` finds each file's config and rules; a plain `Config` with
+    `rules` applies to every file."""
+    if isinstance(settings, Config):
+        settings = Settings.fixed(settings, rules)
+    options = options or Options()
     result = RunResult()
-    files, result.errors = discover(paths, config)
+    files, result.errors = discover(paths, settings)
     sources: List[SourceFile] = []
     for path in files:
         try:
@@ -102,35 +116,78 @@ def run(paths: Sequence[str], config: Config, rules: Sequence[Type[Rule]], optio
         except SourceError as exc:
             result.errors.append(f"{path}: {exc}")
     result.files = len(sources)
-    index_rules = [rule for rule in rules if rule.needs_index]
-    index = build_index((s.path, s.text) for s in sources) if index_rules else ProjectIndex.empty()
-    fixed_texts = {}
+    unsafe = [_file_options(options, settings, s.path).unsafe_fixes for s in sources]
+    result.unsafe_fixes = all(unsafe) if unsafe else bool(options.unsafe_fixes)
+    roots: Dict[Path, Optional[Path]] = {}
+    projects: Dict[Optional[Path], List[SourceFile]] = {}
     for source in sources:
-        outcome = process_file(source, _rules_for(source.path, rules, config), index, options)
-        result.findings.extend(outcome.findings)
+        projects.setdefault(project_root(Path(os.path.abspath(source.path)).parent, roots), []).append(source)
+    for root, members in projects.items():
+        _run_project(root, members, settings, options, result)
+    result.findings.sort(key=lambda f: f.sort_key)
+    return result
+
+
+def _file_options(options: Options, settings: Settings, path: str) -> Options:
+    if options.unsafe_fixes is not None:
+        return options
+    return dataclasses.replace(options, unsafe_fixes=settings.config_of(path).unsafe_fixes)
+
+
+def _run_project(
+    root: Optional[Path], members: List[SourceFile], settings: Settings, options: Options, result: RunResult
+) -> None:
+    """Lint or fix the files passed from one project against that project's index."""
+    rules = {source.path: settings.rules_for(source.path) for source in members}
+    needs_index = any(rule.needs_index for chosen in rules.values() for rule in chosen)
+    texts = [(source.path, source.text) for source in members]
+    index = build_index(_project_texts(root, texts, settings)) if needs_index else ProjectIndex.empty()
+    fixed_texts = {}
+    findings: List[Finding] = []
+    for source in members:
+        outcome = process_file(source, rules[source.path], index, _file_options(options, settings, source.path))
+        findings.extend(outcome.findings)
         result.errors.extend(outcome.errors)
         result.fixed += outcome.fixed
         if outcome.diff:
             result.diffs.append(outcome.diff)
         if outcome.text is not None:
             fixed_texts[source.path] = outcome.text
-    if index_rules and fixed_texts:
-        result.findings = _relint_cross_file(result.findings, sources, fixed_texts, index_rules, config)
-    result.findings.sort(key=lambda f: f.sort_key)
-    return result
+    del index  # the relint below builds the project's index again
+    if needs_index and fixed_texts:
+        final = [(path, fixed_texts.get(path, text)) for path, text in texts]
+        findings = _relint_cross_file(findings, root, final, rules, settings)
+    result.findings.extend(findings)
 
 
-def _relint_cross_file(findings, sources, fixed_texts, index_rules, config) -> List[Finding]:
+def _project_texts(root: Optional[Path], texts: List[Tuple[str, str]], settings: Settings) -> Iterator[Tuple[str, str]]:
+    """(path, text) of every file of the project at `root`: `texts` for the files passed, the
+    others read from disk one at a time. Their paths take the form the passed files have
+    (relative to the working folder, or absolute), since findings name them."""
+    yield from texts
+    if root is None:
+        return
+    passed = {os.path.realpath(path) for path, _ in texts}
+    top = str(root) if os.path.isabs(texts[0][0]) else os.path.relpath(root)
+    for path in project_files(top, settings):
+        if os.path.realpath(path) in passed:
+            continue
+        try:
+            yield path, read_source(path).text
+        except SourceError:
+            pass  # not being linted: it just adds no facts
+
+
+def _relint_cross_file(findings, root, final, rules, settings) -> List[Finding]:
     """Fixes in one file change what rules that read the project index report in another (a
     Function given `custom_fwd` is safe wherever it is called): report those rules' findings
     against the project as fixed, not as it was."""
-    final = [(s.path, fixed_texts.get(s.path, s.text)) for s in sources]
-    fresh = build_index(final)
-    codes = {rule.code for rule in index_rules}
+    fresh = build_index(_project_texts(root, final, settings))
+    codes = {rule.code for chosen in rules.values() for rule in chosen if rule.needs_index}
     kept = [f for f in findings if f.code not in codes]
     for path, text in final:
         try:
-            kept.extend(lint_text(path, text, _rules_for(path, index_rules, config), fresh))
+            kept.extend(lint_text(path, text, [r for r in rules[path] if r.needs_index], fresh))
         except ParseError:
             pass  # already reported for this file
     return kept

@@ -416,7 +416,7 @@ def test_a_root_of_a_variance_by_hand_is_unsafe_even_without_gradients():
     gradient: under no_grad it is not reported, not even in strict mode."""
     code = "import torch\n@torch.no_grad()\ndef f(x: torch.Tensor):\n    return torch.sqrt((x * x).mean(-1) - x.mean(-1) ** 2)\n"
     assert conftest.lint(code, "TNL206") == [("TNL206", 4)]
-    code = "import torch\n@torch.no_grad()\ndef f(a, b):\n    return torch.sqrt(a - b)\n"
+    code = "import torch\n@torch.no_grad()\ndef loss(a, b):\n    return torch.sqrt(a - b)\n"
     assert lint(code, "TNL206") == []
     assert conftest.lint(code.replace("@torch.no_grad()\n", ""), "TNL206") == [("TNL206", 3)]
 

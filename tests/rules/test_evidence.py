@@ -73,14 +73,20 @@ REACHES_ZERO = [
     # a root mean square error at a perfect prediction
     ("""
      import torch
-     def rmse(pred, target):
-         return torch.sqrt(((pred - target) ** 2).mean())
+     class RMSELoss(torch.nn.Module):
+         def forward(self, pred, target):
+             return torch.sqrt(((pred - target) ** 2).mean())
      """, "TNL206"),
-    # a distance between points that can coincide
+    # the distance between an anchor and a positive that can coincide, in a training step
     ("""
      import torch
-     def pair_distance(a, b):
+     def distance(a, b):
          return torch.sqrt(((a - b) ** 2).sum(-1))
+
+     def train_step(model, opt, anchor, positive):
+         loss = distance(model(anchor), model(positive)).mean()
+         loss.backward()
+         opt.step()
      """, "TNL204"),
     # a variance by hand cancels below 0
     ("""
@@ -172,6 +178,50 @@ def test_the_message_names_the_evidence():
     assert "when nothing is selected" in finding.message
     (finding,) = _findings(REACHES_ZERO[2][0])
     assert "constant data" in finding.message
+
+
+def test_a_gradient_claim_needs_code_that_differentiates():
+    """The same distance in a clustering routine that never trains: no gradient is shown, so
+    the NaN-gradient claim is made in strict mode only."""
+    code = """
+    import torch
+    def center_shift(current, previous):
+        return torch.sqrt(((current - previous) ** 2).sum(-1)).sum()
+    """
+    assert codes(code) == []
+    assert codes(code, strict=True) == ["TNL204"]
+
+
+def test_pairs_of_one_tensor_at_two_index_sets_are_no_evidence():
+    """`pos[i] - pos[j]` over a graph's edges is 0 only for self-loops, which such code leaves
+    out; the pairwise differences of a tensor with itself are 0 on the diagonal."""
+    code = """
+    import torch
+    class Interaction(torch.nn.Module):
+        def forward(self, pos, edge_index):
+            i, j = edge_index
+            return (pos[i] - pos[j]).pow(2).sum(dim=-1).sqrt()
+    """
+    assert codes(code) == []
+    code = """
+    import torch
+    class Repulsion(torch.nn.Module):
+        def forward(self, emb):
+            return torch.sqrt(((emb[:, None] - emb[None]) ** 2).sum(-1)).mean()
+    """
+    assert codes(code) == ["TNL204"]
+
+
+def test_a_cosine_clamped_inside_the_unit_interval_is_no_evidence():
+    code = """
+    import torch
+    class AngularMargin(torch.nn.Module):
+        def forward(self, cosine):
+            cosine = torch.clamp(cosine, -1 + 1e-7, 1 - 1e-7)
+            return torch.sqrt(1.0 - torch.pow(cosine, 2))
+    """
+    assert codes(code) == []
+    assert codes(code.replace("    cosine = torch.clamp(cosine, -1 + 1e-7, 1 - 1e-7)\n", "")) == ["TNL206"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.guards import (
-    gradient_free,
+    gradient_shown,
     is_constant,
     is_guarded,
     is_mask,
@@ -41,6 +41,7 @@ from torchnumlint.rules.guards import (
 )
 from torchnumlint.rules.evidence import (
     STRICT_WHY,
+    is_bounded,
     is_not_torch,
     is_torch_value,
     may_carry_grad,
@@ -679,8 +680,8 @@ class SqrtOfSumOfSquares(_RootRule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def row_norms(x):\n"
-                "    h = torch.relu(x)\n"
+                "def embedding_norm_loss(x):\n"
+                "    h = x - x.mean(dim=-1, keepdim=True)\n"
                 "    return torch.sqrt((h ** 2).sum(dim=-1))\n"
             ),
             lines=(6,),
@@ -688,8 +689,8 @@ class SqrtOfSumOfSquares(_RootRule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def row_norms(x):\n"
-                "    h = torch.relu(x)\n"
+                "def embedding_norm_loss(x):\n"
+                "    h = x - x.mean(dim=-1, keepdim=True)\n"
                 "    return torch.linalg.vector_norm(h, dim=-1)\n"
             ),
         ),
@@ -698,7 +699,7 @@ class SqrtOfSumOfSquares(_RootRule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def dists(a, b, h, mask):\n"
+                "def distance_loss(a, b, h, mask):\n"
                 "    d = a - b\n"
                 "    r = torch.sqrt(torch.sum(d * d, dim=1))\n"
                 "    g = (h * mask).pow(2).sum(1, True).sqrt()\n"
@@ -709,7 +710,7 @@ class SqrtOfSumOfSquares(_RootRule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def dists(a, b, h, mask):\n"
+                "def distance_loss(a, b, h, mask):\n"
                 "    d = a - b\n"
                 "    r = torch.linalg.vector_norm(d, dim=1)\n"
                 "    g = torch.linalg.vector_norm(h * mask, dim=1, keepdim=True)\n"
@@ -721,7 +722,7 @@ class SqrtOfSumOfSquares(_RootRule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def pairwise(a, b):\n"
+                "def pairwise_loss(a, b):\n"
                 "    return torch.sqrt(((a[:, None] - b[None]) ** 2).sum(-1))\n"
             ),
             lines=(5,),
@@ -729,7 +730,7 @@ class SqrtOfSumOfSquares(_RootRule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def pairwise(a, b):\n"
+                "def pairwise_loss(a, b):\n"
                 "    return torch.linalg.vector_norm(a[:, None] - b[None], dim=-1)\n"
             ),
         ),
@@ -751,8 +752,8 @@ class SqrtOfSumOfSquares(_RootRule):
             return
         ctx = self.ctx
         found = sum_of_squares(ctx, arg, node)
-        if found is None or gradient_free(ctx) or is_not_torch(ctx, found[0]) or not may_carry_grad(ctx, found[0]):
-            return  # the hazard is the gradient at 0: only where one can flow
+        if found is None or not gradient_shown(ctx) or is_not_torch(ctx, found[0]) or not may_carry_grad(ctx, found[0]):
+            return  # the hazard is the gradient at 0: only where one flows
         why = row_evidence(ctx, found[0])
         if why is None:
             if not ctx.strict:
@@ -815,7 +816,7 @@ class UnguardedSqrtOrPow(_RootRule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def stats(x, cos: torch.Tensor):\n"
+                "def spread_loss(x, cos: torch.Tensor):\n"
                 "    mu = x.mean(-1)\n"
                 "    var = (x * x).mean(-1) - mu ** 2\n"
                 "    sd = torch.sqrt(var)\n"
@@ -828,7 +829,7 @@ class UnguardedSqrtOrPow(_RootRule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def stats(x, cos: torch.Tensor):\n"
+                "def spread_loss(x, cos: torch.Tensor):\n"
                 "    mu = x.mean(-1)\n"
                 "    var = (x * x).mean(-1) - mu ** 2\n"
                 "    sd = torch.sqrt(var.clamp_min(1e-12))\n"
@@ -862,8 +863,8 @@ class UnguardedSqrtOrPow(_RootRule):
             return
         edge = self._negative(what, arg)
         if edge is None:
-            if kind != "rsqrt" and (gradient_free(ctx) or not may_carry_grad(ctx, arg)):
-                return  # only the gradient at 0 is at stake, and none flows here
+            if kind != "rsqrt" and (not gradient_shown(ctx) or not may_carry_grad(ctx, arg)):
+                return  # only the gradient at 0 is at stake: reported where one flows
             why = self._zero(what, arg)
             if why is None:
                 if not ctx.strict:
@@ -900,6 +901,11 @@ class UnguardedSqrtOrPow(_RootRule):
             return row_evidence(ctx, base) if base is not None else None
         if what == "a variance":
             return "for constant data"
+        value = strip_parens(ctx.resolve(arg))
+        if isinstance(value, cst.BinaryOperation):
+            square = square_base(ctx, ctx.resolve(value.right))
+            if square is not None and is_bounded(ctx, square):
+                return None  # `1 - c ** 2` of a c clamped inside (-1, 1)
         return "where its terms coincide"
 
     def _is_denominator(self, node: cst.CSTNode, kind: str) -> bool:

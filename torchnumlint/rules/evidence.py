@@ -312,13 +312,74 @@ def _origins(ctx: "FileContext", expr: cst.BaseExpression) -> Iterator[cst.BaseE
             return
 
 
-def _is_difference(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
-    return (
+def _indexed_base(ctx: "FileContext", expr: cst.BaseExpression) -> Tuple[cst.BaseExpression, bool]:
+    """(the tensor under indexing and unsqueezing, whether a new axis was added on the way):
+    `x[:, None]` -> (x, True), `x.unsqueeze(1)` -> (x, True), `pos[i]` -> (pos, False)."""
+    broadcast = False
+    expr = strip_parens(expr)
+    for _ in range(4):
+        if isinstance(expr, cst.Subscript):
+            broadcast |= any(isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Name)
+                             and e.slice.value.value == "None" for e in expr.slice)
+            expr = strip_parens(expr.value)
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "unsqueeze":
+            broadcast = True
+            expr = strip_parens(expr.func.value)
+        else:
+            break
+    return expr, broadcast
+
+
+def difference_evidence(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[str]:
+    """Why a difference `a - b` reaches 0, or None when it is no difference or cannot be shown
+    to: the pairwise differences of a tensor with itself (`x[:, None] - x[None]`) are 0 on the
+    diagonal; two different values can coincide. Differences of one tensor at two index sets
+    (`pos[i] - pos[j]` over the edges of a graph) are 0 only for self-pairs, which such code
+    excludes."""
+    if not (
         isinstance(expr, cst.BinaryOperation)
         and isinstance(expr.operator, cst.Subtract)
         and not is_python_number(ctx, expr.left)
         and not is_python_number(ctx, expr.right)
-    )
+    ):
+        return None
+    (left, left_new), (right, right_new) = _indexed_base(ctx, expr.left), _indexed_base(ctx, expr.right)
+    if same_code(ctx, left, right) and (left is not strip_parens(expr.left) or right is not strip_parens(expr.right)):
+        if left_new or right_new:
+            return "on the diagonal of the pairwise differences of a tensor with itself"
+        return None
+    return "where the two sides of a difference coincide"
+
+
+def last_value(ctx: "FileContext", expr: cst.BaseExpression) -> cst.BaseExpression:
+    """What `expr` holds, for a name: the value of its nearest assignment before the node being
+    visited, even where the name is bound more than once (`c = c.clamp(...)`). Only for
+    questions whose wrong answer silences a finding, never for one that makes or fixes one."""
+    expr = strip_parens(expr)
+    if isinstance(expr, cst.Name):
+        found = [b for b in ctx.bindings_before(expr) if b.value is not None]
+        if found:
+            return strip_parens(max(found, key=lambda b: b.order).value)
+    return expr
+
+
+def is_bounded(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
+    """Clamped from both sides (`torch.clamp(c, -1 + eps, 1 - eps)`): `1 - c ** 2` stays above 0."""
+    clamp = match_call(ctx.imports, last_value(ctx, expr), "clamp", "clip")
+    return clamp is not None and clamp.given("min") and clamp.given("max")
+
+
+def is_learned(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
+    """A parameter of the model: `self.<attr>` in a module, or an argument annotated
+    `nn.Parameter`. Learned values are never all 0 (a randomly initialised weight)."""
+    for origin in _origins(ctx, expr):
+        if isinstance(origin, cst.Attribute) and isinstance(origin.value, cst.Name) and origin.value.value == "self":
+            return in_module_class(ctx)
+        if isinstance(origin, cst.Name):
+            param = _param_of(ctx.binding(origin))
+            if param is not None:
+                return _annotation(param) == "Parameter"
+    return False
 
 
 def _is_masked(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
@@ -334,8 +395,9 @@ def _is_masked(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
 
 def _is_non_negative_op(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[str]:
     """relu / abs / clamp(min=0): outputs that are exactly 0 for a whole region of inputs."""
-    if match_call(ctx.imports, expr, "abs") is not None:
-        return "absolute values"
+    absolute = match_call(ctx.imports, expr, "abs")
+    if absolute is not None:
+        return None if is_learned(ctx, absolute.input) else "absolute values"
     if isinstance(expr, cst.Call):
         qual = ctx.qualname(expr.func)
         if qual in ("torch.relu", "torch.nn.functional.relu") or (
@@ -353,8 +415,8 @@ def row_evidence(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[str]:
     values that can coincide, masked or selected rows, relu/abs outputs, or the input of a
     module's `forward` (padding rows, an all-zero input)."""
     for origin in _origins(ctx, expr):
-        if _is_difference(ctx, origin):
-            return "where the two sides of a difference coincide"
+        if isinstance(origin, cst.BinaryOperation) and isinstance(origin.operator, cst.Subtract):
+            return difference_evidence(ctx, origin)
         if _is_masked(ctx, origin):
             return "for rows that a mask removes entirely"
         what = _is_non_negative_op(ctx, origin)
@@ -378,9 +440,12 @@ def summand_evidence(ctx: "FileContext", summed: cst.BaseExpression) -> Tuple[Op
         what = _is_non_negative_op(ctx, origin)
         if what is not None:
             return f"when all the {what} are 0", True
-        if isinstance(origin, (cst.Name, cst.Attribute)):
-            ident = origin.value if isinstance(origin, cst.Name) else origin.attr.value
-            if "weight" in ident.lower() and not (isinstance(origin, cst.Attribute) and in_module_class(ctx)):
+        if isinstance(origin, cst.Name) and "weight" in origin.value.lower():
+            # weights given by the caller can all be 0 (the confidences of rejected matches);
+            # weights computed here (`torch.ones(n) * m`, `w + alpha`) are the code's to know
+            param = _param_of(ctx.binding(origin))
+            func = _function_of(ctx, param) if param is not None else None
+            if func is not None and func.name.value != "__init__" and _annotation(param) != "Parameter":
                 return "when every weight is 0", False
     return None, False
 

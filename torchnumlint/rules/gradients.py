@@ -1,4 +1,4 @@
-"""Where no gradient can flow: code that runs only without autograd.
+"""Where a gradient can flow, and where none can.
 
 Rules whose claim is about a gradient (a NaN or infinite gradient at 0, a NaN gradient through a
 KL target) report only where a gradient can flow. Lexically that is decided by `with
@@ -12,6 +12,10 @@ runs without gradients by convention or by construction:
 - a function of this file whose every call site in the file is itself gradient-free (a helper of
   an `evaluate`), followed to a fixpoint; a function referenced any other way (a callback, an
   export) is not.
+
+The other way round, a claim about a gradient is made by default only where the code shows one
+(`runs_with_grad`): a module's `forward`, a loss, a training step, a function that calls
+`.backward()`, and the functions of the file they call.
 """
 
 from __future__ import annotations
@@ -86,6 +90,7 @@ class _FunctionFacts(Visitor):
         self.defined: Dict[str, int] = {}  # name -> how many definitions
         # callee -> the functions that call it (None: a no-grad block; "<module>": module level)
         self.callers: Dict[str, List[Optional[str]]] = {}
+        self.training: Set[str] = set()  # functions that differentiate: see `_trains`
         self._functions: List[cst.FunctionDef] = []
         self._classes: List[Optional[cst.ClassDef]] = [None]
         self._no_grad = 0
@@ -100,6 +105,8 @@ class _FunctionFacts(Visitor):
         name = node.name.value
         outer_free = bool(self._functions) and self.own.get(self._functions[-1].name.value, False)
         free = outer_free or _decorated_no_grad(self.ctx, node) or _by_convention(node, self._classes[-1])
+        if not free and _trains(node, self._classes[-1]):
+            self.training.add(name)
         self.own[name] = self.own.get(name, True) and free  # a name defined twice: both must be
         self.defined[name] = self.defined.get(name, 0) + 1
         self._functions.append(node)
@@ -124,6 +131,8 @@ class _FunctionFacts(Visitor):
             callee = func.value
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
             callee = func.attr.value
+        if isinstance(func, cst.Attribute) and func.attr.value == "backward" and self._functions and not self._no_grad:
+            self.training.add(self._functions[-1].name.value)
         if callee is not None:
             if self._no_grad:
                 caller = None
@@ -149,6 +158,20 @@ class _FunctionFacts(Visitor):
                     changed = True
         return free
 
+    def training_functions(self) -> Set[str]:
+        """Names of the functions that run with gradients: the seeds of `_trains`, functions
+        that call `.backward()`, and what they call (a fixpoint), less the gradient-free ones."""
+        free = self.free_functions()
+        found = set(self.training) - free
+        changed = True
+        while changed:
+            changed = False
+            for name in self.defined:
+                if name not in found and name not in free and any(c in found for c in self.callers.get(name, ())):
+                    found.add(name)
+                    changed = True
+        return found
+
     def walk_module(self, module: cst.Module) -> "_FunctionFacts":
         self._counts: Dict[str, int] = {}
         counts = self._counts
@@ -168,8 +191,38 @@ class _FunctionFacts(Visitor):
         return self
 
 
-def _free_functions(ctx: "FileContext") -> Set[str]:
-    return _FunctionFacts(ctx).walk_module(ctx.module).free_functions()
+_LOSS_WORDS = ("loss", "criterion")
+_TRAINING_METHODS = frozenset({"training_step", "train_step", "compute_loss"})
+_MODULE_WORDS = ("Module", "Layer", "Model", "Net", "Block", "Loss", "Head", "Encoder", "Decoder", "Attention")
+
+
+def _trains(func: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> bool:
+    """Differentiated by design: a module's `forward`, a loss (a function named for one, any
+    method of a class named for one), a training step."""
+    name = func.name.value
+    if name in _TRAINING_METHODS or any(word in name.lower() for word in _LOSS_WORDS):
+        return True
+    if cls is None:
+        return False
+    names = [cls.name.value, *_base_names(cls)]
+    if any(word in n for n in names for word in ("Loss", "Criterion")):
+        return True
+    return name == "forward" and any(word in n for n in names for word in _MODULE_WORDS)
+
+
+class _Facts:
+    def __init__(self, ctx: "FileContext") -> None:
+        walked = _FunctionFacts(ctx).walk_module(ctx.module)
+        self.free = walked.free_functions()
+        self.training = walked.training_functions()
+
+
+def _facts(ctx: "FileContext") -> _Facts:
+    return ctx.per_file("gradient facts", _Facts)
+
+
+def _functions_around(ctx: "FileContext") -> List[cst.FunctionDef]:
+    return [node for node in ctx.stack[:-1] if isinstance(node, cst.FunctionDef)]
 
 
 def runs_without_grad(ctx: "FileContext") -> bool:
@@ -177,8 +230,15 @@ def runs_without_grad(ctx: "FileContext") -> bool:
     by a decorator), or in a function that does by convention or is called only from such code."""
     if ctx.in_no_grad():
         return True
-    functions = [node for node in ctx.stack[:-1] if isinstance(node, cst.FunctionDef)]
-    if not functions:
+    free = _facts(ctx).free
+    return any(func.name.value in free for func in _functions_around(ctx))
+
+
+def runs_with_grad(ctx: "FileContext") -> bool:
+    """Whether the code shows that the node being visited is differentiated: it is in a
+    module's `forward`, a loss, a training step, a function that calls `.backward()`, or a
+    function of this file that one of those calls; and not in gradient-free code."""
+    if runs_without_grad(ctx):
         return False
-    free = ctx.per_file("gradient-free functions", _free_functions)
-    return any(func.name.value in free for func in functions)
+    functions = _functions_around(ctx)
+    return bool(functions) and functions[-1].name.value in _facts(ctx).training

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Optional, Set
 
 import libcst as cst
 
-from torchnumlint.rules.gradients import runs_without_grad
+from torchnumlint.rules.gradients import runs_with_grad, runs_without_grad
 from torchnumlint.rules.names import CallMatch, match_call
 from torchnumlint.walk import Visitor
 
@@ -346,6 +346,14 @@ def module_call(ctx: "FileContext", call: cst.Call, *classes: str) -> Optional[c
     if isinstance(ctor, cst.Call) and ctx.qualname(ctor.func) in classes:
         return ctor
     return None
+
+
+def gradient_shown(ctx: "FileContext") -> bool:
+    """The code shows that a gradient flows through the node being visited (`runs_with_grad`),
+    and it is not only read as a number; strict mode takes any code that is not gradient-free."""
+    if gradient_free(ctx):
+        return False
+    return ctx.strict or runs_with_grad(ctx)
 
 
 _TO_PYTHON = {"float", "int", "bool"}

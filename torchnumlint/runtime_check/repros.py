@@ -210,16 +210,16 @@ register(
 def _tnl204_adversarial(ctx: ReproContext) -> Inputs:
     x = _rows_with_constant(ctx, 204, zero=True)
     if ctx.dtype_name == "float16":
-        x[2] = 300.0  # norm 1200 > 256: x ** 2 = 90000 overflows float16 (max 65504)
+        x[2, ::2], x[2, 1::2] = 300.0, -300.0  # centred +-300: (+-300) ** 2 = 90000 overflows float16 (max 65504)
     return _put(ctx, x=x)
 
 
 register(
     Repro(
-        "TNL204", "NF", "row_norms", ("float32", "float16"),
+        "TNL204", "NF", "embedding_norm_loss", ("float32", "float16"),
         adversarial=_tnl204_adversarial, benign=_randn("x", (4, 16), 2.0, 2041), grad=("x",),
         thresholds={"float32": "4 x 16, row 1 all zeros (gradient of sqrt at 0), other rows randn",
-                    "float16": "4 x 16, row 1 all zeros, row 2 all 300 (x**2 overflows float16 above 255.9)"},
+                    "float16": "4 x 16, row 1 all zeros, row 2 +-300 (x**2 overflows float16 above 255.9)"},
     )
 )
 

@@ -598,3 +598,18 @@ def test_tnl306_removing_an_import_never_empties_a_block():
     assert fixed306(code) == 'import torch\nif HALF:\n    pass\n\ns = torch.amp.GradScaler("cuda")\n'
     code = "import torch\nif HALF:\n    from torch.cuda.amp import GradScaler\n    flag = True\n"
     assert fixed306(code) == "import torch\nif HALF:\n    flag = True\n"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        'import torch\n\ns = torch.amp.GradScaler("cuda") if TORCH_GREATER_EQUAL_2_4 else torch.cuda.amp.GradScaler()\n',
+        "import torch\nif hasattr(torch, 'amp'):\n    ctx = torch.autocast('cuda')\nelse:\n    ctx = torch.cuda.amp.autocast()\n",
+        "import torch\nif version.parse(torch.__version__) >= version.parse('2.4'):\n    ctx = torch.autocast('cuda')\n"
+        "elif old:\n    ctx = torch.cuda.amp.autocast()\n",
+    ],
+)
+def test_tnl306_the_fallback_of_a_torch_version_test_is_left_alone(code):
+    assert lint(code, "TNL306") == []
+    outside = code + "y = torch.cuda.amp.autocast()\n"  # the same call, run on every torch version
+    assert lint(outside, "TNL306") == [("TNL306", outside.count("\n"))]

@@ -730,6 +730,10 @@ def _cuda_arg(comma: bool) -> cst.Arg:
     return cst.Arg(value=_CUDA, comma=_COMMA if comma else cst.MaybeSentinel.DEFAULT)
 
 
+# A test of the torch version (or of a newer API's presence).
+_VERSION_TEST = re.compile(r"version|TORCH_(GREATER|LESS|GE|LT|VERSION)|hasattr\(torch", re.IGNORECASE)
+
+
 def _module_bindings(body: Sequence[cst.CSTNode]) -> Dict[str, set]:
     """Module-level name -> what binds it, through `if`/`try`/`with` blocks (not functions or
     classes): an import's qualified name, or "<local>" for a def, class or assignment."""
@@ -921,7 +925,7 @@ class DeprecatedCudaAmp(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         qual = self.ctx.qualname(node.func)
-        if qual is None or not qual.startswith("torch.cuda") or self._ambiguous(node.func):
+        if qual is None or not qual.startswith("torch.cuda") or self._ambiguous(node.func) or self._old_torch_branch():
             return
         if qual in _CUDA_AUTOCAST:
             self._autocast(node)
@@ -939,8 +943,20 @@ class DeprecatedCudaAmp(Rule):
         expr = node.decorator
         if isinstance(expr, (cst.Name, cst.Attribute)):
             qual = self.ctx.qualname(expr)
-            if (qual in _CUDA_FWD or qual in _CUDA_BWD) and not self._ambiguous(expr):
+            if (qual in _CUDA_FWD or qual in _CUDA_BWD) and not self._ambiguous(expr) and not self._old_torch_branch():
                 self._custom(expr, None, qual)
+
+    def _old_torch_branch(self) -> bool:
+        """Whether the node is in the `else` of a torch-version test (`torch.amp.GradScaler(...)
+        if TORCH_GE_2_4 else torch.cuda.amp.GradScaler()`): only old torch runs it, where the
+        `torch.amp` spelling does not exist, so it is neither deprecated there nor rewritable."""
+        stack = self.ctx.stack
+        return any(
+            isinstance(node, (cst.If, cst.IfExp))
+            and inner is node.orelse
+            and _VERSION_TEST.search(self.ctx.module.code_for_node(node.test)) is not None
+            for node, inner in zip(stack, stack[1:])
+        )
 
     def _ambiguous(self, expr: cst.BaseExpression) -> bool:
         """Whether the name `expr` starts with is bound at module level in more than one way

@@ -41,6 +41,14 @@ REACHES_ZERO = [
      def normalise_advantages(adv):
          return (adv - adv.mean()) / adv.std()
      """, "TNL201"),
+    # advantages unpacked from a batch of rollouts
+    ("""
+     import torch
+     def training_step(self, batch):
+         states, actions, adv = batch
+         adv = (adv - adv.mean()) / adv.std()
+         return adv
+     """, "TNL201"),
     # weights that can all be 0 (confidences of rejected matches)
     ("""
      import torch
@@ -111,6 +119,14 @@ NO_EVIDENCE = [
         std_text = text.std(dim=list(range(1, text.ndim)), keepdim=True)
         std_cfg = cfg.std(dim=list(range(1, cfg.ndim)), keepdim=True)
         return cfg * (std_text / std_cfg)
+    """,
+    # standardising freshly sampled latents: never constant
+    """
+    import torch
+    def renoise(shape, anchor_std, anchor_mean):
+        latents = torch.randn(shape)
+        smoothed = torch.nn.functional.avg_pool2d(latents, 3, 1, 1)
+        return (smoothed - smoothed.mean()) / smoothed.std() * anchor_std + anchor_mean
     """,
     # a fixed positive kernel
     """

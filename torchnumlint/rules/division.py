@@ -262,6 +262,10 @@ def zero_evidence(
         if hazard == "a variance":
             var = match_call(ctx.imports, strip_parens(ctx.resolve(arg)), "var")
             return (_STANDARDISING if var is not None and standardises(ctx, numerator, var.input) else None), True
+        if hazard == "a mean of squares":
+            mean = match_call(ctx.imports, strip_parens(ctx.resolve(arg)), "mean")
+            base = square_base(ctx, strip_parens(ctx.resolve(mean.input))) if mean is not None else None
+            return (row_evidence(ctx, base) if base is not None else None), True
         if hazard is not None:
             return f"where the terms of {hazard} coincide", True
         inner = zero_kind(ctx, arg)
@@ -763,6 +767,17 @@ class SqrtOfSumOfSquares(_RootRule):
         self.report(node, vector_norm_fix(self, node, *found) if torch_value else None, why=why)
 
 
+def _mean_of_squares_of(ctx, second: cst.BaseExpression, mean: cst.BaseExpression) -> bool:
+    """Whether `second - mean ** 2` is a variance by hand: `mean` is `x.mean(...)` and `second`
+    is the mean of the squares of the same x."""
+    first = match_call(ctx.imports, strip_parens(ctx.resolve(mean)), "mean")
+    second_match = match_call(ctx.imports, strip_parens(ctx.resolve(second)), "mean")
+    if first is None or second_match is None:
+        return False
+    base = square_base(ctx, strip_parens(ctx.resolve(second_match.input)))
+    return base is not None and same_code(ctx, base, first.input)
+
+
 def _is_cosine(ctx, expr: cst.BaseExpression) -> bool:
     """A cosine similarity, by `F.cosine_similarity` or by hand (a quotient by a norm)."""
     value = strip_parens(ctx.resolve(expr))
@@ -884,11 +899,11 @@ class UnguardedSqrtOrPow(_RootRule):
         if what != "a difference" or not isinstance(value, cst.BinaryOperation):
             return None
         right_square = square_base(ctx, ctx.resolve(value.right))
-        if right_square is None or square_base(ctx, ctx.resolve(value.left)) is not None:
+        if right_square is None:
             return None
-        if number_value(strip_parens(value.left)) is None:
+        if _mean_of_squares_of(ctx, value.left, right_square):
             return "which rounding makes negative (`E[x^2] - E[x]^2` cancels): NaN"
-        if _is_cosine(ctx, right_square):
+        if number_value(strip_parens(value.left)) is not None and _is_cosine(ctx, right_square):
             return "which is negative once the cosine rounds past 1: NaN"
         return None
 

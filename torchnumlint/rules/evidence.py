@@ -450,10 +450,38 @@ def summand_evidence(ctx: "FileContext", summed: cst.BaseExpression) -> Tuple[Op
     return None, False
 
 
+def is_data(ctx: "FileContext", expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """Whether `expr` is data handed to the code rather than computed by it: a parameter (not a
+    learned one), what is unpacked or iterated from one (`s, a, adv = batch`, `for x in loader`),
+    or an attribute or item of such a value or of a module-level name (`dataset.data.y`). Data
+    can be constant (a blank image, equal rewards); a model's output or fresh noise is not."""
+    if depth > 6:
+        return False
+    expr = strip_parens(expr)
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        expr = strip_parens(expr.value)
+    if not isinstance(expr, cst.Name) or expr.value == "self":
+        return False
+    binding = ctx.binding(expr)
+    if binding is None:
+        return not ctx.bindings_before(expr)  # a module-level name: a dataset, a table
+    param = _param_of(binding)
+    if param is not None:
+        return _annotation(param) != "Parameter"
+    if binding.value is not None:
+        return is_data(ctx, binding.value, depth + 1)
+    node = binding.node
+    if isinstance(node, cst.For):
+        return True
+    source = getattr(node, "value", None)  # a tuple unpacked from a value
+    return source is not None and is_data(ctx, source, depth + 1)
+
+
 def standardises(ctx: "FileContext", numerator: Optional[cst.BaseExpression], spread_of: cst.BaseExpression) -> bool:
-    """Whether `numerator` is `x - x.mean(...)` for the `x` whose std/variance divides it: a
-    standardisation, 0/0 for constant data (a constant feature, equal rewards, a blank image)."""
-    if numerator is None:
+    """Whether `numerator` is `x - x.mean(...)` for the `x` whose std/variance divides it, and x
+    is data (`is_data`): a standardisation, 0/0 for constant data (a constant feature, equal
+    rewards, a blank image)."""
+    if numerator is None or not is_data(ctx, spread_of):
         return False
     for origin in _origins(ctx, numerator):
         if isinstance(origin, cst.BinaryOperation) and isinstance(origin.operator, cst.Subtract):

@@ -189,3 +189,20 @@ def test_each_file_takes_the_config_nearest_to_it_not_the_working_folders(tmp_pa
     assert out.stdout.splitlines()[-1] == "Fixed 4 findings, 1 remaining (1 more with --unsafe-fixes)."
     assert "F.kl_div(F.log_softmax(a, dim=-1), t" in (tmp_path / "b" / "train.py").read_text()
     assert "F.kl_div(F.softmax(a, dim=-1), t" in (tmp_path / "c" / "train.py").read_text()
+
+
+def test_strict_mode_from_the_command_line_and_from_the_config(tmp_path):
+    """A division by a sum with no evidence that it reaches 0 is reported only in strict mode,
+    asked for by `--strict` or `strict = true`; `--no-strict` overrides the config."""
+    (tmp_path / "pool.py").write_text(
+        "import torch\n\n\ndef share(scores):\n    s = scores.sum(-1, keepdim=True)\n    return scores / s\n"
+    )
+    assert run("--select", "TNL201", ".", cwd=tmp_path).returncode == 0
+    out = run("--select", "TNL201", "--strict", ".", cwd=tmp_path)
+    assert out.returncode == 1 and "strict mode" in out.stdout
+    (tmp_path / "pyproject.toml").write_text("[tool.torchnumlint]\nstrict = true\n")
+    assert run("--select", "TNL201", ".", cwd=tmp_path).returncode == 1
+    assert run("--select", "TNL201", "--no-strict", ".", cwd=tmp_path).returncode == 0
+    (tmp_path / "pyproject.toml").write_text("[tool.torchnumlint]\nstrict = 1\n")
+    out = run(".", cwd=tmp_path)
+    assert out.returncode == 2 and "tool.torchnumlint.strict: must be true or false" in out.stderr

@@ -48,6 +48,12 @@ def _rule_or_fail(code: str):
 @click.option("--fix", is_flag=True, help="Apply safe fixes.")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Also apply fixes that change results.")
 @click.option("--diff", is_flag=True, help="Print the changes --fix would make; write nothing.")
+@click.option(
+    "--strict/--no-strict",
+    default=None,
+    help="Also report what can be a hazard without evidence in the code that it is reached "
+    "(a division by any sum or norm, a root of any variance).",
+)
 @click.option("--select", multiple=True, help="Rule codes or prefixes to enable (replaces the default set).")
 @click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable in addition.")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
@@ -59,7 +65,7 @@ def _rule_or_fail(code: str):
 @click.option("--list-rules", is_flag=True, help="List every rule and exit.")
 @click.option("--explain", metavar="CODE", help="Print a rule's documentation and exit.")
 @click.version_option(__version__, "--version", prog_name="torchnumlint")
-def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_format, config_path,
+def check(paths, fix, unsafe_fixes, diff, strict, select, extend_select, ignore, output_format, config_path,
           exit_zero, statistics, quiet, list_rules, explain) -> None:
     """Lint PATHS (files or folders; default: the current folder) for numerically unsafe PyTorch."""
     from torchnumlint import config as configuration
@@ -75,7 +81,7 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_
     if list_rules:
         click.echo(rules_table(all_rules()))
         return
-    options = Options(fix=fix, diff=diff, unsafe_fixes=unsafe_fixes)
+    options = Options(fix=fix, diff=diff, unsafe_fixes=unsafe_fixes, strict=strict)
     try:
         overrides = configuration.Overrides(
             select=tuple(_split(select)) or None,

@@ -36,12 +36,14 @@ class Config:
     extend_exclude: List[str] = field(default_factory=list)
     per_file_ignores: Dict[str, List[str]] = field(default_factory=dict)
     unsafe_fixes: bool = False
+    # Also report findings without evidence that the hazard is reached (rules/evidence.py).
+    strict: bool = False
     root: Path = field(default_factory=Path.cwd)  # patterns are relative to this folder
     source: Optional[Path] = None
 
 
 _LIST_KEYS = {"select", "extend-select", "ignore", "exclude", "extend-exclude"}
-_KEYS = _LIST_KEYS | {"per-file-ignores", "unsafe-fixes"}
+_KEYS = _LIST_KEYS | {"per-file-ignores", "unsafe-fixes", "strict"}
 
 
 def _read_toml(path: Path) -> dict:
@@ -150,10 +152,10 @@ def _validate(table: dict, path: Path) -> Config:
             if key in ("select", "extend-select", "ignore"):
                 value = [v.strip().upper() for v in value]
             setattr(config, key.replace("-", "_"), list(value))
-        elif key == "unsafe-fixes":
+        elif key in ("unsafe-fixes", "strict"):
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: must be true or false")
-            config.unsafe_fixes = value
+            setattr(config, key.replace("-", "_"), value)
         else:  # per-file-ignores
             if not isinstance(value, dict) or not all(
                 isinstance(codes, list) and all(isinstance(c, str) for c in codes) for codes in value.values()

@@ -35,6 +35,7 @@ class Options:
     fix: bool = False
     unsafe_fixes: Optional[bool] = None  # None: as each file's config says
     diff: bool = False
+    strict: Optional[bool] = None  # also findings without evidence; None: as each file's config says
 
 
 @dataclass
@@ -63,9 +64,9 @@ def process_file(
     outcome = FileOutcome()
     try:
         if not (options.fix or options.diff):
-            outcome.findings = lint_text(path, source.text, rules, index)
+            outcome.findings = lint_text(path, source.text, rules, index, strict=bool(options.strict))
             return outcome
-        result = fix_text(path, source.text, rules, index, unsafe=bool(options.unsafe_fixes))
+        result = fix_text(path, source.text, rules, index, unsafe=bool(options.unsafe_fixes), strict=bool(options.strict))
     except ParseError as exc:
         outcome.errors.append(f"{path}: cannot parse: {exc}")
         return outcome
@@ -129,9 +130,15 @@ def run(
 
 
 def _file_options(options: Options, settings: Settings, path: str) -> Options:
-    if options.unsafe_fixes is not None:
+    """`options` with what the command line left open taken from the file's own config."""
+    if options.unsafe_fixes is not None and options.strict is not None:
         return options
-    return dataclasses.replace(options, unsafe_fixes=settings.config_of(path).unsafe_fixes)
+    config = settings.config_of(path)
+    return dataclasses.replace(
+        options,
+        unsafe_fixes=config.unsafe_fixes if options.unsafe_fixes is None else options.unsafe_fixes,
+        strict=config.strict if options.strict is None else options.strict,
+    )
 
 
 def _run_project(

@@ -42,6 +42,7 @@ from torchnumlint.rules.guards import (
 from torchnumlint.rules.evidence import (
     STRICT_WHY,
     is_bounded,
+    is_data,
     is_not_torch,
     is_torch_value,
     may_carry_grad,
@@ -703,8 +704,8 @@ class SqrtOfSumOfSquares(_RootRule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def distance_loss(a, b, h, mask):\n"
-                "    d = a - b\n"
+                "def distance_loss(a, h, mask):\n"
+                "    d = a - a.mean(0)\n"
                 "    r = torch.sqrt(torch.sum(d * d, dim=1))\n"
                 "    g = (h * mask).pow(2).sum(1, True).sqrt()\n"
                 "    return r + g.squeeze(1) + torch.square(torch.relu(a)).sum() ** 0.5\n"
@@ -714,8 +715,8 @@ class SqrtOfSumOfSquares(_RootRule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def distance_loss(a, b, h, mask):\n"
-                "    d = a - b\n"
+                "def distance_loss(a, h, mask):\n"
+                "    d = a - a.mean(0)\n"
                 "    r = torch.linalg.vector_norm(d, dim=1)\n"
                 "    g = torch.linalg.vector_norm(h * mask, dim=1, keepdim=True)\n"
                 "    return r + g.squeeze(1) + torch.linalg.vector_norm(torch.relu(a))\n"
@@ -726,16 +727,16 @@ class SqrtOfSumOfSquares(_RootRule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def pairwise_loss(a, b):\n"
-                "    return torch.sqrt(((a[:, None] - b[None]) ** 2).sum(-1))\n"
+                "def pairwise_loss(a):\n"
+                "    return torch.sqrt(((a[:, None] - a[None]) ** 2).sum(-1))\n"
             ),
             lines=(5,),
             fixed=(
                 "import torch\n"
                 "\n"
                 "\n"
-                "def pairwise_loss(a, b):\n"
-                "    return torch.linalg.vector_norm(a[:, None] - b[None], dim=-1)\n"
+                "def pairwise_loss(a):\n"
+                "    return torch.linalg.vector_norm(a[:, None] - a[None], dim=-1)\n"
             ),
         ),
     )
@@ -758,10 +759,10 @@ class SqrtOfSumOfSquares(_RootRule):
         found = sum_of_squares(ctx, arg, node)
         if found is None or not gradient_shown(ctx) or is_not_torch(ctx, found[0]) or not may_carry_grad(ctx, found[0]):
             return  # the hazard is the gradient at 0: only where one flows
-        why = row_evidence(ctx, found[0])
+        why = row_evidence(ctx, found[0], strong=True)
         if why is None:
             if not ctx.strict:
-                return  # the norm of a learned embedding or a network's output is never 0
+                return  # the norm of a learned embedding, a network's output, a residual
             why = STRICT_WHY
         torch_value = value_kind(ctx, node) == "torch" or is_torch_value(ctx, found[0])
         self.report(node, vector_norm_fix(self, node, *found) if torch_value else None, why=why)
@@ -779,8 +780,14 @@ def _mean_of_squares_of(ctx, second: cst.BaseExpression, mean: cst.BaseExpressio
 
 
 def _is_cosine(ctx, expr: cst.BaseExpression) -> bool:
-    """A cosine similarity, by `F.cosine_similarity` or by hand (a quotient by a norm)."""
+    """A cosine similarity, by `F.cosine_similarity`, by hand (a quotient by a norm) or by name
+    (`cos_theta`, `cosine`), and not clamped inside (-1, 1)."""
+    if is_bounded(ctx, expr):
+        return False
     value = strip_parens(ctx.resolve(expr))
+    ident = value.value if isinstance(value, cst.Name) else value.attr.value if isinstance(value, cst.Attribute) else ""
+    if ident.lower().startswith("cos") and not ident.lower().startswith("cosh"):
+        return True
     if isinstance(value, cst.Call) and ctx.qualname(value.func) == "torch.nn.functional.cosine_similarity":
         return True
     return isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Divide) and (
@@ -913,15 +920,11 @@ class UnguardedSqrtOrPow(_RootRule):
         if what == "a mean of squares":
             mean = match_call(ctx.imports, strip_parens(ctx.resolve(arg)), "mean")
             base = square_base(ctx, strip_parens(ctx.resolve(mean.input))) if mean is not None else None
-            return row_evidence(ctx, base) if base is not None else None
+            return row_evidence(ctx, base, strong=True) if base is not None else None
         if what == "a variance":
-            return "for constant data"
-        value = strip_parens(ctx.resolve(arg))
-        if isinstance(value, cst.BinaryOperation):
-            square = square_base(ctx, ctx.resolve(value.right))
-            if square is not None and is_bounded(ctx, square):
-                return None  # `1 - c ** 2` of a c clamped inside (-1, 1)
-        return "where its terms coincide"
+            var = match_call(ctx.imports, unwrap_casts(ctx, arg), "var")
+            return "for constant data" if var is not None and is_data(ctx, var.input) else None
+        return None  # a difference or a sum of unknown terms: that they coincide is no evidence
 
     def _is_denominator(self, node: cst.CSTNode, kind: str) -> bool:
         """A square root written directly as the divisor of a division: TNL201 reports it (with

@@ -330,12 +330,13 @@ def _indexed_base(ctx: "FileContext", expr: cst.BaseExpression) -> Tuple[cst.Bas
     return expr, broadcast
 
 
-def difference_evidence(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[str]:
+def difference_evidence(ctx: "FileContext", expr: cst.BaseExpression, strong: bool = False) -> Optional[str]:
     """Why a difference `a - b` reaches 0, or None when it is no difference or cannot be shown
     to: the pairwise differences of a tensor with itself (`x[:, None] - x[None]`) are 0 on the
-    diagonal; two different values can coincide. Differences of one tensor at two index sets
-    (`pos[i] - pos[j]` over the edges of a graph) are 0 only for self-pairs, which such code
-    excludes."""
+    diagonal; a row minus its own mean is 0 for a constant row; two different values can
+    coincide (a weak reason: `strong` leaves it out). Differences of one tensor at two index
+    sets (`pos[i] - pos[j]` over the edges of a graph) are 0 only for self-pairs, which such
+    code excludes."""
     if not (
         isinstance(expr, cst.BinaryOperation)
         and isinstance(expr.operator, cst.Subtract)
@@ -348,7 +349,11 @@ def difference_evidence(ctx: "FileContext", expr: cst.BaseExpression) -> Optiona
         if left_new or right_new:
             return "on the diagonal of the pairwise differences of a tensor with itself"
         return None
-    return "where the two sides of a difference coincide"
+    for origin in _origins(ctx, expr.right):
+        mean = match_call(ctx.imports, origin, "mean")
+        if mean is not None and same_code(ctx, mean.input, expr.left):
+            return "for a constant row (a row minus its own mean)"
+    return None if strong else "where the two sides of a difference coincide"
 
 
 def last_value(ctx: "FileContext", expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -410,13 +415,14 @@ def _is_non_negative_op(ctx: "FileContext", expr: cst.BaseExpression) -> Optiona
     return None
 
 
-def row_evidence(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[str]:
-    """Why the rows of `expr` can be all zero (so its norm is 0), or None: a difference of two
-    values that can coincide, masked or selected rows, relu/abs outputs, or the input of a
-    module's `forward` (padding rows, an all-zero input)."""
+def row_evidence(ctx: "FileContext", expr: cst.BaseExpression, strong: bool = False) -> Optional[str]:
+    """Why the rows of `expr` can be all zero (so its norm is 0), or None: a difference that can
+    be 0 (`difference_evidence`; `strong` leaves out two values that merely can coincide),
+    masked or selected rows, relu/abs outputs, or the input of a module's `forward` (padding
+    rows, an all-zero input)."""
     for origin in _origins(ctx, expr):
         if isinstance(origin, cst.BinaryOperation) and isinstance(origin.operator, cst.Subtract):
-            return difference_evidence(ctx, origin)
+            return difference_evidence(ctx, origin, strong)
         if _is_masked(ctx, origin):
             return "for rows that a mask removes entirely"
         what = _is_non_negative_op(ctx, origin)

@@ -61,9 +61,10 @@ T201_FLAGGED = [
      ["return x.sum() / (y != -100).float().sum().clamp_min(1)"]),
     (["return x / (~m).sum()"], 0, ["return x / (~m).sum().clamp_min(1)"]),
     (["n = mask.sum(dim=-1)", "return (x * mask).sum(-1) / n"], 1,
-     ["n = mask.sum(dim=-1)", "return (x * mask).sum(-1) / n.clamp_min(1)"]),
+     ["n = mask.sum(dim=-1)", "return (x * mask).sum(-1) / n.clamp_min(1e-12)"]),
     # casts and detach are looked through
-    (["return x.sum() / mask.sum().float()"], 0, ["return x.sum() / mask.sum().float().clamp_min(1)"]),
+    # a mask known only by its name can be soft: clamped at eps, not at 1
+    (["return x.sum() / mask.sum().float()"], 0, ["return x.sum() / mask.sum().float().clamp_min(1e-12)"]),
     (["return x / y.norm(dim=1, keepdim=True).detach()"], 0,
      ["return x / y.norm(dim=1, keepdim=True).detach().clamp_min(1e-12)"]),
     # through a name, abs().sum()

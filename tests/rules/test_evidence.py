@@ -300,8 +300,12 @@ def test_an_unknown_value_gets_no_torch_only_fix():
     """
     assert codes(code) == ["TNL201"]
     assert fixed(textwrap.dedent(code), "TNL201") == textwrap.dedent(code)
-    annotated = code.replace("mask)", "mask: torch.Tensor)")
-    assert "mask.sum().clamp_min(1)" in fixed(textwrap.dedent(annotated), "TNL201")
+    annotated = textwrap.dedent(code.replace("mask)", "mask: torch.Tensor)"))
+    # a mask by name can be soft (a sum of 0.5 must stay 0.5): clamped at eps; a comparison's
+    # sum is an integer count: clamped at 1, exact
+    assert "mask.sum().clamp_min(1e-12)" in fixed(annotated, "TNL201")
+    boolean = annotated.replace("mask.sum()", "(mask > 0).sum()")
+    assert "(mask > 0).sum().clamp_min(1)" in fixed(boolean, "TNL201")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -336,7 +336,17 @@ def normalize_site(ctx, x: cst.BaseExpression, d: cst.BaseExpression, use: cst.C
 def _floor(ctx, arg: cst.BaseExpression) -> str:
     """The clamp floor for the argument of a root: 1 for a count, else EPS."""
     inner = zero_kind(ctx, arg)
-    return COUNT_EPS if inner is not None and inner[0] == "count" else EPS
+    return count_floor(ctx, inner[1]) if inner is not None and inner[0] == "count" else EPS
+
+
+def count_floor(ctx, count: cst.BaseExpression) -> str:
+    """The clamp floor for a count: 1 (exact, and keeps an integer dtype) where it is sure to be
+    an integer (`count_nonzero`, the sum of a comparison or a boolean), else EPS (a mask known
+    only by its name can be soft: clamping a sum of 0.5 at 1 would change it)."""
+    match = match_call(ctx.imports, count, "sum")
+    if match is None or is_mask(ctx, match.input, by_name=False):
+        return COUNT_EPS
+    return EPS
 
 
 class _DivisionRule(Rule):
@@ -424,7 +434,7 @@ class UnguardedDivision(_DivisionRule):
                 "\n"
                 "def masked_mean(h, mask):\n"
                 "    n = mask.sum(dim=1, keepdim=True)\n"
-                "    return (h * mask).sum(dim=1, keepdim=True) / n.clamp_min(1)\n"
+                "    return (h * mask).sum(dim=1, keepdim=True) / n.clamp_min(1e-12)\n"
                 "\n"
                 "\n"
                 "def token_loss(losses, targets: torch.Tensor, ignore_index=-100):\n"
@@ -508,6 +518,7 @@ class UnguardedDivision(_DivisionRule):
             why = STRICT_WHY
         direct = ctx.resolve(d) is d
         fix = None
+        floor = EPS
         if not (non_negative and (is_torch_value(ctx, d) or is_torch_value(ctx, value))):
             pass  # clamp_min is a tensor method, and a clamp would flip a negative sum's sign
         elif kind == "sqrt":
@@ -528,9 +539,10 @@ class UnguardedDivision(_DivisionRule):
             elif sum_of_squares(ctx, arg, value) is None:
                 fix = self.fix().replace(arg, with_clamp(arg, _floor(ctx, arg)))
         else:
-            fix = self.fix().replace(d, with_clamp(d, COUNT_EPS if kind == "count" else EPS))
+            floor = count_floor(ctx, value) if kind == "count" else EPS
+            fix = self.fix().replace(d, with_clamp(d, floor))
         if fix is not None:
-            how = f": `.clamp_min({COUNT_EPS if kind == 'count' else 'eps'})`"
+            how = f": `.clamp_min({'1' if kind == 'count' and floor == COUNT_EPS else 'eps'})`"
         elif non_negative:
             how = " (`+ eps` or `.clamp_min(eps)`)"
         else:

@@ -189,22 +189,23 @@ def unwrap_casts(ctx: "FileContext", expr: cst.BaseExpression, detach: bool = Fa
     return expr
 
 
-def is_mask(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
-    """A boolean mask: a comparison, `~m`, `logical_*`, `isfinite`, or a name that says
-    mask/valid/keep. Its sum is a count, which is 0 when nothing is selected."""
+def is_mask(ctx: "FileContext", expr: cst.BaseExpression, by_name: bool = True) -> bool:
+    """A boolean mask: a comparison, `~m`, `logical_*`, `isfinite`, or (`by_name`) a name that
+    says mask/valid/keep. Its sum is a count, which is 0 when nothing is selected; only a mask
+    built as a boolean is sure to sum to an integer (a mask by name can be soft)."""
     expr = unwrap_casts(ctx, expr)
     if isinstance(expr, cst.Comparison):
         return True
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
         return True
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr)):
-        return is_mask(ctx, expr.left) or is_mask(ctx, expr.right)
+        return is_mask(ctx, expr.left, by_name) or is_mask(ctx, expr.right, by_name)
     if isinstance(expr, cst.Call):
         if ctx.qualname(expr.func) in _BOOL_FUNCS:
             return True
         return isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _BOOL_METHODS
     ident = _last_identifier(expr)
-    return ident is not None and any(word in ident.lower() for word in _MASK_WORDS)
+    return by_name and ident is not None and any(word in ident.lower() for word in _MASK_WORDS)
 
 
 def is_positive(ctx: "FileContext", expr: cst.BaseExpression) -> bool:

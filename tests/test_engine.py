@@ -316,3 +316,21 @@ def test_deeply_nested_expressions_are_a_clear_error():
 def test_module_level_ifs_of_any_shape_are_read():
     code = "import sys\nif sys.modules[__name__].flag:\n    import torch\nif TYPE_CHECKING:\n    pass\n"
     assert lint(code + "x = torch.log(torch.sigmoid(y))\n", "TNL104") == [("TNL104", 6)]
+
+
+def test_a_name_imported_from_two_places_is_never_resolved_to_one():
+    """Which `F` a run sees depends on the branch taken: no finding, and so no fix rewriting it
+    as torch's; the same name imported twice from one place is still followed."""
+    two_places = (
+        "import torch\n"
+        "try:\n"
+        "    import torch.nn.functional as F\n"
+        "except ImportError:\n"
+        "    import other.functional as F\n"
+        "def loss(a):\n"
+        "    return torch.log(F.softmax(a, -1))\n"
+    )
+    rules = list(registry().values())
+    assert lint_text("x.py", two_places, rules) == []
+    one_place = two_places.replace("other.functional", "torch.nn.functional")
+    assert [f.code for f in lint_text("x.py", one_place, rules)] == ["TNL103"]

@@ -40,6 +40,10 @@ class ImportMap:
     def __init__(self, module: cst.Module) -> None:
         self.aliases: Dict[str, str] = {}
         self.top_level: Dict[str, str] = {}
+        # Names imported from different places (`try: from torch.cuda.amp import autocast`
+        # `except ImportError: from torch.amp import autocast`): which one a run sees depends
+        # on the branch, so they resolve to nothing and no fix rewrites them as either.
+        self.ambiguous: Set[str] = set()
         self.last_top_import: Optional[cst.SimpleStatementLine] = None
         self.header_end: Optional[cst.SimpleStatementLine] = None  # docstring / __future__
         for index, stmt in enumerate(module.body):
@@ -92,6 +96,9 @@ class ImportMap:
                 name = dotted(alias.name)
                 local = alias.asname.name.value if alias.asname is not None else name  # type: ignore[union-attr]
                 found[local] = f"{base}.{name}"
+        for local, target in found.items():
+            if self.aliases.get(local, target) != target:
+                self.ambiguous.add(local)
         self.aliases.update(found)
         if top:
             self.top_level.update(found)
@@ -102,7 +109,7 @@ class ImportMap:
         while isinstance(expr, cst.Attribute):
             parts.append(expr.attr.value)
             expr = expr.value
-        if not isinstance(expr, cst.Name):
+        if not isinstance(expr, cst.Name) or expr.value in self.ambiguous:
             return None
         head = self.aliases.get(expr.value)
         if head is None:
@@ -125,13 +132,13 @@ class ImportMap:
         `F` alias is introduced only when the module's `text` uses no name `F` at all.
         """
         for local, target in self.top_level.items():
-            if target == qualified:
+            if target == qualified and local not in self.ambiguous:
                 return local, None
         parts = qualified.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             prefix = ".".join(parts[:cut])
             for local, target in self.top_level.items():
-                if target == prefix:
+                if target == prefix and local not in self.ambiguous:
                     return ".".join([local] + parts[cut:]), None
         if qualified.startswith("torch.nn.functional.") and not re.search(r"\bF\b", text):
             return "F." + parts[-1], "import torch.nn.functional as F"

@@ -947,13 +947,15 @@ class DeprecatedCudaAmp(Rule):
                 self._custom(expr, None, qual)
 
     def _old_torch_branch(self) -> bool:
-        """Whether the node is in the `else` of a torch-version test (`torch.amp.GradScaler(...)
-        if TORCH_GE_2_4 else torch.cuda.amp.GradScaler()`): only old torch runs it, where the
-        `torch.amp` spelling does not exist, so it is neither deprecated there nor rewritable."""
+        """Whether the node is in a branch of a torch-version test (`torch.amp.GradScaler(...)
+        if TORCH_GE_2_4 else torch.cuda.amp.GradScaler()`, `if version.parse(torch.__version__)
+        < version.parse("2.4"): ...`): the author already chose per version, and the branch that
+        keeps `torch.cuda.amp` is the one only old torch runs, where the `torch.amp` spelling
+        does not exist, so it is neither deprecated there nor rewritable."""
         stack = self.ctx.stack
         return any(
             isinstance(node, (cst.If, cst.IfExp))
-            and inner is node.orelse
+            and (inner is node.orelse or inner is node.body)
             and _VERSION_TEST.search(self.ctx.module.code_for_node(node.test)) is not None
             for node, inner in zip(stack, stack[1:])
         )

@@ -607,6 +607,9 @@ def test_tnl306_removing_an_import_never_empties_a_block():
         "import torch\nif hasattr(torch, 'amp'):\n    ctx = torch.autocast('cuda')\nelse:\n    ctx = torch.cuda.amp.autocast()\n",
         "import torch\nif version.parse(torch.__version__) >= version.parse('2.4'):\n    ctx = torch.autocast('cuda')\n"
         "elif old:\n    ctx = torch.cuda.amp.autocast()\n",
+        # the fallback of a try that uses the new spelling
+        "import torch\ntry:\n    scaler = torch.amp.GradScaler(device='cuda')\nexcept AttributeError:\n"
+        "    scaler = torch.cuda.amp.GradScaler()\n",
         # the old-torch branch first
         "import torch\nif version.parse(torch.__version__) < version.parse('2.4.0'):\n"
         "    scaler = torch.cuda.amp.GradScaler()\nelse:\n    scaler = torch.GradScaler('cuda')\n",

@@ -731,6 +731,9 @@ def _cuda_arg(comma: bool) -> cst.Arg:
 
 
 # A test of the torch version (or of a newer API's presence).
+# The torch.amp spellings that replace torch.cuda.amp's: a `try` that uses one has an old-torch
+# fallback in its `except`.
+_NEW_AMP = re.compile(r"torch\.amp\.|torch\.autocast\b|torch\.GradScaler\b")
 _VERSION_TEST = re.compile(r"version|TORCH_(GREATER|LESS|GE|LT|VERSION)|hasattr\(torch", re.IGNORECASE)
 
 
@@ -947,16 +950,26 @@ class DeprecatedCudaAmp(Rule):
                 self._custom(expr, None, qual)
 
     def _old_torch_branch(self) -> bool:
-        """Whether the node is in a branch of a torch-version test (`torch.amp.GradScaler(...)
-        if TORCH_GE_2_4 else torch.cuda.amp.GradScaler()`, `if version.parse(torch.__version__)
-        < version.parse("2.4"): ...`): the author already chose per version, and the branch that
-        keeps `torch.cuda.amp` is the one only old torch runs, where the `torch.amp` spelling
-        does not exist, so it is neither deprecated there nor rewritable."""
+        """Whether the node is in a branch of a torch-version test (`torch.amp.GradScaler(...) if
+        TORCH_GE_2_4 else torch.cuda.amp.GradScaler()`, `if version.parse(torch.__version__) <
+        version.parse("2.4"): ...`) or in the `except` of a `try` that uses the new spelling: the
+        author already chose per version, and the code that keeps `torch.cuda.amp` is what only
+        old torch runs, where the `torch.amp` spelling does not exist, so it is neither
+        deprecated there nor rewritable."""
         stack = self.ctx.stack
+        code = self.ctx.module.code_for_node
         return any(
-            isinstance(node, (cst.If, cst.IfExp))
-            and (inner is node.orelse or inner is node.body)
-            and _VERSION_TEST.search(self.ctx.module.code_for_node(node.test)) is not None
+            (
+                isinstance(node, (cst.If, cst.IfExp))
+                and (inner is node.orelse or inner is node.body)
+                and _VERSION_TEST.search(code(node.test)) is not None
+            )
+            or (
+                # `try: torch.amp.GradScaler(...)` / `except AttributeError: torch.cuda.amp...`
+                isinstance(node, cst.Try)
+                and isinstance(inner, cst.ExceptHandler)
+                and _NEW_AMP.search(code(node.body)) is not None
+            )
             for node, inner in zip(stack, stack[1:])
         )
 

@@ -20,7 +20,7 @@ from torchnumlint.index import ProjectIndex, build_index
 from torchnumlint.positions import Spans
 from torchnumlint.rules.base import Rule
 from torchnumlint.rules.guards import is_plain
-from torchnumlint.rules.names import Binding, ImportMap, ScopeTable, imports_torch, is_no_grad_item
+from torchnumlint.rules.names import Binding, ImportMap, ScopeTable, imports_torch, is_no_grad_function, is_no_grad_item
 from torchnumlint.walk import Visitor, contains
 
 MAX_FIX_PASSES = 10
@@ -124,13 +124,8 @@ class FileContext:
         for node in self.stack:
             if isinstance(node, cst.With) and any(is_no_grad_item(self.imports, i.item) for i in node.items):
                 return True
-            if isinstance(node, cst.FunctionDef):
-                for deco in node.decorators:
-                    call = deco.decorator
-                    if isinstance(call, cst.Call) and is_no_grad_item(self.imports, call):
-                        return True
-                    if self.qualname(call) in ("torch.no_grad", "torch.inference_mode"):
-                        return True
+            if isinstance(node, cst.FunctionDef) and is_no_grad_function(self.imports, node):
+                return True
         return False
 
     # -- following names -----------------------------------------------------------------------

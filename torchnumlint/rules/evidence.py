@@ -13,7 +13,7 @@ shape-only and cast methods that keep zeros (`view`, `reshape`, `unsqueeze`, `fl
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
@@ -288,28 +288,44 @@ def may_carry_grad(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
 # Why a value can be 0
 
 
-def _origins(ctx: "FileContext", expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    """`expr` and what it was computed from through names and zero-keeping steps (shape-only
-    methods, casts, indexing), nearest first."""
-    for _ in range(8):
+def lineage(
+    ctx: "FileContext",
+    expr: cst.BaseExpression,
+    step: Callable[[cst.BaseExpression], Optional[cst.BaseExpression]],
+    limit: int = 8,
+) -> Iterator[cst.BaseExpression]:
+    """`expr`, then what it was made from, nearest first: a name's single assignment, and for
+    anything else what `step` says (None: the line of descent ends)."""
+    for _ in range(limit):
         expr = strip_parens(expr)
         yield expr
         if isinstance(expr, cst.Name):
             binding = ctx.binding(expr)
-            if binding is None or binding.value is None:
-                return
-            expr = binding.value
-        elif isinstance(expr, cst.Subscript):
-            expr = expr.value
-        elif (
-            isinstance(expr, cst.Call)
-            and isinstance(expr.func, cst.Attribute)
-            and expr.func.attr.value in SHAPE_METHODS
-            and not ctx.imports.is_module_ref(expr.func.value)
-        ):
-            expr = expr.func.value
+            following = binding.value if binding is not None else None
         else:
+            following = step(expr)
+        if following is None:
             return
+        expr = following
+
+
+def _origins(ctx: "FileContext", expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """`expr` and what it was computed from through names and zero-keeping steps (shape-only
+    methods, casts, indexing), nearest first."""
+
+    def step(node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        if isinstance(node, cst.Subscript):
+            return node.value
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in SHAPE_METHODS
+            and not ctx.imports.is_module_ref(node.func.value)
+        ):
+            return node.func.value
+        return None
+
+    return lineage(ctx, expr, step)
 
 
 def _indexed_base(ctx: "FileContext", expr: cst.BaseExpression) -> Tuple[cst.BaseExpression, bool]:

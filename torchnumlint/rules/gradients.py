@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 import libcst as cst
 
-from torchnumlint.rules.names import is_no_grad_item
+from torchnumlint.rules.names import is_no_grad_function, is_no_grad_item
 from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,16 +52,6 @@ def _base_names(cls: cst.ClassDef) -> List[str]:
         elif isinstance(value, cst.Name):
             names.append(value.value)
     return names
-
-
-def _decorated_no_grad(ctx: "FileContext", func: cst.FunctionDef) -> bool:
-    for deco in func.decorators:
-        call = deco.decorator
-        if isinstance(call, cst.Call) and is_no_grad_item(ctx.imports, call):
-            return True
-        if ctx.qualname(call) in ("torch.no_grad", "torch.inference_mode"):
-            return True
-    return False
 
 
 def _by_convention(func: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> bool:
@@ -104,7 +94,7 @@ class _FunctionFacts(Visitor):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         name = node.name.value
         outer_free = bool(self._functions) and self.own.get(self._functions[-1].name.value, False)
-        free = outer_free or _decorated_no_grad(self.ctx, node) or _by_convention(node, self._classes[-1])
+        free = outer_free or is_no_grad_function(self.ctx.imports, node) or _by_convention(node, self._classes[-1])
         if not free and _trains(node, self._classes[-1]):
             self.training.add(name)
         self.own[name] = self.own.get(name, True) and free  # a name defined twice: both must be

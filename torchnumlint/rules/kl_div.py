@@ -12,6 +12,7 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.guards import gradient_free, is_detached, is_python_number, module_call, softmax_call, strip_parens
+from torchnumlint.rules.evidence import lineage
 from torchnumlint.rules.log_domain import renamed_note
 from torchnumlint.rules.names import is_literal, match_call
 from torchnumlint.rules.rewrite import renamed_call, with_keyword
@@ -102,30 +103,23 @@ def _sources(ctx, expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
     """`expr` and what it is made from, down one line of descent: through names (to their single
     assignment), a temperature (`x / T`, `x * 0.5`, `-x`), attributes, calls (to the callee:
     `self.teacher(x)`, `out.float()`) and indexing (`out["logits"]`)."""
-    for _ in range(12):
-        expr = strip_parens(expr)
-        yield expr
-        if isinstance(expr, cst.Name):
-            binding = ctx.binding(expr)
-            if binding is None or binding.value is None:
-                return
-            expr = binding.value
-        elif isinstance(expr, cst.Attribute):
-            expr = expr.value
-        elif isinstance(expr, cst.Call):
-            expr = expr.func
-        elif isinstance(expr, cst.Subscript):
-            expr = expr.value
-        elif isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-            expr = expr.expression
-        elif (
-            isinstance(expr, cst.BinaryOperation)
-            and isinstance(expr.operator, (cst.Divide, cst.Multiply))
-            and (is_python_number(ctx, expr.right) or isinstance(strip_parens(expr.right), (cst.Name, cst.Attribute)))
+
+    def step(node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        if isinstance(node, (cst.Attribute, cst.Subscript)):
+            return node.value
+        if isinstance(node, cst.Call):
+            return node.func
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+            return node.expression
+        if (
+            isinstance(node, cst.BinaryOperation)
+            and isinstance(node.operator, (cst.Divide, cst.Multiply))
+            and (is_python_number(ctx, node.right) or isinstance(strip_parens(node.right), (cst.Name, cst.Attribute)))
         ):
-            expr = expr.left
-        else:
-            return
+            return node.left
+        return None
+
+    return lineage(ctx, expr, step, limit=12)
 
 
 def _from_teacher(ctx, expr: cst.BaseExpression) -> bool:

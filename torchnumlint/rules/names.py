@@ -367,6 +367,17 @@ def is_no_grad_item(imports: ImportMap, expr: cst.BaseExpression) -> bool:
     return False
 
 
+def is_no_grad_function(imports: ImportMap, func: cst.FunctionDef) -> bool:
+    """A function decorated with `@torch.no_grad()` / `@torch.no_grad` / `@torch.inference_mode()`."""
+    for deco in func.decorators:
+        call = deco.decorator
+        if isinstance(call, cst.Call) and is_no_grad_item(imports, call):
+            return True
+        if imports.qualname(call) in ("torch.no_grad", "torch.inference_mode"):
+            return True
+    return False
+
+
 _ASSIGNMENTS = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr)
 
 

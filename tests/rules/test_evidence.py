@@ -362,6 +362,14 @@ NO_GRADIENT = [
     """,
     """
     import torch
+    class Patches(torch.nn.Module):
+        def forward(self, mask, center):
+            rows, cols = torch.where(mask > 0)
+            points = torch.stack([rows, cols], -1)
+            return torch.sqrt(((points[:, None] - points[None]) ** 2).sum(-1))
+    """,
+    """
+    import torch
     def rmse_metric(pred, target):
         return torch.sqrt(((pred.detach() - target) ** 2).mean()).item()
     """,

@@ -242,6 +242,9 @@ def may_carry_grad(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
                 ):
                     continue
                 return True
+            if binding is not None and binding.value is None and isinstance(binding.node, cst.Assign):
+                todo.append(binding.node.value)  # unpacked: `rows, cols = torch.where(mask)`
+                continue
             if binding is None or binding.value is None:
                 return True
             todo.append(binding.value)
@@ -259,8 +262,12 @@ def may_carry_grad(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
             todo.append(node.expression)
         elif isinstance(node, cst.BinaryOperation):
             todo.extend((node.left, node.right))
+        elif isinstance(node, (cst.List, cst.Tuple)):
+            todo.extend(e.value for e in node.elements)
         elif isinstance(node, cst.Call):
             qual = ctx.qualname(node.func)
+            if qual == "torch.where" and len(node.args) == 1:
+                continue  # the indices where a condition holds
             if qual is not None:
                 if qual in _NO_GRAD_FUNCTIONS or qual.startswith(("numpy.", "math.")):
                     if not any(a.keyword is not None and a.keyword.value == "requires_grad" for a in node.args):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Type, TypeVar
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, Type, TypeVar
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # the one private import: see _code_in_block
@@ -89,8 +89,17 @@ class _Report:
 class FileContext:
     """What a rule may ask while it visits one file."""
 
-    def __init__(self, path: str, text: str, module: cst.Module, index: ProjectIndex, strict: bool = False) -> None:
+    def __init__(
+        self,
+        path: str,
+        text: str,
+        module: cst.Module,
+        index: ProjectIndex,
+        strict: bool = False,
+        enabled: FrozenSet[str] = frozenset(),
+    ) -> None:
         self.path = path
+        self._enabled = enabled
         # Strict mode also reports what can be a hazard without evidence that it reaches one
         # (`evidence.py`); by default a finding needs that evidence.
         self.strict = strict
@@ -104,6 +113,10 @@ class FileContext:
         self._per_scope: Dict[Tuple[str, int], object] = {}
         self._spans: Optional[Spans] = None
         self._mentions: Dict[str, bool] = {}
+
+    def enabled(self, code: str) -> bool:
+        """Whether rule `code` runs on this file (for ownership between rules: `ownership.py`)."""
+        return code in self._enabled
 
     # -- tree questions ------------------------------------------------------------------------
     def qualname(self, expr: cst.BaseExpression) -> Optional[str]:
@@ -360,7 +373,7 @@ def lint_text(
     module = parse(text)
     if index is None:  # linting one text alone: it is its own project
         index = build_index([(path, text)]) if any(r.needs_index for r in active) else ProjectIndex.empty()
-    ctx = FileContext(path, text, module, index, strict)
+    ctx = FileContext(path, text, module, index, strict, frozenset(rule.code for rule in active))
     try:
         _Dispatcher(ctx, [rule(ctx) for rule in active]).walk(module)
     except RecursionError:

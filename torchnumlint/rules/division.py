@@ -2,14 +2,15 @@
 a hand-written `F.normalize`; a square root of a sum of squares; a square root (or fractional
 power) of a value that can reach 0 or go negative.
 
-Ownership between the rules, so that one hazard gives one finding:
+Ownership between the rules, so that one hazard gives one finding (declared in `ownership.py`,
+and only while the owner is enabled):
 - `x / x.norm(dim=d, keepdim=True)` (2-norm, same x) is TNL202's; TNL201 takes every other norm.
 - A square root written directly as a denominator (`x / torch.sqrt(v)`) is TNL201's (its fix
   clamps inside the root); a root anywhere else is TNL206's, and TNL201 does not follow a name to
   a root that TNL206 reports where it is computed.
-- A square root of a sum of squares is TNL204's; TNL206 never takes it. As a denominator TNL201
-  still reports the division, without a fix: TNL204's rewrite to `vector_norm` comes first and
-  the next fix pass then guards the norm (TNL201) or turns it into `F.normalize` (TNL202).
+- A square root of a sum of squares is TNL204's. As a denominator TNL201 still reports the
+  division, without a fix: TNL204's rewrite to `vector_norm` comes first and the next fix pass
+  then guards the norm (TNL201) or turns it into `F.normalize` (TNL202).
 - A product with such a factor (`dot / (a.norm() * b.norm())`, a cosine similarity by hand) is
   TNL201's until the catalogue's cosine-similarity-manual rule exists to rewrite it; a pairwise
   distance (`((a[:, None] - b[None]) ** 2).sum(-1)`) is TNL204's (vector_norm, exact) until
@@ -52,6 +53,7 @@ from torchnumlint.rules.evidence import (
     value_kind,
 )
 from torchnumlint.rules.names import CallMatch, is_literal, match_call
+from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.rewrite import with_clamp
 
 # The guard the unsafe fixes write. 1e-12 is F.normalize's own eps: the smallest floor whose
@@ -504,8 +506,12 @@ class UnguardedDivision(_DivisionRule):
         if found is None:
             return
         kind, value = found
-        if replaces_whole(node) and normalize_site(ctx, x, d, node) is not None:
-            return  # TNL202's
+        if (
+            replaces_whole(node)
+            and normalize_site(ctx, x, d, node) is not None
+            and owned_elsewhere(ctx, self.code, "normalize")
+        ):
+            return
         root = root_of(ctx, value) if kind == "sqrt" else None
         if is_tested(ctx, d, value, *([root[1], ctx.resolve(root[1])] if root else [])):
             return  # `if var > 0: x /= torch.sqrt(var)`
@@ -524,19 +530,19 @@ class UnguardedDivision(_DivisionRule):
         elif kind == "sqrt":
             _, arg = root_of(ctx, value)  # type: ignore[misc]
             if not direct:
-                if root_hazard(ctx, arg) is not None:
-                    return  # TNL206 reports the root where it is computed
+                if root_hazard(ctx, arg) is not None and owned_elsewhere(ctx, self.code, "named-root"):
+                    return  # reported (and guarded) where the root is computed
                 binding = ctx.binding(d)
                 if (
                     binding is not None
                     and binding.rewritable
                     and strip_parens(binding.value) is value
                     and ctx.only_read_here(d)
-                    and sum_of_squares(ctx, arg, value) is None
+                    and not self._vector_norm_first(arg, value)
                 ):
                     # the root is read only here: guard it where it is computed
                     fix = self.fix().replace(arg, with_clamp(arg, _floor(ctx, arg)))
-            elif sum_of_squares(ctx, arg, value) is None:
+            elif not self._vector_norm_first(arg, value):
                 fix = self.fix().replace(arg, with_clamp(arg, _floor(ctx, arg)))
         else:
             floor = count_floor(ctx, value) if kind == "count" else EPS
@@ -548,6 +554,14 @@ class UnguardedDivision(_DivisionRule):
         else:
             how = " without flipping its sign (e.g. `torch.where(d.abs() < eps, eps, d)`)"
         self.report(node if isinstance(node, cst.AugAssign) else d, fix, what=_KIND_WORDS[kind], why=why, how=how)
+
+
+    def _vector_norm_first(self, arg: cst.BaseExpression, root: cst.BaseExpression) -> bool:
+        """A root of a sum of squares whose exact rewrite to `vector_norm` (TNL204, when enabled)
+        comes before any clamp."""
+        return sum_of_squares(self.ctx, arg, root) is not None and owned_elsewhere(
+            self.ctx, self.code, "root-of-sum-of-squares"
+        )
 
 
 class NormalizeManual(_DivisionRule):
@@ -891,6 +905,13 @@ class UnguardedSqrtOrPow(_RootRule):
     def root(self, node: cst.CSTNode, kind: str, arg: cst.BaseExpression) -> None:
         ctx = self.ctx
         what = root_hazard(ctx, arg)
+        if (
+            what is None
+            and kind == "sqrt"
+            and sum_of_squares(ctx, arg, node) is not None
+            and not owned_elsewhere(ctx, self.code, "root-of-sum-of-squares")
+        ):
+            what = "a sum of squares"
         if what is None or self._is_denominator(node, kind) or is_tested(ctx, arg, ctx.resolve(arg)):
             return
         if is_not_torch(ctx, arg) or value_kind(ctx, node) in ("numpy", "python"):
@@ -929,9 +950,9 @@ class UnguardedSqrtOrPow(_RootRule):
     def _zero(self, what: str, arg: cst.BaseExpression) -> Optional[str]:
         """Why the argument reaches 0 for real inputs, or None without evidence."""
         ctx = self.ctx
-        if what == "a mean of squares":
-            mean = match_call(ctx.imports, strip_parens(ctx.resolve(arg)), "mean")
-            base = square_base(ctx, strip_parens(ctx.resolve(mean.input))) if mean is not None else None
+        if what in ("a mean of squares", "a sum of squares"):
+            total = match_call(ctx.imports, strip_parens(ctx.resolve(arg)), "mean", "sum")
+            base = square_base(ctx, strip_parens(ctx.resolve(total.input))) if total is not None else None
             return row_evidence(ctx, base, strong=True) if base is not None else None
         if what == "a variance":
             var = match_call(ctx.imports, unwrap_casts(ctx, arg), "var")
@@ -946,4 +967,9 @@ class UnguardedSqrtOrPow(_RootRule):
         stack = self.ctx.stack
         division = stack[-3] if len(stack) > 2 and isinstance(stack[-2], cst.Arg) else self.ctx.parent
         operands = division_operands(self.ctx, division) if division is not None else None
-        return operands is not None and operands[1] is node and not in_where(self.ctx)
+        return (
+            operands is not None
+            and operands[1] is node
+            and not in_where(self.ctx)
+            and owned_elsewhere(self.ctx, self.code, "root-as-divisor")
+        )

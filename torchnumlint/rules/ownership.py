@@ -1,0 +1,33 @@
+"""One hazard, one finding: which rule reports a site that two rules recognise.
+
+Some sites fit two rules (a division by `x.norm(dim=d, keepdim=True)` of the same x is a division
+by a norm, TNL201, and a normalisation by hand, TNL202). Each such kind of site has one owner,
+declared here; the other rule stays silent there only while the owner is enabled for the file, so
+that `--ignore TNL202` or `--select TNL201` never hides the hazard itself.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Dict
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchnumlint.engine import FileContext
+
+# kind of site -> the rule that owns it, and why it is the better report there
+OWNERS: Dict[str, str] = {
+    # `x / x.norm(dim=d, keepdim=True)`: F.normalize is an exact rewrite, a clamp is not
+    "normalize": "TNL202",
+    # `x / torch.sqrt(v)`: the division's fix clamps inside the root
+    "root-as-divisor": "TNL201",
+    # `n = torch.sqrt(v)` ... `x / n`: reported (and guarded) where the root is computed
+    "named-root": "TNL206",
+    # `torch.sqrt((x ** 2).sum(d))`: vector_norm is an exact rewrite, a clamp is not
+    "root-of-sum-of-squares": "TNL204",
+}
+
+
+def owned_elsewhere(ctx: "FileContext", code: str, site: str) -> bool:
+    """Whether the rule `code` should leave a `site` to its owner: the owner is another rule and
+    is enabled for this file."""
+    owner = OWNERS[site]
+    return owner != code and ctx.enabled(owner)

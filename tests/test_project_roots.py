@@ -210,3 +210,15 @@ def test_the_project_is_read_only_when_an_enabled_rule_needs_its_index(tmp_path,
     monkeypatch.setattr(runner, "project_files", lambda *args: walked.append(args) or real(*args))
     assert lint(tmp_path, repo / "train.py", codes=["TNL101"]) == [] and walked == []
     assert lint(tmp_path, repo / "train.py", codes=["TNL302"]) == [] and len(walked) == 1
+
+
+def test_the_project_is_not_read_for_a_file_that_no_index_rule_can_fire_on(tmp_path, monkeypatch):
+    """pre-commit on a file with no `forward` and no `autocast` (a data utility, a scheduler)
+    pays for no walk of the project, whatever the project holds."""
+    from torchnumlint import runner
+
+    repo = project(tmp_path / "repo", utils="import torch\n\ndef scale(x):\n    return x * 2\n", train=TRAIN)
+    walked = []
+    real = runner.project_files
+    monkeypatch.setattr(runner, "project_files", lambda *args: walked.append(args) or real(*args))
+    assert lint(tmp_path, repo / "utils.py", codes=["TNL301", "TNL302"]) == [] and walked == []

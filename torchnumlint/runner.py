@@ -26,6 +26,7 @@ from torchnumlint.discovery import discover, project_files, project_root
 from torchnumlint.engine import ParseError, fix_text, lint_text
 from torchnumlint.findings import Finding
 from torchnumlint.index import ProjectIndex, build_index
+from torchnumlint.rules.names import imports_torch
 from torchnumlint.rules.base import Rule
 from torchnumlint.source import SourceError, SourceFile, read_source, write_source
 
@@ -146,7 +147,15 @@ def _run_project(
 ) -> None:
     """Lint or fix the files passed from one project against that project's index."""
     rules = {source.path: settings.rules_for(source.path) for source in members}
-    needs_index = any(rule.needs_index for chosen in rules.values() for rule in chosen)
+    # the whole project is read only when a passed file can hold a finding of a rule that reads
+    # its facts (a `forward` for TNL301, an `autocast` for TNL302): a pre-commit run on a file
+    # that has neither costs no project walk
+    needs_index = any(
+        rule.needs_index and rule.could_fire(source.text)
+        for source in members
+        if imports_torch(source.text)
+        for rule in rules[source.path]
+    )
     texts = [(source.path, source.text) for source in members]
     index = build_index(_project_texts(root, texts, settings)) if needs_index else ProjectIndex.empty()
     fixed_texts = {}
@@ -163,7 +172,8 @@ def _run_project(
     del index  # the relint below builds the project's index again
     if needs_index and fixed_texts:
         final = [(path, fixed_texts.get(path, text)) for path, text in texts]
-        findings = _relint_cross_file(findings, root, final, rules, settings)
+        strict = {path: bool(_file_options(options, settings, path).strict) for path, _ in texts}
+        findings = _relint_cross_file(findings, root, final, rules, settings, strict)
     result.findings.extend(findings)
 
 
@@ -185,7 +195,7 @@ def _project_texts(root: Optional[Path], texts: List[Tuple[str, str]], settings:
             pass  # not being linted: it just adds no facts
 
 
-def _relint_cross_file(findings, root, final, rules, settings) -> List[Finding]:
+def _relint_cross_file(findings, root, final, rules, settings, strict) -> List[Finding]:
     """Fixes in one file change what rules that read the project index report in another (a
     Function given `custom_fwd` is safe wherever it is called): report those rules' findings
     against the project as fixed, not as it was."""
@@ -194,7 +204,7 @@ def _relint_cross_file(findings, root, final, rules, settings) -> List[Finding]:
     kept = [f for f in findings if f.code not in codes]
     for path, text in final:
         try:
-            kept.extend(lint_text(path, text, [r for r in rules[path] if r.needs_index], fresh))
+            kept.extend(lint_text(path, text, [r for r in rules[path] if r.needs_index], fresh, strict=strict[path]))
         except ParseError:
             pass  # already reported for this file
     return kept

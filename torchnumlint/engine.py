@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, Type, TypeVar
+from contextlib import contextmanager
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple, Type, TypeVar
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # the one private import: see _code_in_block
@@ -113,6 +114,16 @@ class FileContext:
         self._per_scope: Dict[Tuple[str, int], object] = {}
         self._spans: Optional[Spans] = None
         self._mentions: Dict[str, bool] = {}
+
+    @contextmanager
+    def visiting(self, path: Sequence[cst.CSTNode]) -> Iterator[None]:
+        """Ask questions about another node of the file (a call site of the enclosing function):
+        `stack` is `path`, that node's ancestors and itself, until the block ends."""
+        saved, self.stack = self.stack, list(path)
+        try:
+            yield
+        finally:
+            self.stack = saved
 
     def enabled(self, code: str) -> bool:
         """Whether rule `code` runs on this file (for ownership between rules: `ownership.py`)."""

@@ -297,3 +297,17 @@ def test_tnl101_tnl102_messages_say_a_rewritten_name_holds_log_probabilities():
     assert messages["TNL102"].endswith("(the fix makes `r` hold log-probabilities)")
     inline = src('return F.kl_div(a, F.softmax(b, -1))')
     assert "hold log-probabilities" not in lint_text("m.py", inline, rules)[0].message
+
+
+def test_tnl101_an_unrelated_call_of_the_same_name_does_not_silence_it():
+    code = """\
+        import torch.nn.functional as F
+
+        def distill(student_logits, target_logits):
+            return F.kl_div(F.log_softmax(student_logits, -1), F.softmax(target_logits, -1), reduction="batchmean")
+
+        class Logger:
+            def record(self, log, a, b):
+                log.distill(a.detach(), b.detach())
+        """
+    assert [c for c, _ in lint(code, "TNL101")] == ["TNL101"]

@@ -3,9 +3,8 @@ expects log-probabilities, or a probability target whose zeros poison the gradie
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
@@ -145,37 +144,39 @@ def _param_of(ctx, expr: cst.BaseExpression) -> Optional[cst.Param]:
     return None
 
 
-@contextmanager
-def _visiting(ctx, path: Sequence[cst.CSTNode]):
-    """Ask the shared guards about another node of the file: `ctx.stack` as if `path` were being
-    visited. (Belongs in FileContext.)"""
-    saved, ctx.stack = ctx.stack, list(path)
-    try:
-        yield
-    finally:
-        ctx.stack = saved
-
-
 class _Calls(Visitor):
-    """Every call in a module, with its ancestors, by the called name (`f(...)`, `self.f(...)`)."""
+    """Every call in a module by what it calls, with its ancestors: a module-level function by
+    its bare name (`f(...)`), a method by `self.f(...)` / `cls.f(...)` inside its own class (an
+    unrelated `log.f(...)` is not a call of either). Calls from other files are not seen: a
+    function they call with gradients is missed here."""
 
     def __init__(self, module: cst.Module) -> None:
         super().__init__()
         self.stack: List[cst.CSTNode] = []
-        self.by_name: Dict[str, List[Tuple[cst.CSTNode, ...]]] = {}
+        self.functions: Dict[str, List[Tuple[cst.CSTNode, ...]]] = {}
+        self.methods: Dict[Tuple[int, str], List[Tuple[cst.CSTNode, ...]]] = {}
         self.walk(module)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         self.stack.append(node)
         if isinstance(node, cst.Call):
             func = node.func
-            name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
-            if name is not None:
-                self.by_name.setdefault(name, []).append(tuple(self.stack))
+            if isinstance(func, cst.Name):
+                self.functions.setdefault(func.value, []).append(tuple(self.stack))
+            elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+                cls = next((n for n in reversed(self.stack) if isinstance(n, cst.ClassDef)), None)
+                if cls is not None:
+                    self.methods.setdefault((id(cls), func.attr.value), []).append(tuple(self.stack))
         return True
 
     def on_leave(self, node: cst.CSTNode) -> None:
         self.stack.pop()
+
+    def of(self, function: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> List[Tuple[cst.CSTNode, ...]]:
+        """The calls of `function` (a method of `cls`, or a module-level function when None)."""
+        if cls is not None:
+            return self.methods.get((id(cls), function.name.value), [])
+        return self.functions.get(function.name.value, [])
 
 
 def _argument(call: cst.Call, function: cst.FunctionDef, param: cst.Param) -> Optional[cst.Arg]:
@@ -331,16 +332,18 @@ class KlDivProbTarget(Rule):
         function = ctx.enclosing(cst.FunctionDef)
         if function is None:
             return False
+        at = ctx.stack.index(function)
+        cls = ctx.stack[at - 2] if at >= 2 and isinstance(ctx.stack[at - 2], cst.ClassDef) else None
         if self._calls is None:
             self._calls = _Calls(ctx.module)
-        paths = self._calls.by_name.get(function.name.value, [])
+        paths = self._calls.of(function, cls)
         if not paths:
             return False
         for path in paths:
             arg = _argument(path[-1], function, param)  # type: ignore[arg-type]
             if arg is None:
                 return False
-            with _visiting(ctx, path + (arg, arg.value)):
+            with ctx.visiting(path + (arg, arg.value)):
                 if not (gradient_free(ctx) or is_detached(ctx, arg.value) or _from_teacher(ctx, arg.value)):
                     return False
         return True

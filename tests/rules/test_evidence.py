@@ -434,3 +434,77 @@ def test_no_finding_in_a_tree_of_files_that_never_import_torch(tmp_path):
     result = run([str(tmp_path)], Config(root=tmp_path), rules, Options())
     assert result.files == count and not result.errors
     assert result.findings == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Regressions found in review
+
+
+def test_a_method_helper_called_only_from_evaluation_is_gradient_free():
+    code = """
+    import torch
+    class Retrieval(torch.nn.Module):
+        def _distances(self, e):
+            return torch.sqrt(((e[:, None] - e[None]) ** 2).sum(-1))
+
+        @torch.no_grad()
+        def evaluate(self, e):
+            return self._distances(e)
+    """
+    assert codes(code, strict=True) == []
+
+
+def test_a_bytes_annotation_is_no_crash():
+    assert codes("import torch\ndef f(x: b'Tensor'):\n    return x / x.sum()\n", strict=True) == ["TNL201"]
+
+
+def test_forward_evidence_is_a_modules_forward_not_any_function_so_named():
+    nested = """
+    import torch
+    class Builder:
+        def build(self):
+            def forward(x):
+                return x / x.norm(dim=1, keepdim=True)
+            return forward
+    """
+    assert codes(nested) == []
+    method = """
+    import torch
+    class Head(torch.nn.Module):
+        def forward(self, x):
+            return x / x.norm(dim=1, keepdim=True)
+    """
+    assert codes(method) == ["TNL202"]
+
+
+def test_mask_words_are_whole_words():
+    code = """
+    import torch
+    def dropout_scale(x, keep_prob: torch.Tensor, invalid_pos: torch.Tensor):
+        return x / keep_prob.sum(dim=-1) + x / invalid_pos.sum(dim=-1)
+    """
+    assert codes(code) == []
+    assert codes(code.replace("invalid_pos", "invalid_mask")) == ["TNL201"]
+
+
+def test_a_gradient_claim_in_strict_mode_says_why_it_is_there():
+    code = """
+    import torch
+    def spread(points):
+        return torch.sqrt(((points[:, None] - points[None]) ** 2).sum(-1)).sum()
+    """
+    (finding,) = _findings(code, strict=True)
+    assert "strict mode" in finding.message
+
+
+def test_a_long_chain_of_rebindings_is_answered_once_per_node(monkeypatch):
+    """`h = h * h + h * h` sixty times: each node's kind is worked out once (it was 1.7 million
+    times, 9 s, before answers were kept)."""
+    from torchnumlint.rules import evidence
+
+    calls = []
+    real = evidence._value_kind
+    monkeypatch.setattr(evidence, "_value_kind", lambda *args: calls.append(1) or real(*args))
+    code = "import torch\ndef f(w, h):\n" + "    h = h * h + h * h\n" * 60 + "    return w / h.sum()\n"
+    _findings(code, strict=True)
+    assert 0 < len(calls) < 2000

@@ -28,7 +28,7 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.guards import (
-    gradient_shown,
+    gradient_note,
     is_constant,
     is_guarded,
     is_mask,
@@ -690,7 +690,7 @@ class SqrtOfSumOfSquares(_RootRule):
     name = "sqrt-of-sum-of-squares"
     message = (
         "square root of a sum of squares, which is 0 {why}: its gradient is NaN there (and it "
-        "overflows float16 above 256); use `torch.linalg.vector_norm`"
+        "overflows float16 above 256); use `torch.linalg.vector_norm`{note}"
     )
     rationale = (
         "`torch.sqrt((x ** 2).sum(d))` is a 2-norm written by hand. At a zero vector the backward "
@@ -783,7 +783,8 @@ class SqrtOfSumOfSquares(_RootRule):
             return
         ctx = self.ctx
         found = sum_of_squares(ctx, arg, node)
-        if found is None or not gradient_shown(ctx) or is_not_torch(ctx, found[0]) or not may_carry_grad(ctx, found[0]):
+        note = gradient_note(ctx) if found is not None else None
+        if note is None or is_not_torch(ctx, found[0]) or not may_carry_grad(ctx, found[0]):  # type: ignore[index]
             return  # the hazard is the gradient at 0: only where one flows
         why = row_evidence(ctx, found[0], strong=True)
         if why is None:
@@ -791,7 +792,7 @@ class SqrtOfSumOfSquares(_RootRule):
                 return  # the norm of a learned embedding, a network's output, a residual
             why = STRICT_WHY
         torch_value = value_kind(ctx, node) == "torch" or is_torch_value(ctx, found[0])
-        self.report(node, vector_norm_fix(self, node, *found) if torch_value else None, why=why)
+        self.report(node, vector_norm_fix(self, node, *found) if torch_value else None, why=why, note=note)
 
 
 def _mean_of_squares_of(ctx, second: cst.BaseExpression, mean: cst.BaseExpression) -> bool:
@@ -824,7 +825,7 @@ def _is_cosine(ctx, expr: cst.BaseExpression) -> bool:
 class UnguardedSqrtOrPow(_RootRule):
     code = "TNL206"
     name = "unguarded-sqrt-or-pow"
-    message = "{op} of {what}, {edge}; clamp it first: `.clamp_min(eps)`"
+    message = "{op} of {what}, {edge}; clamp it first: `.clamp_min(eps)`{note}"
     rationale = (
         "A variance, a difference such as `E[x^2] - E[x]^2` or `1 - c ** 2`, or a mean of squares "
         "reaches exactly 0 for a constant or zero row and goes slightly negative through rounding. "
@@ -917,9 +918,12 @@ class UnguardedSqrtOrPow(_RootRule):
         if is_not_torch(ctx, arg) or value_kind(ctx, node) in ("numpy", "python"):
             return
         edge = self._negative(what, arg)
+        note = ""
         if edge is None:
-            if kind != "rsqrt" and (not gradient_shown(ctx) or not may_carry_grad(ctx, arg)):
-                return  # only the gradient at 0 is at stake: reported where one flows
+            if kind != "rsqrt":
+                note = gradient_note(ctx)
+                if note is None or not may_carry_grad(ctx, arg):
+                    return  # only the gradient at 0 is at stake: reported where one flows
             why = self._zero(what, arg)
             if why is None:
                 if not ctx.strict:
@@ -929,7 +933,7 @@ class UnguardedSqrtOrPow(_RootRule):
         torch_value = value_kind(ctx, node) == "torch" or is_torch_value(ctx, arg)
         fix = self.fix().replace(arg, with_clamp(arg, EPS)) if torch_value else None
         op = {"sqrt": "`sqrt`", "rsqrt": "`rsqrt`", "pow": "a fractional power"}[kind]
-        self.report(node, fix, op=op, what=what, edge=edge)
+        self.report(node, fix, op=op, what=what, edge=edge, note=note)
 
     def _negative(self, what: str, arg: cst.BaseExpression) -> Optional[str]:
         """Why the argument goes below 0, a forward NaN wherever the code runs: `E[x^2] - E[x]^2`

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Tuple
 import libcst as cst
 
 from torchnumlint.rules.guards import is_mask, is_python_number, number_value, same_code, strip_parens
+from torchnumlint.rules.gradients import is_module_class
 from torchnumlint.rules.names import Binding, match_call
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,14 +52,10 @@ _NO_GRAD_FUNCTIONS = frozenset(
      "torch.as_tensor", "torch.from_numpy", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor",
      "torch.isfinite", "torch.isnan", "torch.isinf", "torch.count_nonzero"}
 )
-_NO_GRAD_METHODS = frozenset(
+_NO_GRAD_TENSOR_METHODS = frozenset(
     {"detach", "item", "numpy", "tolist", "long", "int", "bool", "argmax", "argmin", "argsort", "nonzero",
      "size", "numel", "dim", "eq", "ne", "gt", "lt", "ge", "le", "isfinite", "isnan", "isinf", "count_nonzero"}
 )
-# A class whose base names say it can hold parameters; any other class's attributes are plain
-# state (a scheduler's sigmas, a running statistic) and carry no gradient.
-_MODULE_WORDS = ("Module", "Layer", "Model", "Net", "Block", "Encoder", "Decoder", "Head", "Loss", "Attention",
-                 "Embedding", "Function", "Cell", "Sequential", "Wrapper")
 _MAX_LEAVES = 24
 # What a finding without evidence says, in strict mode.
 STRICT_WHY = "in some cases (strict mode: no evidence found that it does here)"
@@ -78,7 +75,7 @@ def _annotation(param: cst.Param) -> str:
         return ann.attr.value
     if isinstance(ann, cst.Name):
         return ann.value
-    if isinstance(ann, cst.SimpleString):
+    if isinstance(ann, cst.SimpleString) and isinstance(ann.evaluated_value, str):
         return ann.evaluated_value.rsplit(".", 1)[-1]
     return ""
 
@@ -96,27 +93,26 @@ def _all_params(params: cst.Parameters) -> Iterator[cst.Param]:
     yield from params.kwonly_params
 
 
-def _class_bases(ctx: "FileContext") -> Optional[List[str]]:
-    cls = ctx.enclosing(cst.ClassDef)
-    if cls is None:
-        return None
-    names = []
-    for base in cls.bases:
-        value = base.value
-        names.append(value.attr.value if isinstance(value, cst.Attribute) else getattr(value, "value", ""))
-    return [n for n in names if isinstance(n, str)]
-
-
 def in_module_class(ctx: "FileContext") -> bool:
-    """Inside a class that can hold parameters (an `nn.Module` or a class named like one)."""
-    bases = _class_bases(ctx)
-    return bases is not None and any(word in base for base in bases for word in _MODULE_WORDS)
+    """Inside a class that can hold parameters (`gradients.is_module_class`)."""
+    cls = ctx.enclosing(cst.ClassDef)
+    return cls is not None and is_module_class(cls)
+
+
+def _method_of(ctx: "FileContext", func: cst.FunctionDef) -> Optional[cst.ClassDef]:
+    """The class whose body defines `func` directly (not a function nested in a method)."""
+    stack = ctx.stack
+    at = next((i for i, node in enumerate(stack) if node is func), -1)
+    return stack[at - 2] if at >= 2 and isinstance(stack[at - 2], cst.ClassDef) else None
 
 
 def is_forward_input(ctx: "FileContext", param: cst.Param) -> bool:
     """A parameter of a module's `forward` (not `self`): the data the model is run on."""
     func = _function_of(ctx, param)
-    return func is not None and func.name.value == "forward" and param.name.value != "self"
+    if func is None or func.name.value != "forward" or param.name.value == "self":
+        return False
+    cls = _method_of(ctx, func)
+    return cls is not None and is_module_class(cls)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -129,9 +125,20 @@ def value_kind(ctx: "FileContext", expr: cst.BaseExpression, depth: int = 0) -> 
     torch: a `torch.*` call, a method only tensors have (`.norm`, `.float()`, `.detach()`), `dim=`
     or `keepdim=` arguments, a parameter annotated `Tensor` or given to a module's `forward`, an
     attribute or submodule output of an `nn.Module`. numpy: an `np.*` call, `.numpy()`, `axis=`.
-    python: numbers, shapes, `len`, `math.*`, `.item()`, `.tolist()`."""
+    python: numbers, shapes, `len`, `math.*`, `.item()`, `.tolist()`.
+
+    Answers are kept per node for the file: a name rebound many times (`h = h * h + h`) would
+    otherwise be asked about again down every path."""
     if depth > 8:
         return None
+    known = ctx.per_file("value kinds", lambda _: {})
+    entry = known.get(id(expr))
+    if entry is None:  # the node is kept with its answer, so that its id is not reused meanwhile
+        entry = known[id(expr)] = (expr, _value_kind(ctx, expr, depth))
+    return entry[1]
+
+
+def _value_kind(ctx: "FileContext", expr: cst.BaseExpression, depth: int) -> Optional[str]:
     expr = strip_parens(expr)
     if is_python_number(ctx, expr):
         return "python"
@@ -278,7 +285,7 @@ def may_carry_grad(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
                 continue
             func = node.func
             if isinstance(func, cst.Attribute) and not ctx.imports.is_module_ref(func.value):
-                if func.attr.value in _NO_GRAD_METHODS:
+                if func.attr.value in _NO_GRAD_TENSOR_METHODS:
                     continue
                 if isinstance(func.value, cst.Name) and func.value.value == "self":
                     return True  # a method or submodule: its own parameters

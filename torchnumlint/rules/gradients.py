@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.engine import FileContext
 
 # Called by frameworks under no_grad / inference_mode, or by convention inference-only.
-_NO_GRAD_METHODS = frozenset(
+_NO_GRAD_FUNCTION_NAMES = frozenset(
     {
         "validation_step", "test_step", "predict_step", "on_validation_batch_end", "on_test_batch_end",
         "evaluate", "evaluation", "eval_step", "evaluation_step", "validate", "validation", "generate",
@@ -43,7 +43,17 @@ _PIPELINE_WORD = "Pipeline"
 _DATASET_WORD = "Dataset"
 
 
-def _base_names(cls: cst.ClassDef) -> List[str]:
+# A class whose own or base names say it can hold parameters (an nn.Module, by name where the base
+# is another project class); any other class's attributes are plain state.
+MODULE_WORDS = ("Module", "Layer", "Model", "Net", "Block", "Encoder", "Decoder", "Head", "Loss", "Attention",
+                "Embedding", "Function", "Cell", "Sequential", "Wrapper")
+
+
+def is_module_class(cls: cst.ClassDef) -> bool:
+    return any(word in base for base in base_names(cls) for word in MODULE_WORDS)
+
+
+def base_names(cls: cst.ClassDef) -> List[str]:
     names = []
     for base in cls.bases:
         value = base.value
@@ -57,11 +67,11 @@ def _base_names(cls: cst.ClassDef) -> List[str]:
 def _by_convention(func: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> bool:
     """Gradient-free by its name or its class: see the module docstring."""
     name = func.name.value
-    if name in _NO_GRAD_METHODS or any(word in name.lower() for word in _DATA_FUNCTION_WORDS):
+    if name in _NO_GRAD_FUNCTION_NAMES or any(word in name.lower() for word in _DATA_FUNCTION_WORDS):
         return True
     if cls is None:
         return False
-    bases = _base_names(cls)
+    bases = base_names(cls)
     if any(_DATASET_WORD in base for base in bases):
         return True
     if name == "__call__" and (_PIPELINE_WORD in cls.name.value or any(_PIPELINE_WORD in b for b in bases)):
@@ -170,8 +180,10 @@ class _FunctionFacts(Visitor):
             def visit_Name(self, node: cst.Name) -> None:
                 counts[node.value] = counts.get(node.value, 0) + 1
 
-            def visit_Attribute(self, node: cst.Attribute) -> None:
+            def visit_Attribute(self, node: cst.Attribute) -> bool:
                 counts[node.attr.value] = counts.get(node.attr.value, 0) + 1
+                self.walk(node.value)  # not `attr`: it is a Name too, and counted once here
+                return False
 
             def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
                 counts[node.name.value] = counts.get(node.name.value, 0) - 1  # its own name
@@ -183,7 +195,6 @@ class _FunctionFacts(Visitor):
 
 _LOSS_WORDS = ("loss", "criterion")
 _TRAINING_METHODS = frozenset({"training_step", "train_step", "compute_loss"})
-_MODULE_WORDS = ("Module", "Layer", "Model", "Net", "Block", "Loss", "Head", "Encoder", "Decoder", "Attention")
 
 
 def _trains(func: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> bool:
@@ -194,10 +205,10 @@ def _trains(func: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> bool:
         return True
     if cls is None:
         return False
-    names = [cls.name.value, *_base_names(cls)]
+    names = [cls.name.value, *base_names(cls)]
     if any(word in n for n in names for word in ("Loss", "Criterion")):
         return True
-    return name == "forward" and any(word in n for n in names for word in _MODULE_WORDS)
+    return name == "forward" and any(word in n for n in names for word in MODULE_WORDS)
 
 
 class _Facts:

@@ -7,6 +7,7 @@ All functions follow names to their single assignment (`FileContext.resolve`) be
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Optional, Set
 
 import libcst as cst
@@ -31,7 +32,9 @@ _BOOL_FUNCS = {"torch.logical_and", "torch.logical_or", "torch.logical_not", "to
                "torch.lt", "torch.ge", "torch.le", "torch.isin"}
 _BOOL_METHODS = {"eq", "ne", "gt", "lt", "ge", "le", "logical_and", "logical_or", "logical_not", "isfinite",
                  "isnan", "isinf", "bool"}
-_MASK_WORDS = ("mask", "valid", "keep")
+_MASK_WORDS = frozenset({"mask", "masks", "valid", "keep"})
+# words that make a mask-like name a number: `keep_prob`, `mask_ratio`
+_NOT_MASK_WORDS = frozenset({"prob", "probs", "rate", "ratio", "p"})
 _POSITIVE = ("exp", "softmax", "sigmoid", "softplus")
 _TENSOR_OF = ("torch.tensor", "torch.as_tensor", "torch.scalar_tensor")
 # Tensors made from data: no gradient unless asked for with requires_grad=True.
@@ -205,7 +208,10 @@ def is_mask(ctx: "FileContext", expr: cst.BaseExpression, by_name: bool = True) 
             return True
         return isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _BOOL_METHODS
     ident = _last_identifier(expr)
-    return by_name and ident is not None and any(word in ident.lower() for word in _MASK_WORDS)
+    if not by_name or ident is None:
+        return False
+    words = set(re.findall(r"[a-z]+", re.sub(r"(?<=[a-z])(?=[A-Z])", "_", ident).lower()))
+    return bool(words & _MASK_WORDS) and not words & _NOT_MASK_WORDS  # `invalid_x` is no `valid`
 
 
 def is_positive(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
@@ -349,12 +355,20 @@ def module_call(ctx: "FileContext", call: cst.Call, *classes: str) -> Optional[c
     return None
 
 
-def gradient_shown(ctx: "FileContext") -> bool:
-    """The code shows that a gradient flows through the node being visited (`runs_with_grad`),
-    and it is not only read as a number; strict mode takes any code that is not gradient-free."""
+# What a gradient claim made without code that shows a gradient says, in strict mode.
+STRICT_GRADIENT = " (strict mode: no code here is shown to differentiate it)"
+
+
+def gradient_note(ctx: "FileContext") -> Optional[str]:
+    """For a claim about a gradient at the node being visited: "" where the code shows that a
+    gradient flows (`runs_with_grad`, and the value is not only read as a number); in strict
+    mode `STRICT_GRADIENT` where it merely is not gradient-free; None where the claim is not
+    to be made."""
     if gradient_free(ctx):
-        return False
-    return ctx.strict or runs_with_grad(ctx)
+        return None
+    if runs_with_grad(ctx):
+        return ""
+    return STRICT_GRADIENT if ctx.strict else None
 
 
 _TO_PYTHON = {"float", "int", "bool"}

@@ -619,3 +619,20 @@ def test_tnl306_the_fallback_of_a_torch_version_test_is_left_alone(code):
     assert lint(code, "TNL306") == []
     outside = code + "y = torch.cuda.amp.autocast()\n"  # the same call, run on every torch version
     assert lint(outside, "TNL306") == [("TNL306", outside.count("\n"))]
+
+
+@pytest.mark.parametrize(
+    "code, path",
+    [
+        # an availability probe: the try tests that the import works
+        ("import torch\ntry:\n    from torch.cuda.amp import autocast\n    HAS_AMP = True\nexcept ImportError:\n    HAS_AMP = False\n",
+         "probe.py"),
+        # a re-export
+        ("import torch\nfrom torch.cuda.amp import GradScaler\n__all__ = ['GradScaler']\n", "compat.py"),
+        ("import torch\nfrom torch.cuda.amp import GradScaler\n", "__init__.py"),
+        # a class attribute
+        ("import torch\nclass Amp:\n    from torch.cuda.amp import autocast\n", "amp.py"),
+    ],
+)
+def test_tnl306_keeps_an_import_other_code_may_read(code, path):
+    assert lint(code, "TNL306", path=path) == []

@@ -375,7 +375,8 @@ class UnguardedDivision(_DivisionRule):
     code = "TNL201"
     name = "unguarded-division"
     message = (
-        "division by {what}, which is 0 {why}: 0/0 = NaN; guard the denominator{how}"
+        "division by {what}, which is 0 {why}: Inf there, NaN (0/0) where the numerator is 0 too; "
+        "guard the denominator{how}"
     )
     rationale = (
         "A norm, a sum, a standard deviation or variance, `abs().sum()`, a count of mask entries "

@@ -132,7 +132,7 @@ def _from_teacher(ctx, expr: cst.BaseExpression) -> bool:
     return False
 
 
-def _param_of(ctx, expr: cst.BaseExpression) -> Optional[cst.Param]:
+def _target_param(ctx, expr: cst.BaseExpression) -> Optional[cst.Param]:
     """The parameter of the enclosing function that `expr` is (past names and a temperature)."""
     for source in _sources(ctx, expr):
         if isinstance(source, cst.Name):
@@ -322,7 +322,7 @@ class KlDivProbTarget(Rule):
         ctx = self.ctx
         if gradient_free(ctx) or is_detached(ctx, target) or _from_teacher(ctx, logits):
             return True
-        param = _param_of(ctx, logits)
+        param = _target_param(ctx, logits)
         return param is not None and self._callers_pass_no_gradient(param)
 
     def _callers_pass_no_gradient(self, param: cst.Param) -> bool:

@@ -15,6 +15,7 @@ without loss scaling.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -788,10 +789,13 @@ def _blocks(stmt: cst.CSTNode) -> List[Sequence[cst.CSTNode]]:
     return blocks
 
 
+_WARNS = " (FutureWarning)"
+
+
 class DeprecatedCudaAmp(Rule):
     code = "TNL306"
     name = "deprecated-cuda-amp"
-    message = "`{old}` is deprecated (FutureWarning): use `{new}`"
+    message = "`{old}` is deprecated{why}: use `{new}`"
     rationale = (
         "`torch.cuda.amp.autocast(...)`, `torch.cuda.amp.GradScaler(...)` and "
         "`torch.cuda.amp.custom_fwd/custom_bwd` are deprecated in favour of the device-generic "
@@ -938,7 +942,9 @@ class DeprecatedCudaAmp(Rule):
                 func=fix.ref("torch.amp.GradScaler"), args=[_cuda_arg(bool(node.args))] + list(node.args)
             )
             fix.replace(node, new)
-            self.report(node, fix, old="torch.cuda.amp.GradScaler(...)", new='torch.amp.GradScaler("cuda", ...)')
+            self.report(
+                node, fix, old="torch.cuda.amp.GradScaler(...)", new='torch.amp.GradScaler("cuda", ...)', why=_WARNS
+            )
         elif qual in _CUDA_FWD or qual in _CUDA_BWD:
             self._custom(node, node, qual)
 
@@ -991,7 +997,7 @@ class DeprecatedCudaAmp(Rule):
         if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
             return
         module = dotted(node.module)
-        if module not in ("torch.cuda.amp", "torch.cuda"):
+        if module not in ("torch.cuda.amp", "torch.cuda") or self._may_be_needed_elsewhere():
             return
         used = self._names_used()
         unused = [
@@ -1012,13 +1018,21 @@ class DeprecatedCudaAmp(Rule):
             isinstance(s, cst.SimpleStatementLine) and all(isinstance(i, (cst.Import, cst.ImportFrom)) for i in s.body)
             for s in block.body
         ):
-            fix.replace(node, cst.Pass())  # removing every import of `if x:` / `try:` would leave it empty
+            fix.replace(node, cst.Pass())  # removing every import of `if x:` would leave it empty
         elif line is not None and len(line.body) == 1:
             fix.remove_line(line)
         else:
             fix = None
         names = ", ".join(dotted(alias.name) for alias in unused)
-        self.report(node, fix, old=f"from {module} import {names}", new="torch.amp (this import is unused)")
+        self.report(node, fix, old=f"from {module} import {names}", new="torch.amp", why=" (and unused here)")
+
+    def _may_be_needed_elsewhere(self) -> bool:
+        """An import that other code may read even where this file does not: a package's
+        `__init__.py` or a name in `__all__` (a re-export), a class body (an attribute), a `try`
+        body (an availability probe: removing it changes what the `try` tests)."""
+        if os.path.basename(self.ctx.path) == "__init__.py" or self.ctx.mentions("__all__"):
+            return True
+        return any(isinstance(node, (cst.ClassDef, cst.Try)) for node in self.ctx.stack)
 
     def _names_used(self) -> Dict[str, int]:
         """How often each name is read in the file, imports left out (once per file)."""
@@ -1063,7 +1077,7 @@ class DeprecatedCudaAmp(Rule):
             if call is not None:
                 new = call.with_changes(func=func, args=new.args)
             fix.replace(node, new)
-        self.report(node, fix, old=f"torch.cuda.amp.{short}", new=f'torch.amp.{short}(device_type="cuda", ...)')
+        self.report(node, fix, old=f"torch.cuda.amp.{short}", new=f'torch.amp.{short}(device_type="cuda", ...)', why=_WARNS)
 
     def _autocast(self, node: cst.Call) -> None:
         fix: Optional = self.fix()
@@ -1083,7 +1097,7 @@ class DeprecatedCudaAmp(Rule):
         if fix is not None:
             new = node.with_changes(func=fix.ref("torch.amp.autocast"), args=[_cuda_arg(bool(args))] + args)
             fix.replace(node, new)
-        self.report(node, fix, old="torch.cuda.amp.autocast(...)", new='torch.amp.autocast("cuda", ...)')
+        self.report(node, fix, old="torch.cuda.amp.autocast(...)", new='torch.amp.autocast("cuda", ...)', why=_WARNS)
 
 
 __all__ = [

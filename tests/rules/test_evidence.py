@@ -485,6 +485,7 @@ def test_mask_words_are_whole_words():
     """
     assert codes(code) == []
     assert codes(code.replace("invalid_pos", "invalid_mask")) == ["TNL201"]
+    assert codes(code.replace("invalid_pos", "cmasks")) == ["TNL201"]  # a compound mask word
 
 
 def test_a_gradient_claim_in_strict_mode_says_why_it_is_there():

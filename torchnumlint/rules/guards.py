@@ -211,7 +211,9 @@ def is_mask(ctx: "FileContext", expr: cst.BaseExpression, by_name: bool = True) 
     if not by_name or ident is None:
         return False
     words = set(re.findall(r"[a-z]+", re.sub(r"(?<=[a-z])(?=[A-Z])", "_", ident).lower()))
-    return bool(words & _MASK_WORDS) and not words & _NOT_MASK_WORDS  # `invalid_x` is no `valid`
+    # `attn_mask`, `cmasks`, `padmask`, `valid`, `keep`; `invalid_x` is no `valid`, `keep_prob` no mask
+    said = any(word in _MASK_WORDS or word.endswith(("mask", "masks")) for word in words)
+    return said and not words & _NOT_MASK_WORDS
 
 
 def is_positive(ctx: "FileContext", expr: cst.BaseExpression) -> bool:

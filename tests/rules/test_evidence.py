@@ -509,3 +509,54 @@ def test_a_long_chain_of_rebindings_is_answered_once_per_node(monkeypatch):
     code = "import torch\ndef f(w, h):\n" + "    h = h * h + h * h\n" * 60 + "    return w / h.sum()\n"
     _findings(code, strict=True)
     assert 0 < len(calls) < 2000
+
+
+# ---------------------------------------------------------------------------------------------
+# Names bound more than once: the latest binding that runs on every way to the use
+
+
+def test_a_straight_line_rebinding_is_followed():
+    code = """
+    import torch
+    import torch.nn.functional as F
+    def share(x, w):
+        w = F.relu(w)
+        return (x * w).sum(-1) / w.sum(-1)
+    """
+    assert codes(code) == ["TNL201"]
+
+
+def test_a_rebinding_in_a_branch_is_not_followed():
+    """`w` is `w.abs()` or `w.abs() + 1` depending on the branch: neither is certain."""
+    code = """
+    import torch
+    def share(x, w, flag):
+        w = w.abs()
+        if flag:
+            w = w + 1
+        return x / w.sum()
+    """
+    assert codes(code) == []
+
+
+def test_in_a_loop_a_binding_of_the_same_iteration_is_followed_one_of_the_last_is_not():
+    same_iteration = """
+    import torch
+    def accumulate(x, ws):
+        for w in ws:
+            t = torch.relu(w)
+            t = t.sum()
+            x = x / t
+        return x
+    """
+    assert codes(same_iteration) == ["TNL201"]
+    last_iteration = """
+    import torch
+    def accumulate(x, ws):
+        t = torch.relu(ws[0])
+        for w in ws:
+            x = x / t.sum()
+            t = w.exp()
+        return x
+    """
+    assert codes(last_iteration) == []

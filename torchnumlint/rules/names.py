@@ -347,6 +347,7 @@ class Binding:
     value: Optional[cst.BaseExpression]  # the assigned value, None when not a plain assignment
     order: int
     no_grad: bool  # bound inside `with torch.no_grad()` / inference_mode / set_grad_enabled(False)
+    block: int = 0  # id of the innermost statement block that holds the binding
 
     @property
     def rewritable(self) -> bool:
@@ -402,6 +403,12 @@ class ScopeTable(Visitor):
         self._not_loads: set = set()
         self._counter = 0
         self._no_grad = 0
+        # Blocks, for straight-line rebinding: each Name's innermost block, each block's parent.
+        root = scope.body if isinstance(scope, cst.FunctionDef) else scope
+        self._blocks: List[int] = [id(root)]
+        self.block_of: Dict[int, int] = {}
+        self.parent_block: Dict[int, int] = {}
+        self.loop_bodies: Set[int] = set()
         if isinstance(scope, cst.FunctionDef):
             for param in _params(scope.params):
                 self._bind(param.name.value, param, None)
@@ -410,12 +417,20 @@ class ScopeTable(Visitor):
             self.walk(scope)
 
     def _bind(self, name: str, node: cst.CSTNode, value: Optional[cst.BaseExpression]) -> None:
-        self.bindings.setdefault(name, []).append(Binding(node, value, self._counter, self._no_grad > 0))
+        self.bindings.setdefault(name, []).append(
+            Binding(node, value, self._counter, self._no_grad > 0, self._blocks[-1])
+        )
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         self._counter += 1
         self.order[id(node)] = self._counter
+        if isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)) and id(node) != self._blocks[0]:
+            self.parent_block[id(node)] = self._blocks[-1]
+            self._blocks.append(id(node))
+        elif isinstance(node, (cst.For, cst.While)):
+            self.loop_bodies.add(id(node.body))
         if isinstance(node, cst.Name):
+            self.block_of[id(node)] = self._blocks[-1]
             if id(node) not in self._not_loads:
                 self.loads[node.value] = self.loads.get(node.value, 0) + 1
             return False
@@ -456,6 +471,8 @@ class ScopeTable(Visitor):
         return True
 
     def on_leave(self, node: cst.CSTNode) -> None:
+        if isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)) and id(node) != self._blocks[0]:
+            self._blocks.pop()
         if isinstance(node, _ASSIGNMENTS):
             self._counter += 1
             value = None if isinstance(node, cst.AugAssign) else node.value
@@ -529,17 +546,38 @@ class ScopeTable(Visitor):
         return bool(found)
 
     def lookup(self, name: str, use: cst.CSTNode, in_loop: bool) -> Optional[Binding]:
-        """The one binding that reaches `use`, or None when there is not exactly one."""
+        """The one binding that reaches `use`, or None when that is not certain: the only binding
+        before it, or the latest one when that one runs unconditionally on the way to `use` (in
+        `use`'s own block or one around it: `t = f(x)`, `t = t.softmax(-1)`, then `t`). In a
+        loop, a binding after `use` can reach it from the previous iteration: None."""
         use_order = self.order.get(id(use))
         found = self.bindings.get(name)
         if use_order is None or not found:
             return None
         before = [b for b in found if b.order < use_order]
-        if len(before) != 1:
+        if not before:
             return None
+        latest = max(before, key=lambda b: b.order)
+        around = self._blocks_around(self.block_of.get(id(use)))
+        dominates = latest.block in around  # it runs on every way to `use`
         if in_loop and any(b.order > use_order for b in found):
-            return None
-        return before[0]
+            # a later binding reaches `use` from the previous iteration, unless `latest` runs in
+            # the same iteration first
+            loop = next((block for block in around if block in self.loop_bodies), None)
+            if not dominates or loop is None or loop not in self._blocks_around(latest.block):
+                return None
+            return latest
+        if len(before) == 1:
+            return before[0]
+        return latest if dominates else None
+
+    def _blocks_around(self, block: Optional[int]) -> List[int]:
+        """`block` and the blocks around it, innermost first, up to the scope's body."""
+        found: List[int] = []
+        while block is not None:
+            found.append(block)
+            block = self.parent_block.get(block)
+        return found
 
 
 def _params(params: cst.Parameters) -> Iterator[cst.Param]:

@@ -33,6 +33,9 @@ _BOOL_FUNCS = {"torch.logical_and", "torch.logical_or", "torch.logical_not", "to
 _BOOL_METHODS = {"eq", "ne", "gt", "lt", "ge", "le", "logical_and", "logical_or", "logical_not", "isfinite",
                  "isnan", "isinf", "bool"}
 _MASK_WORDS = frozenset({"mask", "masks", "valid", "keep"})
+# Methods that change a mask's shape, not what it selects.
+_RESHAPES = frozenset({"view", "reshape", "unsqueeze", "squeeze", "expand", "expand_as", "permute", "transpose",
+                       "contiguous", "flatten", "repeat", "t", "to", "type", "type_as", "cuda", "cpu"})
 # words that make a mask-like name a number: `keep_prob`, `mask_ratio`
 _NOT_MASK_WORDS = frozenset({"prob", "probs", "rate", "ratio", "p"})
 _POSITIVE = ("exp", "softmax", "sigmoid", "softplus")
@@ -194,24 +197,43 @@ def unwrap_casts(ctx: "FileContext", expr: cst.BaseExpression, detach: bool = Fa
 
 def is_mask(ctx: "FileContext", expr: cst.BaseExpression, by_name: bool = True) -> bool:
     """A boolean mask: a comparison, `~m`, `logical_*`, `isfinite`, or (`by_name`) a name that
-    says mask/valid/keep. Its sum is a count, which is 0 when nothing is selected; only a mask
-    built as a boolean is sure to sum to an integer (a mask by name can be soft)."""
-    expr = unwrap_casts(ctx, expr)
-    if isinstance(expr, cst.Comparison):
-        return True
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
-        return True
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr)):
-        return is_mask(ctx, expr.left, by_name) or is_mask(ctx, expr.right, by_name)
-    if isinstance(expr, cst.Call):
-        if ctx.qualname(expr.func) in _BOOL_FUNCS:
+    says mask/valid/keep, through casts, reshapes and indexing (`mask.float().unsqueeze(-1)`,
+    `masks[0]`). Its sum is a count, which is 0 when nothing is selected; only a mask built as a
+    boolean is sure to sum to an integer (a mask by name can be soft)."""
+    for _ in range(8):
+        if by_name and _says_mask(_last_identifier(strip_parens(expr))):
             return True
-        return isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _BOOL_METHODS
-    ident = _last_identifier(expr)
-    if not by_name or ident is None:
+        expr = unwrap_casts(ctx, expr)
+        if isinstance(expr, cst.Comparison):
+            return True
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+            return True
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr)):
+            return is_mask(ctx, expr.left, by_name) or is_mask(ctx, expr.right, by_name)
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+            continue
+        if isinstance(expr, cst.Call):
+            if ctx.qualname(expr.func) in _BOOL_FUNCS:
+                return True
+            func = expr.func
+            if isinstance(func, cst.Attribute) and not ctx.imports.is_module_ref(func.value):
+                if func.attr.value in _BOOL_METHODS:
+                    return True
+                if func.attr.value in _RESHAPES:
+                    expr = func.value
+                    continue
+            return False
+        return by_name and _says_mask(_last_identifier(expr))
+    return False
+
+
+def _says_mask(ident: Optional[str]) -> bool:
+    """`attn_mask`, `cmasks`, `padmask`, `valid`, `keep`; `invalid_x` is no `valid`, `keep_prob`
+    no mask."""
+    if ident is None:
         return False
     words = set(re.findall(r"[a-z]+", re.sub(r"(?<=[a-z])(?=[A-Z])", "_", ident).lower()))
-    # `attn_mask`, `cmasks`, `padmask`, `valid`, `keep`; `invalid_x` is no `valid`, `keep_prob` no mask
     said = any(word in _MASK_WORDS or word.endswith(("mask", "masks")) for word in words)
     return said and not words & _NOT_MASK_WORDS
 

@@ -19,7 +19,7 @@ import libcst as cst
 
 from torchnumlint.rules.guards import is_mask, is_python_number, number_value, same_code, strip_parens
 from torchnumlint.rules.gradients import is_module_class
-from torchnumlint.rules.names import Binding, match_call
+from torchnumlint.rules.names import Binding, all_params, match_call
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.engine import FileContext
@@ -82,15 +82,9 @@ def _annotation(param: cst.Param) -> str:
 
 def _function_of(ctx: "FileContext", param: cst.Param) -> Optional[cst.FunctionDef]:
     for node in reversed(ctx.stack):
-        if isinstance(node, cst.FunctionDef) and any(p is param for p in _all_params(node.params)):
+        if isinstance(node, cst.FunctionDef) and any(p is param for p in all_params(node.params)):
             return node
     return None
-
-
-def _all_params(params: cst.Parameters) -> Iterator[cst.Param]:
-    yield from params.posonly_params
-    yield from params.params
-    yield from params.kwonly_params
 
 
 def in_module_class(ctx: "FileContext") -> bool:

@@ -410,7 +410,7 @@ class ScopeTable(Visitor):
         self.parent_block: Dict[int, int] = {}
         self.loop_bodies: Set[int] = set()
         if isinstance(scope, cst.FunctionDef):
-            for param in _params(scope.params):
+            for param in all_params(scope.params):
                 self._bind(param.name.value, param, None)
             self.walk(scope.body)
         else:
@@ -580,7 +580,8 @@ class ScopeTable(Visitor):
         return found
 
 
-def _params(params: cst.Parameters) -> Iterator[cst.Param]:
+def all_params(params: cst.Parameters) -> Iterator[cst.Param]:
+    """Every parameter of a signature, `*args` and `**kwargs` included."""
     yield from params.posonly_params
     yield from params.params
     yield from params.kwonly_params

@@ -170,7 +170,6 @@ T201_CLEAN = [
     "return torch.div(x, w.sum(), rounding_mode='floor')",
     "return sum(y) / len(y)",
     "return x / torch.sqrt(1 - w)",  # 1 - alpha_bar: a schedule, not flagged
-    "return torch.where(m.sum() > 0, x / m.sum(), 0)",  # the unselected branch: TNL209's
     "n = w.norm()\n    n = n.clamp_min(1e-6)\n    return x / n",  # guarded by a second assignment
     "n = w.norm()\n    n.clamp_(min=1e-6)\n    return x / n",  # guarded in place
     "n = m.sum()\n    return x / n if n > 0 else x * 0",

@@ -560,3 +560,37 @@ def test_in_a_loop_a_binding_of_the_same_iteration_is_followed_one_of_the_last_i
         return x
     """
     assert codes(last_iteration) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# What is not a guard: selecting or overwriting the result keeps the forward finite, not the
+# gradient (measured: the gradient of torch.where(d > 0, x / d, 0) is NaN where d == 0)
+
+
+def test_a_division_selected_away_by_where_is_still_a_finding_where_a_gradient_flows():
+    code = """
+    import torch
+    class MaskedMean(torch.nn.Module):
+        def forward(self, h, mask):
+            n = mask.sum(-1, keepdim=True)
+            return torch.where(n > 0, (h * mask).sum(-1, keepdim=True) / n, 0.0)
+    """
+    (finding,) = _findings(code)
+    assert finding.code == "TNL201" and "gradient" in finding.message and finding.fix is None
+    evaluation = code.replace("def forward(self, h, mask):", "@torch.no_grad()\n        def forward(self, h, mask):")
+    assert codes(evaluation) == []
+
+
+def test_overwriting_the_result_afterwards_is_no_guard():
+    code = """
+    import torch
+    class MaskedMean(torch.nn.Module):
+        def forward(self, h, mask):
+            n = mask.sum(-1, keepdim=True)
+            out = (h * mask).sum(-1, keepdim=True) / n
+            out[n == 0] = 0
+            return out
+    """
+    assert codes(code) == ["TNL201"]
+    tested = code.replace("            out = (h", "            if (n == 0).any():\n                return h.new_zeros(n.shape)\n            out = (h")
+    assert codes(tested) == []

@@ -307,7 +307,8 @@ def replaces_whole(node: cst.CSTNode) -> bool:
 
 
 def in_where(ctx) -> bool:
-    """Inside `torch.where(...)`: the unselected branch is where-unselected-branch's business."""
+    """Inside `torch.where(...)`: the forward selects the branch away where it is not finite, but
+    its NaN still flows into the gradient (the catalogue's where-unselected-branch, TNL209)."""
     return any(isinstance(n, cst.Call) and ctx.qualname(n.func) == "torch.where" for n in ctx.stack[:-1])
 
 
@@ -501,14 +502,17 @@ class UnguardedDivision(_DivisionRule):
 
     def division(self, node, x, d) -> None:
         ctx = self.ctx
-        if in_where(ctx):
-            return
         found = zero_kind(ctx, d)
         if found is None:
             return
+        selected = in_where(ctx)
+        note = gradient_note(ctx) if selected else ""
+        if note is None:
+            return  # selected away in the forward, and no gradient to poison here
         kind, value = found
         if (
-            replaces_whole(node)
+            not selected
+            and replaces_whole(node)
             and normalize_site(ctx, x, d, node) is not None
             and owned_elsewhere(ctx, self.code, "normalize")
         ):
@@ -526,7 +530,9 @@ class UnguardedDivision(_DivisionRule):
         direct = ctx.resolve(d) is d
         fix = None
         floor = EPS
-        if not (non_negative and (is_torch_value(ctx, d) or is_torch_value(ctx, value))):
+        if selected:
+            pass  # the guard belongs inside the `where`: the double-where rewrite is TNL209's
+        elif not (non_negative and (is_torch_value(ctx, d) or is_torch_value(ctx, value))):
             pass  # clamp_min is a tensor method, and a clamp would flip a negative sum's sign
         elif kind == "sqrt":
             _, arg = root_of(ctx, value)  # type: ignore[misc]
@@ -548,7 +554,12 @@ class UnguardedDivision(_DivisionRule):
         else:
             floor = count_floor(ctx, value) if kind == "count" else EPS
             fix = self.fix().replace(d, with_clamp(d, floor))
-        if fix is not None:
+        if selected:
+            how = (
+                " itself: `torch.where` selects the result away in the forward, but the unselected "
+                "branch still sends NaN into the gradient (`x / torch.where(d > 0, d, 1)`)" + note
+            )
+        elif fix is not None:
             how = f": `.clamp_min({'1' if kind == 'count' and floor == COUNT_EPS else 'eps'})`"
         elif non_negative:
             how = " (`+ eps` or `.clamp_min(eps)`)"
@@ -975,6 +986,5 @@ class UnguardedSqrtOrPow(_RootRule):
         return (
             operands is not None
             and operands[1] is node
-            and not in_where(self.ctx)
             and owned_elsewhere(self.ctx, self.code, "root-as-divisor")
         )

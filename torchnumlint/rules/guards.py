@@ -279,8 +279,10 @@ def same_code(ctx: "FileContext", a: cst.BaseExpression, b: cst.BaseExpression) 
 
 
 def is_tested(ctx: "FileContext", *exprs: cst.BaseExpression) -> bool:
-    """Whether the enclosing function compares or tests one of `exprs` (`if n > 0:`,
-    `x / n if n else 0`, `assert v.min() >= 0`): the author has handled the edge case."""
+    """Whether the enclosing function tests one of `exprs` in its control flow (`if n > 0:`,
+    `x / n if n else 0`, `assert v.min() >= 0`): the author has handled the edge case. A
+    comparison that only selects or overwrites the result afterwards (`torch.where(n > 0, x / n,
+    0)`, `out[n == 0] = 0`) keeps the forward finite, not the gradient: it does not count."""
     texts = ctx.per_scope("tested", lambda scope: _tested_texts(ctx, scope))
     return any(code_key(ctx, e) in texts for e in exprs)
 
@@ -302,16 +304,19 @@ def _tested_texts(ctx: "FileContext", scope: cst.CSTNode) -> Set[str]:
             expr = strip_parens(expr.expression)
         texts.add(code_key(ctx, expr))
 
-    class _Tests(Visitor):
+    class _Comparisons(Visitor):
         def visit_Comparison(self, node: cst.Comparison) -> None:
             add(node.left)
             for target in node.comparisons:
                 add(target.comparator)
 
+    class _Tests(Visitor):
         def on_visit(self, node: cst.CSTNode) -> bool:
-            test = getattr(node, "test", None)  # If, IfExp, While, Assert
-            if isinstance(node, (cst.If, cst.IfExp, cst.While, cst.Assert)) and not isinstance(strip_parens(test), cst.Comparison):
-                add(test)
+            if isinstance(node, (cst.If, cst.IfExp, cst.While, cst.Assert)):
+                test = node.test
+                if not isinstance(strip_parens(test), cst.Comparison):
+                    add(test)
+                _Comparisons().walk(test)
             return super().on_visit(node)
 
     _Tests().walk(scope)

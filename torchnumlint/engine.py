@@ -154,12 +154,18 @@ class FileContext:
 
     # -- following names -----------------------------------------------------------------------
     def binding(self, name: cst.BaseExpression) -> Optional[Binding]:
-        """The single assignment that gives `name` (or `self.attr`) its value here, if there is one."""
+        """The assignment that surely gives `name` (or `self.attr`) its value here, if there is one.
+        A name a function never binds is the module's: followed when the module binds it once
+        (`kl = nn.KLDivLoss(reduction="batchmean")` at the top of the file)."""
         if isinstance(name, cst.Name):
             if name.value in self.imports.aliases:
                 return None
             scope, in_loop = self._scope_of_current()
-            return self._table(scope).lookup(name.value, name, in_loop)
+            table = self._table(scope)
+            if scope is not self.module and name.value not in table.bindings:
+                found = self._table(self.module).bindings.get(name.value, [])
+                return found[0] if len(found) == 1 else None
+            return table.lookup(name.value, name, in_loop)
         if (
             isinstance(name, cst.Attribute)
             and isinstance(name.value, cst.Name)

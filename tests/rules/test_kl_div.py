@@ -311,3 +311,19 @@ def test_tnl101_an_unrelated_call_of_the_same_name_does_not_silence_it():
                 log.distill(a.detach(), b.detach())
         """
     assert [c for c, _ in lint(code, "TNL101")] == ["TNL101"]
+
+
+def test_tnl101_a_module_level_loss_instance_counts_like_a_local_one():
+    code = """\
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        kl = nn.KLDivLoss(reduction="batchmean")
+
+
+        def mutual(a, b):
+            return kl(F.log_softmax(a, -1), F.softmax(b, -1))
+        """
+    assert [c for c, _ in lint(code, "TNL101")] == ["TNL101"]
+    rebound = code.replace("\n\n\n        def", "\n        kl = None\n\n\n        def")  # bound twice: not followed
+    assert lint(rebound, "TNL101") == []

@@ -158,10 +158,10 @@ class _FunctionFacts(Visitor):
                     changed = True
         return free
 
-    def training_functions(self) -> Set[str]:
+    def training_functions(self, free: Set[str]) -> Set[str]:
         """Names of the functions that run with gradients: the seeds of `_trains`, functions
-        that call `.backward()`, and what they call (a fixpoint), less the gradient-free ones."""
-        free = self.free_functions()
+        that call `.backward()`, and what they call (a fixpoint), less the gradient-free ones
+        (`free`, from `free_functions`)."""
         found = set(self.training) - free
         changed = True
         while changed:
@@ -215,7 +215,7 @@ class _Facts:
     def __init__(self, ctx: "FileContext") -> None:
         walked = _FunctionFacts(ctx).walk_module(ctx.module)
         self.free = walked.free_functions()
-        self.training = walked.training_functions()
+        self.training = walked.training_functions(self.free)
 
 
 def _facts(ctx: "FileContext") -> _Facts:

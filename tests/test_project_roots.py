@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+# FUNCTION squares its input in a Function's forward (line 7); STEP applies it under fp16 autocast
+from tests.test_runner import FUNCTION, STEP
 from torchnumlint.config import Config, Settings
 from torchnumlint.discovery import project_root
 from torchnumlint.rules.base import registry
@@ -64,30 +66,6 @@ KL = """
         return F.kl_div(F.log_softmax(s1, dim=-1), F.softmax(s2, dim=-1), reduction="batchmean")
 """
 
-# A Function whose forward squares its input (line 7), and a step that applies it under fp16 autocast.
-FUNCTION = """
-    import torch
-
-
-    class Energy(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, s):
-            return s * s
-
-        @staticmethod
-        def backward(ctx, g):
-            return g
-"""
-
-STEP = """
-    import torch
-    from ops import Energy
-
-
-    def step(x):
-        with torch.autocast("cuda"):
-            return Energy.apply(x)
-"""
 
 
 def project(folder, marker="pyproject.toml", **files):

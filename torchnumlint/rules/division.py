@@ -308,7 +308,7 @@ def replaces_whole(node: cst.CSTNode) -> bool:
 
 def in_where(ctx) -> bool:
     """Inside `torch.where(...)`: the forward selects the branch away where it is not finite, but
-    its NaN still flows into the gradient (the catalogue's where-unselected-branch, TNL209)."""
+    its NaN still flows into the gradient (the catalogue's where-unselected-branch)."""
     return any(isinstance(n, cst.Call) and ctx.qualname(n.func) == "torch.where" for n in ctx.stack[:-1])
 
 
@@ -531,7 +531,7 @@ class UnguardedDivision(_DivisionRule):
         fix = None
         floor = EPS
         if selected:
-            pass  # the guard belongs inside the `where`: the double-where rewrite is TNL209's
+            pass  # the guard belongs inside the `where`: the double-where rewrite is where-unselected-branch's
         elif not (non_negative and (is_torch_value(ctx, d) or is_torch_value(ctx, value))):
             pass  # clamp_min is a tensor method, and a clamp would flip a negative sum's sign
         elif kind == "sqrt":

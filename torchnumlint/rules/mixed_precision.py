@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -32,7 +32,7 @@ from torchnumlint.index import (
     with_partial,
 )
 from torchnumlint.rules.base import Example, Rule
-from torchnumlint.rules.names import dotted, is_no_grad_item
+from torchnumlint.rules.names import dotted, is_no_grad_item, read_names
 from torchnumlint.rules.rewrite import as_keyword, keyword_arg, with_keyword
 from torchnumlint.walk import Visitor
 
@@ -460,15 +460,15 @@ class _Flow(Visitor):
         return False
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        names = [n.value for t in node.targets for n in _names(t.target)]
+        names = [n for t in node.targets for n in _plain_names(t.target)]
         self.assigns.append((names, node.value))
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.assigns.append(([n.value for n in _names(node.target)], node.value))
+        self.assigns.append((list(_plain_names(node.target)), node.value))
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
-            self.assigns.append(([n.value for n in _names(node.target)], node.value))
+            self.assigns.append((list(_plain_names(node.target)), node.value))
 
     def visit_Call(self, node: cst.Call) -> None:
         self.calls.append(node)
@@ -481,7 +481,7 @@ class _Flow(Visitor):
         tainted = set(seeds)
 
         def derived(expr: cst.CSTNode) -> bool:
-            return anywhere or any(n.value in tainted for n in _names(expr)) or any(
+            return anywhere or any(n in tainted for n in _plain_names(expr)) or any(
                 _callee_name(c) in region_funcs for c in _calls(expr)
             )
 
@@ -503,24 +503,9 @@ class _Flow(Visitor):
         return found
 
 
-def _names(node: cst.CSTNode) -> List[cst.Name]:
+def _plain_names(node: cst.CSTNode) -> Set[str]:
     """The names read or bound in an expression, attribute names left out."""
-    found: List[cst.Name] = []
-
-    class _Collect(Visitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.append(n)
-
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            self.walk(n.value)
-            return False
-
-        def visit_Arg(self, n: cst.Arg) -> bool:
-            self.walk(n.value)
-            return False
-
-    _Collect().walk(node)
-    return found
+    return {name for name in read_names(node) if "." not in name}
 
 
 def _calls(node: cst.CSTNode) -> List[cst.Call]:

@@ -2,7 +2,8 @@ import textwrap
 
 import pytest
 
-from torchnumlint.engine import fix_text, lint_text
+from torchnumlint.engine import lint_text
+from torchnumlint.fixes import fix_text
 from torchnumlint.rules.base import registry
 
 

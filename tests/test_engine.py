@@ -5,7 +5,8 @@ import textwrap
 import libcst as cst
 import pytest
 
-from torchnumlint.engine import ParseError, apply_fixes, candidate_rules, fix_text, lint_text
+from torchnumlint.engine import ParseError, candidate_rules, lint_text
+from torchnumlint.fixes import apply_fixes, fix_text
 from torchnumlint.findings import Edit, Finding, Fix, Safety
 from torchnumlint.rules.base import registry
 from torchnumlint.rules.names import ImportMap, match_call

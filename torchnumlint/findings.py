@@ -55,3 +55,10 @@ class Finding:
     @property
     def sort_key(self):
         return (self.path, self.line, self.col, self.code)
+
+
+def fixable(finding: Finding, unsafe: bool) -> bool:
+    """Whether `--fix` applies the finding's fix (UNSAFE ones only with `--unsafe-fixes`)."""
+    if finding.fix is None:
+        return False
+    return finding.fix.safety is Safety.SAFE or (unsafe and finding.fix.safety is Safety.UNSAFE)

@@ -17,45 +17,19 @@ import dataclasses
 import difflib
 import os
 import traceback
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Type, Union
 
 from torchnumlint.config import Config, Settings
 from torchnumlint.discovery import discover, project_files, project_root
-from torchnumlint.engine import ParseError, fix_text, lint_text
+from torchnumlint.engine import ParseError, lint_text
+from torchnumlint.fixes import fix_text
 from torchnumlint.findings import Finding
+from torchnumlint.results import FileOutcome, Options, RunResult
 from torchnumlint.index import ProjectIndex, build_index
 from torchnumlint.rules.names import imports_torch
 from torchnumlint.rules.base import Rule
 from torchnumlint.source import SourceError, SourceFile, read_source, write_source
-
-
-@dataclass
-class Options:
-    fix: bool = False
-    unsafe_fixes: Optional[bool] = None  # None: as each file's config says
-    diff: bool = False
-    strict: Optional[bool] = None  # also findings without evidence; None: as each file's config says
-
-
-@dataclass
-class FileOutcome:
-    findings: List[Finding] = field(default_factory=list)
-    errors: List[str] = field(default_factory=list)
-    fixed: int = 0
-    diff: str = ""
-    text: Optional[str] = None  # the fixed text, once written
-
-
-@dataclass
-class RunResult:
-    findings: List[Finding] = field(default_factory=list)
-    errors: List[str] = field(default_factory=list)
-    fixed: int = 0
-    diffs: List[str] = field(default_factory=list)
-    files: int = 0
-    unsafe_fixes: bool = False  # unsafe fixes were on for every file (the report calls them fixable)
 
 
 def process_file(

@@ -1,13 +1,15 @@
-"""Every rule's own examples are its first tests: bad gives exactly its findings, the fix gives the
-pinned text, the fixed text lints clean and is stable under a second --fix; good gives nothing."""
+"""Every rule's own examples are its first tests, run through the shared harness
+(`tests/rules/harness.py`): bad gives exactly its findings, the fix gives the pinned text, the
+fixed text lints clean and is stable under a second --fix, unsafe fixes need the flag, the
+pre-filter keeps it; good gives nothing."""
 
-import ast
 
 import pytest
 
-from torchnumlint.engine import candidate_rules, fix_text, lint_text
+from torchnumlint.engine import lint_text
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import all_rules
+from tests.rules import harness
 
 RULES = all_rules()
 BAD = [(r, i, ex) for r in RULES for i, ex in enumerate(r.examples)]
@@ -19,46 +21,17 @@ def _id(case):
 
 
 @pytest.mark.parametrize("case", BAD, ids=[_id(c) for c in BAD])
-def test_bad_example_gives_exactly_its_findings(case):
+def test_bad_example(case):
+    """Exact findings, the pinned fixed text (clean, stable), safety gating, the pre-filter."""
     rule, _, example = case
-    findings = lint_text("example.py", example.bad, [rule])
-    assert sorted(f.line for f in findings) == sorted(example.lines)
-    assert all(f.code == rule.code for f in findings)
-
-
-@pytest.mark.parametrize("case", BAD, ids=[_id(c) for c in BAD])
-def test_fix_gives_the_pinned_text(case):
-    rule, _, example = case
-    result = fix_text("example.py", example.bad, [rule], unsafe=True)
-    expected = example.fixed if example.fixed is not None else example.bad
-    assert result.text == expected
-    assert not result.errors
-    if example.fixed is not None:
-        ast.parse(result.text)
-        assert lint_text("example.py", result.text, [rule]) == []
-        assert fix_text("example.py", result.text, [rule], unsafe=True).text == result.text
-
-
-@pytest.mark.parametrize("case", BAD, ids=[_id(c) for c in BAD])
-def test_unsafe_fixes_need_the_flag(case):
-    rule, _, example = case
-    result = fix_text("example.py", example.bad, [rule], unsafe=False)
-    if rule.safety is Safety.SAFE and example.fixed is not None:
-        assert result.text == example.fixed
-    else:
-        assert result.text == example.bad
-
-
-@pytest.mark.parametrize("case", BAD, ids=[_id(c) for c in BAD])
-def test_prefilter_keeps_bad_examples(case):
-    rule, _, example = case
-    assert candidate_rules(example.bad, [rule]) == [rule]
+    safe = example.fix_safety(rule) is Safety.SAFE
+    harness.check_flagged(rule.code, harness.Flagged(example.bad, example.lines, example.fixed, safe=safe))
 
 
 @pytest.mark.parametrize("case", GOOD, ids=[_id(c) for c in GOOD])
 def test_good_example_is_clean(case):
     rule, _, code = case
-    assert lint_text("example.py", code, [rule]) == []
+    harness.check_silent(rule.code, harness.Silent(code))
 
 
 def test_every_rule_is_documented():

@@ -4,7 +4,8 @@ import textwrap
 
 import pytest
 
-from torchnumlint.engine import fix_text, lint_text
+from torchnumlint.engine import lint_text
+from torchnumlint.fixes import fix_text
 from torchnumlint.index import build_index
 from torchnumlint.rules.base import registry
 

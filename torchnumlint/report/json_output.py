@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from torchnumlint.engine import fixable
-from torchnumlint.runner import Options, RunResult
+from torchnumlint.findings import fixable
+from torchnumlint.results import Options, RunResult
 
 
 def render(result: RunResult, options: Options, quiet: bool = False, statistics: bool = False) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import List
 
-from torchnumlint.engine import fixable
-from torchnumlint.runner import Options, RunResult
+from torchnumlint.findings import fixable
+from torchnumlint.results import Options, RunResult
 
 
 def render(result: RunResult, options: Options, quiet: bool = False, statistics: bool = False) -> str:

@@ -16,18 +16,23 @@ from torchnumlint.findings import Safety
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
 
-    from torchnumlint.engine import FileContext, FixBuilder
+    from torchnumlint.context import FileContext, FixBuilder
     from torchnumlint.index import ProjectIndex
 
 
 @dataclass(frozen=True)
 class Example:
     """A snippet the rule must flag: `lines` are the 1-based lines of its findings, `fixed` the
-    exact text after `--fix` (with `--unsafe-fixes` for an UNSAFE rule); None for GUIDE rules."""
+    exact text after `--fix --unsafe-fixes` (None where no fix is offered), `safety` the safety of
+    that fix, "safe" or "unsafe" (None: the rule's own `safety`)."""
 
     bad: str
     lines: Tuple[int, ...]
     fixed: Optional[str] = None
+    safety: Optional[str] = None
+
+    def fix_safety(self, rule: Type["Rule"]) -> Safety:
+        return Safety(self.safety) if self.safety is not None else rule.safety
 
 
 _REGISTRY: Dict[str, Type["Rule"]] = {}
@@ -77,9 +82,10 @@ class Rule:
         """Record a finding at `node`; `fmt` fills the placeholders of `message`."""
         self.ctx.add_report(self, node, self.message.format(**fmt) if fmt else self.message, fix)
 
-    def fix(self) -> "FixBuilder":
-        """A fix builder carrying this rule's safety (GUIDE rules do not build fixes)."""
-        return self.ctx.new_fix(self.safety)
+    def fix(self, safety: Optional[Safety] = None) -> "FixBuilder":
+        """A fix builder; its safety is `safety` where this fix's differs from the rule's (a clamp
+        at 1 of an integer count is exact where the rule's clamps are not). GUIDE rules build none."""
+        return self.ctx.new_fix(safety or self.safety)
 
 
 def registry() -> Dict[str, Type[Rule]]:

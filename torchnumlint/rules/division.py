@@ -32,7 +32,6 @@ from torchnumlint.rules.guards import (
     is_constant,
     is_guarded,
     is_mask,
-    is_plain,
     is_positive,
     is_tested,
     number_value,
@@ -52,7 +51,7 @@ from torchnumlint.rules.evidence import (
     summand_evidence,
     value_kind,
 )
-from torchnumlint.rules.names import CallMatch, is_literal, match_call
+from torchnumlint.rules.names import CallMatch, is_literal, is_plain, match_call
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.rewrite import with_clamp
 
@@ -352,6 +351,12 @@ def count_floor(ctx, count: cst.BaseExpression) -> str:
     return EPS
 
 
+def floor_safety(floor: str) -> Optional[Safety]:
+    """A clamp at 1 of an integer count is exact wherever the original was finite (a count of 0
+    made it Inf or NaN): SAFE. A clamp at eps changes tiny values: the rule's UNSAFE."""
+    return Safety.SAFE if floor == COUNT_EPS else None
+
+
 class _DivisionRule(Rule):
     """Visits every division form once."""
 
@@ -424,14 +429,8 @@ class UnguardedDivision(_DivisionRule):
                 "def masked_mean(h, mask):\n"
                 "    n = mask.sum(dim=1, keepdim=True)\n"
                 "    return (h * mask).sum(dim=1, keepdim=True) / n\n"
-                "\n"
-                "\n"
-                "def token_loss(losses, targets: torch.Tensor, ignore_index=-100):\n"
-                "    total = losses.sum()\n"
-                "    total /= (targets != ignore_index).sum()\n"
-                "    return total\n"
             ),
-            lines=(6, 11),
+            lines=(6,),
             fixed=(
                 "import torch\n"
                 "\n"
@@ -439,6 +438,21 @@ class UnguardedDivision(_DivisionRule):
                 "def masked_mean(h, mask):\n"
                 "    n = mask.sum(dim=1, keepdim=True)\n"
                 "    return (h * mask).sum(dim=1, keepdim=True) / n.clamp_min(1e-12)\n"
+            ),
+        ),
+        Example(
+            bad=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def token_loss(losses, targets: torch.Tensor, ignore_index=-100):\n"
+                "    total = losses.sum()\n"
+                "    total /= (targets != ignore_index).sum()\n"
+                "    return total\n"
+            ),
+            lines=(6,),
+            fixed=(
+                "import torch\n"
                 "\n"
                 "\n"
                 "def token_loss(losses, targets: torch.Tensor, ignore_index=-100):\n"
@@ -446,6 +460,7 @@ class UnguardedDivision(_DivisionRule):
                 "    total /= (targets != ignore_index).sum().clamp_min(1)\n"
                 "    return total\n"
             ),
+            safety="safe",
         ),
         Example(
             bad=(
@@ -548,12 +563,14 @@ class UnguardedDivision(_DivisionRule):
                     and not self._vector_norm_first(arg, value)
                 ):
                     # the root is read only here: guard it where it is computed
-                    fix = self.fix().replace(arg, with_clamp(arg, _floor(ctx, arg)))
+                    floor = _floor(ctx, arg)
+                    fix = self.fix(floor_safety(floor)).replace(arg, with_clamp(arg, floor))
             elif not self._vector_norm_first(arg, value):
-                fix = self.fix().replace(arg, with_clamp(arg, _floor(ctx, arg)))
+                floor = _floor(ctx, arg)
+                fix = self.fix(floor_safety(floor)).replace(arg, with_clamp(arg, floor))
         else:
             floor = count_floor(ctx, value) if kind == "count" else EPS
-            fix = self.fix().replace(d, with_clamp(d, floor))
+            fix = self.fix(floor_safety(floor)).replace(d, with_clamp(d, floor))
         if selected:
             how = (
                 " itself: `torch.where` selects the result away in the forward, but the unselected "

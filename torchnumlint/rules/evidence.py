@@ -22,7 +22,7 @@ from torchnumlint.rules.gradients import is_module_class
 from torchnumlint.rules.names import Binding, all_params, match_call
 
 if TYPE_CHECKING:  # pragma: no cover
-    from torchnumlint.engine import FileContext
+    from torchnumlint.context import FileContext
 
 # Methods that keep the zeros (and the origin) of their receiver.
 SHAPE_METHODS = frozenset(

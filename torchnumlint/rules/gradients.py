@@ -28,7 +28,7 @@ from torchnumlint.rules.names import is_no_grad_function, is_no_grad_item
 from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:  # pragma: no cover
-    from torchnumlint.engine import FileContext
+    from torchnumlint.context import FileContext
 
 # Called by frameworks under no_grad / inference_mode, or by convention inference-only.
 _NO_GRAD_FUNCTION_NAMES = frozenset(

@@ -17,7 +17,7 @@ from torchnumlint.rules.names import CallMatch, match_call
 from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:  # pragma: no cover
-    from torchnumlint.engine import FileContext
+    from torchnumlint.context import FileContext
 
 _EPS_WORDS = ("eps", "epsilon", "tiny", "smooth")
 _BUILTIN_NUMBERS = {"len", "int", "float", "round", "abs", "min", "max", "sum", "pow", "divmod"}
@@ -242,30 +242,6 @@ def is_positive(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
     """exp / softmax / sigmoid / softplus (through casts): never negative, and 0 only by
     underflow, which is the log-domain rules' hazard, not a guard's."""
     return match_call(ctx.imports, unwrap_casts(ctx, expr), *_POSITIVE) is not None
-
-
-def is_plain(expr: cst.BaseExpression) -> bool:
-    """Recomputing `expr` gives the same value: names, attributes, literals, arithmetic, indexing;
-    no calls, no comprehensions, no walrus."""
-    if isinstance(expr, (cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis)):
-        return True
-    if isinstance(expr, cst.Attribute):
-        return is_plain(expr.value)
-    if isinstance(expr, cst.UnaryOperation):
-        return is_plain(expr.expression)
-    if isinstance(expr, cst.BinaryOperation):
-        return is_plain(expr.left) and is_plain(expr.right)
-    if isinstance(expr, cst.Tuple):
-        return all(isinstance(e, cst.Element) and is_plain(e.value) for e in expr.elements)
-    if isinstance(expr, cst.Subscript):
-        return is_plain(expr.value) and all(_plain_slice(e.slice) for e in expr.slice)
-    return False
-
-
-def _plain_slice(part: cst.BaseSlice) -> bool:
-    if isinstance(part, cst.Index):
-        return is_plain(part.value)
-    return all(p is None or is_plain(p) for p in (part.lower, part.upper, part.step))  # type: ignore[attr-defined]
 
 
 def code_key(ctx: "FileContext", expr: cst.BaseExpression) -> str:

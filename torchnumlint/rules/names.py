@@ -611,3 +611,27 @@ def read_names(expr: cst.CSTNode) -> Set[str]:
 
     _Collect().walk(expr)
     return found
+
+
+def is_plain(expr: cst.BaseExpression) -> bool:
+    """Recomputing `expr` gives the same value: names, attributes, literals, arithmetic, indexing;
+    no calls, no comprehensions, no walrus."""
+    if isinstance(expr, (cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis)):
+        return True
+    if isinstance(expr, cst.Attribute):
+        return is_plain(expr.value)
+    if isinstance(expr, cst.UnaryOperation):
+        return is_plain(expr.expression)
+    if isinstance(expr, cst.BinaryOperation):
+        return is_plain(expr.left) and is_plain(expr.right)
+    if isinstance(expr, cst.Tuple):
+        return all(isinstance(e, cst.Element) and is_plain(e.value) for e in expr.elements)
+    if isinstance(expr, cst.Subscript):
+        return is_plain(expr.value) and all(_plain_slice(e.slice) for e in expr.slice)
+    return False
+
+
+def _plain_slice(part: cst.BaseSlice) -> bool:
+    if isinstance(part, cst.Index):
+        return is_plain(part.value)
+    return all(p is None or is_plain(p) for p in (part.lower, part.upper, part.step))  # type: ignore[attr-defined]

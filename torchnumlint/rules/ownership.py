@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Dict
 
 if TYPE_CHECKING:  # pragma: no cover
-    from torchnumlint.engine import FileContext
+    from torchnumlint.context import FileContext
 
 # kind of site -> the rule that owns it, and why it is the better report there
 OWNERS: Dict[str, str] = {

@@ -15,7 +15,7 @@ from torchnumlint.rules.guards import strip_parens
 from torchnumlint.rules.names import CallMatch, OPS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from torchnumlint.engine import FixBuilder
+    from torchnumlint.context import FixBuilder
 
 _SPACE = cst.SimpleWhitespace(" ")
 _NONE = cst.SimpleWhitespace("")

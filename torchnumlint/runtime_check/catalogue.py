@@ -1,4 +1,4 @@
-"""The rules' own examples, read with `ast` from `torchnumlint/rules/*.py` without importing them.
+"""The rules' own examples, read with `ast` from `torchnumlint/rules/**/*.py` without importing them.
 
 The rule modules import libcst; a GPU box that has torch alone must still be able to run the very
 text that the linter's tests pin (`Example.bad` and `Example.fixed`). Rule classes keep their
@@ -22,6 +22,7 @@ class ExampleInfo:
     bad: str
     lines: Tuple[int, ...]
     fixed: Optional[str] = None
+    safety: Optional[str] = None  # "safe" / "unsafe" where the fix's differs from the rule's
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class CatalogueError(ValueError):
     """A rule's examples are not the plain literals that runtime_check can read."""
 
 
-_EXAMPLE_FIELDS = ("bad", "lines", "fixed")
+_EXAMPLE_FIELDS = ("bad", "lines", "fixed", "safety")
 
 
 def _example(node: ast.expr, where: str) -> ExampleInfo:
@@ -121,7 +122,7 @@ def _rules_in(path: Path) -> Dict[str, RuleInfo]:
 def load(rules_dir: Optional[Path] = None) -> Dict[str, RuleInfo]:
     """Every rule defined in the rule modules, by code (sorted)."""
     rules: Dict[str, RuleInfo] = {}
-    for path in sorted(Path(rules_dir or RULES_DIR).glob("*.py")):
+    for path in sorted(Path(rules_dir or RULES_DIR).rglob("*.py")):
         for code, info in _rules_in(path).items():
             if code in rules:
                 raise CatalogueError(f"duplicate rule code {code} in {path.name}")

@@ -59,6 +59,12 @@ class ReproContext:
     def first(self) -> catalogue.ExampleInfo:
         return self.info.examples[0]
 
+    @property
+    def fix_safety(self) -> str:
+        """The safety of the first example's fix ("SAFE"/"UNSAFE"/"GUIDE"): its own where the
+        example says, else the rule's."""
+        return self.first.safety.upper() if self.first.safety else self.info.safety
+
     def source(self, side: str) -> str:
         """The text a side runs: "bad" (first example), "fixed" (its pinned fix) or "good" (the
         rule's first good snippet, for GUIDE rules that have no fixed text). For a repro with
@@ -93,7 +99,7 @@ class ReproContext:
             kw.setdefault("evidence", []).insert(
                 0, "CUDA autocast in the example ported to CPU float16 autocast (" + _CPU_AUTOCAST + ")")
         return Result(self.info.code, self.info.name, str(self.device), self.dtype_name, self.repro.oracle,
-                      self.info.safety, verdict, threshold=self.repro.threshold_for(self.dtype_name), **kw)
+                      self.fix_safety, verdict, threshold=self.repro.threshold_for(self.dtype_name), **kw)
 
 
 _CPU_AUTOCAST = 'torch.autocast("cpu", dtype=torch.float16)'
@@ -172,10 +178,10 @@ def _benign(ctx: ReproContext, evidence: List[str], numbers: Dict) -> Optional[s
         w = oracles.worst(oracles.compare(fix, bad))
         if w is not None:
             evidence.append(f"benign: both finite; fix vs original {w.describe()} "
-                            f"(not required equal: {ctx.info.safety})")
+                            f"(not required equal: {ctx.fix_safety})")
         return None
     same = _safety(ctx, "benign", fix, bad, inputs, evidence, numbers)
-    if not same and ctx.info.safety == "SAFE":
+    if not same and ctx.fix_safety == "SAFE":
         evidence.append("the SAFE fix changes finite values on benign inputs")
         return FIX_FAILED
     return None
@@ -203,10 +209,10 @@ def check_nf(ctx: ReproContext) -> Result:
     verdict = CONFIRMED
     reason = ""
     if not _safety(ctx, "adversarial", fix, bad, inputs, evidence, numbers):
-        if ctx.info.safety == "SAFE":
+        if ctx.fix_safety == "SAFE":
             verdict, reason = FIX_FAILED, "the SAFE fix changes values where the original is finite"
         else:
-            evidence.append(f"the fix changes finite values (allowed: {ctx.info.safety})")
+            evidence.append(f"the fix changes finite values (allowed: {ctx.fix_safety})")
     benign = _benign(ctx, evidence, numbers)
     if benign and verdict == CONFIRMED:
         verdict = benign
@@ -314,7 +320,7 @@ def check_warn(ctx: ReproContext) -> Result:
         if same is not None:
             numbers["fix_vs_original"] = same
             evidence.append(f"values: fix vs original {same.describe()} (tol {ctx.tol:g})")
-            if same.rel > ctx.tol and ctx.info.safety == "SAFE":
+            if same.rel > ctx.tol and ctx.fix_safety == "SAFE":
                 return ctx.result(FIX_FAILED, evidence=evidence, numbers=numbers,
                                   reason="the SAFE fix changes the values")
     if not db:

@@ -1,0 +1,106 @@
+"""The one table-driven harness every rule's tests use.
+
+A rule's tests are two tables: `Flagged` cases (source, the lines of its findings, the exact text
+after `--fix --unsafe-fixes`, and whether that fix is SAFE) and `Silent` look-alikes. `check`
+runs a case through the real engine and fixer and asserts everything a user relies on:
+
+- exactly the expected findings, all of the rule's code;
+- the pre-filter keeps the source (it never loses a finding);
+- the fix gives the pinned text, which parses, lints clean for the rule and is stable under a
+  second `--fix`;
+- safety gating: without `--unsafe-fixes` only a SAFE fix is applied;
+- a look-alike gives no finding.
+
+`params(code, flagged, silent)` turns the tables into pytest parameters with readable ids.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from dataclasses import dataclass
+from typing import Optional, Sequence, Tuple
+
+import pytest
+
+from torchnumlint.engine import candidate_rules, lint_text
+from torchnumlint.findings import Safety
+from torchnumlint.fixes import fix_text
+from torchnumlint.rules.base import registry
+
+
+@dataclass(frozen=True)
+class Flagged:
+    """`source` must give findings on `lines` (1-based, after dedent); `fixed` is the exact text
+    after `--fix --unsafe-fixes` (None: no fix is offered); `safe` whether plain `--fix` applies
+    it (None: as the rule's safety says). `strict` runs in strict mode; `path` names the file."""
+
+    source: str
+    lines: Tuple[int, ...]
+    fixed: Optional[str] = None
+    safe: Optional[bool] = None
+    strict: bool = False
+    path: str = "example.py"
+
+
+@dataclass(frozen=True)
+class Silent:
+    """A look-alike: `source` must give no finding of the rule."""
+
+    source: str
+    strict: bool = False
+    path: str = "example.py"
+
+
+def _rule(code: str):
+    return registry()[code]
+
+
+def findings(code: str, source: str, strict: bool = False, path: str = "example.py"):
+    return lint_text(path, textwrap.dedent(source), [_rule(code)], strict=strict)
+
+
+def check_flagged(code: str, case: Flagged) -> None:
+    rule = _rule(code)
+    source = textwrap.dedent(case.source)
+    fixed = textwrap.dedent(case.fixed) if case.fixed is not None else None
+    found = lint_text(case.path, source, [rule], strict=case.strict)
+    assert sorted(f.line for f in found) == sorted(case.lines), [(f.line, f.message) for f in found]
+    assert all(f.code == code for f in found)
+    assert candidate_rules(source, [rule]) == [rule], "the pre-filter drops a flagged source"
+
+    result = fix_text(case.path, source, [rule], unsafe=True, strict=case.strict)
+    assert not result.errors
+    assert result.text == (fixed if fixed is not None else source)
+    if fixed is None:
+        return
+    ast.parse(result.text)
+    assert lint_text(case.path, result.text, [rule], strict=case.strict) == [], "the fixed text is still flagged"
+    again = fix_text(case.path, result.text, [rule], unsafe=True, strict=case.strict)
+    assert again.text == result.text, "a second --fix changes the text"
+
+    safe = case.safe if case.safe is not None else rule.safety is Safety.SAFE
+    plain = fix_text(case.path, source, [rule], unsafe=False, strict=case.strict).text
+    assert plain == (fixed if safe else source), "plain --fix applied an unsafe fix" if not safe else "a safe fix needs --unsafe-fixes"
+    fixes = [f.fix for f in found if f.fix is not None]
+    assert fixes and all((fix.safety is Safety.SAFE) == safe for fix in fixes)
+
+
+def check_silent(code: str, case: Silent) -> None:
+    found = findings(code, case.source, case.strict, case.path)
+    assert found == [], [(f.line, f.message) for f in found]
+
+
+def check(code: str, case) -> None:
+    """Run one case of either kind."""
+    if isinstance(case, Flagged):
+        check_flagged(code, case)
+    else:
+        check_silent(code, case)
+
+
+def params(code: str, flagged: Sequence[Flagged] = (), silent: Sequence[Silent] = ()):
+    """pytest parameters `(code, case)` for `@pytest.mark.parametrize("code, case", ...)`."""
+    cases = [pytest.param(code, c, id=f"{code}-flagged-{i}") for i, c in enumerate(flagged)]
+    cases += [pytest.param(code, c, id=f"{code}-silent-{i}") for i, c in enumerate(silent)]
+    return cases

@@ -304,6 +304,12 @@ def softmax_call(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[CallM
     return match_call(ctx.imports, ctx.resolve(expr), "softmax")
 
 
+def sigmoid_call(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[CallMatch]:
+    """`expr` (or what it was assigned) as a sigmoid call: `torch.sigmoid`, `F.sigmoid`,
+    `torch.special.expit`, any alias of them, or the method form `x.sigmoid()`."""
+    return match_call(ctx.imports, ctx.resolve(expr), "sigmoid")
+
+
 def is_detached(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
     """No gradient flows back through `expr`: it is `.detach()`ed, or was computed under
     `torch.no_grad()` in this function; for a call, so is its tensor input."""

@@ -25,7 +25,6 @@ from torchnumlint.walk import contains
 
 if TYPE_CHECKING:
     from torchnumlint.index import ProjectIndex
-    from torchnumlint.rules.base import Rule
 
 _SCOPES = (cst.FunctionDef, cst.Module)
 _LOOPS = (cst.For, cst.While)
@@ -79,7 +78,8 @@ class FixBuilder:
 class Report:
     """One finding as a rule reported it, before positions: the engine turns it into a Finding."""
 
-    rule: "Rule"
+    code: str
+    name: str
     node: cst.CSTNode
     message: str
     fix: Optional[FixBuilder]
@@ -308,10 +308,10 @@ class FileContext:
     def new_fix(self, safety: Safety) -> FixBuilder:
         return FixBuilder(self, safety)
 
-    def add_report(self, rule: "Rule", node: cst.CSTNode, message: str, fix: Optional[FixBuilder]) -> None:
+    def add_report(self, code: str, name: str, node: cst.CSTNode, message: str, fix: Optional[FixBuilder]) -> None:
         statement = None
         for ancestor in reversed(self.stack):
             if isinstance(ancestor, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
                 statement = ancestor
                 break
-        self.reports.append(Report(rule, node, message, fix, statement))
+        self.reports.append(Report(code, name, node, message, fix, statement))

@@ -142,8 +142,8 @@ def _to_findings(ctx: FileContext) -> List[Finding]:
             fix = Fix(tuple(sorted(edits, key=lambda e: (e.start, e.end))), report.fix.safety)
         findings.append(
             Finding(
-                code=report.rule.code,
-                name=report.rule.name,
+                code=report.code,
+                name=report.name,
                 message=report.message,
                 path=ctx.path,
                 line=where.start.line,

@@ -80,7 +80,7 @@ class Rule:
 
     def report(self, node: "cst.CSTNode", fix: "Optional[FixBuilder]" = None, **fmt: object) -> None:
         """Record a finding at `node`; `fmt` fills the placeholders of `message`."""
-        self.ctx.add_report(self, node, self.message.format(**fmt) if fmt else self.message, fix)
+        self.ctx.add_report(self.code, self.name, node, self.message.format(**fmt) if fmt else self.message, fix)
 
     def fix(self, safety: Optional[Safety] = None) -> "FixBuilder":
         """A fix builder; its safety is `safety` where this fix's differs from the rule's (a clamp

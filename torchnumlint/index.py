@@ -31,40 +31,30 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from torchnumlint.rules.autocast import (
+    FP16_INF_RECIPROCAL,
+    FP16_MAX,
+    FP16_ROUNDS_TO_ZERO,
+    FP16_TINY,
+    FP32_DTYPES,
+    GRAD_SCALERS,
+    CallShape,
+    Dotted,
+    call_shape,
+    classify_autocast,
+    is_cast_fp32,
+    is_enabled_scaler,
+    is_other_autocast,
+    argument_value,
+    number_literal,
+    with_partial,
+)
+
 # A file can only matter if it mentions one of these.
 NEEDLES = ("autocast", "Module", "Function", "GradScaler", "forward", "amp.initialize")
 
-FP16_MAX = 65504.0
-FP16_TINY = 6.1e-5  # the smallest normal float16
-FP16_ROUNDS_TO_ZERO = 2.98e-8  # half the smallest subnormal: anything below is 0.0 in float16
-FP16_INF_RECIPROCAL = 1.53e-5  # 1 / eps > 65504 below this: the reciprocal is Inf
-
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "torch.nn.modules.Module"})
 FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
-AUTOCAST_GENERIC = frozenset({"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"})
-AUTOCAST_CUDA = frozenset({"torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode.autocast"})
-AUTOCAST_CPU = frozenset({"torch.cpu.amp.autocast", "torch.cpu.amp.autocast_mode.autocast"})
-AUTOCAST_ALL = AUTOCAST_GENERIC | AUTOCAST_CUDA | AUTOCAST_CPU
-PARTIAL = frozenset({"functools.partial"})
-GRAD_SCALERS = frozenset(
-    {
-        "torch.amp.GradScaler",
-        "torch.amp.grad_scaler.GradScaler",
-        "torch.cuda.amp.GradScaler",
-        "torch.cuda.amp.grad_scaler.GradScaler",
-        "torch.GradScaler",
-        "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
-        "torch.distributed.fsdp.ShardedGradScaler",
-    }
-)
-# Loss scaling that a framework manages: apex sets a scaler up with amp.initialize.
-SCALING_SETUP = frozenset({"apex.amp.initialize", "apex.amp.scale_loss"})
-CUSTOM_FWD = frozenset(
-    {"torch.amp.custom_fwd", "torch.amp.autocast_mode.custom_fwd", "torch.cuda.amp.custom_fwd",
-     "torch.cuda.amp.autocast_mode.custom_fwd"}
-)
-FP16_DTYPES = frozenset({"torch.float16", "torch.half"})
-FP32_DTYPES = frozenset({"torch.float32", "torch.float", "torch.float64", "torch.double"})
 
 # Ops that CUDA autocast runs in fp32 (or that promote): their result is no fp16 hazard.
 FP32_OPS = frozenset(
@@ -364,61 +354,6 @@ def _path_is_module(path: str, module: str) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
-# Values: the small vocabulary shared with the libcst side (the rules build the same shapes)
-
-
-def classify_autocast(qual: Optional[str], pos: Sequence[object], kw: Dict[str, object]) -> Optional[Tuple[str, bool]]:
-    """(device, opt_in) of an fp16 autocast call, else None. `opt_in`: `enabled=` is given and is
-    not the literal True (`enabled=args.fp16`), so the region is fp16 only when a flag says so.
-
-    `pos`/`kw` hold simplified argument values: a str for a string literal, True/False for those
-    literals, ("q", "torch.float16") for a dotted name through the imports, None for anything else.
-    """
-    if qual in AUTOCAST_GENERIC:
-        names: Tuple[str, ...] = ("device_type", "dtype", "enabled", "cache_enabled")
-        device: object = None
-    elif qual in AUTOCAST_CUDA:
-        names = ("enabled", "dtype", "cache_enabled")
-        device = "cuda"
-    elif qual in AUTOCAST_CPU:
-        names = ("enabled", "dtype", "cache_enabled")
-        device = "cpu"
-    else:
-        return None
-    args = dict(zip(names, pos))
-    args.update(kw)
-    if "device_type" in names:
-        device = args.get("device_type")
-    if args.get("enabled", True) is False:
-        return None
-    opt_in = "enabled" in args and args["enabled"] is not True
-    if "dtype" in args:
-        dtype = args["dtype"]
-        if not (isinstance(dtype, tuple) and dtype[1] in FP16_DTYPES):
-            return None  # bf16, fp32 or a dtype we cannot see: not known to be fp16
-        return (device if isinstance(device, str) else "cuda"), opt_in
-    if isinstance(device, str) and device.split(":")[0] == "cuda":
-        return "cuda", opt_in  # CUDA autocast defaults to fp16 (CPU to bf16)
-    return None
-
-
-def with_partial(qual: Optional[str], pos: List[object], kw: Dict[str, object],
-                 partial: Optional[Tuple[Optional[str], List[object], Dict[str, object]]]):
-    """The call shape of `ctx(...)` where `ctx = functools.partial(torch.autocast, ...)`: the
-    partial's arguments first (`partial` is the shape of the `partial(...)` call itself)."""
-    if partial is None or partial[0] not in PARTIAL or not partial[1]:
-        return qual, pos, kw
-    inner = partial[1][0]
-    return (inner[1] if isinstance(inner, tuple) else None), list(partial[1][1:]) + pos, {**partial[2], **kw}
-
-
-def is_cast_fp32(qual: Optional[str], kw: Dict[str, object]) -> bool:
-    """`custom_fwd(..., cast_inputs=torch.float32)`."""
-    value = kw.get("cast_inputs")
-    return qual in CUSTOM_FWD and isinstance(value, tuple) and value[1] in FP32_DTYPES
-
-
-# ---------------------------------------------------------------------------------------------
 # The ast pass over one file
 
 
@@ -456,31 +391,20 @@ class _Imports:
         return ".".join(reversed(parts))
 
 
-def _simple(imports: _Imports, expr: ast.AST) -> object:
-    if isinstance(expr, ast.Constant) and isinstance(expr.value, (str, bool)):
-        return expr.value
-    if isinstance(expr, (ast.Name, ast.Attribute)):
-        qual = imports.qualname(expr)
-        return ("q", qual) if qual is not None else None
-    return None
+def _call_shape(imports: _Imports, call: ast.Call) -> CallShape:
+    """The call in the shared vocabulary (`rules/autocast.py`)."""
+    args = [(None, "*" if isinstance(a, ast.Starred) else "", _value(imports, a)) for a in call.args]
+    args += [(k.arg, "" if k.arg else "**", _value(imports, k.value)) for k in call.keywords]
+    return call_shape(imports.qualname(call.func), args)
 
 
-def _call_shape(imports: _Imports, call: ast.Call):
-    pos: List[object] = []
-    for arg in call.args:
-        if isinstance(arg, ast.Starred):
-            break
-        pos.append(_simple(imports, arg))
-    kw = {k.arg: _simple(imports, k.value) for k in call.keywords if k.arg is not None}
-    return imports.qualname(call.func), pos, kw
+def _value(imports: _Imports, expr: ast.AST) -> object:
+    return argument_value(expr, imports.qualname(expr) if isinstance(expr, (ast.Name, ast.Attribute)) else None)
 
 
 def _is_other_autocast(imports: _Imports, expr: ast.AST) -> bool:
     """An autocast that is not fp16 (disabled, bf16, CPU): what runs under it is not fp16."""
-    if not isinstance(expr, ast.Call):
-        return False
-    shape = _call_shape(imports, expr)
-    return shape[0] in AUTOCAST_ALL and classify_autocast(*shape) is None
+    return isinstance(expr, ast.Call) and is_other_autocast(_call_shape(imports, expr))
 
 
 def _char_col(lines: List[str], line: int, byte_col: int) -> int:
@@ -499,28 +423,6 @@ def _method_name(call: ast.Call) -> Optional[str]:
 
 def _is_self(expr: ast.AST) -> bool:
     return isinstance(expr, ast.Name) and expr.id == "self"
-
-
-def _number(expr: ast.AST) -> Optional[float]:
-    sign = 1.0
-    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
-        sign = -1.0 if isinstance(expr.op, ast.USub) else 1.0
-        expr = expr.operand
-    if isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float)) and not isinstance(expr.value, bool):
-        return sign * float(expr.value)
-    if (
-        isinstance(expr, ast.Call)
-        and isinstance(expr.func, ast.Name)
-        and expr.func.id == "float"
-        and len(expr.args) == 1
-        and isinstance(expr.args[0], ast.Constant)
-        and isinstance(expr.args[0].value, str)
-    ):
-        try:
-            return sign * float(expr.args[0].value)
-        except ValueError:
-            return None
-    return None
 
 
 def _assignments(nodes: Iterable[ast.AST]) -> Dict[str, List[Optional[ast.AST]]]:
@@ -571,12 +473,12 @@ class _Forward:
         self.params = {
             a.arg
             for a in positional[1:] + args.kwonlyargs
-            if _number(defaults.get(a.arg, ast.Pass())) is None
+            if number_literal(defaults.get(a.arg, ast.Pass())) is None
             and not (isinstance(a.annotation, ast.Name) and a.annotation.id in ("int", "float", "bool", "str"))
         }
         self.small = dict(init_small)  # eps-like names: `self.eps` from __init__, `eps=1e-8` parameters
         self.small.update(
-            (name, value) for name, d in defaults.items() for value in [_number(d)] if value and 0 < value < FP16_TINY
+            (name, value) for name, d in defaults.items() for value in [number_literal(d)] if value and 0 < value < FP16_TINY
         )
         self.hazards: List[Hazard] = []
 
@@ -624,10 +526,10 @@ class _Forward:
             if name in FP32_OPS:
                 return True
             if name in ("to", "type"):
-                dtypes = [_simple(self.imports, a) for a in expr.args] + [
-                    _simple(self.imports, k.value) for k in expr.keywords if k.arg == "dtype"
+                dtypes = [_value(self.imports, a) for a in expr.args] + [
+                    _value(self.imports, k.value) for k in expr.keywords if k.arg == "dtype"
                 ]
-                return any(isinstance(d, tuple) and d[1] in FP32_DTYPES for d in dtypes)
+                return any(isinstance(d, Dotted) and d.qual in FP32_DTYPES for d in dtypes)
             if qual is None and name in PASS_METHODS and isinstance(expr.func, ast.Attribute):
                 return self.fp32(expr.func.value, depth + 1)
             if qual is not None and qual.startswith("torch.") and expr.args:
@@ -639,7 +541,7 @@ class _Forward:
     def tensor(self, expr: ast.AST, depth: int = 0) -> bool:
         """Whether `expr` is certainly a tensor (a tensor parameter or computed from one), not a
         Python number (a size, a count) and not unknown."""
-        if depth > 12 or _number(expr) is not None:
+        if depth > 12 or number_literal(expr) is not None:
             return False
         if isinstance(expr, ast.Name):
             if expr.id in self.params:
@@ -679,8 +581,7 @@ class _Forward:
     def _protective(self, deco: ast.AST) -> bool:
         if not isinstance(deco, ast.Call):
             return False
-        qual, _, kw = _call_shape(self.imports, deco)
-        return is_cast_fp32(qual, kw) or _is_other_autocast(self.imports, deco)
+        return is_cast_fp32(_call_shape(self.imports, deco)) or _is_other_autocast(self.imports, deco)
 
     def _add(self, node: ast.AST, op: str) -> None:
         lines = self.file.lines
@@ -696,7 +597,7 @@ class _Forward:
         if not (isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add)):
             return None
         for eps, other in ((expr.right, expr.left), (expr.left, expr.right)):
-            value = _number(eps)
+            value = number_literal(eps)
             if isinstance(eps, ast.Name):
                 value = self.small.get(eps.id)
             elif isinstance(eps, ast.Attribute) and _is_self(eps.value):
@@ -728,7 +629,7 @@ class _Forward:
             args = list(node.args)
             value = args[-1] if len(args) >= (3 if qual else 2) else None
             value = next((k.value for k in node.keywords if k.arg == "value"), value)
-            number = _number(value) if value is not None else None
+            number = number_literal(value) if value is not None else None
             if number is not None and FP16_MAX < abs(number) < float("inf") and not self.fp32(receiver):
                 return node, f"`masked_fill` with {number:g} (beyond the float16 range, 65504)"
             return None
@@ -775,8 +676,8 @@ class _File:
     def run(self) -> None:
         if any(word in self.text for word in ("GradScaler", "amp.initialize", "scale_loss")):
             for node in ast.walk(self.tree):  # the one fact found inside expressions: walk them only then
-                if isinstance(node, ast.Call) and self.imports.qualname(node.func) in GRAD_SCALERS | SCALING_SETUP:
-                    self._scaler(node)
+                if isinstance(node, ast.Call) and is_enabled_scaler(_call_shape(self.imports, node)):
+                    self.scaler_sites.append(self._site(node, "cuda", False))
         self._block(self.tree.body, None, self.module_values, toplevel=True)
 
     # -- structure -------------------------------------------------------------------------------
@@ -851,17 +752,11 @@ class _File:
         if isinstance(expr.func, ast.Name):
             bound = values.get(expr.func.id) or self.module_values.get(expr.func.id)
             partial = _call_shape(self.imports, bound) if isinstance(bound, ast.Call) else None
-        return classify_autocast(*with_partial(*_call_shape(self.imports, expr), partial))
+        return classify_autocast(with_partial(_call_shape(self.imports, expr), partial))
 
     def _site(self, call: ast.AST, device: str, opt_in: bool) -> Site:
         line = call.lineno
         return Site(self.path, line, _char_col(self.lines, line, call.col_offset), device, opt_in)
-
-    def _scaler(self, node: ast.Call) -> None:
-        qual, pos, kw = _call_shape(self.imports, node)
-        enabled = kw.get("enabled", pos[5] if qual.startswith("torch.amp") and len(pos) > 5 else True)  # type: ignore[union-attr]
-        if enabled is not False:
-            self.scaler_sites.append(self._site(node, "cuda", False))
 
     # -- extension kernels -----------------------------------------------------------------------
     def _extension_names(self, module_level: List[ast.AST]) -> frozenset:
@@ -918,8 +813,7 @@ class _File:
         if forward is not None:
             for deco in forward.decorator_list:
                 if isinstance(deco, ast.Call):
-                    qual, _, kw = _call_shape(self.imports, deco)
-                    if is_cast_fp32(qual, kw):
+                    if is_cast_fp32(_call_shape(self.imports, deco)):
                         info.protected = True
             info.hazards = _Forward(self, forward, self._init_small(node), kind == "function").run()  # type: ignore[arg-type]
         self.classes.append(info)
@@ -945,11 +839,11 @@ class _File:
         args = init.args
         positional = args.posonlyargs + args.args
         for arg, default in zip(positional[len(positional) - len(args.defaults):], args.defaults):
-            value = _number(default)
+            value = number_literal(default)
             if value is not None:
                 defaults[arg.arg] = value
         for arg, default in zip(args.kwonlyargs, args.kw_defaults):
-            value = _number(default) if default is not None else None
+            value = number_literal(default) if default is not None else None
             if value is not None:
                 defaults[arg.arg] = value
         small: Dict[str, float] = {}
@@ -959,7 +853,7 @@ class _File:
                 target = stmt.targets[0]
                 if isinstance(target, ast.Attribute) and _is_self(target.value):
                     counts[target.attr] = counts.get(target.attr, 0) + 1
-                    value = _number(stmt.value)
+                    value = number_literal(stmt.value)
                     if value is None and isinstance(stmt.value, ast.Name):
                         value = defaults.get(stmt.value.id)
                     if value is not None and 0 < value < FP16_TINY:

@@ -1,0 +1,97 @@
+"""Mixed-precision questions on LibCST nodes, for any rule: what a call's shape is, whether an
+expression is an fp16 autocast, which `with` items or decorators open fp16 regions, where a class
+and its methods are.
+
+The meaning of a call lives in `rules/autocast.py` (the vocabulary the `ast` project index reads
+too); this module only turns LibCST nodes into the plain values it reads, so a rule and the index
+cannot disagree about what an autocast, a scaler or a custom_fwd is.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, List, Optional, Tuple
+
+import libcst as cst
+
+from torchnumlint.rules.autocast import CallShape, Dotted, classify_autocast, source_value, with_partial
+from torchnumlint.rules.autocast import call_shape as shape_of
+from torchnumlint.walk import Visitor
+
+if TYPE_CHECKING:
+    from torchnumlint.context import FileContext
+
+
+def _value(ctx: "FileContext", expr: cst.BaseExpression) -> object:
+    """An argument in the vocabulary of `rules/autocast.py`."""
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        qual = ctx.qualname(expr)
+        if qual is not None:
+            return Dotted(qual)
+    return source_value(ctx.module.code_for_node(expr), None)
+
+
+def call_shape(ctx: "FileContext", call: cst.Call) -> CallShape:
+    """The call as `rules/autocast.py` reads it: qualified callee, positional and keyword values
+    (`torch.autocast("cuda", dtype=torch.float16)` gives `("torch.autocast", ("cuda",),
+    {"dtype": Dotted("torch.float16")})`), as the project index reads the same call."""
+    arguments = [
+        (arg.keyword.value if arg.keyword else None, arg.star or "", _value(ctx, arg.value)) for arg in call.args
+    ]
+    return shape_of(ctx.qualname(call.func), arguments)
+
+
+def fp16_autocast(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[Tuple[str, bool]]:
+    """(device, opt_in) of an fp16 autocast used as a `with` item or decorator, else None: a call
+    (`torch.autocast("cuda")`), a name bound to one (`amp = torch.autocast(...)`; `with amp:`),
+    or a call of `functools.partial(torch.autocast, ...)`, as the index reads them. `opt_in`:
+    only an `enabled=` flag turns it on."""
+    if isinstance(expr, cst.Name):
+        expr = ctx.resolve(expr)
+    if not isinstance(expr, cst.Call):
+        return None
+    partial = None
+    if isinstance(expr.func, cst.Name):
+        bound = ctx.resolve(expr.func)
+        partial = call_shape(ctx, bound) if isinstance(bound, cst.Call) else None
+    return classify_autocast(with_partial(call_shape(ctx, expr), partial))
+
+
+def fp16_openers(ctx: "FileContext", node: cst.CSTNode) -> List[Tuple[cst.BaseExpression, Tuple[str, bool]]]:
+    """What makes the body of `node` an fp16 region: for a `with`, its fp16 autocast items; for a
+    function, its fp16 autocast decorators (`@torch.autocast("cuda")`); each with its (device,
+    opt_in). Empty for anything else."""
+    if isinstance(node, cst.With):
+        exprs = [item.item for item in node.items]
+    elif isinstance(node, cst.FunctionDef):
+        exprs = [deco.decorator for deco in node.decorators]
+    else:
+        return []
+    return [(expr, found) for expr in exprs for found in [fp16_autocast(ctx, expr)] if found is not None]
+
+
+def find_class(module: cst.Module, name: str) -> Optional[cst.ClassDef]:
+    """The one class called `name` in `module` (at any depth), else None."""
+    found: List[cst.ClassDef] = []
+
+    class _Find(Visitor):
+        def visit_ClassDef(self, node: cst.ClassDef) -> None:
+            if node.name.value == name:
+                found.append(node)
+
+    _Find().walk(module)
+    return found[0] if len(found) == 1 else None
+
+
+def find_method(cls: cst.ClassDef, name: str) -> Optional[cst.FunctionDef]:
+    """The one method called `name` in the class's own body, else None."""
+    if not isinstance(cls.body, cst.IndentedBlock):
+        return None
+    methods = [s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name]
+    return methods[0] if len(methods) == 1 else None
+
+
+def decorator_qualname(ctx: "FileContext", deco: cst.Decorator) -> Optional[str]:
+    """The qualified name of a decorator, called or not (`@torch.amp.custom_fwd(...)`,
+    `@amp.custom_bwd`)."""
+    expr = deco.decorator
+    return ctx.qualname(expr.func if isinstance(expr, cst.Call) else expr)

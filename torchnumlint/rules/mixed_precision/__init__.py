@@ -1,0 +1,18 @@
+"""TNL3xx, mixed precision: what float16 autocast does to code written for float32.
+
+- TNL301 fp16-autocast-custom-op (`fp16_autocast_custom_op.py`): a custom `autograd.Function`,
+  or a project `nn.Module` an fp16 region reaches, whose forward overflows or underflows in the
+  float16 that CUDA autocast leaves it.
+- TNL302 fp16-without-grad-scaler (`fp16_without_grad_scaler.py`): a backward of fp16 values
+  with no loss scaling anywhere in the project.
+- TNL306 deprecated-cuda-amp (`deprecated_cuda_amp.py`): the `torch.cuda.amp` spellings.
+
+TNL301 and TNL302 read the project index (`torchnumlint/index.py`, facts from every file); what an
+autocast, a GradScaler or a custom_fwd is, both the index and these rules read from one vocabulary,
+`rules/autocast.py`; the LibCST side of it (call shapes, fp16 regions, classes) is `rules/amp.py`.
+Importing this package registers the three rules.
+"""
+
+from torchnumlint.rules.mixed_precision import deprecated_cuda_amp  # noqa: F401
+from torchnumlint.rules.mixed_precision import fp16_autocast_custom_op  # noqa: F401
+from torchnumlint.rules.mixed_precision import fp16_without_grad_scaler  # noqa: F401

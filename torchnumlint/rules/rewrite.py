@@ -1,18 +1,25 @@
 """Shared fix builders: rename a call to its sibling op, set a keyword argument, swap a call's
-input, negate an expression, clamp a value.
+input, negate an expression, clamp a value; and where a fix for a value read through names goes.
 
 They rebuild only the nodes they change, so the user's formatting inside and around the call
 survives, and they reuse the call's own spelling (`F.` stays `F.`, a method stays a method).
+
+`at_source` is the one way a rule fixes a value it found behind a name (`p = F.softmax(x, d)`
+... `torch.log(p)`): rewrite the one assignment when nothing else reads the name, or recompute
+the value at the use when what it is computed from is unchanged there, or give no fix.
+`renamed_note` is the message's note for the first; `drop_if_unread` removes a line the fix
+leaves unread (`e = x.exp()` of a hand-written softmax).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, Tuple
 
 import libcst as cst
 
 from torchnumlint.rules.guards import strip_parens
-from torchnumlint.rules.names import CallMatch, OPS
+from torchnumlint.rules.names import Binding, CallMatch, OPS, match_call
+from torchnumlint.rules.uses import binding_line, reads_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FixBuilder
@@ -123,3 +130,71 @@ def with_clamp(expr: cst.BaseExpression, low: str) -> cst.Call:
         expr = _parenthesised(expr)
     value = cst.Float(low) if "." in low or "e" in low else cst.Integer(low)
     return cst.Call(func=cst.Attribute(value=expr, attr=cst.Name("clamp_min")), args=[cst.Arg(value)])
+
+
+# ---------------------------------------------------------------------------------------------
+# Where a fix goes: the one assignment, the use, or nowhere
+
+Build = Callable[["FixBuilder"], Optional[cst.BaseExpression]]
+
+
+def at_source(
+    fix: "FixBuilder",
+    core: cst.BaseExpression,
+    chain: Sequence[Binding],
+    build: Build,
+    parts: Optional[Sequence[cst.BaseExpression]] = None,
+) -> Tuple[Optional[cst.BaseExpression], Optional[str]]:
+    """What replaces `core` (read at the node being visited) when its source is rewritten by
+    `build(fix)`, and the name whose assignment the fix rewrites, if it does. `chain` is the
+    names followed from `core` to the source (`ctx.chain(core, names_only=True)`; empty when
+    `core` is the source itself):
+
+    - no chain: the rewritten source, in place;
+    - `core` is a local name bound by one plain assignment of the source and read only here:
+      that assignment is rewritten, and `core` comes back with its name (the name no longer
+      holds what it says: `renamed_note`);
+    - `parts` (what the source is computed from) given and unchanged since the assignment: the
+      source recomputed at the use;
+    - otherwise (None, None): no fix."""
+    ctx = fix.ctx
+    if not chain:
+        return build(fix), None
+    name = strip_parens(core)
+    first = chain[0]
+    if isinstance(name, cst.Name) and len(chain) == 1 and first.rewritable and ctx.only_read_here(name):
+        new = build(fix)
+        if new is None:
+            return None, None
+        fix.replace(first.value, new)  # type: ignore[arg-type]
+        return name, name.value
+    if parts is None or not ctx.unchanged_since(parts, chain):
+        return None, None
+    return build(fix), None
+
+
+def renamed_note(name: Optional[str]) -> str:
+    """The message's note for a fix that rewrites `name = softmax(...)` into log space."""
+    return f" (the fix makes `{name}` hold log-probabilities)" if name else ""
+
+
+def to_log_softmax(fix: "FixBuilder", value: cst.BaseExpression) -> Tuple[Optional[cst.BaseExpression], Optional[str]]:
+    """`value` (a softmax, inline or through one local name) as `log_softmax`, by `at_source`
+    without recomputation; the user's spelling kept. (None, None) when the softmax is not a
+    plain call reachable by local names (an attribute's, a module's)."""
+    ctx = fix.ctx
+    chain = ctx.chain(value, names_only=True)
+    source = chain[-1].value if chain else value
+    match = match_call(ctx.imports, strip_parens(source), "softmax")  # type: ignore[arg-type]
+    if match is None:
+        return None, None
+    return at_source(fix, value, chain, lambda f: renamed_call(f, match, "log_softmax"))
+
+
+def drop_if_unread(fix: "FixBuilder", target: cst.Name, replaced: cst.CSTNode) -> None:
+    """Remove the line `target = ...` when every read of it lies inside `replaced`, the node the
+    fix replaces: after the fix nothing reads it."""
+    reads = reads_of(fix.ctx, target)
+    line = binding_line(fix.ctx, target)
+    if reads and line is not None and all(any(n is replaced for n in read) for read in reads):
+        fix.remove_line(line)

@@ -1,0 +1,267 @@
+"""TNL103 log-of-softmax: `log(softmax(x))`, whose probabilities underflow to exactly 0 (and the
+log to -inf) long before the log-probabilities stop being finite.
+
+A softmax is what `guards.softmax_call` recognises (any alias, the method form, through names),
+or one written by hand (`log_domain.handwritten.hand_softmax`: `exp(x) / exp(x).sum(d,
+keepdim=True)`, max-subtracted or not). What the -inf is used for (`uses.uses_of`) decides the
+message, and silence where it is only ranked without a gradient.
+
+Fixes (placed by `rewrite.at_source`): `F.log_softmax(x, d)` inline; through a name
+`p = F.softmax(x, d)` read only by this log, the assignment becomes `p = F.log_softmax(x, d)`;
+read elsewhere too (entropy `p * torch.log(p)`), the log becomes `F.log_softmax(x, d)` when `x`
+and `d` are plain and unchanged since; `F.nll_loss(torch.log(F.softmax(x, 1)), y)` becomes
+`F.cross_entropy(x, y)`. No fix: a softmax without an explicit dim, one reached through an
+attribute or helper, a max-subtracted hand-written one (its exp's input is not the logits).
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Set
+
+import libcst as cst
+
+from torchnumlint.findings import Safety
+from torchnumlint.rules.base import Example
+from torchnumlint.rules.guards import gradient_free, is_detached, number_value, softmax_call, strip_parens
+from torchnumlint.rules.log_domain.handwritten import HandSoftmax, hand_softmax
+from torchnumlint.rules.log_domain.sites import LogRule, LogSite, chain, recognised, store_targets
+from torchnumlint.rules.names import CallMatch, match_call
+from torchnumlint.rules.rewrite import Build, keyword_arg, renamed_call, renamed_func, with_input
+from torchnumlint.rules.uses import only_ranked, uses_of
+
+
+def _log_softmax_builder(match: CallMatch) -> Build:
+    def build(fix) -> Optional[cst.BaseExpression]:
+        return strip_parens(renamed_call(fix, match, "log_softmax"))
+
+    return build
+
+
+def _hand_builder(hand: HandSoftmax) -> Build:
+    """`F.log_softmax(x, d)` for `exp(x) / exp(x).sum(d, keepdim=True)`, `d` passed as it was."""
+
+    def build(fix) -> Optional[cst.BaseExpression]:
+        dim = hand.dim
+        dim_arg = keyword_arg("dim", dim.value) if dim.keyword is not None else cst.Arg(value=dim.value)
+        args = [cst.Arg(value=strip_parens(hand.logits), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), dim_arg]
+        return cst.Call(func=fix.ref("torch.nn.functional.log_softmax"), args=args)
+
+    return build
+
+
+class LogOfSoftmax(LogRule):
+    code = "TNL103"
+    name = "log-of-softmax"
+    message = "log of a softmax {hazard}; use {use}{note}"
+    rationale = (
+        "`softmax` rounds probabilities below the smallest subnormal to exactly 0, and the log of "
+        "those is -inf: a loss built from it (`nll_loss`, a sum of log-likelihoods) is Inf, a "
+        "product with it (`0 * log 0` in an entropy or with one-hot targets) is NaN in the forward "
+        "pass, and the gradient is NaN either way. Measured on torch 2.13 (CPU): a probability is "
+        "exactly 0 from a logit spread of 104.0 in float32, 17.3 in float16 and 92.8 in bfloat16 "
+        "(two classes; with 32000 classes 93.6, 7.0 and 82.8), spreads that saturated or "
+        "diverging models reach. `log_softmax` computes `x - logsumexp(x)` directly and stays "
+        "finite at any spread; `F.nll_loss(torch.log(F.softmax(x, 1)), y)` is exactly "
+        "`F.cross_entropy(x, y)`. The fix keeps the dim and dtype the user passed; a softmax "
+        "without an explicit dim (deprecated, its dim is guessed) is reported without a fix. "
+        "Log-probabilities that are only ranked (`topk`, `argmax`, `sort`, beam scores) where no "
+        "gradient flows are left alone: an -inf there ranks last, as it should."
+    )
+    safety = Safety.SAFE
+    needles = ("softmax",)
+    examples = (
+        Example(
+            bad=(
+                "import torch\n"
+                "import torch.nn.functional as F\n"
+                "\n"
+                "\n"
+                "def log_probs(logits):\n"
+                "    return torch.log(F.softmax(logits, dim=-1))\n"
+            ),
+            lines=(6,),
+            fixed=(
+                "import torch\n"
+                "import torch.nn.functional as F\n"
+                "\n"
+                "\n"
+                "def log_probs(logits):\n"
+                "    return F.log_softmax(logits, dim=-1)\n"
+            ),
+        ),
+        Example(
+            bad=(
+                "import torch\n"
+                "from torch import nn\n"
+                "\n"
+                "\n"
+                "def loss_fn(logits, labels, w):\n"
+                "    return nn.functional.nll_loss(\n"
+                "        torch.log(nn.functional.softmax(logits, 1)),\n"
+                "        labels,\n"
+                "        weight=w,\n"
+                '        reduction="sum",\n'
+                "    )\n"
+            ),
+            lines=(7,),
+            fixed=(
+                "import torch\n"
+                "from torch import nn\n"
+                "\n"
+                "\n"
+                "def loss_fn(logits, labels, w):\n"
+                "    return nn.functional.cross_entropy(\n"
+                "        logits,\n"
+                "        labels,\n"
+                "        weight=w,\n"
+                '        reduction="sum",\n'
+                "    )\n"
+            ),
+        ),
+        Example(
+            bad=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def entropy(logits, T):\n"
+                "    p = (logits / T).softmax(-1)\n"
+                "    return -(p * p.log()).sum(-1)\n"
+            ),
+            lines=(6,),
+            fixed=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def entropy(logits, T):\n"
+                "    p = (logits / T).softmax(-1)\n"
+                "    return -(p * (logits / T).log_softmax(-1)).sum(-1)\n"
+            ),
+        ),
+        Example(
+            bad=(
+                "import torch\n"
+                "import torch.nn.functional as F\n"
+                "\n"
+                "\n"
+                "def soft_ce(x, onehot):\n"
+                "    return -(onehot * torch.log(F.softmax(x))).sum(1).mean()\n"
+            ),
+            lines=(6,),
+            fixed=None,
+        ),
+    )
+    good = (
+        # guarded: + eps, clamp_min, clamp(min=)
+        "import torch\nimport torch.nn.functional as F\n"
+        "def f(x, eps=1e-8):\n"
+        "    a = torch.log(F.softmax(x, -1) + eps)\n"
+        "    b = F.softmax(x, -1).clamp_min(1e-6).log()\n"
+        "    return a + b + torch.log(torch.clamp(F.softmax(x, -1), min=eps))\n",
+        # already stable; and logs that are not torch's
+        "import math\nimport numpy as np\nimport torch\nimport torch.nn.functional as F\n"
+        "def f(x, n):\n"
+        "    return F.log_softmax(x, -1) + torch.log(F.log_softmax(x, -1).exp()) + math.log(n) + np.log(n)\n",
+        # Lightning's self.log with arguments is logging, not a logarithm
+        "import torch.nn.functional as F\n"
+        "class M:\n"
+        "    def training_step(self, x):\n"
+        "        p = F.softmax(x, -1)\n"
+        '        self.log("p", p)\n'
+        "        return p\n",
+        # a name assigned twice (guarded in between) is not followed
+        "import torch\n"
+        "def f(x):\n"
+        "    p = torch.softmax(x, -1)\n"
+        "    p = p + 1e-8\n"
+        "    return torch.log(p)\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        inp = self.log_input(node)
+        if inp is None:
+            return
+        site = self._site(node, inp)
+        if site is None:
+            return
+        uses = uses_of(self.ctx, self.ctx.stack)
+        if only_ranked(self.ctx, uses):
+            return
+        fix = self._cross_entropy_fix(node, site)
+        use, note = "`cross_entropy` on the logits", ""
+        if fix is None:
+            use = "`log_softmax`"
+            fix, note = self.fix_for(site)
+        self.report(node, fix, hazard=self._hazard(uses, site.logits), use=use, note=note)
+
+    def _hazard(self, uses: Set[str], logits: cst.BaseExpression) -> str:
+        """The measured consequence for this use of the -inf: NaN in a product, Inf in a loss;
+        the gradient is named only where one can flow to the logits."""
+        no_gradient = gradient_free(self.ctx) or is_detached(self.ctx, logits)
+        if "product" in uses:
+            where = "the forward pass" if no_gradient else "the forward pass and the gradient"
+            return f"is -inf once a probability underflows to 0, and 0 * -inf = NaN in {where}"
+        if "loss" in uses:
+            return "makes the loss Inf once a probability underflows to 0 (logit spread > ~104 in fp32, ~17 in fp16)"
+        if no_gradient:
+            return "is -inf once a probability underflows to 0 (then NaN in 0 * log 0)"
+        return "is -inf once a probability underflows to 0 (then NaN in 0 * log 0 and in the gradient)"
+
+    def _site(self, node: cst.Call, inp: cst.BaseExpression) -> Optional[LogSite]:
+        ctx = self.ctx
+        core, wrap = strip_parens(inp), None
+        if isinstance(core, cst.Subscript):
+            subscript = core
+            core, wrap = subscript.value, (lambda new: subscript.with_changes(value=new))
+        else:
+            # `probs.gather(1, a)`: log(gather(p)) == gather(log p) exactly
+            gather = match_call(ctx.imports, core, "gather")
+            if gather is not None and gather.fully_known:
+                core, wrap = gather.input, (lambda new: with_input(gather, new))
+        match, plain = recognised(ctx, core, softmax_call, "softmax")
+        if match is not None:
+            build = _log_softmax_builder(match) if plain and match.given("dim") else None
+            parts = [match.input] + [a.value for a in match.args.values()]
+            return LogSite(node, core, chain(ctx, core), match.input, build, parts, wrap, match)
+        hand = hand_softmax(ctx, core)
+        if hand is None:
+            return None
+        build = None if hand.shifted or isinstance(hand.dim.value, (cst.Tuple, cst.List)) else _hand_builder(hand)
+        if hand.exp_chain and not ctx.unchanged_since([hand.logits], hand.exp_chain):
+            build = None
+        parts = [hand.logits, hand.dim.value]
+        return LogSite(node, core, chain(ctx, core), hand.logits, build, parts, wrap, unread=store_targets(hand.exp_chain))
+
+    def _cross_entropy_fix(self, node: cst.Call, site: LogSite):
+        """`F.nll_loss(torch.log(F.softmax(x, 1)), y, ...)` -> `F.cross_entropy(x, y, ...)`: the same
+        loss exactly when the softmax is over dim 1 (the class dim of cross_entropy) with no other
+        argument, and nll_loss's arguments are all visible (cross_entropy takes them all)."""
+        stack = self.ctx.stack
+        if site.wrap is not None or len(stack) < 3:
+            return None
+        arg, parent = stack[-2], stack[-3]
+        if not isinstance(arg, cst.Arg) or arg.value is not node:
+            return None
+        nll = match_call(self.ctx.imports, parent, "nll_loss")
+        if nll is None or nll.input is not node or not nll.fully_known:
+            return None
+        softmax = site.source
+        if softmax is None or site.build is None:
+            return None
+        dim = softmax.arg("dim")
+        if set(softmax.args) != {"dim"} or not softmax.fully_known:
+            return None
+        if not isinstance(dim, cst.Integer) or number_value(dim) != 1:
+            return None
+        if site.chain:
+            core = strip_parens(site.core)
+            if self.ctx.only_read_here(core):
+                return None  # the log-softmax assignment rewrite leaves no dead softmax behind
+            if not self.ctx.unchanged_since([softmax.input, dim], site.chain):
+                return None
+        fix = self.fix()
+        logits = strip_parens(softmax.input)
+        args = [a.with_changes(value=logits) if a is arg else a for a in parent.args]
+        fix.replace(parent, parent.with_changes(func=renamed_func(fix, nll, "cross_entropy"), args=args))
+        return fix
+
+

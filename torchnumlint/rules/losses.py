@@ -1,0 +1,218 @@
+"""Loss-call sites, shared by every rule that asks about a loss's arguments.
+
+What it answers:
+
+- `kl_site(ctx, call)`: is this call a KL divergence, and which argument is its input, its target,
+  its `log_target`? `F.kl_div(...)` in any alias, or an `nn.KLDivLoss` instance called inline
+  (`nn.KLDivLoss(...)(a, b)`), through a local or module-level name (`crit(a, b)`) or an
+  attribute (`self.kl(a, b)`). The module form keeps its constructor: `log_target` is set there.
+- `target_without_gradient(ctx, target, logits)`: no gradient reaches a target's logits, so a
+  hazard that lives only in the target's gradient (TNL101's NaN) is never computed. Beyond the
+  shared guards (no_grad, detach, data, a gradient-free function) it reads two kinds of evidence
+  found in distillation and consistency losses: the author calls the source a teacher, or the
+  logits are a parameter that every caller in the file passes without a gradient.
+
+Why here: a loss's arguments are where probabilities meet log-probabilities; the rules on KL,
+cross-entropy and BCE ask the same questions of the same call shapes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Tuple
+
+import libcst as cst
+
+from torchnumlint.rules.evidence import lineage
+from torchnumlint.rules.guards import gradient_free, is_detached, is_python_number, module_call, strip_parens
+from torchnumlint.rules.names import is_literal, match_call
+from torchnumlint.walk import Visitor
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchnumlint.context import FileContext
+
+KLDIV_LOSS = ("torch.nn.KLDivLoss", "torch.nn.modules.loss.KLDivLoss")
+
+
+@dataclass
+class KlSite:
+    """One KL-divergence call, in function form or through an `nn.KLDivLoss` instance."""
+
+    call: cst.Call
+    input: cst.Arg
+    target: cst.Arg
+    log_target: Optional[cst.Arg]  # of the call, or of the constructor; positional or keyword
+    ctor: Optional[cst.Call]  # the nn.KLDivLoss(...) constructor, for the module form
+    opaque: bool  # *args / **kwargs: arguments we cannot see
+
+    @property
+    def log_target_false(self) -> bool:
+        """`log_target` not passed, or passed as the literal False."""
+        return self.log_target is None or is_literal(self.log_target.value, "False")
+
+    @property
+    def inline(self) -> bool:
+        """Whether a fix can rewrite every argument: function form, or an inline constructor."""
+        return not self.opaque and (self.ctor is None or self.call.func is self.ctor)
+
+
+def kl_site(ctx: "FileContext", call: cst.Call) -> Optional[KlSite]:
+    """`call` as a KL divergence (`F.kl_div` or an `nn.KLDivLoss` instance), or None."""
+    match = match_call(ctx.imports, call, "kl_div")
+    if match is not None:
+        if "target" not in match.args:
+            return None
+        arg0 = next(a for a in call.args if a.value is match.input)
+        return KlSite(call, arg0, match.args["target"], match.args.get("log_target"), None, not match.fully_known)
+    ctor = module_call(ctx, call, *KLDIV_LOSS)
+    if ctor is None:
+        return None
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    named = {a.keyword.value: a for a in call.args if a.keyword is not None}
+    inp = positional[0] if positional else named.get("input")
+    target = positional[1] if len(positional) > 1 else named.get("target")
+    if inp is None or target is None:
+        return None
+    # KLDivLoss(size_average, reduce, reduction, log_target)
+    ctor_positional = [a for a in ctor.args if a.keyword is None and not a.star]
+    log_target = next((a for a in ctor.args if a.keyword is not None and a.keyword.value == "log_target"), None)
+    if log_target is None and len(ctor_positional) > 3:
+        log_target = ctor_positional[3]
+    opaque = any(a.star for a in call.args) or any(a.star for a in ctor.args)
+    return KlSite(call, inp, target, log_target, ctor, opaque)
+
+
+# ---------------------------------------------------------------------------------------------
+# Where a target's logits come from
+
+
+def target_sources(ctx: "FileContext", expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """`expr` and what it is made from, down one line of descent: through names (to their single
+    assignment), a temperature (`x / T`, `x * 0.5`, `-x`), attributes, calls (to the callee:
+    `self.teacher(x)`, `out.float()`) and indexing (`out["logits"]`)."""
+
+    def step(node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        if isinstance(node, (cst.Attribute, cst.Subscript)):
+            return node.value
+        if isinstance(node, cst.Call):
+            return node.func
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+            return node.expression
+        if (
+            isinstance(node, cst.BinaryOperation)
+            and isinstance(node.operator, (cst.Divide, cst.Multiply))
+            and (is_python_number(ctx, node.right) or isinstance(strip_parens(node.right), (cst.Name, cst.Attribute)))
+        ):
+            return node.left
+        return None
+
+    return lineage(ctx, expr, step, limit=12)
+
+
+def from_teacher(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
+    """The author calls the value's source a teacher (`teacher_logits`, `self.teacher(x)`,
+    `out_teacher.logits`): a model this loss does not train. Its logits' NaN gradient, if any,
+    never reaches the student's."""
+    for source in target_sources(ctx, expr):
+        ident = source.value if isinstance(source, cst.Name) else source.attr.value if isinstance(source, cst.Attribute) else ""
+        if "teacher" in ident.lower():
+            return True
+    return False
+
+
+def target_param(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[cst.Param]:
+    """The parameter of the enclosing function that `expr` is (past names and a temperature)."""
+    for source in target_sources(ctx, expr):
+        if isinstance(source, cst.Name):
+            binding = ctx.binding(source)
+            if binding is not None and isinstance(binding.node, cst.Param):
+                return binding.node
+        elif not isinstance(source, (cst.UnaryOperation, cst.BinaryOperation)):
+            return None
+    return None
+
+
+class CallSites(Visitor):
+    """Every call in a module by what it calls, with its ancestors: a module-level function by
+    its bare name (`f(...)`), a method by `self.f(...)` / `cls.f(...)` inside its own class (an
+    unrelated `log.f(...)` is not a call of either). Calls from other files are not seen: a
+    function they call with gradients is missed here."""
+
+    def __init__(self, module: cst.Module) -> None:
+        super().__init__()
+        self.stack: List[cst.CSTNode] = []
+        self.functions: Dict[str, List[Tuple[cst.CSTNode, ...]]] = {}
+        self.methods: Dict[Tuple[int, str], List[Tuple[cst.CSTNode, ...]]] = {}
+        self.walk(module)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.stack.append(node)
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Name):
+                self.functions.setdefault(func.value, []).append(tuple(self.stack))
+            elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+                cls = next((n for n in reversed(self.stack) if isinstance(n, cst.ClassDef)), None)
+                if cls is not None:
+                    self.methods.setdefault((id(cls), func.attr.value), []).append(tuple(self.stack))
+        return True
+
+    def on_leave(self, node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+    def of(self, function: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> List[Tuple[cst.CSTNode, ...]]:
+        """The calls of `function` (a method of `cls`, or a module-level function when None)."""
+        if cls is not None:
+            return self.methods.get((id(cls), function.name.value), [])
+        return self.functions.get(function.name.value, [])
+
+
+def argument_for(call: cst.Call, function: cst.FunctionDef, param: cst.Param) -> Optional[cst.Arg]:
+    """The argument `call` passes for `param` of `function`; None when unknown (*args, **kwargs,
+    not passed: the default)."""
+    if any(a.star for a in call.args):
+        return None
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == param.name.value:
+            return arg
+    ordered = list(function.params.posonly_params) + list(function.params.params)
+    if param not in ordered:
+        return None
+    index = ordered.index(param)
+    bound = isinstance(call.func, cst.Attribute) and ordered and ordered[0].name.value in ("self", "cls")
+    index -= 1 if bound else 0
+    positional = [a for a in call.args if a.keyword is None]
+    return positional[index] if 0 <= index < len(positional) else None
+
+
+def _no_gradient_here(ctx: "FileContext", value: cst.BaseExpression) -> bool:
+    return gradient_free(ctx) or is_detached(ctx, value) or from_teacher(ctx, value)
+
+
+def target_without_gradient(ctx: "FileContext", target: cst.BaseExpression, logits: cst.BaseExpression) -> bool:
+    """No gradient reaches `logits`, from which the loss's `target` is computed: the code runs
+    without one, the target is detached, the logits are a teacher's, or they are a parameter
+    that every call of the enclosing function in this file (one at least) passes without one."""
+    if gradient_free(ctx) or is_detached(ctx, target) or from_teacher(ctx, logits):
+        return True
+    param = target_param(ctx, logits)
+    return param is not None and _callers_pass_no_gradient(ctx, param)
+
+
+def _callers_pass_no_gradient(ctx: "FileContext", param: cst.Param) -> bool:
+    function = ctx.enclosing(cst.FunctionDef)
+    if function is None:
+        return False
+    at = ctx.stack.index(function)
+    cls = ctx.stack[at - 2] if at >= 2 and isinstance(ctx.stack[at - 2], cst.ClassDef) else None
+    paths = ctx.per_file("losses-call-sites", lambda c: CallSites(c.module)).of(function, cls)
+    if not paths:
+        return False
+    for path in paths:
+        arg = argument_for(path[-1], function, param)  # type: ignore[arg-type]
+        if arg is None:
+            return False
+        with ctx.visiting(path + (arg, arg.value)):
+            if not _no_gradient_here(ctx, arg.value):
+                return False
+    return True

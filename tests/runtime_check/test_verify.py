@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
-from torchnumlint.runtime_check import catalogue, cli, runner
+from torchnumlint.runtime_check import catalogue, cli, context, runner
 from torchnumlint.runtime_check.oracles import CONFIRMED, FIX_FAILED, NOT_REPRODUCED, SKIPPED
 from torchnumlint.runtime_check.repros import REPROS
 
@@ -22,14 +23,14 @@ def test_every_registered_rule_has_a_reproduction():
     from torchnumlint.rules.base import registry
 
     missing = sorted(set(registry()) - set(REPROS))
-    assert not missing, f"rules without a reproduction in runtime_check/repros.py: {missing}"
+    assert not missing, f"rules without a reproduction in runtime_check/repros/: {missing}"
     assert not sorted(set(REPROS) - set(registry())), "reproductions for rules that do not exist"
 
 
 @pytest.mark.parametrize("code", sorted(REPROS))
 def test_reproduction_names_the_example_function(code):
     repro, info = REPROS[code], RULES[code]
-    ctx = runner.ReproContext(info, repro, runner.torch.device("cpu"), repro.dtypes[0])
+    ctx = context.ReproContext(info, repro, torch.device("cpu"), repro.dtypes[0])
     for side in ("bad", repro.fixed_from):
         if side == "good":
             continue  # GUIDE rules call the good snippet's own function (custom check)
@@ -150,7 +151,7 @@ def test_cli_usage_errors(capsys):
 def test_port_to_cpu():
     text = 'with torch.autocast("cuda"):\n@torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)\n'
     text += 's = torch.amp.GradScaler("cuda")\nwith torch.autocast("cuda", dtype=torch.bfloat16):\n'
-    ported = runner.port_to_cpu(text)
+    ported = context.port_to_cpu(text)
     assert 'torch.autocast("cpu", dtype=torch.float16)' in ported
     assert 'device_type="cpu"' in ported and 'GradScaler("cpu")' in ported
     assert 'torch.autocast("cpu", dtype=torch.bfloat16)' in ported
@@ -171,7 +172,7 @@ def _top_level_imports(path):
             continue
 
 
-@pytest.mark.parametrize("path", sorted(PACKAGE.glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_runtime_check_imports_only_torch_and_stdlib(path):
     for name in _top_level_imports(path):
         root = name.split(".")[0]
@@ -186,7 +187,7 @@ def test_importing_runtime_check_does_not_import_libcst_or_click():
         "import sys\n"
         "import torchnumlint, torchnumlint.runtime_check as rc\n"
         "assert 'torch' not in sys.modules, 'torch imported eagerly'\n"
-        "from torchnumlint.runtime_check import runner, repros, watch, cli, oracles, catalogue\n"
+        "from torchnumlint.runtime_check import runner, repros, watch, cli, oracles, catalogue, context\n"
         "rc.verify, rc.nan_watch\n"
         "bad = [m for m in ('libcst', 'click', 'torchnumlint.engine', 'torchnumlint.rules') if m in sys.modules]\n"
         "assert not bad, bad\n"

@@ -1,127 +1,23 @@
 """Run the reproductions: every selected rule x device x dtype gets a verdict with its numbers.
 
 `verify(select, device, dtypes)` returns a list of `oracles.Result`; `format_text` / `format_json`
-render them; `exit_code` is 0 only when every result is CONFIRMED or legitimately SKIPPED.
+render them; `exit_code` is 0 only when every result is CONFIRMED or legitimately SKIPPED. The
+reproductions (`repros/`) declare what to run; the generic checks here (one per oracle) run a
+reproduction's `bad` text and its pinned `fixed` text through a `context.ReproContext`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import re
 import time
-from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
 
 from torchnumlint.runtime_check import catalogue, oracles
+from torchnumlint.runtime_check.context import Repro, ReproContext, ReproError
 from torchnumlint.runtime_check.oracles import CONFIRMED, FIX_FAILED, NOT_REPRODUCED, SKIPPED, Result
-
-DTYPES = ("float32", "float16", "bfloat16", "autocast")
-TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
-                "float64": torch.float64, "autocast": torch.float32}
-
-
-class ReproError(Exception):
-    """A reproduction cannot run as written (missing function, bad example text)."""
-
-
-@dataclass
-class ReproContext:
-    """What a reproduction needs: the rule as the catalogue reads it, where and in what to run."""
-
-    info: catalogue.RuleInfo
-    repro: "Repro"  # noqa: F821  (repros.Repro)
-    device: torch.device
-    dtype_name: str
-
-    @property
-    def dtype(self) -> torch.dtype:
-        """The dtype of the inputs (float32 under autocast: autocast casts inside)."""
-        return TORCH_DTYPES[self.dtype_name]
-
-    @property
-    def compute_dtype(self) -> torch.dtype:
-        return torch.float16 if self.dtype_name == "autocast" else self.dtype
-
-    @property
-    def tol(self) -> float:
-        return oracles.tolerance(self.dtype_name)
-
-    def autocast(self):
-        """The autocast region for the "autocast" dtype (fp16 on CUDA and on CPU); otherwise none."""
-        if self.dtype_name != "autocast":
-            return contextlib.nullcontext()
-        return torch.autocast(self.device.type, dtype=torch.float16)
-
-    @property
-    def first(self) -> catalogue.ExampleInfo:
-        return self.info.examples[0]
-
-    @property
-    def fix_safety(self) -> str:
-        """The safety of the first example's fix ("SAFE"/"UNSAFE"/"GUIDE"): its own where the
-        example says, else the rule's."""
-        return self.first.safety.upper() if self.first.safety else self.info.safety
-
-    def source(self, side: str) -> str:
-        """The text a side runs: "bad" (first example), "fixed" (its pinned fix) or "good" (the
-        rule's first good snippet, for GUIDE rules that have no fixed text). For a repro with
-        `port_autocast`, CUDA autocast is ported to CPU float16 autocast when running on the CPU
-        (the same change on both sides; see `port_to_cpu`)."""
-        if side == "bad":
-            text = self.first.bad
-        elif side == "fixed":
-            if self.first.fixed is None:
-                raise ReproError(f"{self.info.code}: the first example has no fixed text")
-            text = self.first.fixed
-        elif side == "good":
-            if not self.info.good:
-                raise ReproError(f"{self.info.code}: the rule has no good snippet")
-            text = self.info.good[0]
-        else:
-            raise ValueError(side)
-        if self.ported:
-            text = port_to_cpu(text)
-        return text
-
-    @property
-    def ported(self) -> bool:
-        return self.repro.port_autocast and self.device.type != "cuda"
-
-    def load(self, side: str, func: Optional[str] = None) -> Callable:
-        """Exec the side's text into a fresh namespace and return its function."""
-        return load_function(self.source(side), func or self.repro.func, f"<{self.info.code} {side}>")
-
-    def result(self, verdict: str, **kw) -> Result:
-        if self.ported:
-            kw.setdefault("evidence", []).insert(
-                0, "CUDA autocast in the example ported to CPU float16 autocast (" + _CPU_AUTOCAST + ")")
-        return Result(self.info.code, self.info.name, str(self.device), self.dtype_name, self.repro.oracle,
-                      self.fix_safety, verdict, threshold=self.repro.threshold_for(self.dtype_name), **kw)
-
-
-_CPU_AUTOCAST = 'torch.autocast("cpu", dtype=torch.float16)'
-
-
-def port_to_cpu(text: str) -> str:
-    """A CUDA autocast example, ported to the CPU: fp16 autocast on "cpu" (CPU autocast defaults
-    to bfloat16; CUDA autocast to float16), custom_fwd/custom_bwd and GradScaler on "cpu"."""
-    text = re.sub(r'torch\.(?:amp\.)?autocast\(\s*(?:device_type=)?"cuda"\s*\)', _CPU_AUTOCAST, text)
-    text = re.sub(r'torch\.(?:amp\.)?autocast\(\s*(?:device_type=)?"cuda"\s*,', 'torch.autocast("cpu",', text)
-    text = text.replace('device_type="cuda"', 'device_type="cpu"')
-    text = re.sub(r'GradScaler\(\s*"cuda"', 'GradScaler("cpu"', text)
-    return text
-
-
-def load_function(text: str, func: str, filename: str) -> Callable:
-    namespace: Dict[str, object] = {"__name__": "torchnumlint_repro"}
-    exec(compile(text, filename, "exec"), namespace)
-    fn = namespace.get(func)
-    if not callable(fn):
-        raise ReproError(f"{filename} defines no function {func!r}")
-    return fn
+from torchnumlint.runtime_check.repros import REPROS
 
 
 def _unsupported(outcome: oracles.Outcome) -> bool:
@@ -365,10 +261,8 @@ def verify(
     device: str = "auto",
     dtypes: Optional[Sequence[str]] = None,
     rules: Optional[Dict[str, catalogue.RuleInfo]] = None,
-    repros: Optional[Dict[str, "Repro"]] = None,  # noqa: F821
+    repros: Optional[Dict[str, Repro]] = None,
 ) -> List[Result]:
-    from torchnumlint.runtime_check.repros import REPROS
-
     rules = catalogue.load() if rules is None else rules
     repros = REPROS if repros is None else repros
     dev, why = resolve_device(device)

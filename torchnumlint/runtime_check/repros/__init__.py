@@ -1,0 +1,51 @@
+"""One reproduction per rule code: the hazard of the rule's FIRST example, on a real device.
+
+The layout mirrors the rules': the reproduction of the rule in `rules/<family>/<rule_name>.py` is
+`REPRO`, a `context.Repro`, in `repros/<family>/<rule_name>.py`, beside its input builders and the
+measured thresholds they sit at. Input builders that several reproductions share are in
+`inputs.py`. This package imports every rule's module and gathers them into `REPROS`; the rule
+modules never import this package back, so the registry is complete once it is imported, whichever
+module is imported first.
+
+Adding a rule: write `repros/<family>/<rule_name>.py` defining `REPRO` and add it to `MODULES`
+below (`tests/runtime_check/test_repros.py` fails until both are done), then run
+`python -m torchnumlint.runtime_check --select TNLxxx --device cpu`.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Dict, Sequence
+
+from torchnumlint.runtime_check.context import Repro
+from torchnumlint.runtime_check.repros.division import normalize_manual, unguarded_division
+from torchnumlint.runtime_check.repros.kl_div import kl_div_prob_input, kl_div_prob_target
+from torchnumlint.runtime_check.repros.log_domain import log_of_sigmoid, log_of_softmax
+from torchnumlint.runtime_check.repros.mixed_precision import (
+    deprecated_cuda_amp,
+    fp16_autocast_custom_op,
+    fp16_without_grad_scaler,
+)
+from torchnumlint.runtime_check.repros.roots import sqrt_of_sum_of_squares, unguarded_sqrt_or_pow
+
+MODULES: Sequence[ModuleType] = (
+    kl_div_prob_target, kl_div_prob_input,
+    log_of_softmax, log_of_sigmoid,
+    unguarded_division, normalize_manual,
+    sqrt_of_sum_of_squares, unguarded_sqrt_or_pow,
+    fp16_autocast_custom_op, fp16_without_grad_scaler, deprecated_cuda_amp,
+)
+
+
+def by_code(modules: Sequence[ModuleType]) -> Dict[str, Repro]:
+    """The `REPRO` of each module, by rule code; two reproductions of one code are an error."""
+    repros: Dict[str, Repro] = {}
+    for module in modules:
+        repro = module.REPRO
+        if repro.code in repros:
+            raise RuntimeError(f"duplicate reproduction {repro.code} in {module.__name__}")
+        repros[repro.code] = repro
+    return repros
+
+
+REPROS: Dict[str, Repro] = by_code(MODULES)

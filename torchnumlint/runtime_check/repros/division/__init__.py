@@ -1,0 +1,1 @@
+"""Reproductions of the division rules (`torchnumlint/rules/division/`), one module per rule."""

@@ -1,0 +1,1 @@
+"""Reproductions of the kl_div rules (`torchnumlint/rules/kl_div/`), one module per rule."""

@@ -1,0 +1,1 @@
+"""Reproductions of the root rules (`torchnumlint/rules/roots/`), one module per rule."""

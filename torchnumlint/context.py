@@ -159,12 +159,12 @@ class FileContext:
         if isinstance(name, cst.Name):
             if name.value in self.imports.aliases:
                 return None
-            scope, in_loop = self._scope_of_current()
+            scope = self._scope_of_current()
             table = self._table(scope)
             if scope is not self.module and name.value not in table.bindings:
                 found = self._table(self.module).bindings.get(name.value, [])
                 return found[0] if len(found) == 1 else None
-            return table.lookup(name.value, name, in_loop)
+            return table.lookup(name.value, name)
         if (
             isinstance(name, cst.Attribute)
             and isinstance(name.value, cst.Name)
@@ -185,7 +185,7 @@ class FileContext:
     def bindings_before(self, name: cst.Name) -> List[Binding]:
         """Every binding of the local `name` that comes before the node being visited in its
         scope (in any branch): for questions all of them must agree on."""
-        scope, _ = self._scope_of_current()
+        scope = self._scope_of_current()
         table = self._table(scope)
         use = table.order.get(id(name))
         if use is None:
@@ -213,7 +213,7 @@ class FileContext:
         """Whether the local `name` is read nowhere but at the node being visited, so that its
         assignment may be rewritten: a function's local (a module global can be imported
         elsewhere), read once in its scope and by no nested function, lambda or class."""
-        scope, _ = self._scope_of_current()
+        scope = self._scope_of_current()
         if not isinstance(name, cst.Name) or not isinstance(scope, cst.FunctionDef):
             return False
         table = self._table(scope)
@@ -222,7 +222,7 @@ class FileContext:
     def rebound_between(self, expr: cst.CSTNode, use: Optional[cst.CSTNode] = None) -> bool:
         """Whether a name that `expr` reads is bound again between `expr` and `use` (to the end of
         the scope when `use` is None), so the two places may see different values."""
-        return self._table(self._scope_of_current()[0]).rebound_between(expr, use)
+        return self._table(self._scope_of_current()).rebound_between(expr, use)
 
     def same_iteration(self, chain: Sequence[Binding]) -> bool:
         """Outside loops, True. Inside one, whether the one assignment in `chain` is a statement
@@ -289,14 +289,11 @@ class FileContext:
             self._spans = Spans(self.module, self.text)
         return self._spans
 
-    def _scope_of_current(self) -> Tuple[cst.CSTNode, bool]:
-        in_loop = False
+    def _scope_of_current(self) -> cst.CSTNode:
         for node in reversed(self.stack):
             if isinstance(node, _SCOPES):
-                return node, in_loop
-            if isinstance(node, _LOOPS):
-                in_loop = True
-        return self.module, in_loop
+                return node
+        return self.module
 
     def _table(self, scope: cst.CSTNode) -> ScopeTable:
         table = self._scopes.get(id(scope))

@@ -13,6 +13,7 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tup
 
 import libcst as cst
 
+from torchnumlint.rules.flow import Reaching
 from torchnumlint.walk import Visitor
 
 # ---------------------------------------------------------------------------------------------
@@ -347,7 +348,12 @@ class Binding:
     value: Optional[cst.BaseExpression]  # the assigned value, None when not a plain assignment
     order: int
     no_grad: bool  # bound inside `with torch.no_grad()` / inference_mode / set_grad_enabled(False)
-    block: int = 0  # id of the innermost statement block that holds the binding
+    statement: int = 0  # id of the statement that binds (0: a parameter), for reaching definitions
+    # for one name of a tuple target (`vals, idx = p.topk(5)`): the value unpacked and the name's
+    # position in the target; `selection_of_element` says what that element is
+    unpacked: Optional[Tuple[cst.BaseExpression, int]] = None
+    # only conditionally bound (a walrus): earlier bindings may still reach past it
+    conditional: bool = False
 
     @property
     def rewritable(self) -> bool:
@@ -380,6 +386,17 @@ def is_no_grad_function(imports: ImportMap, func: cst.FunctionDef) -> bool:
 
 
 _ASSIGNMENTS = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr)
+# What reaching definitions are computed over: statements, and the parts of compound ones that
+# bind (an `except ... as e` handler, a `match` case).
+STATEMENTS = (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.ExceptHandler, cst.MatchCase)
+
+
+def augmented_value(node: cst.AugAssign) -> cst.BinaryOperation:
+    """`d += eps` as the value it gives `d`: `d + eps` (the target read before the statement
+    binds it). A guard (`d += eps`) and a running sum (`s += x`) are then recognised as they
+    would be written out."""
+    operator = getattr(cst, type(node.operator).__name__[: -len("Assign")])()
+    return cst.BinaryOperation(left=node.target, operator=operator, right=node.value)
 
 
 def _assign_targets(node: cst.CSTNode) -> List[cst.BaseExpression]:
@@ -403,12 +420,10 @@ class ScopeTable(Visitor):
         self._not_loads: set = set()
         self._counter = 0
         self._no_grad = 0
-        # Blocks, for straight-line rebinding: each Name's innermost block, each block's parent.
-        root = scope.body if isinstance(scope, cst.FunctionDef) else scope
-        self._blocks: List[int] = [id(root)]
-        self.block_of: Dict[int, int] = {}
-        self.parent_block: Dict[int, int] = {}
-        self.loop_bodies: Set[int] = set()
+        # Statements, for reaching definitions: each Name's innermost statement (0: none).
+        self._statements: List[int] = [0]
+        self.statement_of: Dict[int, int] = {}
+        self._reaching: Optional[Reaching] = None
         if isinstance(scope, cst.FunctionDef):
             for param in all_params(scope.params):
                 self._bind(param.name.value, param, None)
@@ -416,21 +431,19 @@ class ScopeTable(Visitor):
         else:
             self.walk(scope)
 
-    def _bind(self, name: str, node: cst.CSTNode, value: Optional[cst.BaseExpression]) -> None:
+    def _bind(self, name: str, node: cst.CSTNode, value: Optional[cst.BaseExpression], unpacked=None) -> None:
         self.bindings.setdefault(name, []).append(
-            Binding(node, value, self._counter, self._no_grad > 0, self._blocks[-1])
+            Binding(node, value, self._counter, self._no_grad > 0, self._statements[-1], unpacked,
+                    isinstance(node, cst.NamedExpr))
         )
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         self._counter += 1
         self.order[id(node)] = self._counter
-        if isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)) and id(node) != self._blocks[0]:
-            self.parent_block[id(node)] = self._blocks[-1]
-            self._blocks.append(id(node))
-        elif isinstance(node, (cst.For, cst.While)):
-            self.loop_bodies.add(id(node.body))
+        if isinstance(node, STATEMENTS) and node is not self.scope:
+            self._statements.append(id(node))
         if isinstance(node, cst.Name):
-            self.block_of[id(node)] = self._blocks[-1]
+            self.statement_of[id(node)] = self._statements[-1]
             if id(node) not in self._not_loads:
                 self.loads[node.value] = self.loads.get(node.value, 0) + 1
             return False
@@ -471,15 +484,15 @@ class ScopeTable(Visitor):
         return True
 
     def on_leave(self, node: cst.CSTNode) -> None:
-        if isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)) and id(node) != self._blocks[0]:
-            self._blocks.pop()
         if isinstance(node, _ASSIGNMENTS):
             self._counter += 1
-            value = None if isinstance(node, cst.AugAssign) else node.value
+            value = augmented_value(node) if isinstance(node, cst.AugAssign) else node.value
             for target in _assign_targets(node):
                 self._bind_target(target, node, value)
         if isinstance(node, cst.With) and any(is_no_grad_item(self.imports, i.item) for i in node.items):
             self._no_grad -= 1
+        if isinstance(node, STATEMENTS) and node is not self.scope:
+            self._statements.pop()
 
     def _mark_store(self, target: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name):
@@ -490,16 +503,19 @@ class ScopeTable(Visitor):
         elif isinstance(target, cst.StarredElement):
             self._mark_store(target.value)
 
-    def _bind_target(self, target: cst.BaseExpression, node: cst.CSTNode, value) -> None:
+    def _bind_target(self, target: cst.BaseExpression, node: cst.CSTNode, value, unpacked=None) -> None:
         if isinstance(target, cst.Name):
             self._not_loads.add(id(target))
-            self._bind(target.value, node, value)
+            self._bind(target.value, node, value, unpacked)
         elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
+            starred = any(isinstance(e, cst.StarredElement) for e in target.elements)
+            for position, element in enumerate(target.elements):
                 inner = element.value
                 if isinstance(inner, cst.StarredElement):  # pragma: no cover - parser shape
                     inner = inner.value
-                self._bind_target(inner, node, None)
+                # positions count only without a starred name; a nested target is not followed
+                known = value is not None and not starred and isinstance(inner, cst.Name)
+                self._bind_target(inner, node, None, (value, position) if known else None)
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value, node, None)
         elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
@@ -545,39 +561,26 @@ class ScopeTable(Visitor):
         _Nested().walk(body)
         return bool(found)
 
-    def lookup(self, name: str, use: cst.CSTNode, in_loop: bool) -> Optional[Binding]:
-        """The one binding that reaches `use`, or None when that is not certain: the only binding
-        before it, or the latest one when that one runs unconditionally on the way to `use` (in
-        `use`'s own block or one around it: `t = f(x)`, `t = t.softmax(-1)`, then `t`). In a
-        loop, a binding after `use` can reach it from the previous iteration: None."""
-        use_order = self.order.get(id(use))
-        found = self.bindings.get(name)
-        if use_order is None or not found:
-            return None
-        before = [b for b in found if b.order < use_order]
-        if not before:
-            return None
-        latest = max(before, key=lambda b: b.order)
-        around = self._blocks_around(self.block_of.get(id(use)))
-        dominates = latest.block in around  # it runs on every way to `use`
-        if in_loop and any(b.order > use_order for b in found):
-            # a later binding reaches `use` from the previous iteration, unless `latest` runs in
-            # the same iteration first
-            loop = next((block for block in around if block in self.loop_bodies), None)
-            if not dominates or loop is None or loop not in self._blocks_around(latest.block):
-                return None
-            return latest
-        if len(before) == 1:
-            return before[0]
-        return latest if dominates else None
+    def lookup(self, name: str, use: cst.CSTNode) -> Optional[Binding]:
+        """The one binding that reaches `use`, or None when that is not certain: the only
+        reaching definition (`reaching`): `t = f(x)`, `t = t.softmax(-1)`, then `t` reads the
+        second; a binding in one branch, or later in a loop (it reaches the next iteration's
+        top), leaves several."""
+        found = self.reaching(name, use)
+        return found[0] if found is not None and len(found) == 1 else None
 
-    def _blocks_around(self, block: Optional[int]) -> List[int]:
-        """`block` and the blocks around it, innermost first, up to the scope's body."""
-        found: List[int] = []
-        while block is not None:
-            found.append(block)
-            block = self.parent_block.get(block)
-        return found
+    def reaching(self, name: str, use: cst.CSTNode) -> Optional[List[Binding]]:
+        """Every binding of `name` that may give it its value at the Name `use`, in source order;
+        None when the scope does not bind `name` before it on any way (or `use` is not the
+        scope's own: a lambda, unreachable code)."""
+        if name not in self.bindings or not isinstance(use, cst.Name):
+            return None
+        if self._reaching is None:
+            self._reaching = Reaching(self)
+        found = self._reaching.at(name, use)
+        if not found:
+            return None
+        return [self.bindings[name][index] for index in found]
 
 
 def all_params(params: cst.Parameters) -> Iterator[cst.Param]:

@@ -31,6 +31,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from torchnumlint.summaries import Summaries, summarize
+from torchnumlint.summaries import could_matter as could_summarise
 from torchnumlint.rules.autocast import (
     FP16_INF_RECIPROCAL,
     FP16_MAX,
@@ -170,6 +172,7 @@ class ProjectIndex:
     scaler_sites: List[Site] = field(default_factory=list)
     reached: Dict[str, Site] = field(default_factory=dict)  # function key -> first region reaching it
     files: int = 0  # files parsed (the rest were skipped by the pre-filter or a syntax error)
+    summaries: Summaries = field(default_factory=Summaries)  # what each file's helpers return
 
     @classmethod
     def empty(cls) -> "ProjectIndex":
@@ -212,6 +215,7 @@ class ProjectIndex:
             regions=[r for r in self.regions if r[0].path != path],
             scaler_sites=[s for s in self.scaler_sites if s.path != path],
             files=self.files,
+            summaries=self.summaries.without(path),
         )
         return rest.merge(index_file(path, text) or ProjectIndex.empty())
 
@@ -234,6 +238,7 @@ class ProjectIndex:
         self.regions.extend(part.regions)
         self.scaler_sites.extend(part.scaler_sites)
         self.files += part.files
+        self.summaries.absorb(part.summaries)
 
     def finalize(self) -> None:
         """Resolve class kinds through project bases, then what the fp16 regions reach."""
@@ -996,16 +1001,20 @@ def could_matter(text: str) -> bool:
 
 
 def index_file(path: str, text: str) -> Optional[ProjectIndex]:
-    """The facts of one file (not finalized); None when it cannot matter or does not parse."""
-    if not could_matter(text):
+    """The facts of one file (not finalized); None when it cannot matter or does not parse. A
+    file parsed for either kind of fact is summarised (`summaries.py`): the parse is the cost."""
+    amp = could_matter(text)
+    if not (amp or could_summarise(text)):
         return None
     try:
         tree = ast.parse(text, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+    index = ProjectIndex(files=1, summaries=Summaries({path: summarize(path, tree)}))
+    if not amp:
+        return index
     file = _File(path, text, tree)
     file.run()
-    index = ProjectIndex(files=1)
     for info in file.classes:
         index.classes.setdefault(info.name, []).append(info)
     index.functions = {f.key: f for f in file.functions}

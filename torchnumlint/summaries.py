@@ -1,0 +1,614 @@
+"""What a project's helpers produce: per-file summaries for `rules/producers.py`.
+
+A rule sees `torch.log(self.probs(x))` or `kl_div(log_q, heads.target(x))` at a use site; whether
+that call gives a softmax depends on code elsewhere: a function of the same file, a method of the
+enclosing class or its bases, an `nn.Softmax` held in `self.softmax`, the last layer of an
+`nn.Sequential`, or any of these in another module of the project. This module records those
+facts, one cheap pass with the stdlib `ast` module per file (no libcst: it runs over every project
+file in the index pre-pass), and answers questions about them.
+
+A summary (`FileSummary`) is plain, picklable data: the facts of one file as written, with names
+left unresolved. Resolution happens when asked (`Summaries.callee_kind`), across the files known,
+so a file's summary never changes when another file does.
+
+The facts, as tuples:
+
+- a result (what a `return` gives): `("kind", kind, dim)`, a value of that kind;
+  `("call", callee)`, what calling `callee` gives; None, anything else.
+- a callee (what a call calls): `("act", kind, dim)`, an activation module (`nn.Softmax(dim=-1)`,
+  an `nn.Sequential` whose last layer is one, or a bare function such as `torch.sigmoid` held in a
+  name); `("new", dotted)`, an instance of the class `dotted` names (calling it runs its
+  `forward`); `("name", dotted)`, a function or module-level value named in the file (or imported:
+  `heads.probs`); `("self", name)`, a method or attribute of the instance.
+
+Kinds are `"softmax"`, `"log_softmax"`, `"sigmoid"`, `"logsigmoid"` and `"norm"`; `dim` is the
+softmax dimension when it is written as an integer literal, else None.
+
+Conservative by construction: a name bound twice at module level, a function that may fall off
+its end, yields, or carries a decorator that may change what it returns, an attribute assigned
+anywhere but once at the top of `__init__` (or a class that sets attributes dynamically), a
+conditional value (`nn.Softmax(-1) if c else nn.Identity()`), or a module path that matches two
+project files: no fact, so the answer is None.
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+from typing import Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Set, Tuple
+
+Kind = Tuple[str, Optional[int]]  # (kind, dim)
+Target = Tuple[str, str]  # (anchor, dotted): anchor "" is an absolute import, else the folder a relative one starts at
+
+FUNCTIONS: Dict[str, str] = {
+    "torch.softmax": "softmax",
+    "torch.nn.functional.softmax": "softmax",
+    "torch.special.softmax": "softmax",
+    "torch.log_softmax": "log_softmax",
+    "torch.nn.functional.log_softmax": "log_softmax",
+    "torch.special.log_softmax": "log_softmax",
+    "torch.sigmoid": "sigmoid",
+    "torch.nn.functional.sigmoid": "sigmoid",
+    "torch.special.expit": "sigmoid",
+    "torch.nn.functional.logsigmoid": "logsigmoid",
+    "torch.norm": "norm",
+    "torch.linalg.norm": "norm",
+    "torch.linalg.vector_norm": "norm",
+}
+METHODS: Dict[str, str] = {"softmax": "softmax", "log_softmax": "log_softmax", "sigmoid": "sigmoid", "norm": "norm"}
+ACTIVATIONS: Dict[str, str] = {
+    f"{prefix}.{cls}": kind
+    for prefix in ("torch.nn", "torch.nn.modules", "torch.nn.modules.activation")
+    for cls, kind in (("Softmax", "softmax"), ("LogSoftmax", "log_softmax"), ("Sigmoid", "sigmoid"),
+                      ("LogSigmoid", "logsigmoid"))
+}
+SEQUENTIAL = frozenset({"torch.nn.Sequential", "torch.nn.modules.Sequential", "torch.nn.modules.container.Sequential"})
+# Methods of a module that return the module itself: `Net().to(device)` is still a Net.
+MODULE_METHODS = frozenset({"to", "cuda", "cpu", "train", "eval", "float", "half", "double", "requires_grad_"})
+# Decorators that return what the function returns (anything else may change it).
+TRANSPARENT_DECORATORS = frozenset(
+    {
+        "staticmethod", "classmethod", "torch.no_grad", "torch.enable_grad", "torch.inference_mode",
+        "torch.autograd.no_grad", "torch.jit.script", "torch.jit.ignore", "torch.jit.unused", "torch.compile",
+        "functools.lru_cache", "functools.cache", "torch.amp.custom_fwd", "torch.cuda.amp.custom_fwd",
+    }
+)
+# Kinds a file can only define when it mentions one of these; other files are summarised only
+# when the index parses them anyway (a model file's `forward` calling an imported head).
+NEEDLES = ("softmax", "Softmax", "sigmoid", "Sigmoid", "expit", "norm")
+_DYNAMIC = frozenset({"setattr", "add_module", "register_module"})  # any attribute may change
+_MUTATORS = frozenset({"append", "extend", "insert", "pop", "__setitem__", "__delitem__"})  # a container's last layer may
+_DEPTH = 8
+
+
+class ClassSummary(NamedTuple):
+    bases: Tuple[str, ...]  # dotted names as written
+    methods: Dict[str, Optional[tuple]]  # name -> the results of its returns (None: unknown)
+    attrs: Dict[str, Optional[tuple]]  # self.attr -> the callee it holds (None: unknown)
+
+
+class FileSummary(NamedTuple):
+    stem: str  # the path without `.py` (`pkg/__init__.py` is `pkg`), "/"-separated
+    package: bool  # an `__init__.py`: its relative imports start at its own folder
+    ambiguous: FrozenSet[str]  # names bound more than once at module level
+    functions: Dict[str, Optional[tuple]]
+    classes: Dict[str, ClassSummary]
+    values: Dict[str, tuple]  # module-level `name = value` (bound once) -> the callee it holds
+    imports: Dict[str, Target]
+
+
+def could_matter(text: str) -> bool:
+    return any(needle in text for needle in NEEDLES)
+
+
+def module_stem(path: str) -> Tuple[str, bool]:
+    stem = posixpath.normpath(path.replace("\\", "/"))
+    if stem.endswith(".py"):
+        stem = stem[:-3]
+    package = stem == "__init__" or stem.endswith("/__init__")
+    if package:
+        stem = posixpath.dirname(stem) or "."
+    return stem, package
+
+
+def summarize(path: str, tree: ast.Module) -> FileSummary:
+    """The facts of one parsed file."""
+    stem, package = module_stem(path)
+    ambiguous = _ambiguous(_module_bindings(tree.body))
+    imports = _import_table(tree.body, stem, package, ambiguous)
+    module = _Exprs(imports)
+    functions: Dict[str, Optional[tuple]] = {}
+    classes: Dict[str, ClassSummary] = {}
+    values: Dict[str, tuple] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name not in ambiguous:
+            functions[stmt.name] = _returns(stmt, imports)
+        elif isinstance(stmt, ast.ClassDef) and stmt.name not in ambiguous:
+            classes[stmt.name] = _class(stmt, imports)
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            name = stmt.targets[0].id
+            callee = module.instance(stmt.value) if name not in ambiguous else None
+            if callee is not None:
+                values[name] = callee
+    return FileSummary(stem, package, ambiguous, functions, classes, values, imports)
+
+
+def instance_callee(summary: FileSummary, expr: ast.AST) -> Optional[tuple]:
+    """The callee fact of the object `expr` evaluates to, its names read in the summarised file:
+    for a use site that binds a local to `nn.Sigmoid()` or `Net().to(device)`."""
+    return _Exprs(summary.imports).instance(expr)
+
+
+# ---------------------------------------------------------------------------------------------
+# Building: module-level names, imports, expressions
+
+
+def _module_bindings(body: List[ast.stmt]) -> Iterator[Tuple[str, Optional[str]]]:
+    """(name, what it imports) for every name a module-level statement binds (also inside
+    `if`/`try`/`for`/`with`), once per binding; `what` is None for anything but an import."""
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield stmt.name, None
+            continue
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                yield alias.asname or alias.name.split(".")[0], alias.name if alias.asname else alias.name.split(".")[0]
+            continue
+        if isinstance(stmt, ast.ImportFrom):
+            for alias in stmt.names:
+                if alias.name != "*":
+                    yield alias.asname or alias.name, f"{'.' * stmt.level}{stmt.module or ''}.{alias.name}"
+            continue
+        targets: List[ast.AST] = []
+        if isinstance(stmt, ast.Assign):
+            targets = list(stmt.targets)
+        elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+            targets = [stmt.target]
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            targets = [i.optional_vars for i in stmt.items if i.optional_vars is not None]
+        for target in targets:
+            yield from ((n.id, None) for n in ast.walk(target) if isinstance(n, ast.Name))
+        for field in ("body", "orelse", "finalbody"):
+            yield from _module_bindings(getattr(stmt, field, None) or [])
+        for handler in getattr(stmt, "handlers", None) or []:
+            if handler.name:
+                yield handler.name, None
+            yield from _module_bindings(handler.body)
+
+
+def _ambiguous(bindings: Iterator[Tuple[str, Optional[str]]]) -> FrozenSet[str]:
+    """The names bound more than once; importing the same thing twice (`import torch`,
+    `import torch.nn`) is one binding."""
+    seen: Dict[str, Optional[str]] = {}
+    ambiguous: Set[str] = set()
+    for name, imported in bindings:
+        if name in seen and (imported is None or seen[name] != imported):
+            ambiguous.add(name)
+        seen[name] = imported
+    return frozenset(ambiguous)
+
+
+def _import_table(body: List[ast.stmt], stem: str, package: bool, ambiguous: FrozenSet[str]) -> Dict[str, Target]:
+    """Module-level imports: local name -> (anchor, dotted). `import a.b` binds `a`; a relative
+    import is anchored at the folder it starts from."""
+    table: Dict[str, Target] = {}
+    stack = list(body)
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                table[alias.asname or alias.name.split(".")[0]] = ("", alias.name if alias.asname else alias.name.split(".")[0])
+        elif isinstance(stmt, ast.ImportFrom):
+            anchor, module = "", stmt.module or ""
+            if stmt.level:
+                anchor = stem if package else (posixpath.dirname(stem) or ".")
+                for _ in range(stmt.level - 1):
+                    anchor = posixpath.normpath(posixpath.join(anchor, ".."))
+            for alias in stmt.names:
+                if alias.name != "*":
+                    table[alias.asname or alias.name] = (anchor, f"{module}.{alias.name}" if module else alias.name)
+        elif isinstance(stmt, (ast.If, ast.Try, ast.With)):
+            stack.extend(stmt.body + getattr(stmt, "orelse", []) + getattr(stmt, "finalbody", []))
+            stack.extend(s for h in getattr(stmt, "handlers", []) for s in h.body)
+    return {name: target for name, target in table.items() if name not in ambiguous}
+
+
+def _dotted(expr: ast.AST) -> Optional[str]:
+    parts: List[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return ".".join(reversed(parts))
+
+
+def _int(expr: Optional[ast.AST]) -> Optional[int]:
+    sign = 1
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        sign, expr = -1, expr.operand
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, int) and not isinstance(expr.value, bool):
+        return sign * expr.value
+    return None
+
+
+def _dim(call: ast.Call, position: int) -> Optional[int]:
+    """The integer `dim` of a softmax-like call: a keyword, or the argument at `position`."""
+    for keyword in call.keywords:
+        if keyword.arg == "dim":
+            return _int(keyword.value)
+    positional = [a for a in call.args if not isinstance(a, ast.Starred)]
+    return _int(positional[position]) if len(positional) > position and len(positional) == len(call.args) else None
+
+
+class _Exprs:
+    """Facts of expressions in one scope: `locals_` are the scope's names, `values` those bound
+    once by a plain assignment (followed), the rest are module-level or imported names."""
+
+    def __init__(self, imports: Dict[str, Target], locals_: Set[str] = frozenset(), values: Dict[str, ast.AST] = None):
+        self.imports = imports
+        self.locals = locals_
+        self.values = values or {}
+
+    def qualname(self, expr: ast.AST) -> Optional[str]:
+        """The absolute dotted name through the imports (`F.softmax` -> torch.nn.functional.softmax)."""
+        dotted = _dotted(expr)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        if head in self.locals:
+            return None
+        target = self.imports.get(head)
+        if target is None:
+            return dotted if head == "torch" else None  # `torch` used without an import: still torch
+        anchor, qual = target
+        if anchor:  # a relative import: a project name
+            return None
+        return f"{qual}.{rest}" if rest else qual
+
+    def result(self, expr: Optional[ast.AST], depth: int = 0) -> Optional[tuple]:
+        if depth > _DEPTH or expr is None:
+            return None
+        if isinstance(expr, ast.Name):
+            value = self.values.get(expr.id)
+            return self.result(value, depth + 1) if value is not None else None
+        if not isinstance(expr, ast.Call):
+            return None
+        kind = FUNCTIONS.get(self.qualname(expr.func) or "")
+        if kind is not None:
+            return ("kind", kind, _dim(expr, 1) if "softmax" in kind else None)
+        func = expr.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in METHODS
+            and self.qualname(func.value) is None
+            and not (isinstance(func.value, ast.Name) and func.value.id == "self")
+        ):
+            kind = METHODS[func.attr]
+            return ("kind", kind, _dim(expr, 0) if "softmax" in kind else None)
+        callee = self.callee(func, depth + 1)
+        return ("call", callee) if callee is not None else None
+
+    def callee(self, func: ast.AST, depth: int = 0) -> Optional[tuple]:
+        """What calling `func` means: an instance called right away, a local holding one, `self.x`,
+        or a module-level / imported name."""
+        if isinstance(func, ast.Call):
+            return self.instance(func)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            return ("self", func.attr) if "self" in self.locals else None
+        dotted = _dotted(func)
+        if dotted is None:
+            return None
+        head = dotted.partition(".")[0]
+        if head in self.locals:
+            value = self.values.get(head)
+            return self.instance(value) if value is not None and head == dotted and depth <= _DEPTH else None
+        return ("name", dotted)
+
+    def instance(self, value: ast.AST) -> Optional[tuple]:
+        """What calling the object `value` evaluates to gives: an activation module or function
+        (`nn.Sigmoid()`, `torch.sigmoid`), an `nn.Sequential` ending in one, a project class's
+        instance. None for anything else (a conditional, another torch module, a local)."""
+        kind = FUNCTIONS.get(self.qualname(value) or "")
+        if kind is not None:
+            return ("act", kind, None)  # `self.act = torch.sigmoid`: its dim is the call's
+        if not isinstance(value, ast.Call):
+            return None
+        while (
+            isinstance(value.func, ast.Attribute)
+            and value.func.attr in MODULE_METHODS
+            and isinstance(value.func.value, ast.Call)
+        ):
+            value = value.func.value
+        qual = self.qualname(value.func)
+        if qual in ACTIVATIONS:
+            kind = ACTIVATIONS[qual]
+            return ("act", kind, _dim(value, 0) if "softmax" in kind else None)
+        if qual in SEQUENTIAL:
+            if value.keywords or not value.args or any(isinstance(a, ast.Starred) for a in value.args):
+                return None
+            last = value.args[-1]
+            if isinstance(last, ast.Call) and self.qualname(last.func) in ACTIVATIONS:
+                return self.instance(last)
+            return None
+        if (qual or "").startswith("torch."):
+            return None
+        dotted = _dotted(value.func)
+        if dotted is None or dotted.partition(".")[0] in self.locals:
+            return None
+        return ("new", dotted)
+
+
+def _scope_nodes(func: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a function body, not inside nested functions, lambdas or classes."""
+    stack = list(ast.iter_child_nodes(func))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _always_returns(body: List[ast.stmt]) -> bool:
+    """Every way through `body` ends in a `return` or `raise` (no implicit `return None`)."""
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    if isinstance(last, ast.If):
+        return _always_returns(last.body) and _always_returns(last.orelse)
+    if isinstance(last, (ast.With, ast.AsyncWith)):
+        return _always_returns(last.body)
+    return False
+
+
+def _returns(func: ast.AST, imports: Dict[str, Target]) -> Optional[tuple]:
+    """The results of a function's returns, or None when its value cannot be told from them."""
+    if isinstance(func, ast.AsyncFunctionDef) or not _always_returns(func.body):
+        return None
+    exprs = _Exprs(imports)
+    for deco in func.decorator_list:
+        name = exprs.qualname(deco.func if isinstance(deco, ast.Call) else deco) or _dotted(deco)
+        if name not in TRANSPARENT_DECORATORS:
+            return None
+    params = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
+    stores: Dict[str, int] = {}  # local name -> how many times the body binds it
+    plain: Dict[str, ast.AST] = {}  # local name -> the value of a plain `name = value`
+    returns: List[ast.Return] = []
+    for node in _scope_nodes(func):
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return None
+        if isinstance(node, ast.Return):
+            returns.append(node)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                stores[alias.asname or alias.name.split(".")[0]] = 2
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            stores.update((name, 2) for name in node.names)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            plain[node.targets[0].id] = node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            plain[node.target.id] = node.value
+    values = {name: value for name, value in plain.items() if stores.get(name) == 1 and name not in params}
+    exprs = _Exprs(imports, params | set(stores), values)
+    return tuple(exprs.result(r.value) for r in returns)
+
+
+def _class(node: ast.ClassDef, imports: Dict[str, Target]) -> ClassSummary:
+    bases = tuple(d for d in map(_dotted, node.bases) if d is not None)
+    methods: Dict[str, Optional[tuple]] = {}
+    stores: Dict[str, List[Optional[ast.AST]]] = {}  # self.attr -> values, None where not usable
+    dynamic = False
+    for stmt in node.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            methods[stmt.name] = _returns(stmt, imports) if stmt.name not in methods else None
+            top = set(map(id, stmt.body)) if stmt.name == "__init__" else set()
+            for inner in ast.walk(stmt):
+                if isinstance(inner, ast.Call):
+                    called = (_dotted(inner.func) or "").split(".")
+                    dynamic = dynamic or called[-1] in _DYNAMIC
+                    if len(called) == 3 and called[0] == "self" and called[2] in _MUTATORS:
+                        stores.setdefault(called[1], []).append(None)  # `self.net.append(...)`
+                if isinstance(inner, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                    targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
+                    plain = id(inner) in top and len(targets) == 1 and not isinstance(inner, ast.AugAssign)
+                    for target in targets:
+                        for part in ast.walk(target):
+                            if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and part.value.id == "self":
+                                stores.setdefault(part.attr, []).append(inner.value if plain and part is target else None)
+        else:
+            for name, _ in _module_bindings([stmt]):  # a class attribute: its value is not followed
+                stores.setdefault(name, []).extend([None, None])
+    exprs = _Exprs(imports)
+    attrs = {
+        attr: exprs.instance(found[0]) if len(found) == 1 and found[0] is not None and not dynamic else None
+        for attr, found in stores.items()
+    }
+    return ClassSummary(bases, methods, attrs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Answering
+
+
+Instance = Tuple[str, str]  # (path, class name): the class of `self`
+
+
+class Summaries:
+    """The summaries of a project's files, by path, and what their callables produce."""
+
+    def __init__(self, files: Optional[Dict[str, FileSummary]] = None) -> None:
+        self.files: Dict[str, FileSummary] = dict(files or {})
+        self._stems: Optional[Dict[str, List[str]]] = None  # every suffix of every stem -> paths
+        self._subclasses: Optional[Dict[str, List[Instance]]] = None  # a base's last name -> classes
+
+    def __getstate__(self):
+        return {"files": self.files}
+
+    def __setstate__(self, state) -> None:
+        self.__init__(state["files"])
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Summaries) and self.files == other.files
+
+    def absorb(self, other: "Summaries") -> None:
+        self.files.update(other.files)
+        self._stems = self._subclasses = None
+
+    def with_file(self, path: str, summary: Optional[FileSummary]) -> "Summaries":
+        files = {p: s for p, s in self.files.items() if p != path}
+        if summary is not None:
+            files[path] = summary
+        return Summaries(files)
+
+    def without(self, path: str) -> "Summaries":
+        return self.with_file(path, None)
+
+    # -- the questions -----------------------------------------------------------------------------
+    def callee_kind(self, path: str, instance: Optional[Instance], callee: Optional[tuple], depth: int = 0) -> Optional[Kind]:
+        """The kind that calling `callee` (names resolved in the file at `path`; `self` an instance
+        of `instance`) gives, or None when it is not known to give one kind."""
+        if callee is None or depth > _DEPTH:
+            return None
+        tag = callee[0]
+        if tag == "act":
+            return callee[1], callee[2]
+        if tag == "self":
+            return self._member_kind(instance, callee[1], depth + 1) if instance is not None else None
+        found = self._resolve(path, callee[1], depth + 1)
+        if found is None:
+            return None
+        what, where, name = found
+        summary = self.files[where]
+        if tag == "new":
+            return self._forward_kind((where, name), depth + 1) if what == "class" else None
+        if what == "function":
+            return self._returns_kind(where, None, summary.functions[name], depth + 1)
+        if what == "value":
+            return self.callee_kind(where, None, summary.values[name], depth + 1)
+        return None  # calling a class constructs an instance
+
+    def _returns_kind(self, path: str, instance: Optional[Instance], results: Optional[tuple], depth: int) -> Optional[Kind]:
+        """The one kind every return gives; its dim where they agree on it."""
+        if not results:
+            return None
+        kinds = []
+        for result in results:
+            if result is None:
+                return None
+            found = (result[1], result[2]) if result[0] == "kind" else self.callee_kind(path, instance, result[1], depth + 1)
+            if found is None:
+                return None
+            kinds.append(found)
+        if len({k for k, _ in kinds}) != 1:
+            return None
+        dims = {d for _, d in kinds}
+        return kinds[0][0], dims.pop() if len(dims) == 1 else None
+
+    def _forward_kind(self, instance: Instance, depth: int) -> Optional[Kind]:
+        found = self._member(instance, "forward", depth)
+        if found is None or found[0] != "method":
+            return None
+        return self._returns_kind(found[1], instance, found[2], depth + 1)
+
+    def _member_kind(self, instance: Instance, name: str, depth: int) -> Optional[Kind]:
+        """`self.name(...)` in code of the class `instance`: None where a subclass in the project
+        redefines `name` (self may be one of its instances)."""
+        if self._overridden(instance, name):
+            return None
+        found = self._member(instance, name, depth)
+        if found is None:
+            return None
+        what, where, fact = found
+        if what == "method":
+            return self._returns_kind(where, instance, fact, depth + 1)
+        return self.callee_kind(where, instance, fact, depth + 1)
+
+    def _member(self, cls: Instance, name: str, depth: int) -> Optional[Tuple[str, str, Optional[tuple]]]:
+        """("method", path, results) or ("attr", path, callee) for `name` on the class or its
+        project bases, first found; None where the class both defines and assigns it."""
+        path, cls_name = cls
+        info = self.files[path].classes.get(cls_name) if path in self.files else None
+        if info is None or depth > _DEPTH:
+            return None
+        if name in info.methods or name in info.attrs:
+            if name in info.methods and name in info.attrs:
+                return None
+            return ("method", path, info.methods[name]) if name in info.methods else ("attr", path, info.attrs[name])
+        for base in info.bases:
+            found = self._resolve(path, base, depth + 1)
+            if found is not None and found[0] == "class":
+                member = self._member((found[1], found[2]), name, depth + 1)
+                if member is not None:
+                    return member
+        return None
+
+    def _overridden(self, cls: Instance, name: str) -> bool:
+        """Whether a project class deriving from `cls` (at any depth) defines or assigns `name`."""
+        if self._subclasses is None:
+            self._subclasses = {}
+            for path, summary in self.files.items():
+                for cls_name, info in summary.classes.items():
+                    for base in info.bases:
+                        self._subclasses.setdefault(base.rpartition(".")[2], []).append((path, cls_name))
+        seen: Set[Instance] = {cls}
+        todo = [cls]
+        while todo:
+            current = todo.pop()
+            for sub in self._subclasses.get(current[1], ()):
+                if sub in seen or not any(
+                    self._resolve(sub[0], base, 0) == ("class", *current) for base in self.files[sub[0]].classes[sub[1]].bases
+                ):
+                    continue
+                info = self.files[sub[0]].classes[sub[1]]
+                if name in info.methods or name in info.attrs:
+                    return True
+                seen.add(sub)
+                todo.append(sub)
+        return False
+
+    # -- names -------------------------------------------------------------------------------------
+    def _resolve(self, path: str, dotted: str, depth: int) -> Optional[Tuple[str, str, str]]:
+        """("function" | "class" | "value", path, name) that `dotted` names in the file at `path`,
+        through its imports into other project files; None when unknown or ambiguous."""
+        summary = self.files.get(path)
+        if summary is None or depth > _DEPTH:
+            return None
+        head, _, rest = dotted.partition(".")
+        if head in summary.ambiguous:
+            return None
+        if not rest:
+            for what, table in (("function", summary.functions), ("class", summary.classes), ("value", summary.values)):
+                if head in table:
+                    return what, path, head
+        target = summary.imports.get(head)
+        if target is None:
+            return None
+        anchor, qual = target
+        parts = (qual + ("." + rest if rest else "")).split(".")
+        for cut in range(len(parts) - 1, -1 if anchor else 0, -1):
+            module = self._module_path(anchor, "/".join(parts[:cut]))
+            if module is not None:
+                return self._resolve(module, ".".join(parts[cut:]), depth + 1) if module != path else None
+        return None
+
+    def _module_path(self, anchor: str, module: str) -> Optional[str]:
+        """The one project file that is `module` (a "/"-separated path) relative to `anchor`, or
+        anywhere (as a suffix) for an absolute import."""
+        if self._stems is None:
+            self._stems = {}
+            for path, summary in self.files.items():
+                parts = summary.stem.split("/")
+                for start in range(len(parts)):
+                    self._stems.setdefault("/".join(parts[start:]), []).append(path)
+        if anchor:
+            stem = posixpath.normpath(posixpath.join(anchor, module)) if module else anchor
+            found = [p for p in self._stems.get(stem.rpartition("/")[2], ()) if self.files[p].stem == stem]
+        else:
+            found = self._stems.get(module, [])
+        return found[0] if len(found) == 1 else None

@@ -1,0 +1,258 @@
+"""TNL201 unguarded-division: a division by a norm, a sum, a deviation, a count, a root of such a
+value, or a box union, area or side, which is 0 for real inputs (an all-zero, constant, empty or
+fully masked row; a degenerate box) and then gives Inf or 0/0 = NaN.
+
+The divisor is read through names, casts and shape-only steps (`x / n.unsqueeze(-1)` with
+`n = x.norm(dim=-1)`); the fix clamps the whole divisor, which is exact because a clamp commutes
+with every such step, or for a square root the value inside it (clamping outside would leave the
+root's infinite derivative at 0).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchnumlint.findings import Safety
+from torchnumlint.rules.base import Example
+from torchnumlint.rules.division.base import DivisionRule
+from torchnumlint.rules.divisors import (
+    COUNT_EPS,
+    EPS,
+    Divisor,
+    clamp_fix,
+    count_floor,
+    in_where,
+    normalize_site,
+    replaces_whole,
+    root_floor,
+    zero_evidence,
+    zero_kind,
+)
+from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch, is_torch_value
+from torchnumlint.rules.guards import gradient_free, gradient_note, is_tested
+from torchnumlint.rules.ownership import owned_elsewhere
+from torchnumlint.rules.shapes import root_hazard, root_of, sum_of_squares, through_shape
+
+
+class UnguardedDivision(DivisionRule):
+    code = "TNL201"
+    name = "unguarded-division"
+    message = (
+        "division by {what}, which is 0 {why}: Inf there, NaN (0/0) where the numerator is 0 too; "
+        "guard the denominator{how}"
+    )
+    rationale = (
+        "A norm, a sum, a standard deviation or variance, `abs().sum()`, a count of mask entries "
+        "or a square root of such a value is exactly 0 for an all-zero, constant, empty or fully "
+        "masked row, and then `x / d` is 0/0 = NaN in the forward pass and in every gradient that "
+        "flows through it. The fix clamps the denominator: `d.clamp_min(1e-12)` (1e-12 is "
+        "F.normalize's eps; its reciprocal square still fits float32 and bfloat16, so the "
+        "gradient stays finite, and results are unchanged wherever d >= 1e-12). A count is "
+        "clamped at 1, which is exact wherever the original was finite and keeps the integer "
+        "dtype. A square root is clamped inside (`torch.sqrt(v.clamp_min(1e-12))`): clamping "
+        "outside would leave the root's infinite derivative at 0 times a zero gradient, NaN again. "
+        "A sum of signed values may need a different guard than clamping, and in float16 code "
+        "1e-12 rounds to 0: compute the island in float32 (an eps alone overflows, the gradient "
+        "being about 1/eps > 65504); for standardisation prefer `F.layer_norm`. The fix changes "
+        "results where the denominator is below the floor, so it is unsafe."
+    )
+    safety = Safety.UNSAFE
+    needles = ("/", "div")
+    # a denominator that can be 0 is built by one of these (directly or through a name)
+    pattern = r"norm|sum|std|var|count_nonzero|sqrt|\*\*|pow"
+    examples = (
+        Example(
+            bad=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def standardize(x):\n"
+                "    return (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True)\n"
+            ),
+            lines=(5,),
+            fixed=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def standardize(x):\n"
+                "    return (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True).clamp_min(1e-12)\n"
+            ),
+        ),
+        Example(
+            bad=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def masked_mean(h, mask):\n"
+                "    n = mask.sum(dim=1, keepdim=True)\n"
+                "    return (h * mask).sum(dim=1, keepdim=True) / n\n"
+            ),
+            lines=(6,),
+            fixed=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def masked_mean(h, mask):\n"
+                "    n = mask.sum(dim=1, keepdim=True)\n"
+                "    return (h * mask).sum(dim=1, keepdim=True) / n.clamp_min(1e-12)\n"
+            ),
+        ),
+        Example(
+            bad=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def token_loss(losses, targets: torch.Tensor, ignore_index=-100):\n"
+                "    total = losses.sum()\n"
+                "    total /= (targets != ignore_index).sum()\n"
+                "    return total\n"
+            ),
+            lines=(6,),
+            fixed=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def token_loss(losses, targets: torch.Tensor, ignore_index=-100):\n"
+                "    total = losses.sum()\n"
+                "    total /= (targets != ignore_index).sum().clamp_min(1)\n"
+                "    return total\n"
+            ),
+            safety="safe",
+        ),
+        Example(
+            bad=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "class Scaled(torch.nn.Module):\n"
+                "    def forward(self, x, w, a):\n"
+                "        y = torch.div(x, torch.linalg.norm(w))\n"
+                "        z = (a - a.mean(0)) / torch.sqrt(a.var(0))\n"
+                "        return y * z / w.abs().sum(-1, keepdim=True)\n"
+            ),
+            lines=(6, 7, 8),
+            fixed=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "class Scaled(torch.nn.Module):\n"
+                "    def forward(self, x, w, a):\n"
+                "        y = torch.div(x, torch.linalg.norm(w).clamp_min(1e-12))\n"
+                "        z = (a - a.mean(0)) / torch.sqrt(a.var(0).clamp_min(1e-12))\n"
+                "        return y * z / w.abs().sum(-1, keepdim=True).clamp_min(1e-12)\n"
+            ),
+        ),
+    )
+    good = (
+        "import math\nimport torch\n"
+        "def attend(q, k, mask):\n"
+        "    s = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
+        "    s = s / q.shape[-1] ** 0.5 / len(mask) / k.numel()\n"
+        "    return s / torch.sqrt(torch.tensor(q.shape[-1], dtype=q.dtype))\n",
+        "import torch\n"
+        "def guarded(x, mask, eps=1e-6):\n"
+        "    a = x / (x.norm(dim=-1, keepdim=True) + eps)\n"
+        "    b = x / x.std(-1, keepdim=True).clamp(min=1e-5)\n"
+        "    c = (x * mask).sum(1) / mask.sum(1).clamp_min(1)\n"
+        "    d = x / torch.sqrt(x.var(-1, keepdim=True) + eps)\n"
+        "    e = x / torch.maximum(x.abs().sum(), torch.tensor(eps))\n"
+        "    return a + b + c + d + e / x.sum().clamp(min=torch.finfo(x.dtype).eps)\n",
+        "import torch\n"
+        "def softmax(x):\n"
+        "    e = torch.exp(x - x.max(-1, keepdim=True).values)\n"
+        "    return e / e.sum(-1, keepdim=True)\n",
+        "import torch\n"
+        "def mean_loss(loss, mask):\n"
+        "    n = mask.sum()\n"
+        "    if n == 0:\n"
+        "        return loss.sum() * 0\n"
+        "    return (loss * mask).sum() / n\n",
+        "import torch\n"
+        "def unit(x):\n"
+        "    return x / x.norm(dim=-1, keepdim=True)\n",
+    )
+
+    def division(self, node: cst.CSTNode, x: cst.BaseExpression, d: cst.BaseExpression) -> None:
+        ctx = self.ctx
+        found = zero_kind(ctx, d)
+        if found is None:
+            return
+        if found.kind == "box" and gradient_free(ctx):
+            return  # evaluation and data code: boxes there are checked ground truth
+        selected = in_where(ctx)
+        note = gradient_note(ctx) if selected else ""
+        if note is None:
+            return  # selected away in the forward, and no gradient to poison here
+        if (
+            not selected
+            and replaces_whole(node)
+            and normalize_site(ctx, x, d, node) is not None
+            and owned_elsewhere(ctx, self.code, "normalize")
+        ):
+            return
+        root = root_of(ctx, found.value) if found.kind == "sqrt" else None
+        if is_tested(ctx, d, found.value, *([root[1], ctx.resolve(root[1])] if root else [])):
+            return  # `if var > 0: x /= torch.sqrt(var)`
+        if is_not_torch(ctx, found.value):
+            return  # numpy or Python numbers: not this linter's business, and no clamp_min
+        why, non_negative = zero_evidence(ctx, found, x)
+        if why is None:
+            if not ctx.strict:
+                return
+            why = STRICT_WHY
+        fix = None
+        # no clamp inside a `where` (the double-where rewrite is where-unselected-branch's), on a
+        # value of unknown type (clamp_min is a tensor method), or of either sign (it would flip it)
+        if not selected and non_negative and (is_torch_value(ctx, d) or is_torch_value(ctx, found.value)):
+            fix = self._clamp(d, found)
+            if fix is False:
+                return  # the root is TNL206's, reported where it is computed
+        at = node if isinstance(node, cst.AugAssign) else d
+        self.report(at, fix, what=found.what, why=why, how=self._how(selected, note, found, fix, non_negative))
+
+    def _clamp(self, d: cst.BaseExpression, found: Divisor):
+        """The clamp for a non-negative divisor: the whole divisor (shape-only steps commute with
+        a clamp), a count at 1; for a square root the value inside it, where the root is written
+        in the divisor or computed for this division alone. None where no clamp is written here;
+        False where the root belongs to TNL206."""
+        ctx = self.ctx
+        if found.kind != "sqrt":
+            return clamp_fix(self, d, count_floor(ctx, found.value) if found.kind == "count" else EPS)
+        _, arg = root_of(ctx, found.value)  # type: ignore[misc]
+        if self._vector_norm_first(arg, found.value):
+            return None
+        if through_shape(ctx, d, names=False) is found.value:
+            return clamp_fix(self, arg, root_floor(ctx, arg))
+        if root_hazard(ctx, arg) is not None and owned_elsewhere(ctx, self.code, "named-root"):
+            return False
+        name = through_shape(ctx, d, names=False)
+        binding = ctx.binding(name) if isinstance(name, cst.Name) else None
+        if (
+            binding is not None
+            and binding.rewritable
+            and binding.value is found.value
+            and ctx.only_read_here(name)
+        ):
+            return clamp_fix(self, arg, root_floor(ctx, arg))  # the root is read only here
+        return None
+
+    @staticmethod
+    def _how(selected: bool, note: str, found: Divisor, fix, non_negative: bool) -> str:
+        if selected:
+            return (
+                " itself: `torch.where` selects the result away in the forward, but the unselected "
+                "branch still sends NaN into the gradient (`x / torch.where(d > 0, d, 1)`)" + note
+            )
+        if fix is not None:
+            exact = found.kind == "count" and fix.safety is Safety.SAFE
+            return f": `.clamp_min({COUNT_EPS if exact else 'eps'})`"
+        if non_negative:
+            return " (`+ eps` or `.clamp_min(eps)`)"
+        return " without flipping its sign (e.g. `torch.where(d.abs() < eps, eps, d)`)"
+
+    def _vector_norm_first(self, arg: cst.BaseExpression, root: cst.BaseExpression) -> bool:
+        """A root of a sum of squares whose exact rewrite to `vector_norm` (TNL204, when enabled)
+        comes before any clamp."""
+        return sum_of_squares(self.ctx, arg, root) is not None and owned_elsewhere(
+            self.ctx, self.code, "root-of-sum-of-squares"
+        )

@@ -1,0 +1,253 @@
+"""Shared matchers for divisions: every form of a division, what kind of zero its divisor has,
+the evidence that the zero is reached, and the floor a clamp of it needs.
+
+- `division_operands`: `x / d`, `x /= d`, `torch.div(x, d)`, `x.div(d)`, `x.div_(d)` (true
+  division only); `replaces_whole`, `in_where` (a division selected away by `torch.where`, which
+  keeps the forward finite and not the gradient), `normalize_site` (`x / x.norm(dim, keepdim=True)`).
+- `zero_kind`: a divisor that can be exactly 0, as a `Divisor`: a norm, a sum, a std or variance,
+  a count of mask entries, a square root of such a value (or of a root hazard, `shapes.py`), a
+  product with such a factor, or a box union, area or side (`boxes.py`). Names, casts and
+  shape-only steps (`n.unsqueeze(-1)`, `mask.sum(1).float()[:, None]`) are looked through: they
+  keep every zero.
+- `zero_evidence`: why that zero is reached for real inputs (evidence before a report,
+  `evidence.py`), and whether the divisor is never negative, so that a clamp keeps its values.
+- Floors: `EPS` for a clamp, `count_floor` (1 for an integer count), `floor_safety`, and
+  `clamp_fix`, the one way the family writes a clamp.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional, Tuple
+
+import libcst as cst
+
+from torchnumlint.findings import Safety
+from torchnumlint.rules.boxes import box_divisor
+from torchnumlint.rules.evidence import row_evidence, standardises, summand_evidence
+from torchnumlint.rules.guards import (
+    is_constant,
+    is_guarded,
+    is_mask,
+    is_positive,
+    number_value,
+    same_code,
+    strip_parens,
+)
+from torchnumlint.rules.names import is_literal, is_plain, match_call
+from torchnumlint.rules.rewrite import with_clamp
+from torchnumlint.rules.shapes import reduced_square, root_hazard, root_of, sum_of_squares, through_shape
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchnumlint.context import FileContext, FixBuilder
+    from torchnumlint.rules.base import Rule
+
+# The guard the unsafe fixes write. 1e-12 is F.normalize's own eps: the smallest floor whose
+# reciprocal square (1e24) still fits float32/bfloat16, so the gradient of `x / d` stays finite,
+# and so small that the result is unchanged wherever the original was finite in practice. A count
+# is an integer: it is clamped at 1, exact wherever the original was finite, and keeps its dtype.
+EPS = "1e-12"
+COUNT_EPS = "1"
+
+DIV_METHODS = ("div", "divide", "true_divide", "div_")
+NORMS = ("norm", "linalg_norm", "vector_norm")
+
+
+_KIND_WORDS = {
+    "count": "a count",
+    "norm": "a norm",
+    "sum": "a sum",
+    "std": "a standard deviation",
+    "var": "a variance",
+    "sqrt": "a square root",
+    "product": "a product of norms or sums",
+}
+
+
+@dataclass(frozen=True)
+class Divisor:
+    """A divisor that can be exactly 0: its `kind` (count, norm, sum, std, var, sqrt, product,
+    box), the `value` that makes it (the call, under names, casts and shape-only steps), and how
+    the message names it."""
+
+    kind: str
+    value: cst.BaseExpression
+    what: str
+
+
+def _divisor(kind: str, value: cst.BaseExpression) -> Divisor:
+    return Divisor(kind, value, _KIND_WORDS[kind])
+
+
+def zero_kind(ctx: "FileContext", d: cst.BaseExpression) -> Optional[Divisor]:
+    """What kind of value that can be exactly 0 the denominator `d` is (following names, casts
+    and shape-only steps); None when it cannot be 0 or is guarded."""
+    if is_constant(ctx, d):
+        return None
+    v = through_shape(ctx, d)
+    box = box_divisor(ctx, v)  # before the guards: a side clamped at 0 is still 0
+    if box is not None:
+        return Divisor("box", v, box[0])
+    if is_constant(ctx, v) or is_guarded(ctx, v):
+        return None
+    if match_call(ctx.imports, v, "count_nonzero") is not None:
+        return _divisor("count", v)
+    match = match_call(ctx.imports, v, "sum", *NORMS, "std", "var")
+    if match is not None and match.form == "method" and is_literal(match.input, "self"):
+        return None  # `self.norm(h)`: a module, not Tensor.norm
+    if match is not None:
+        inner = match.input
+        if match.op.name in ("std", "var"):
+            return _divisor(match.op.name, v)
+        if is_guarded(ctx, inner) or is_constant(ctx, inner):
+            return None
+        if match.op.name != "sum":
+            return _divisor("norm", v)
+        if is_positive(ctx, inner):
+            return None
+        return _divisor("count" if is_mask(ctx, inner) else "sum", v)
+    if isinstance(v, cst.BinaryOperation) and isinstance(v.operator, cst.Multiply):
+        # `a.norm(dim=-1) * b.norm(dim=-1)`: 0 as soon as one factor is
+        if any(zero_kind(ctx, factor) is not None for factor in (v.left, v.right)):
+            return _divisor("product", v)
+        return None
+    root = root_of(ctx, v)
+    if root is not None and root[0] == "sqrt":
+        arg = root[1]
+        if root_hazard(ctx, arg) is not None or sum_of_squares(ctx, arg, v) is not None:
+            return _divisor("sqrt", v)
+        inner_kind = zero_kind(ctx, arg)
+        if inner_kind is not None and inner_kind.kind != "sqrt":
+            return _divisor("sqrt", v)
+    return None
+
+
+_COUNT_EVIDENCE = "when nothing is selected"
+_STANDARDISING = "for constant data (a constant feature, equal rewards, a blank input)"
+
+
+def zero_evidence(
+    ctx: "FileContext", found: Divisor, numerator: Optional[cst.BaseExpression]
+) -> Tuple[Optional[str], bool]:
+    """(why the divisor `found` reaches 0 for real inputs, or None when nothing in the code says
+    it does; whether it is never negative, so that a clamp keeps every value it can take)."""
+    kind, v = found.kind, strip_parens(found.value)
+    if kind == "count":
+        return _COUNT_EVIDENCE, True
+    if kind == "box":
+        _, why, non_negative = box_divisor(ctx, v)  # type: ignore[misc]
+        return why, non_negative
+    if kind == "product":
+        factors = [zero_kind(ctx, f) for f in (v.left, v.right)]  # type: ignore[attr-defined]
+        evidence = [zero_evidence(ctx, f, numerator) for f in factors if f is not None]
+        why = next((w for w, _ in evidence if w is not None), None)
+        others = [f for f, k in zip((v.left, v.right), factors) if k is None]  # type: ignore[attr-defined]
+        positive = all((number_value(strip_parens(f)) or 0) > 0 for f in others)
+        return why, all(nonneg for _, nonneg in evidence) and positive
+    if kind == "sqrt":
+        arg = root_of(ctx, v)[1]  # type: ignore[index]
+        squares = sum_of_squares(ctx, arg, v)
+        if squares is not None:
+            return row_evidence(ctx, squares.base), True
+        hazard = root_hazard(ctx, arg)
+        if hazard == "a variance":
+            var = match_call(ctx.imports, strip_parens(through_shape(ctx, arg)), "var")
+            return (_STANDARDISING if var is not None and standardises(ctx, numerator, var.input) else None), True
+        if hazard in ("a mean of squares", "a sum of squares", "a square"):
+            return row_evidence(ctx, reduced_square(ctx, arg)[0]), True  # type: ignore[index]
+        if hazard is not None:
+            return f"where the terms of {hazard} coincide", True
+        inner = zero_kind(ctx, arg)
+        return (zero_evidence(ctx, inner, numerator)[0] if inner is not None else None), True
+    match = match_call(ctx.imports, v, "sum", *NORMS, "std", "var")
+    if match is None:  # pragma: no cover - zero_kind found one
+        return None, False
+    if kind == "sum":
+        square = reduced_square(ctx, match.input)
+        if square is not None:  # a sum of squares is 0 where every squared value is
+            return row_evidence(ctx, square[0]), True
+        return summand_evidence(ctx, match.input)
+    if kind == "norm":
+        return row_evidence(ctx, match.input), True
+    return (_STANDARDISING if standardises(ctx, numerator, match.input) else None), True
+
+
+# ---------------------------------------------------------------------------------------------
+# Divisions
+
+
+def division_operands(ctx: "FileContext", node: cst.CSTNode) -> Optional[Tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """(numerator, denominator) of `x / d`, `x /= d`, `torch.div(x, d)`, `x.div(d)` (true division)."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        return node.left, node.right
+    if isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.DivideAssign):
+        return node.target, node.value
+    match = match_call(ctx.imports, node, *DIV_METHODS)
+    if match is not None and match.fully_known and "other" in match.args and "rounding_mode" not in match.args:
+        return match.input, match.args["other"].value
+    return None
+
+
+def replaces_whole(node: cst.CSTNode) -> bool:
+    """A division whose value can be replaced by another expression: not `x /= d`, not `x.div_(d)`."""
+    if isinstance(node, cst.AugAssign):
+        return False
+    return not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "div_")
+
+
+def in_where(ctx: "FileContext") -> bool:
+    """Inside `torch.where(...)`: the forward selects the branch away where it is not finite, but
+    its NaN still flows into the gradient (the catalogue's where-unselected-branch)."""
+    return any(isinstance(n, cst.Call) and ctx.qualname(n.func) == "torch.where" for n in ctx.stack[:-1])
+
+
+def normalize_site(ctx: "FileContext", x: cst.BaseExpression, d: cst.BaseExpression, use: cst.CSTNode):
+    """For `x / x.norm(dim=k, keepdim=True)` (2-norm, same plain x, any norm spelling, the norm
+    directly or through a name): the dim expression; else None."""
+    if not is_plain(x):
+        return None
+    norm = strip_parens(ctx.resolve(d))
+    match = match_call(ctx.imports, norm, *NORMS)
+    if match is None or not match.fully_known or not same_code(ctx, match.input, x):
+        return None
+    if ctx.resolve(d) is not d and ctx.rebound_between(match.input, use):
+        return None
+    dim = match.arg("dim")
+    if not match.given("dim") or isinstance(strip_parens(dim), (cst.Tuple, cst.List)):
+        return None
+    if not is_literal(match.arg("keepdim"), "True"):
+        return None
+    order = match.arg("p") if match.op.name == "norm" else match.arg("ord")
+    if order is not None and number_value(order) != 2:
+        return None
+    if "dtype" in match.args:
+        return None
+    return dim
+
+
+def root_floor(ctx: "FileContext", arg: cst.BaseExpression) -> str:
+    """The clamp floor for the argument of a root: 1 for an integer count, else EPS."""
+    inner = zero_kind(ctx, arg)
+    return count_floor(ctx, inner.value) if inner is not None and inner.kind == "count" else EPS
+
+
+def count_floor(ctx: "FileContext", count: cst.BaseExpression) -> str:
+    """The clamp floor for a count: 1 (exact, and keeps an integer dtype) where it is sure to be
+    an integer (`count_nonzero`, the sum of a comparison or a boolean), else EPS (a mask known
+    only by its name can be soft: clamping a sum of 0.5 at 1 would change it)."""
+    match = match_call(ctx.imports, count, "sum")
+    if match is None or is_mask(ctx, match.input, by_name=False):
+        return COUNT_EPS
+    return EPS
+
+
+def floor_safety(floor: str) -> Optional[Safety]:
+    """A clamp at 1 of an integer count is exact wherever the original was finite (a count of 0
+    made it Inf or NaN): SAFE. A clamp at eps changes tiny values: the rule's UNSAFE."""
+    return Safety.SAFE if floor == COUNT_EPS else None
+
+
+def clamp_fix(rule: "Rule", expr: cst.BaseExpression, floor: str = EPS) -> "FixBuilder":
+    """The family's one clamp: `expr` replaced by `expr.clamp_min(floor)`, with the safety that
+    floor gives (`floor_safety`)."""
+    return rule.fix(floor_safety(floor)).replace(expr, with_clamp(expr, floor))

@@ -1,0 +1,245 @@
+"""TNL206 unguarded-sqrt-or-pow: a square root, reciprocal root or fractional power of a value
+that reaches 0 or rounds below it (`shapes.root_hazard`): a variance, a difference, a mean or
+other reduction of squares, an elementwise square (`sqrt(x ** 2)`, an absolute value by hand),
+a quadratic form (`sqrt(v @ M @ v)`). At 0 the derivative is infinite (inf or 0 * inf = NaN in
+the backward pass); below 0 the forward pass is NaN. Reported by default with evidence in the
+code that the value gets there, and where a gradient flows for a hazard that is only the
+gradient's (`rules/evidence.py`, `rules/gradients.py`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from torchnumlint.findings import Safety
+from torchnumlint.rules.base import Example
+from torchnumlint.rules.divisors import clamp_fix, division_operands, zero_kind
+from torchnumlint.rules.evidence import (
+    STRICT_WHY,
+    is_bounded,
+    is_data,
+    is_not_torch,
+    is_torch_value,
+    may_carry_grad,
+    row_evidence,
+    value_kind,
+)
+from torchnumlint.rules.guards import gradient_note, is_tested, number_value, same_code, strip_parens
+from torchnumlint.rules.names import match_call
+from torchnumlint.rules.ownership import owned_elsewhere
+from torchnumlint.rules.roots.base import RootRule
+from torchnumlint.rules.shapes import (
+    norms_of_squares,
+    quadratic_form,
+    reduced_square,
+    root_hazard,
+    shape_step,
+    square_base,
+    through_shape,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchnumlint.context import FileContext
+
+
+def _mean_of_squares_of(ctx: "FileContext", second: cst.BaseExpression, mean: cst.BaseExpression) -> bool:
+    """Whether `second - mean ** 2` is a variance by hand: `mean` is `x.mean(...)` and `second`
+    is the mean of the squares of the same x."""
+    first = match_call(ctx.imports, strip_parens(ctx.resolve(mean)), "mean")
+    second_match = match_call(ctx.imports, strip_parens(ctx.resolve(second)), "mean")
+    if first is None or second_match is None:
+        return False
+    base = square_base(ctx, strip_parens(ctx.resolve(second_match.input)))
+    return base is not None and same_code(ctx, base, first.input)
+
+
+def _is_cosine(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
+    """A cosine similarity, by `F.cosine_similarity`, by hand (a quotient by a norm) or by name
+    (`cos_theta`, `cosine`), and not clamped inside (-1, 1)."""
+    if is_bounded(ctx, expr):
+        return False
+    value = strip_parens(ctx.resolve(expr))
+    ident = value.value if isinstance(value, cst.Name) else value.attr.value if isinstance(value, cst.Attribute) else ""
+    if ident.lower().startswith("cos") and not ident.lower().startswith("cosh"):
+        return True
+    if isinstance(value, cst.Call) and ctx.qualname(value.func) == "torch.nn.functional.cosine_similarity":
+        return True
+    return isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Divide) and (
+        zero_kind(ctx, value.right) is not None
+    )
+
+
+class UnguardedSqrtOrPow(RootRule):
+    code = "TNL206"
+    name = "unguarded-sqrt-or-pow"
+    message = "{op} of {what}, {edge}; {how}{note}"
+    rationale = (
+        "A variance, a difference such as `E[x^2] - E[x]^2` or `1 - c ** 2`, or a mean of squares "
+        "reaches exactly 0 for a constant or zero row and goes slightly negative through rounding. "
+        "`sqrt` (and any fractional power) of a negative number is NaN; at 0 the derivative "
+        "1 / (2 sqrt(v)) is infinite, so the backward pass gives inf or 0 * inf = NaN; `rsqrt` is "
+        "already infinite in the forward pass. The fix clamps the argument inside the root, "
+        "`torch.sqrt(v.clamp_min(1e-12))` (1e-12 as F.normalize's eps; the root is then at least "
+        "1e-6 and its gradient finite). It moves results whose argument was below 1e-12, so it is "
+        "unsafe. Roots of plain numbers, shapes, guarded values, exp/softplus/sigmoid and "
+        "`x ** 2 + eps` are never flagged; a root of a sum of squares is TNL204's, and a root "
+        "written directly as a denominator is TNL201's."
+    )
+    safety = Safety.UNSAFE
+    needles = ("sqrt", "**", "pow")
+    # a root: sqrt/rsqrt, or a power whose exponent is a fractional literal (`** 0.5`, `pow(1.5)`)
+    pattern = r"sqrt|\*\*\s*\(?\s*-?\d*\.\d|\*\*\s*\(?\s*-?\d+e|pow\s*\("
+    examples = (
+        Example(
+            bad=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def inv_std(x):\n"
+                "    return torch.rsqrt(x.var(dim=-1, keepdim=True))\n"
+            ),
+            lines=(5,),
+            fixed=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def inv_std(x):\n"
+                "    return torch.rsqrt(x.var(dim=-1, keepdim=True).clamp_min(1e-12))\n"
+            ),
+        ),
+        Example(
+            bad=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def spread_loss(x, cos: torch.Tensor):\n"
+                "    mu = x.mean(-1)\n"
+                "    var = (x * x).mean(-1) - mu ** 2\n"
+                "    sd = torch.sqrt(var)\n"
+                "    sin = (1 - cos ** 2) ** 0.5\n"
+                "    rms = ((x - mu[..., None]) ** 2).mean(-1).pow(0.5)\n"
+                "    return sd + sin + rms\n"
+            ),
+            lines=(7, 8, 9),
+            fixed=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def spread_loss(x, cos: torch.Tensor):\n"
+                "    mu = x.mean(-1)\n"
+                "    var = (x * x).mean(-1) - mu ** 2\n"
+                "    sd = torch.sqrt(var.clamp_min(1e-12))\n"
+                "    sin = (1 - cos ** 2).clamp_min(1e-12) ** 0.5\n"
+                "    rms = ((x - mu[..., None]) ** 2).mean(-1).clamp_min(1e-12).pow(0.5)\n"
+                "    return sd + sin + rms\n"
+            ),
+        ),
+    )
+    good = (
+        "import math\nimport torch\nimport torch.nn.functional as F\n"
+        "def f(x, d_model, eps=1e-5):\n"
+        "    a = math.sqrt(d_model) * torch.sqrt(torch.tensor(2.0)) * x.shape[-1] ** 0.5\n"
+        "    b = torch.sqrt(x.var(-1) + eps) + torch.rsqrt(x.pow(2).mean(-1) + eps)\n"
+        "    c = torch.sqrt(F.softplus(x)) + torch.exp(x).sqrt() + torch.sqrt(x ** 2 + eps)\n"
+        "    return a * b * c * torch.sqrt((x - x.mean()).clamp(min=0)) ** 2\n",
+        "import torch\n"
+        "def f(x, y):\n"
+        "    return torch.sqrt((x ** 2).sum(-1)) + torch.sqrt(x ** 2 + y ** 2) + torch.sqrt(x) + x.sum() ** 0.5\n",
+        "import torch\n"
+        "def f(x, alpha_bar):\n"
+        "    return torch.sqrt(1 - alpha_bar) * x / torch.sqrt(x.var(0))\n",
+    )
+
+    def root(self, node: cst.CSTNode, kind: str, arg: cst.BaseExpression) -> None:
+        ctx = self.ctx
+        what = root_hazard(ctx, arg)
+        if what is None and kind == "sqrt" and not owned_elsewhere(ctx, self.code, "root-of-sum-of-squares"):
+            norms = norms_of_squares(ctx, arg, node)
+            what = {1: "a sum of squares", 2: "a product of sums of squares"}.get(len(norms))
+        if what is None or self._is_denominator(node, kind) or is_tested(ctx, arg, ctx.resolve(arg)):
+            return
+        if is_not_torch(ctx, arg) or value_kind(ctx, node) in ("numpy", "python"):
+            return
+        edge = self._negative(what, arg)
+        note = ""
+        if edge is None:
+            if kind != "rsqrt":
+                note = gradient_note(ctx)
+                if note is None or not may_carry_grad(ctx, arg):
+                    return  # only the gradient at 0 is at stake: reported where one flows
+            why = self._zero(what, arg)
+            if why is None:
+                if not ctx.strict:
+                    return
+                why = STRICT_WHY
+            edge = f"which is 0 {why}: " + ("Inf there" if kind == "rsqrt" else "an infinite gradient there")
+        torch_value = value_kind(ctx, node) == "torch" or is_torch_value(ctx, arg)
+        op = {"sqrt": "`sqrt`", "rsqrt": "`rsqrt`", "pow": "a fractional power"}[kind]
+        how = "clamp it first: `.clamp_min(eps)`"
+        fix = None
+        if torch_value and what == "a square" and kind == "sqrt":
+            # `sqrt(x ** 2)` is |x| (within a rounding of the square), with gradient 0 at 0
+            how = "it is `torch.abs(x)`"
+            base = reduced_square(ctx, arg)[0]  # type: ignore[index]
+            fix = self.fix(Safety.SAFE)
+            fix.replace(node, cst.parse_expression(f"{ctx.module.code_for_node(fix.ref('torch.abs'))}({ctx.module.code_for_node(strip_parens(base))})"))
+        elif torch_value:
+            fix = clamp_fix(self, arg)
+        self.report(node, fix, op=op, what=what, edge=edge, how=how, note=note)
+
+    def _negative(self, what: str, arg: cst.BaseExpression) -> Optional[str]:
+        """Why the argument goes below 0, a forward NaN wherever the code runs: `E[x^2] - E[x]^2`
+        cancels, and `1 - c ** 2` of a cosine computed by hand rounds past 1. None otherwise."""
+        ctx = self.ctx
+        value = strip_parens(ctx.resolve(arg))
+        if what != "a difference" or not isinstance(value, cst.BinaryOperation):
+            return None
+        right_square = square_base(ctx, ctx.resolve(value.right))
+        if right_square is None:
+            return None
+        if _mean_of_squares_of(ctx, value.left, right_square):
+            return "which rounding makes negative (`E[x^2] - E[x]^2` cancels): NaN"
+        if number_value(strip_parens(value.left)) is not None and _is_cosine(ctx, right_square):
+            return "which is negative once the cosine rounds past 1: NaN"
+        return None
+
+    def _zero(self, what: str, arg: cst.BaseExpression) -> Optional[str]:
+        """Why the argument reaches 0 for real inputs, or None without evidence."""
+        ctx = self.ctx
+        if what in ("a mean of squares", "a sum of squares", "a square"):
+            return row_evidence(ctx, reduced_square(ctx, arg)[0], strong=True)  # type: ignore[index]
+        if what == "a product of sums of squares":
+            bases = [f.base for f in norms_of_squares(ctx, arg, arg)]
+            return next((w for w in (row_evidence(ctx, b, strong=True) for b in bases) if w is not None), None)
+        if what == "a quadratic form":
+            return row_evidence(ctx, quadratic_form(ctx, through_shape(ctx, arg)), strong=True)  # type: ignore[arg-type]
+        if what == "a variance":
+            var = match_call(ctx.imports, through_shape(ctx, arg), "var")
+            if var is None:
+                return None
+            if is_data(ctx, var.input):
+                return "for constant data"
+            rows = row_evidence(ctx, var.input, strong=True)
+            return f"for a constant row ({rows})" if rows is not None else None
+        return None  # a difference or a sum of unknown terms: that they coincide is no evidence
+
+    def _is_denominator(self, node: cst.CSTNode, kind: str) -> bool:
+        """A square root written directly as the divisor of a division, under shape-only steps
+        (`x / torch.sqrt(v)[..., None]`): TNL201 reports it (with this fix)."""
+        if kind != "sqrt" or not owned_elsewhere(self.ctx, self.code, "root-as-divisor"):
+            return False
+        stack, ctx = self.ctx.stack, self.ctx
+        at, operand = len(stack) - 1, node
+        while at >= 2:
+            parent, above = stack[at - 1], stack[at - 2]
+            if shape_step(ctx, parent) is operand:  # `[..., None]`, `.T`
+                at, operand = at - 1, parent
+            elif isinstance(parent, cst.Attribute) and shape_step(ctx, above) is operand:  # `.unsqueeze(-1)`
+                at, operand = at - 2, above
+            else:
+                break
+        division = stack[at - 2] if at >= 2 and isinstance(stack[at - 1], cst.Arg) else stack[at - 1] if at >= 1 else None
+        operands = division_operands(ctx, division) if division is not None else None
+        return operands is not None and operands[1] is operand

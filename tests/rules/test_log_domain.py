@@ -6,6 +6,8 @@ import textwrap
 import pytest
 
 from tests.conftest import fixed, lint
+from tests.rules import harness
+from tests.rules.harness import Flagged, Silent
 from torchnumlint.engine import lint_text
 from torchnumlint.rules.base import registry
 
@@ -621,16 +623,6 @@ TNL103_FLAGGED = {
 }
 
 
-@pytest.mark.parametrize("key", list(TNL103_FLAGGED))
-def test_tnl103_flagged(key):
-    code, lines, expected = TNL103_FLAGGED[key]
-    assert lint(code, "TNL103") == [("TNL103", line) for line in lines]
-    result = fixed(code, "TNL103", unsafe=False)  # SAFE: applied by plain --fix
-    assert result == _d(expected if expected is not None else code)
-    if expected is not None:
-        assert lint(result, "TNL103") == []
-
-
 TNL103_CLEAN = {
     "plus-eps": """\
         import torch
@@ -749,9 +741,14 @@ TNL103_CLEAN = {
 }
 
 
-@pytest.mark.parametrize("key", list(TNL103_CLEAN))
-def test_tnl103_not_flagged(key):
-    assert lint(TNL103_CLEAN[key], "TNL103") == []
+def _table(flagged, clean):
+    """The dict tables above as harness cases: (source, lines, fixed) and look-alike sources."""
+    return [Flagged(code, tuple(lines), after) for code, lines, after in flagged.values()], [Silent(c) for c in clean.values()]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL103", *_table(TNL103_FLAGGED, TNL103_CLEAN)))
+def test_tnl103_table(code, case):
+    harness.check(code, case)
 
 
 def test_tnl103_fix_keeps_method_spelling_and_dtype():
@@ -1037,16 +1034,6 @@ TNL104_FLAGGED = {
 }
 
 
-@pytest.mark.parametrize("key", list(TNL104_FLAGGED))
-def test_tnl104_flagged(key):
-    code, lines, expected = TNL104_FLAGGED[key]
-    assert lint(code, "TNL104") == [("TNL104", line) for line in lines]
-    result = fixed(code, "TNL104", unsafe=False)
-    assert result == _d(expected if expected is not None else code)
-    if expected is not None:
-        assert lint(result, "TNL104") == []
-
-
 TNL104_CLEAN = {
     "plus-eps": """\
         import torch
@@ -1090,9 +1077,9 @@ TNL104_CLEAN = {
 }
 
 
-@pytest.mark.parametrize("key", list(TNL104_CLEAN))
-def test_tnl104_not_flagged(key):
-    assert lint(TNL104_CLEAN[key], "TNL104") == []
+@pytest.mark.parametrize("code, case", harness.params("TNL104", *_table(TNL104_FLAGGED, TNL104_CLEAN)))
+def test_tnl104_table(code, case):
+    harness.check(code, case)
 
 
 def test_both_rules_default_on():
@@ -1329,3 +1316,480 @@ def test_entropy_of_a_detached_distribution_names_only_the_forward_pass():
         """
     (message,) = _messages(code, "TNL103")
     assert "0 * -inf = NaN in the forward pass;" in message
+
+
+# ---------------------------------------------------------------------------------------------
+# Hand-written shapes: a softmax written as exp / sum for TNL103, the probability a sigmoid gives a
+# label for TNL104. Measured (torch 2.13, CPU): with the max subtracted, log(e / e.sum(-1,
+# keepdim=True)) is still -inf from a spread of 104.0 in fp32, with a NaN gradient for the row.
+
+HAND_SOFTMAX = [
+    # inline in a loss, through a name read only by the log: the assignment becomes log_softmax
+    Flagged(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def loss_fn(logits, y):
+            p = torch.exp(logits) / torch.exp(logits).sum(-1, keepdim=True)
+            return F.nll_loss(torch.log(p), y)
+        """,
+        (6,),
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def loss_fn(logits, y):
+            p = F.log_softmax(logits, -1)
+            return F.nll_loss(p, y)
+        """,
+    ),
+    # through names, method forms: the exp the fix leaves unread goes too
+    Flagged(
+        """\
+        import torch
+
+        def log_probs(scores):
+            e = scores.exp()
+            probs = e / e.sum(dim=1, keepdim=True)
+            return torch.log(probs)
+        """,
+        (6,),
+        """\
+        import torch
+
+        def log_probs(scores):
+            probs = torch.nn.functional.log_softmax(scores, dim=1)
+            return probs
+        """,
+    ),
+    # an entropy: p is read again, so the log is recomputed from the logits; e stays (p reads it)
+    Flagged(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def entropy(x):
+            e = x.exp()
+            p = e / e.sum(-1, keepdim=True)
+            return -(p * p.log()).sum(-1)
+        """,
+        (7,),
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def entropy(x):
+            e = x.exp()
+            p = e / e.sum(-1, keepdim=True)
+            return -(p * F.log_softmax(x, -1)).sum(-1)
+        """,
+    ),
+    # inline in the log, gathered
+    Flagged(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def nll(x, y):
+            return -torch.log(x.exp() / x.exp().sum(1, keepdim=True)).gather(1, y[:, None]).mean()
+        """,
+        (5,),
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def nll(x, y):
+            return -F.log_softmax(x, 1).gather(1, y[:, None]).mean()
+        """,
+    ),
+    # max-subtracted: still a softmax whose log is -inf; reported without a fix
+    Flagged(
+        """\
+        import torch
+
+        def entropy(x):
+            e = torch.exp(x - x.max(dim=-1, keepdim=True).values)
+            p = e / e.sum(-1, keepdim=True)
+            return -(p * p.log()).sum(-1)
+        """,
+        (6,),
+    ),
+    # attention weights with torch.max(...)[0], the name rebound
+    Flagged(
+        """\
+        import torch
+
+        def attention_log_weights(q, k):
+            s = q @ k.transpose(-1, -2)
+            w = torch.exp(s - torch.max(s, -1, keepdim=True)[0])
+            w = w / w.sum(-1, keepdim=True)
+            return torch.log(w)
+        """,
+        (7,),
+    ),
+    # a module's forward, logits from a layer (not recomputed: a call), one-hot targets
+    Flagged(
+        """\
+        import torch
+
+        class Head(torch.nn.Module):
+            def forward(self, h, y):
+                e = self.proj(h).exp()
+                p = e / e.sum(dim=1, keepdim=True)
+                return -(y * torch.log(p)).sum(1).mean()
+        """,
+        (7,),
+    ),
+    # a training step, torch.sum function form
+    Flagged(
+        """\
+        import torch
+
+        def training_step(model, batch):
+            x, y = batch
+            z = model(x)
+            p = torch.exp(z) / torch.sum(torch.exp(z), dim=-1, keepdim=True)
+            return -torch.log(p)[torch.arange(len(y)), y].mean()
+        """,
+        (7,),
+        """\
+        import torch
+
+        def training_step(model, batch):
+            x, y = batch
+            z = model(x)
+            p = torch.nn.functional.log_softmax(z, dim=-1)
+            return -p[torch.arange(len(y)), y].mean()
+        """,
+    ),
+]
+
+HAND_SOFTMAX_LOOK_ALIKES = [
+    # clamped before the log
+    Silent(
+        """\
+        import torch
+
+        def f(x):
+            e = x.exp()
+            p = e / e.sum(-1, keepdim=True)
+            return torch.log(p.clamp_min(1e-12))
+        """
+    ),
+    Silent(
+        """\
+        import torch
+
+        def f(x, eps=1e-8):
+            p = torch.exp(x) / torch.exp(x).sum(-1, keepdim=True)
+            return torch.log(p + eps)
+        """
+    ),
+    # already log-space
+    Silent(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x):
+            lp = F.log_softmax(x, -1)
+            return lp - torch.log(torch.exp(lp).sum(-1, keepdim=True))
+        """
+    ),
+    # an exp of log-probabilities renormalised (sampling after filtering): -inf is meant there
+    Silent(
+        """\
+        import torch
+
+        def renormalised(log_probs):
+            p = log_probs.exp()
+            return torch.log(p / p.sum(-1, keepdim=True))
+        """
+    ),
+    Silent(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(x):
+            lp = F.log_softmax(x, -1)
+            return torch.log(lp.exp() / lp.exp().sum(-1, keepdim=True))
+        """
+    ),
+    # data that carries no gradient: weights from fixed scores
+    Silent(
+        """\
+        import torch
+
+        def weights(scores):
+            s = torch.tensor(scores)
+            w = torch.exp(s) / torch.exp(s).sum(0, keepdim=True)
+            return torch.log(w)
+        """
+    ),
+    # not a softmax: no keepdim (a different broadcast), different exps, a mean
+    Silent(
+        """\
+        import torch
+
+        def f(x, y):
+            a = torch.log(torch.exp(x) / torch.exp(x).sum(-1))
+            b = torch.log(torch.exp(x) / torch.exp(y).sum(-1, keepdim=True))
+            return a + b + torch.log(x.exp() / x.exp().mean(-1, keepdim=True))
+        """
+    ),
+    # a log of the normaliser only (logsumexp, another rule's)
+    Silent(
+        """\
+        import torch
+
+        def f(x):
+            e = x.exp()
+            return torch.log(e.sum(-1, keepdim=True))
+        """
+    ),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL103", HAND_SOFTMAX, HAND_SOFTMAX_LOOK_ALIKES))
+def test_tnl103_hand_written_softmax(code, case):
+    harness.check(code, case)
+
+
+LABEL_PROBABILITY = [
+    # BCE by hand through where: exact fix; p read only in the where goes with it
+    Flagged(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def bce(z, y):
+            p = torch.sigmoid(z)
+            return -torch.log(torch.where(y, p, 1 - p)).mean()
+        """,
+        (6,),
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def bce(z, y):
+            return -F.logsigmoid(torch.where(y, z, -z)).mean()
+        """,
+    ),
+    # the branches the other way round, p read elsewhere
+    Flagged(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def bce(z, y):
+            p = torch.sigmoid(z)
+            return -torch.log(torch.where(y, 1 - p, p)).mean() + p.sum()
+        """,
+        (6,),
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def bce(z, y):
+            p = torch.sigmoid(z)
+            return -F.logsigmoid(torch.where(y, -z, z)).mean() + p.sum()
+        """,
+    ),
+    # through a name read only by the log: its assignment becomes log space
+    Flagged(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def log_likelihood(z, y):
+            p = z.sigmoid()
+            p_t = torch.where(y > 0, p, 1 - p)
+            return torch.log(p_t).sum()
+        """,
+        (7,),
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def log_likelihood(z, y):
+            p_t = F.logsigmoid(torch.where(y > 0, z, -z))
+            return p_t.sum()
+        """,
+    ),
+    # focal loss: p_t read twice, its condition a comparison (not recomputed): no fix
+    Flagged(
+        """\
+        import torch
+
+        def focal(z, y, gamma=2.0):
+            p = torch.sigmoid(z)
+            pt = torch.where(y == 1, p, 1 - p)
+            return (-(1 - pt) ** gamma * torch.log(pt)).mean()
+        """,
+        (6,),
+    ),
+    # the product form: the log-likelihood only for 0/1 labels, no fix
+    Flagged(
+        """\
+        import torch
+
+        def focal(z, y, gamma=2.0):
+            p = z.sigmoid()
+            pt = p * y + (1 - p) * (1 - y)
+            return (-((1 - pt) ** gamma) * torch.log(pt)).mean()
+        """,
+        (6,),
+    ),
+    # terms and factors in the other order, labels an attribute, the method-form log
+    Flagged(
+        """\
+        import torch
+
+        class Disc(torch.nn.Module):
+            def training_step(self, real):
+                p = torch.sigmoid(self.net(real.x))
+                pt = (1 - real.label) * (1 - p) + real.label * p
+                return -pt.log().mean()
+        """,
+        (7,),
+    ),
+    # inline, F.sigmoid, an attribute of a model output
+    Flagged(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def step(model, x, y):
+            out = model(x)
+            p = F.sigmoid(out.logits)
+            return -torch.log(y * p + (1 - y) * (1 - p)).mean()
+        """,
+        (7,),
+    ),
+    # where with torch.special.expit, mask from a comparison, p read elsewhere: recomputed
+    Flagged(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def match_loss(scores, is_match):
+            p = torch.special.expit(scores)
+            ll = torch.log(torch.where(is_match, p, 1.0 - p))
+            return -ll.mean(), p.detach()
+        """,
+        (6,),
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def match_loss(scores, is_match):
+            p = torch.special.expit(scores)
+            ll = F.logsigmoid(torch.where(is_match, scores, -scores))
+            return -ll.mean(), p.detach()
+        """,
+    ),
+]
+
+LABEL_PROBABILITY_LOOK_ALIKES = [
+    # a clamped p
+    Silent(
+        """\
+        import torch
+
+        def f(z, y):
+            p = torch.sigmoid(z).clamp(1e-6, 1 - 1e-6)
+            return torch.log(torch.where(y, p, 1 - p))
+        """
+    ),
+    Silent(
+        """\
+        import torch
+
+        def f(z, y, eps=1e-7):
+            p = torch.sigmoid(z)
+            return torch.log(torch.where(y, p, 1 - p) + eps)
+        """
+    ),
+    Silent(
+        """\
+        import torch
+
+        def f(z, y):
+            p = torch.sigmoid(z)
+            pt = (y * p + (1 - y) * (1 - p)).clamp_min(1e-6)
+            return torch.log(pt)
+        """
+    ),
+    # not a sigmoid: data probabilities, a softmax's where (TNL103 does not read where forms)
+    Silent(
+        """\
+        import torch
+
+        def f(p, y):
+            return torch.log(torch.where(y, p, 1 - p))
+        """
+    ),
+    # the branches are different values
+    Silent(
+        """\
+        import torch
+
+        def f(a, b, y):
+            p, q = torch.sigmoid(a), torch.sigmoid(b)
+            return torch.log(torch.where(y, p, 1 - q)) + torch.log(y * p + (1 - y) * (1 - q))
+        """
+    ),
+    # already in log space
+    Silent(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(z, y):
+            return torch.where(y, F.logsigmoid(z), F.logsigmoid(-z)) + F.logsigmoid(torch.where(y, z, -z))
+        """
+    ),
+    # not a label probability: a mixture with a constant, a plain where with another fill
+    Silent(
+        """\
+        import torch
+
+        def f(z, y, m):
+            p = torch.sigmoid(z)
+            return torch.log(0.5 * p + 0.5) + torch.log(torch.where(m, p, 1.0))
+        """
+    ),
+    # a where of the probabilities that is not logged
+    Silent(
+        """\
+        import torch
+
+        def f(z, y, gamma=2.0):
+            p = torch.sigmoid(z)
+            pt = torch.where(y, p, 1 - p)
+            return (1 - pt) ** gamma
+        """
+    ),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL104", LABEL_PROBABILITY, LABEL_PROBABILITY_LOOK_ALIKES))
+def test_tnl104_label_probability_of_a_sigmoid(code, case):
+    harness.check(code, case)
+
+
+def test_label_probability_messages_name_the_form_and_the_replacement():
+    where = """\
+        import torch
+
+        def bce(z, y):
+            p = torch.sigmoid(z)
+            return -torch.log(torch.where(y, p, 1 - p)).mean()
+        """
+    (message,) = _messages(where, "TNL104")
+    assert "`where(y, p, 1 - p)` of a sigmoid `p`" in message and "F.logsigmoid(torch.where(y, x, -x))" in message
+    product = where.replace("torch.where(y, p, 1 - p)", "y * p + (1 - y) * (1 - p)")
+    (message,) = _messages(product, "TNL104")
+    assert "for 0/1 labels" in message and "binary_cross_entropy_with_logits" in message

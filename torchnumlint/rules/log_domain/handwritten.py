@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
@@ -32,6 +33,7 @@ from torchnumlint.rules.names import Binding, CallMatch, is_literal, match_call
 
 _LOG_SPACE = ("log_softmax", "logsigmoid", "log")
 _MAX = frozenset({"max", "amax"})
+_LOG_PROB_NAME = re.compile(r"log_?probs?|^log_?p$|lprobs?")
 
 
 @dataclass
@@ -66,8 +68,12 @@ def _is_max_of(ctx, expr: cst.BaseExpression, of: cst.BaseExpression) -> bool:
 
 
 def _log_space(ctx, expr: cst.BaseExpression) -> bool:
-    """Already log-probabilities: a log_softmax / logsigmoid / log, through local names."""
-    return match_call(ctx.imports, resolved(ctx, expr), *_LOG_SPACE) is not None
+    """Already log-probabilities: a log_softmax / logsigmoid / log through local names, or a
+    value its author names so (`log_probs`, `logp`, `self.lprobs`)."""
+    if match_call(ctx.imports, resolved(ctx, expr), *_LOG_SPACE) is not None:
+        return True
+    ident = expr.value if isinstance(expr, cst.Name) else expr.attr.value if isinstance(expr, cst.Attribute) else ""
+    return _LOG_PROB_NAME.search(ident.lower()) is not None
 
 
 def hand_softmax(ctx, expr: cst.BaseExpression) -> Optional[HandSoftmax]:

@@ -68,7 +68,8 @@ class LogOfSoftmax(LogRule):
         "gradient flows are left alone: an -inf there ranks last, as it should."
     )
     safety = Safety.SAFE
-    needles = ("softmax",)
+    needles = ("softmax", "exp")
+    pattern = r"softmax|\bexp\b"  # a softmax, or an exp that a hand-written one divides
     examples = (
         Example(
             bad=(

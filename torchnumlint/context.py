@@ -20,6 +20,8 @@ from torchnumlint.rules.names import (
     is_no_grad_function,
     is_no_grad_item,
     is_plain,
+    selection_of,
+    selection_of_element,
 )
 from torchnumlint.walk import contains
 
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
 
 _SCOPES = (cst.FunctionDef, cst.Module)
 _LOOPS = (cst.For, cst.While)
+_MAX_ORIGINS = 16
 T = TypeVar("T")
 
 
@@ -181,6 +184,47 @@ class FileContext:
             ]
             return found[0] if len(found) == 1 else None
         return None
+
+    def reaching(self, name: cst.BaseExpression) -> Optional[List[Binding]]:
+        """Every assignment that may give the local `name` its value here (all the definitions
+        that reach it: one per branch of an `if`, the one before a loop and the one later in its
+        body), for questions all of them must agree on; None where `name` is no local bound on
+        the way here. A fix may use one only when it is the only one (`binding`)."""
+        if not isinstance(name, cst.Name) or name.value in self.imports.aliases:
+            return None
+        return self._table(self._scope_of_current()).reaching(name.value, name)
+
+    def origins(self, expr: cst.BaseExpression, depth: int = 8) -> List[cst.BaseExpression]:
+        """The values `expr` may come from: through names (every reaching definition; `self.x`
+        and module names when bound once), indexing, selections, reshapes and float casts
+        (`names.selection_of`), and the values part of an unpacked ranking (`vals, idx =
+        p.topk(5)`: `vals` comes from `p`, `idx` from nothing known). A way that ends at
+        something unknown (a parameter, an index, an in-place change) ends at the name itself,
+        so that "is every origin a softmax?" is then no."""
+        found: List[cst.BaseExpression] = []
+        todo = [(expr, depth)]
+        while todo:
+            if len(found) + len(todo) > _MAX_ORIGINS:
+                return [expr]  # too many ways to say anything of all of them
+            current, left = todo.pop()
+            current = selection_of(self.imports, current)
+            definitions = self._definitions(current) if left else None
+            if not definitions:
+                found.append(current)
+                continue
+            for binding in definitions:
+                value = binding.value
+                if value is None and binding.unpacked is not None:
+                    value = selection_of_element(self.imports, *binding.unpacked)
+                if value is None:
+                    found.append(current)
+                else:
+                    todo.append((value, left - 1))
+        return found
+
+    def _definitions(self, expr: cst.BaseExpression) -> Optional[List[Binding]]:
+        binding = self.binding(expr)
+        return [binding] if binding is not None else self.reaching(expr)
 
     def bindings_before(self, name: cst.Name) -> List[Binding]:
         """Every binding of the local `name` that comes before the node being visited in its

@@ -300,14 +300,24 @@ def _tested_texts(ctx: "FileContext", scope: cst.CSTNode) -> Set[str]:
 
 
 def softmax_call(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[CallMatch]:
-    """`expr` (or what it was assigned) as a softmax call, in any alias or the method form."""
-    return match_call(ctx.imports, ctx.resolve(expr), "softmax")
+    """The softmax call (any alias, or the method form) that `expr` holds values of, through
+    names, indexing, selections and reshapes (`FileContext.origins`); where several assignments
+    may reach, all must be softmaxes (the first is returned: a fix must not use it unless
+    `ctx.binding` gives the one assignment)."""
+    return _made_by(ctx, expr, "softmax")
 
 
 def sigmoid_call(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[CallMatch]:
-    """`expr` (or what it was assigned) as a sigmoid call: `torch.sigmoid`, `F.sigmoid`,
-    `torch.special.expit`, any alias of them, or the method form `x.sigmoid()`."""
-    return match_call(ctx.imports, ctx.resolve(expr), "sigmoid")
+    """As `softmax_call`, for a sigmoid: `torch.sigmoid`, `F.sigmoid`, `torch.special.expit`,
+    any alias of them, or the method form `x.sigmoid()`."""
+    return _made_by(ctx, expr, "sigmoid")
+
+
+def _made_by(ctx: "FileContext", expr: cst.BaseExpression, op: str) -> Optional[CallMatch]:
+    matches = [match_call(ctx.imports, origin, op) for origin in ctx.origins(expr)]
+    if matches and all(m is not None for m in matches):
+        return matches[0]
+    return None
 
 
 def is_detached(ctx: "FileContext", expr: cst.BaseExpression) -> bool:

@@ -217,7 +217,7 @@ class ProjectIndex:
             files=self.files,
             summaries=self.summaries.without(path),
         )
-        return rest.merge(index_file(path, text) or ProjectIndex.empty())
+        return rest.merge(index_file(path, text))
 
     def merge(self, other: "ProjectIndex") -> "ProjectIndex":
         """Both indexes' facts in a new one (finalized again)."""
@@ -1000,16 +1000,18 @@ def could_matter(text: str) -> bool:
     return any(needle in text for needle in NEEDLES)
 
 
-def index_file(path: str, text: str) -> Optional[ProjectIndex]:
-    """The facts of one file (not finalized); None when it cannot matter or does not parse. A
-    file parsed for either kind of fact is summarised (`summaries.py`): the parse is the cost."""
+def index_file(path: str, text: str) -> ProjectIndex:
+    """The facts of one file (not finalized); only that it exists when it cannot matter or does
+    not parse. A file parsed for either kind of fact is summarised (`summaries.py`): the parse
+    is the cost."""
+    known = ProjectIndex(summaries=Summaries({path: None}))
     amp = could_matter(text)
     if not (amp or could_summarise(text)):
-        return None
+        return known
     try:
         tree = ast.parse(text, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+        return known
     index = ProjectIndex(files=1, summaries=Summaries({path: summarize(path, tree)}))
     if not amp:
         return index
@@ -1028,8 +1030,6 @@ def build_index(files: Iterable[Tuple[str, str]]) -> ProjectIndex:
     """One cheap pass over (path, text) pairs of every linted file."""
     index = ProjectIndex.empty()
     for path, text in files:
-        part = index_file(path, text)
-        if part is not None:
-            index.absorb(part)
+        index.absorb(index_file(path, text))
     index.finalize()
     return index

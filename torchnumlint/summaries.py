@@ -440,10 +440,13 @@ Instance = Tuple[str, str]  # (path, class name): the class of `self`
 
 
 class Summaries:
-    """The summaries of a project's files, by path, and what their callables produce."""
+    """The summaries of a project's files, by path, and what their callables produce. Every file
+    of the project has an entry, None for one that states no fact (it mentions none of the
+    `NEEDLES` and the index did not parse it, or it does not parse): a module path that names two
+    files is ambiguous even when only one of them has a summary."""
 
-    def __init__(self, files: Optional[Dict[str, FileSummary]] = None) -> None:
-        self.files: Dict[str, FileSummary] = dict(files or {})
+    def __init__(self, files: Optional[Dict[str, Optional[FileSummary]]] = None) -> None:
+        self.files: Dict[str, Optional[FileSummary]] = dict(files or {})
         self._stems: Optional[Dict[str, List[str]]] = None  # every suffix of every stem -> paths
         self._subclasses: Optional[Dict[str, List[Instance]]] = None  # a base's last name -> classes
 
@@ -461,13 +464,10 @@ class Summaries:
         self._stems = self._subclasses = None
 
     def with_file(self, path: str, summary: Optional[FileSummary]) -> "Summaries":
-        files = {p: s for p, s in self.files.items() if p != path}
-        if summary is not None:
-            files[path] = summary
-        return Summaries(files)
+        return Summaries({**self.files, path: summary})
 
     def without(self, path: str) -> "Summaries":
-        return self.with_file(path, None)
+        return Summaries({p: s for p, s in self.files.items() if p != path})
 
     # -- the questions -----------------------------------------------------------------------------
     def callee_kind(self, path: str, instance: Optional[Instance], callee: Optional[tuple], depth: int = 0) -> Optional[Kind]:
@@ -533,7 +533,8 @@ class Summaries:
         """("method", path, results) or ("attr", path, callee) for `name` on the class or its
         project bases, first found; None where the class both defines and assigns it."""
         path, cls_name = cls
-        info = self.files[path].classes.get(cls_name) if path in self.files else None
+        summary = self.files.get(path)
+        info = summary.classes.get(cls_name) if summary is not None else None
         if info is None or depth > _DEPTH:
             return None
         if name in info.methods or name in info.attrs:
@@ -553,7 +554,7 @@ class Summaries:
         if self._subclasses is None:
             self._subclasses = {}
             for path, summary in self.files.items():
-                for cls_name, info in summary.classes.items():
+                for cls_name, info in summary.classes.items() if summary is not None else ():
                     for base in info.bases:
                         self._subclasses.setdefault(base.rpartition(".")[2], []).append((path, cls_name))
         seen: Set[Instance] = {cls}
@@ -602,13 +603,13 @@ class Summaries:
         anywhere (as a suffix) for an absolute import."""
         if self._stems is None:
             self._stems = {}
-            for path, summary in self.files.items():
-                parts = summary.stem.split("/")
+            for path in self.files:
+                parts = module_stem(path)[0].split("/")
                 for start in range(len(parts)):
                     self._stems.setdefault("/".join(parts[start:]), []).append(path)
         if anchor:
             stem = posixpath.normpath(posixpath.join(anchor, module)) if module else anchor
-            found = [p for p in self._stems.get(stem.rpartition("/")[2], ()) if self.files[p].stem == stem]
+            found = [p for p in self._stems.get(stem.rpartition("/")[2], ()) if module_stem(p)[0] == stem]
         else:
             found = self._stems.get(module, [])
         return found[0] if len(found) == 1 else None

@@ -5,6 +5,8 @@ import textwrap
 import pytest
 
 from tests.conftest import fixed, lint
+from tests.rules import harness
+from tests.rules.harness import Flagged, Silent
 from torchnumlint.engine import lint_text
 from torchnumlint.rules.base import registry
 
@@ -52,15 +54,6 @@ FLAGGED = [
 ]
 
 
-@pytest.mark.parametrize("body, line, after", FLAGGED, ids=range(len(FLAGGED)))
-def test_tnl101_flagged(body, line, after):
-    code = src(body)
-    assert lint(code, "TNL101") == [("TNL101", 6 + line)]
-    assert fixed(code, "TNL101", unsafe=False) == (src(after) if after else code)
-    if after:
-        assert lint(src(after), "TNL101") == []
-
-
 CLEAN = [
     # already log-space
     'return F.kl_div(F.log_softmax(a, -1), F.log_softmax(b, -1), log_target=True)',
@@ -87,9 +80,16 @@ CLEAN = [
 ]
 
 
-@pytest.mark.parametrize("body", CLEAN, ids=range(len(CLEAN)))
-def test_tnl101_clean(body):
-    assert lint(src(body), "TNL101") == []
+TNL101_CASES = harness.params(
+    "TNL101",
+    [Flagged(src(body), (6 + line,), src(after) if after else None) for body, line, after in FLAGGED],
+    [Silent(src(body)) for body in CLEAN],
+)
+
+
+@pytest.mark.parametrize("code, case", TNL101_CASES)
+def test_tnl101_table(code, case):
+    harness.check(code, case)
 
 
 def test_tnl101_every_import_alias():
@@ -118,28 +118,26 @@ def test_tnl101_criterion_on_self_is_followed():
     assert lint(code, "TNL101") == [("TNL101", 8)]
 
 
-@pytest.mark.parametrize(
-    "body, after",
-    [
-        ('return F.kl_div(F.softmax(a, -1), t, reduction="batchmean")',
-         'return F.kl_div(F.log_softmax(a, -1), t, reduction="batchmean")'),
-        ('return F.kl_div(a.softmax(dim=1), t)', 'return F.kl_div(a.log_softmax(dim=1), t)'),
-        ('return nn.KLDivLoss()(torch.softmax(a, 1), t)', 'return nn.KLDivLoss()(torch.log_softmax(a, 1), t)'),
-    ],
-)
-def test_tnl102_flagged_and_fixed_only_with_unsafe_fixes(body, after):
-    code = src(body)
-    assert lint(code, "TNL102") == [("TNL102", 7)]
-    assert fixed(code, "TNL102", unsafe=False) == code
-    assert fixed(code, "TNL102", unsafe=True) == src(after)
+TNL102_FLAGGED = [
+    ('return F.kl_div(F.softmax(a, -1), t, reduction="batchmean")',
+     'return F.kl_div(F.log_softmax(a, -1), t, reduction="batchmean")'),
+    ('return F.kl_div(a.softmax(dim=1), t)', 'return F.kl_div(a.log_softmax(dim=1), t)'),
+    ('return nn.KLDivLoss()(torch.softmax(a, 1), t)', 'return nn.KLDivLoss()(torch.log_softmax(a, 1), t)'),
+]
+TNL102_CLEAN = ["return F.kl_div(F.log_softmax(a, -1), t)", "return F.kl_div(a, t)", "return F.kl_div(torch.log(t + 1e-8), b)"]
 
 
+# the harness checks that plain --fix leaves the unsafe fix alone and --unsafe-fixes applies it
 @pytest.mark.parametrize(
-    "body",
-    ["return F.kl_div(F.log_softmax(a, -1), t)", "return F.kl_div(a, t)", "return F.kl_div(torch.log(t + 1e-8), b)"],
+    "code, case",
+    harness.params(
+        "TNL102",
+        [Flagged(src(body), (7,), src(after)) for body, after in TNL102_FLAGGED],
+        [Silent(src(body)) for body in TNL102_CLEAN],
+    ),
 )
-def test_tnl102_clean(body):
-    assert lint(src(body), "TNL102") == []
+def test_tnl102_table(code, case):
+    harness.check(code, case)
 
 
 @pytest.mark.parametrize(
@@ -232,9 +230,9 @@ NO_GRADIENT = {
 }
 
 
-@pytest.mark.parametrize("key", list(NO_GRADIENT))
-def test_tnl101_no_gradient_reaches_the_target(key):
-    assert lint(NO_GRADIENT[key], "TNL101") == []
+@pytest.mark.parametrize("code, case", harness.params("TNL101", silent=[Silent(c) for c in NO_GRADIENT.values()]))
+def test_tnl101_no_gradient_reaches_the_target(code, case):
+    harness.check(code, case)
 
 
 GRADIENT = {

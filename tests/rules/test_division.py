@@ -12,6 +12,8 @@ import functools
 import pytest
 
 from tests import conftest
+from tests.rules import harness
+from tests.rules.harness import Flagged, Silent
 
 fixed = functools.partial(conftest.fixed, strict=True)
 lint = functools.partial(conftest.lint, strict=True)
@@ -444,3 +446,584 @@ def test_tnl201_a_tested_value_under_a_root_is_handled():
     code = "import torch\ndef f(w, out):\n    var = out.var()\n    if var > 0:\n        w /= torch.sqrt(var)\n    return w\n"
     assert lint(code, "TNL201") == []
     assert lint(code.replace("    if var > 0:\n        w /=", "    if True:\n        w /="), "TNL201") == [("TNL201", 5)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Shape-only and value-preserving steps keep a divisor's zero (harness tables, default mode)
+
+SHAPE_STEPS_FLAGGED = [
+    # a norm taken without keepdim, broadcast back by unsqueeze
+    Flagged("""
+        import torch
+        class Pool(torch.nn.Module):
+            def forward(self, tokens):
+                n = tokens.norm(dim=-1)
+                return tokens / n.unsqueeze(-1)
+        """, (6,), """
+        import torch
+        class Pool(torch.nn.Module):
+            def forward(self, tokens):
+                n = tokens.norm(dim=-1)
+                return tokens / n.unsqueeze(-1).clamp_min(1e-12)
+        """),
+    # a count cast and indexed to broadcast
+    Flagged("""
+        import torch
+        def masked_mean(hidden, attention_mask: torch.Tensor):
+            summed = (hidden * attention_mask[..., None]).sum(1)
+            return summed / attention_mask.sum(1).float()[:, None]
+        """, (5,), """
+        import torch
+        def masked_mean(hidden, attention_mask: torch.Tensor):
+            summed = (hidden * attention_mask[..., None]).sum(1)
+            return summed / attention_mask.sum(1).float()[:, None].clamp_min(1e-12)
+        """),
+    # a boolean count: clamped at 1, exact
+    Flagged("""
+        import torch
+        def token_mean(loss, labels: torch.Tensor):
+            n = (labels != -100).sum(-1)
+            return loss.sum(-1) / n.to(loss.dtype).view(-1)
+        """, (5,), """
+        import torch
+        def token_mean(loss, labels: torch.Tensor):
+            n = (labels != -100).sum(-1)
+            return loss.sum(-1) / n.to(loss.dtype).view(-1).clamp_min(1)
+        """, safe=True),
+    # metric learning: a relu embedding normalised by a reshaped norm
+    Flagged("""
+        import torch
+        import torch.nn.functional as F
+        def embed(feats):
+            h = F.relu(feats)
+            norms = torch.linalg.vector_norm(h, dim=1)
+            return h / norms.reshape(-1, 1)
+        """, (7,), """
+        import torch
+        import torch.nn.functional as F
+        def embed(feats):
+            h = F.relu(feats)
+            norms = torch.linalg.vector_norm(h, dim=1)
+            return h / norms.reshape(-1, 1).clamp_min(1e-12)
+        """),
+    # the std of data, detached and expanded
+    Flagged("""
+        import torch
+        def normalise_advantages(adv):
+            centred = adv - adv.mean()
+            return centred / adv.std().detach().expand_as(adv)
+        """, (5,), """
+        import torch
+        def normalise_advantages(adv):
+            centred = adv - adv.mean()
+            return centred / adv.std().detach().expand_as(adv).clamp_min(1e-12)
+        """),
+    # a mask count through a transpose
+    Flagged("""
+        import torch
+        def pooled(h, valid_mask: torch.Tensor):
+            return (h * valid_mask).sum(0) / valid_mask.sum(0).T
+        """, (4,), """
+        import torch
+        def pooled(h, valid_mask: torch.Tensor):
+            return (h * valid_mask).sum(0) / valid_mask.sum(0).T.clamp_min(1e-12)
+        """),
+    # a root of a variance under a shape step, as a divisor: clamped inside the root
+    Flagged("""
+        import torch
+        class Whiten(torch.nn.Module):
+            def forward(self, x):
+                centred = x - x.mean(-1, keepdim=True)
+                return centred / torch.sqrt(x.var(-1)).unsqueeze(-1)
+        """, (6,), """
+        import torch
+        class Whiten(torch.nn.Module):
+            def forward(self, x):
+                centred = x - x.mean(-1, keepdim=True)
+                return centred / torch.sqrt(x.var(-1).clamp_min(1e-12)).unsqueeze(-1)
+        """, strict=True),
+    # in place, through contiguous and permute
+    Flagged("""
+        import torch
+        def share(scores):
+            pos = torch.relu(scores)
+            pos /= pos.sum(1).contiguous().permute(0, 1)
+            return pos
+        """, (5,), """
+        import torch
+        def share(scores):
+            pos = torch.relu(scores)
+            pos /= pos.sum(1).contiguous().permute(0, 1).clamp_min(1e-12)
+            return pos
+        """),
+]
+
+SHAPE_STEPS_SILENT = [
+    Silent("""
+        import torch
+        class Pool(torch.nn.Module):
+            def forward(self, tokens):
+                n = tokens.norm(dim=-1).clamp_min(1e-6)
+                return tokens / n.unsqueeze(-1)
+        """),
+    Silent("""
+        import torch
+        def masked_mean(hidden, attention_mask: torch.Tensor):
+            summed = (hidden * attention_mask[..., None]).sum(1)
+            return summed / attention_mask.sum(1).clamp(min=1).float()[:, None]
+        """),
+    Silent("""
+        import torch
+        def masked_mean(hidden, attention_mask: torch.Tensor):
+            return hidden.sum(1) / (attention_mask.sum(1, keepdim=True).float() + 1e-9)
+        """),
+    # shapes are numbers
+    Silent("""
+        import torch
+        def scaled(q, k):
+            return q @ k.transpose(-2, -1) / torch.tensor(q.shape[-1]).float().sqrt()
+        """),
+    # a softmax's sum is never 0
+    Silent("""
+        import torch
+        def attn(s):
+            e = torch.exp(s - s.amax(-1, keepdim=True))
+            return e / e.sum(-1).unsqueeze(-1)
+        """),
+    # a learned weight's norm (weight normalisation), reshaped
+    Silent("""
+        import torch
+        class WN(torch.nn.Module):
+            def forward(self, x):
+                return x @ (self.weight / self.weight.norm(dim=1).view(-1, 1)).t()
+        """),
+    # a network's output std, reshaped: no evidence it is constant
+    Silent("""
+        import torch
+        class Rescale(torch.nn.Module):
+            def forward(self, x):
+                pred = self.unet(x)
+                return pred / pred.std(dim=(1, 2, 3)).view(-1, 1, 1, 1)
+        """),
+    # tested by the author
+    Silent("""
+        import torch
+        def masked_mean(h, mask: torch.Tensor):
+            n = mask.sum(1)
+            if (n == 0).any():
+                return h.mean(1)
+            return h.sum(1) / n.float()[:, None]
+        """),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL201", SHAPE_STEPS_FLAGGED, SHAPE_STEPS_SILENT))
+def test_shape_steps_keep_the_zero(code, case):
+    harness.check(code, case)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hand-written root shapes (measured, torch 2.13 CPU: the gradient of sqrt(x ** 2), of
+# sqrt((a*a).sum() * (b*b).sum()), of sqrt(v @ M @ v) and of ((d ** 2).sum(-1).mean()).sqrt() is
+# NaN at 0; `torch.ones(5).std()` has gradient 0 where `torch.sqrt(torch.ones(5).var())` has NaN)
+
+ROOTS_206_FLAGGED = [
+    # RMSE of a centred row, in a module's forward
+    Flagged("""
+        import torch
+        class Spread(torch.nn.Module):
+            def forward(self, h):
+                return torch.sqrt(torch.mean((h - h.mean(-1, keepdim=True)) ** 2, -1))
+        """, (5,), """
+        import torch
+        class Spread(torch.nn.Module):
+            def forward(self, h):
+                return torch.sqrt(torch.mean((h - h.mean(-1, keepdim=True)) ** 2, -1).clamp_min(1e-12))
+        """),
+    # a reduction chain: sum of squares then mean
+    Flagged("""
+        import torch
+        def repulsion(emb):
+            d = emb[:, None] - emb[None]
+            return (d ** 2).sum(-1).mean().sqrt()
+
+        def train_step(model, opt, x):
+            repulsion(model(x)).backward()
+            opt.step()
+        """, (5,), """
+        import torch
+        def repulsion(emb):
+            d = emb[:, None] - emb[None]
+            return (d ** 2).sum(-1).mean().clamp_min(1e-12).sqrt()
+
+        def train_step(model, opt, x):
+            repulsion(model(x)).backward()
+            opt.step()
+        """),
+    # an absolute value by hand: abs, exact and SAFE
+    Flagged("""
+        import torch
+        import torch.nn.functional as F
+        class Gate(torch.nn.Module):
+            def forward(self, x):
+                h = F.relu(self.proj(x) - x)
+                return torch.sqrt(h ** 2)
+        """, (7,), """
+        import torch
+        import torch.nn.functional as F
+        class Gate(torch.nn.Module):
+            def forward(self, x):
+                h = F.relu(self.proj(x) - x)
+                return torch.abs(h)
+        """, safe=True),
+    Flagged("""
+        import torch
+        class L1ByHand(torch.nn.Module):
+            def forward(self, tokens):
+                return (tokens * tokens).sqrt().sum()
+        """, (5,), """
+        import torch
+        class L1ByHand(torch.nn.Module):
+            def forward(self, tokens):
+                return torch.abs(tokens).sum()
+        """, safe=True),
+    # a quadratic form: Mahalanobis distances of a batch with itself
+    Flagged("""
+        import torch
+        class Mahalanobis(torch.nn.Module):
+            def forward(self, x):
+                d = x[:, None] - x[None]
+                return torch.sqrt(((d @ self.precision) * d).sum(-1))
+        """, (6,), """
+        import torch
+        class Mahalanobis(torch.nn.Module):
+            def forward(self, x):
+                d = x[:, None] - x[None]
+                return torch.sqrt(((d @ self.precision) * d).sum(-1).clamp_min(1e-12))
+        """),
+    Flagged("""
+        import torch
+        class Energy(torch.nn.Module):
+            def forward(self, tokens):
+                return torch.sqrt(tokens @ self.metric @ tokens).mean()
+        """, (5,), """
+        import torch
+        class Energy(torch.nn.Module):
+            def forward(self, tokens):
+                return torch.sqrt((tokens @ self.metric @ tokens).clamp_min(1e-12)).mean()
+        """),
+    # sqrt of a variance, not as a divisor: the rows a module is given can be constant
+    Flagged("""
+        import torch
+        class Stats(torch.nn.Module):
+            def forward(self, tokens):
+                return torch.sqrt(tokens.var(-1, keepdim=True)) * self.scale
+        """, (5,), """
+        import torch
+        class Stats(torch.nn.Module):
+            def forward(self, tokens):
+                return torch.sqrt(tokens.var(-1, keepdim=True).clamp_min(1e-12)) * self.scale
+        """),
+    # a variance of data, under a shape step
+    Flagged("""
+        import torch
+        def reward_scale(batch):
+            rewards = batch["rewards"]
+            return rewards.var(0).unsqueeze(0).sqrt()
+
+        def train(policy, opt, batch):
+            (policy(batch) * reward_scale(batch)).mean().backward()
+        """, (5,), """
+        import torch
+        def reward_scale(batch):
+            rewards = batch["rewards"]
+            return rewards.var(0).unsqueeze(0).clamp_min(1e-12).sqrt()
+
+        def train(policy, opt, batch):
+            (policy(batch) * reward_scale(batch)).mean().backward()
+        """),
+]
+
+ROOTS_206_SILENT = [
+    # `.std()` masks its gradient at 0: not a root hazard
+    Silent("""
+        import torch
+        class Stats(torch.nn.Module):
+            def forward(self, tokens):
+                return tokens.std(-1, keepdim=True) * self.scale
+        """),
+    # Charbonnier: sqrt(x ** 2 + eps)
+    Silent("""
+        import torch
+        class Charbonnier(torch.nn.Module):
+            def forward(self, pred, target):
+                return torch.sqrt((pred - target) ** 2 + 1e-6).mean()
+        """),
+    Silent("""
+        import torch
+        class RMSNorm(torch.nn.Module):
+            def forward(self, x):
+                return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        """),
+    # an RMSE between a prediction and a target: no evidence they coincide
+    Silent("""
+        import torch
+        def rmse(pred, target):
+            return torch.sqrt(torch.mean((pred - target) ** 2))
+        """),
+    # one sum of squares: TNL204's, not TNL206's
+    Silent("""
+        import torch
+        def dist(emb):
+            return torch.sqrt(((emb[:, None] - emb[None]) ** 2).sum(-1))
+        """),
+    # evaluation code
+    Silent("""
+        import torch
+        @torch.no_grad()
+        def evaluate(model, x):
+            h = model(x)
+            return torch.sqrt(((h - h.mean(0)) ** 2).sum(-1).mean())
+        """),
+    # a square of a constant
+    Silent("""
+        import torch
+        def scale(x, sigma: float):
+            return x / torch.sqrt(torch.tensor(sigma) ** 2)
+        """),
+    # a quadratic form with a floor
+    Silent("""
+        import torch
+        class Mahalanobis(torch.nn.Module):
+            def forward(self, x):
+                d = x[:, None] - x[None]
+                return torch.sqrt(((d @ self.precision) * d).sum(-1).clamp_min(1e-12))
+        """),
+    # sqrt(x ** 2 + y ** 2): atan-of-ratio's hypot
+    Silent("""
+        import torch
+        class Polar(torch.nn.Module):
+            def forward(self, z):
+                return torch.sqrt(z[..., 0] ** 2 + z[..., 1] ** 2)
+        """),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL206", ROOTS_206_FLAGGED, ROOTS_206_SILENT))
+def test_hand_written_root_shapes(code, case):
+    harness.check(code, case)
+
+
+ROOTS_204_FLAGGED = [
+    # a cosine's denominator: the product of two norms, exactly
+    Flagged("""
+        import torch
+        class Cosine(torch.nn.Module):
+            def forward(self, a, b):
+                denom = torch.sqrt((a * a).sum(-1) * (b * b).sum(-1))
+                return (a * b).sum(-1) * denom
+        """, (5,), """
+        import torch
+        class Cosine(torch.nn.Module):
+            def forward(self, a, b):
+                denom = torch.linalg.vector_norm(a, dim=-1) * torch.linalg.vector_norm(b, dim=-1)
+                return (a * b).sum(-1) * denom
+        """),
+    # a shape step between the sum and the root is kept
+    Flagged("""
+        import torch
+        class Centre(torch.nn.Module):
+            def forward(self, x):
+                h = x - x.mean(0)
+                return (h ** 2).sum(-1).unsqueeze(-1).sqrt()
+        """, (6,), """
+        import torch
+        class Centre(torch.nn.Module):
+            def forward(self, x):
+                h = x - x.mean(0)
+                return torch.linalg.vector_norm(h, dim=-1).unsqueeze(-1)
+        """),
+]
+
+ROOTS_204_SILENT = [
+    Silent("""
+        import torch
+        class Cosine(torch.nn.Module):
+            def forward(self, a, b):
+                return (a * b).sum(-1) / torch.sqrt((a * a).sum(-1) * (b * b).sum(-1) + 1e-8)
+        """),
+    Silent("""
+        import torch
+        class Cosine(torch.nn.Module):
+            def forward(self, a, b):
+                return torch.sqrt((a * a).sum(-1) * (b * b).sum(-1)).detach()
+        """),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL204", ROOTS_204_FLAGGED, ROOTS_204_SILENT))
+def test_products_and_shape_steps_of_norms_by_hand(code, case):
+    harness.check(code, case)
+
+
+# ---------------------------------------------------------------------------------------------
+# What is not a guard: boxes (measured: IoU and its gradient are NaN for two equal point boxes,
+# atan(0 / 0) is NaN)
+
+BOX_IOU = """
+    import torch
+    def box_iou(boxes1, boxes2):
+        area1 = (boxes1[:, 2] - boxes1[:, 0]) * (boxes1[:, 3] - boxes1[:, 1])
+        area2 = (boxes2[:, 2] - boxes2[:, 0]) * (boxes2[:, 3] - boxes2[:, 1])
+        lt = torch.max(boxes1[:, None, :2], boxes2[:, :2])
+        rb = torch.min(boxes1[:, None, 2:], boxes2[:, 2:])
+        wh = (rb - lt).clamp(min=0)
+        inter = wh[:, :, 0] * wh[:, :, 1]
+        union = area1[:, None] + area2 - inter
+        return inter / union
+    """
+
+BOXES_FLAGGED = [
+    # torchvision-style IoU: no fix (the areas of inverted boxes are negative)
+    Flagged(BOX_IOU, (11,)),
+    # the union inline, in a DETR-style loss's forward
+    Flagged("""
+        import torch
+        class IoULoss(torch.nn.Module):
+            def forward(self, pred, target):
+                iw = (torch.min(pred[:, 2], target[:, 2]) - torch.max(pred[:, 0], target[:, 0])).clamp(min=0)
+                ih = (torch.min(pred[:, 3], target[:, 3]) - torch.max(pred[:, 1], target[:, 1])).clamp(min=0)
+                inter = iw * ih
+                ap = (pred[:, 2] - pred[:, 0]) * (pred[:, 3] - pred[:, 1])
+                at = (target[:, 2] - target[:, 0]) * (target[:, 3] - target[:, 1])
+                return 1 - inter / (ap + at - inter)
+        """, (10,)),
+    # GIoU's enclosing area, clamped sides: non-negative, so a clamp fix
+    Flagged("""
+        import torch
+        def giou_term(boxes1, boxes2, iou, union):
+            lt = torch.min(boxes1[:, None, :2], boxes2[:, :2])
+            rb = torch.max(boxes1[:, None, 2:], boxes2[:, 2:])
+            wh = (rb - lt).clamp(min=0)
+            area = wh[:, :, 0] * wh[:, :, 1]
+            return iou - (area - union) / area
+        """, (8,), """
+        import torch
+        def giou_term(boxes1, boxes2, iou, union):
+            lt = torch.min(boxes1[:, None, :2], boxes2[:, :2])
+            rb = torch.max(boxes1[:, None, 2:], boxes2[:, 2:])
+            wh = (rb - lt).clamp(min=0)
+            area = wh[:, :, 0] * wh[:, :, 1]
+            return iou - (area - union) / area.clamp_min(1e-12)
+        """),
+    # CIoU's aspect ratios
+    Flagged("""
+        import math
+        import torch
+        def ciou_v(pred, target):
+            w1, h1 = pred[..., 2] - pred[..., 0], pred[..., 3] - pred[..., 1]
+            w2, h2 = target[..., 2] - target[..., 0], target[..., 3] - target[..., 1]
+            return (4 / math.pi ** 2) * (torch.atan(w2 / h2) - torch.atan(w1 / h1)) ** 2
+        """, (7, 7)),
+    # unbound coordinates (YOLO-style helper)
+    Flagged("""
+        import torch
+        def aspect(boxes):
+            x1, y1, x2, y2 = boxes.unbind(-1)
+            return (x2 - x1) / (y2 - y1)
+        """, (5,)),
+    # an intersection over the first box's area (IoA)
+    Flagged("""
+        import torch
+        def ioa(a, b):
+            lt = torch.max(a[:, None, :2], b[:, :2])
+            rb = torch.min(a[:, None, 2:], b[:, 2:])
+            wh = (rb - lt).clamp(min=0)
+            inter = wh.prod(-1)
+            area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
+            return inter / area_a[:, None]
+        """, (9,)),
+    # torchvision's box_area in the union
+    Flagged("""
+        import torch
+        from torchvision.ops import box_area
+        def iou(b1, b2):
+            wh = (torch.min(b1[:, None, 2:], b2[:, 2:]) - torch.max(b1[:, None, :2], b2[:, :2])).clamp(min=0)
+            inter = wh[..., 0] * wh[..., 1]
+            union = box_area(b1)[:, None] + box_area(b2) - inter
+            return inter / union
+        """, (8,)),
+    # height from a chunk, width clamped at 0: still 0 for a degenerate box
+    Flagged("""
+        import torch
+        def ratio(box):
+            x1, y1, x2, y2 = box.chunk(4, -1)
+            return (x2 - x1).clamp(min=0) / (y2 - y1).clamp(min=0)
+        """, (5,), """
+        import torch
+        def ratio(box):
+            x1, y1, x2, y2 = box.chunk(4, -1)
+            return (x2 - x1).clamp(min=0) / (y2 - y1).clamp(min=0).clamp_min(1e-12)
+        """),
+]
+
+BOXES_SILENT = [
+    Silent(BOX_IOU.replace("inter / union", "inter / (union + 1e-7)")),
+    Silent(BOX_IOU.replace("inter / union", "inter / union.clamp(min=1e-6)")),
+    Silent("""
+        import torch
+        from torchvision.ops import box_iou
+        def match(pred, gt):
+            return box_iou(pred, gt).max(1)
+        """),
+    Silent("""
+        import math
+        import torch
+        def ciou_v(pred, target, eps=1e-7):
+            w1, h1 = pred[..., 2] - pred[..., 0], (pred[..., 3] - pred[..., 1]).clamp(min=eps)
+            w2, h2 = target[..., 2] - target[..., 0], (target[..., 3] - target[..., 1]).clamp(eps)
+            return (4 / math.pi ** 2) * (torch.atan(w2 / h2) - torch.atan(w1 / h1)) ** 2
+        """),
+    Silent("""
+        import torch
+        def aspect(boxes, eps=1e-9):
+            w = boxes[:, 2] - boxes[:, 0]
+            h = boxes[:, 3] - boxes[:, 1]
+            return w / (h + eps)
+        """),
+    # columns that are no box coordinates: a difference of features 3 and 1 of a table
+    Silent("""
+        import torch
+        def ratio(x):
+            return (x[:, 5] - x[:, 4]) / (x[:, 3] - x[:, 0])
+        """),
+    # cxcywh widths and heights are read, not built: names alone are no evidence
+    Silent("""
+        import torch
+        def aspect(boxes):
+            w, h = boxes[..., 2], boxes[..., 3]
+            return w / h
+        """),
+    # evaluation code: checked ground truth
+    Silent("""
+        import torch
+        @torch.no_grad()
+        def evaluate(boxes1, boxes2):
+            area1 = (boxes1[:, 2] - boxes1[:, 0]) * (boxes1[:, 3] - boxes1[:, 1])
+            area2 = (boxes2[:, 2] - boxes2[:, 0]) * (boxes2[:, 3] - boxes2[:, 1])
+            inter = torch.minimum(area1, area2)
+            return inter / (area1 + area2 - inter)
+        """),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL201", BOXES_FLAGGED, BOXES_SILENT))
+def test_box_unions_areas_and_sides_are_divisors_that_reach_zero(code, case):
+    harness.check(code, case)
+
+
+def test_box_messages_name_degenerate_boxes():
+    (finding,) = harness.findings("TNL201", BOX_IOU)
+    assert "union of two box areas" in finding.message and "degenerate (zero-area) boxes" in finding.message
+    found = harness.findings("TNL201", BOXES_FLAGGED[3].source)
+    assert all("zero-height" in f.message for f in found)

@@ -58,7 +58,24 @@ def _unwrap(ctx: "FileContext", expr: cst.BaseExpression) -> cst.BaseExpression:
 
 def clamped_at_zero(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
     """`d.clamp(min=0)`: never negative (a clamp keeps it), and still 0."""
-    return _unwrap(ctx, ctx.resolve(expr)) is not strip_parens(ctx.resolve(expr))
+    value = strip_parens(_value(ctx, expr))
+    return _unwrap(ctx, value) is not value
+
+
+def _value(ctx: "FileContext", expr: cst.BaseExpression) -> cst.BaseExpression:
+    """What a name holds: its assignment, or its element of a tuple assigned in one statement
+    (`w, h = b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]`)."""
+    for _ in range(6):
+        expr = ctx.resolve(expr)
+        binding = ctx.binding(expr) if isinstance(expr, cst.Name) else None
+        unpacked = getattr(binding, "unpacked", None) if binding is not None else None
+        if unpacked is None or not isinstance(strip_parens(unpacked[0]), cst.Tuple):
+            return expr
+        elements = strip_parens(unpacked[0]).elements
+        if unpacked[1] >= len(elements) or isinstance(elements[unpacked[1]], cst.StarredElement):
+            return expr
+        expr = elements[unpacked[1]].value
+    return expr
 
 
 def coords(ctx: "FileContext", expr: cst.BaseExpression, depth: int = 0) -> Optional[Coords]:
@@ -69,11 +86,12 @@ def coords(ctx: "FileContext", expr: cst.BaseExpression, depth: int = 0) -> Opti
         return None
     expr = strip_parens(expr)
     if isinstance(expr, cst.Name):
+        value = _value(ctx, expr)
+        if value is not expr:
+            return coords(ctx, value, depth + 1)
         binding = ctx.binding(expr)
         if binding is None:
             return None
-        if binding.value is not None:
-            return coords(ctx, binding.value, depth + 1)
         unpacked = getattr(binding, "unpacked", None)
         if unpacked is not None:
             source, position = unpacked
@@ -115,7 +133,7 @@ def coords(ctx: "FileContext", expr: cst.BaseExpression, depth: int = 0) -> Opti
 def side(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[Coords]:
     """A box side by construction: a far coordinate minus the near one (`b[..., 2] - b[..., 0]`,
     `x2 - x1`, `rb - lt`), possibly clamped at 0. (0,) is a width, (1,) a height, (0, 1) both."""
-    expr = _unwrap(ctx, ctx.resolve(expr))
+    expr = _unwrap(ctx, _value(ctx, expr))
     if not (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Subtract)):
         return None
     far, near = coords(ctx, expr.left), coords(ctx, expr.right)
@@ -128,7 +146,7 @@ def area(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[bool]:
     """A box area by construction (a width times a height, `wh[..., 0] * wh[..., 1]`,
     `wh.prod(-1)`, `torchvision.ops.box_area`): whether it is known not to be negative (both
     sides clamped at 0), or None for no area."""
-    expr = strip_parens(ctx.resolve(expr))
+    expr = strip_parens(_value(ctx, expr))
     while shape_step(ctx, expr) is not None and not isinstance(expr, cst.Subscript):
         expr = strip_parens(ctx.resolve(shape_step(ctx, expr)))  # type: ignore[arg-type]
     if isinstance(expr, cst.Call) and ctx.qualname(expr.func) in _AREA_FUNCS:
@@ -146,13 +164,13 @@ def area(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[bool]:
 
 def _pair_of(ctx: "FileContext", expr: cst.BaseExpression) -> cst.BaseExpression:
     """`wh` for `wh[..., 0]`, else `expr`."""
-    value = strip_parens(ctx.resolve(expr))
+    value = strip_parens(_value(ctx, expr))
     return value.value if isinstance(value, cst.Subscript) and _side_of_pair(ctx, expr) else expr
 
 
 def _side_of_pair(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[Coords]:
     """`wh[..., 0]` (a width) or `wh[..., 1]` (a height) of `wh = rb - lt`."""
-    value = strip_parens(ctx.resolve(expr))
+    value = strip_parens(_value(ctx, expr))
     if not isinstance(value, cst.Subscript) or side(ctx, value.value) != (0, 1):
         return None
     found = _index(value.slice[-1].slice)
@@ -162,10 +180,10 @@ def _side_of_pair(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[Coor
 def union(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[bool]:
     """IoU's union by construction, `area_a + area_b - inter` (areas under shape-only steps such
     as `area_a[:, None]`): whether it is known not to be negative, or None for no union."""
-    expr = strip_parens(ctx.resolve(expr))
+    expr = strip_parens(_value(ctx, expr))
     if not (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Subtract)):
         return None
-    total = strip_parens(ctx.resolve(expr.left))
+    total = strip_parens(_value(ctx, expr.left))
     if not (isinstance(total, cst.BinaryOperation) and isinstance(total.operator, cst.Add)):
         return None
     parts = [area(ctx, _through_shape(ctx, p)) for p in (total.left, total.right, expr.right)]

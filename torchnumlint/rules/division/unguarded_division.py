@@ -58,8 +58,10 @@ class UnguardedDivision(DivisionRule):
     )
     safety = Safety.UNSAFE
     needles = ("/", "div")
-    # a denominator that can be 0 is built by one of these (directly or through a name)
-    pattern = r"norm|sum|std|var|count_nonzero|sqrt|\*\*|pow"
+    # a denominator that can be 0 is built by one of these (directly or through a name); a box's
+    # side is a difference of coordinates taken by indexing (`b[:, 2] - b[:, 0]`, corners
+    # `b[..., :2]`, `b[..., 2:]`) or unpacking (`b.unbind(-1)`), an area may be `box_area`'s
+    pattern = r"norm|sum|std|var|count_nonzero|sqrt|\*\*|pow|\]\s*-|:2|2:|unbind|chunk|split|box_area"
     examples = (
         Example(
             bad=(
@@ -191,7 +193,8 @@ class UnguardedDivision(DivisionRule):
         ):
             return
         root = root_of(ctx, found.value) if found.kind == "sqrt" else None
-        if is_tested(ctx, d, found.value, *([root[1], ctx.resolve(root[1])] if root else [])):
+        tested = (d, through_shape(ctx, d, names=False), found.value)
+        if is_tested(ctx, *tested, *([root[1], ctx.resolve(root[1])] if root else [])):
             return  # `if var > 0: x /= torch.sqrt(var)`
         if is_not_torch(ctx, found.value):
             return  # numpy or Python numbers: not this linter's business, and no clamp_min

@@ -75,7 +75,7 @@ TRANSPARENT_DECORATORS = frozenset(
 )
 # Kinds a file can only define when it mentions one of these; other files are summarised only
 # when the index parses them anyway (a model file's `forward` calling an imported head).
-NEEDLES = ("softmax", "Softmax", "sigmoid", "Sigmoid", "expit", "norm")
+NEEDLES = ("softmax", "Softmax", "sigmoid", "Sigmoid", "expit", "norm(")
 _DYNAMIC = frozenset({"setattr", "add_module", "register_module"})  # any attribute may change
 _MUTATORS = frozenset({"append", "extend", "insert", "pop", "__setitem__", "__delitem__"})  # a container's last layer may
 _DEPTH = 8
@@ -122,7 +122,7 @@ def summarize(path: str, tree: ast.Module) -> FileSummary:
     values: Dict[str, tuple] = {}
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name not in ambiguous:
-            functions[stmt.name] = _returns(stmt, imports)
+            functions[stmt.name] = _returns(stmt, imports, _Scan(stmt, plain_stores=False))
         elif isinstance(stmt, ast.ClassDef) and stmt.name not in ambiguous:
             classes[stmt.name] = _class(stmt, imports)
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
@@ -340,15 +340,63 @@ class _Exprs:
         return ("new", dotted)
 
 
-def _scope_nodes(func: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a function body, not inside nested functions, lambdas or classes."""
-    stack = list(ast.iter_child_nodes(func))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        yield node
-        stack.extend(ast.iter_child_nodes(node))
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+class _Scan:
+    """One walk over a function: its own returns, whether it yields, how many times it binds each
+    local name and the value of a plain `name = value`; and, nested functions included, what it
+    stores in `self.attr` (the value where `plain`: a single-target assignment at the top of the
+    body), whether it sets attributes dynamically."""
+
+    def __init__(self, func: ast.AST, plain_stores: bool) -> None:
+        self.returns: List[ast.Return] = []
+        self.generator = False
+        self.binds: Dict[str, int] = {}
+        self.plain: Dict[str, ast.AST] = {}
+        self.self_stores: List[Tuple[str, Optional[ast.AST]]] = []
+        self.dynamic = False
+        top = set(map(id, func.body)) if plain_stores else set()
+        stack = [(child, False) for child in ast.iter_child_nodes(func)]
+        while stack:
+            node, nested = stack.pop()
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                self._store(node, id(node) in top)
+            elif isinstance(node, ast.Call):
+                called = (_dotted(node.func) or "").split(".")
+                self.dynamic = self.dynamic or called[-1] in _DYNAMIC
+                if len(called) == 3 and called[0] == "self" and called[2] in _MUTATORS:
+                    self.self_stores.append((called[1], None))  # `self.net.append(...)`
+            if not nested:
+                self._local(node)
+            inner = nested or isinstance(node, _SCOPES)
+            stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+
+    def _local(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Return):
+            self.returns.append(node)
+        elif isinstance(node, (ast.Yield, ast.YieldFrom)):
+            self.generator = True
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            self.binds[node.id] = self.binds.get(node.id, 0) + 1
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            self.binds[node.name] = self.binds.get(node.name, 0) + 1
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            self.binds.update((a.asname or a.name.split(".")[0], 2) for a in node.names)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            self.binds.update((name, 2) for name in node.names)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            self.plain[node.targets[0].id] = node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            self.plain[node.target.id] = node.value
+
+    def _store(self, node: ast.AST, top: bool) -> None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        plain = top and len(targets) == 1 and not isinstance(node, ast.AugAssign)
+        for target in targets:
+            for part in ast.walk(target):
+                if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and part.value.id == "self":
+                    self.self_stores.append((part.attr, node.value if plain and part is target else None))
 
 
 def _always_returns(body: List[ast.stmt]) -> bool:
@@ -365,9 +413,9 @@ def _always_returns(body: List[ast.stmt]) -> bool:
     return False
 
 
-def _returns(func: ast.AST, imports: Dict[str, Target]) -> Optional[tuple]:
+def _returns(func: ast.AST, imports: Dict[str, Target], scan: _Scan) -> Optional[tuple]:
     """The results of a function's returns, or None when its value cannot be told from them."""
-    if isinstance(func, ast.AsyncFunctionDef) or not _always_returns(func.body):
+    if isinstance(func, ast.AsyncFunctionDef) or scan.generator or not _always_returns(func.body):
         return None
     exprs = _Exprs(imports)
     for deco in func.decorator_list:
@@ -375,28 +423,9 @@ def _returns(func: ast.AST, imports: Dict[str, Target]) -> Optional[tuple]:
         if name not in TRANSPARENT_DECORATORS:
             return None
     params = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
-    stores: Dict[str, int] = {}  # local name -> how many times the body binds it
-    plain: Dict[str, ast.AST] = {}  # local name -> the value of a plain `name = value`
-    returns: List[ast.Return] = []
-    for node in _scope_nodes(func):
-        if isinstance(node, (ast.Yield, ast.YieldFrom)):
-            return None
-        if isinstance(node, ast.Return):
-            returns.append(node)
-        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            stores[node.id] = stores.get(node.id, 0) + 1
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                stores[alias.asname or alias.name.split(".")[0]] = 2
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            stores.update((name, 2) for name in node.names)
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            plain[node.targets[0].id] = node.value
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
-            plain[node.target.id] = node.value
-    values = {name: value for name, value in plain.items() if stores.get(name) == 1 and name not in params}
-    exprs = _Exprs(imports, params | set(stores), values)
-    return tuple(exprs.result(r.value) for r in returns)
+    values = {name: value for name, value in scan.plain.items() if scan.binds.get(name) == 1 and name not in params}
+    exprs = _Exprs(imports, params | set(scan.binds), values)
+    return tuple(exprs.result(r.value) for r in scan.returns)
 
 
 def _class(node: ast.ClassDef, imports: Dict[str, Target]) -> ClassSummary:
@@ -406,21 +435,11 @@ def _class(node: ast.ClassDef, imports: Dict[str, Target]) -> ClassSummary:
     dynamic = False
     for stmt in node.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            methods[stmt.name] = _returns(stmt, imports) if stmt.name not in methods else None
-            top = set(map(id, stmt.body)) if stmt.name == "__init__" else set()
-            for inner in ast.walk(stmt):
-                if isinstance(inner, ast.Call):
-                    called = (_dotted(inner.func) or "").split(".")
-                    dynamic = dynamic or called[-1] in _DYNAMIC
-                    if len(called) == 3 and called[0] == "self" and called[2] in _MUTATORS:
-                        stores.setdefault(called[1], []).append(None)  # `self.net.append(...)`
-                if isinstance(inner, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                    targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
-                    plain = id(inner) in top and len(targets) == 1 and not isinstance(inner, ast.AugAssign)
-                    for target in targets:
-                        for part in ast.walk(target):
-                            if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and part.value.id == "self":
-                                stores.setdefault(part.attr, []).append(inner.value if plain and part is target else None)
+            scan = _Scan(stmt, plain_stores=stmt.name == "__init__")
+            methods[stmt.name] = _returns(stmt, imports, scan) if stmt.name not in methods else None
+            dynamic = dynamic or scan.dynamic
+            for attr, value in scan.self_stores:
+                stores.setdefault(attr, []).append(value)
         else:
             for name, _ in _module_bindings([stmt]):  # a class attribute: its value is not followed
                 stores.setdefault(name, []).extend([None, None])

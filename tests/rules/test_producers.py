@@ -640,6 +640,28 @@ SILENT = [
 ]
 
 
+SILENT.append(
+    pytest.param(
+        """
+        import torch
+        import torch.nn.functional as F
+
+        def probs(z):
+            return F.softmax(z, -1)
+
+        def scores(x):
+            def probs(z):
+                return z * 2.0
+            return probs(x)
+
+        def loss(x):
+            return torch.log(scores(x))
+        """,
+        id="nested-def-shadows-the-helper",
+    )
+)
+
+
 @pytest.mark.parametrize("source, expected", PRODUCING)
 def test_producing_forms(source, expected):
     assert _one(source) == expected

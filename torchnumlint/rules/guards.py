@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Optional, Set
 import libcst as cst
 
 from torchnumlint.rules.gradients import runs_with_grad, runs_without_grad
-from torchnumlint.rules.names import CallMatch, match_call
+from torchnumlint.rules.names import OPS, CallMatch, match_call, selection_of
+from torchnumlint.rules.producers import call_kind
 from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -178,11 +179,16 @@ def is_constant(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
 
 
 def unwrap_casts(ctx: "FileContext", expr: cst.BaseExpression, detach: bool = False) -> cst.BaseExpression:
-    """Through names, `.float()`, `.to(...)`, `.type_as(...)` (and `.detach()` when asked): a cast
-    keeps zeros and signs, so the question is about the value under it."""
+    """Through names, `.float()`, `.to(...)`, `.type_as(...)` (and `.detach()` when asked), indexing,
+    selections and reshapes (`names.selection_of`): these keep zeros and signs, so the question
+    is about the value under them."""
     methods = _CASTS | {"detach"} if detach else _CASTS
-    for _ in range(4):
+    for _ in range(8):
         expr = strip_parens(ctx.resolve(expr))
+        inner = selection_of(ctx.imports, expr)
+        if inner is not expr:  # `n.unsqueeze(-1)`, `n[:, None]`: the same values
+            expr = inner
+            continue
         if (
             isinstance(expr, cst.Call)
             and isinstance(expr.func, cst.Attribute)
@@ -314,10 +320,22 @@ def sigmoid_call(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[CallM
 
 
 def _made_by(ctx: "FileContext", expr: cst.BaseExpression, op: str) -> Optional[CallMatch]:
-    matches = [match_call(ctx.imports, origin, op) for origin in ctx.origins(expr)]
-    if matches and all(m is not None for m in matches):
-        return matches[0]
-    return None
+    """The first call of `op` that `expr` comes from, when every origin is one: written out, or
+    (the last resort, `producers.call_kind`) a helper, method or module instance that returns
+    one. A produced one is matched as the call with its first argument as input (form
+    "producer", no other arguments: nothing to rebuild it from)."""
+    matches = []
+    for origin in ctx.origins(expr):
+        match = match_call(ctx.imports, origin, op)
+        if match is None and isinstance(origin, cst.Call):
+            produced = call_kind(ctx, origin)
+            if produced is not None and produced.kind == op:
+                first = origin.args[0].value if origin.args and not origin.args[0].star else origin
+                match = CallMatch(OPS[op], origin, first, "producer")
+        if match is None:
+            return None
+        matches.append(match)
+    return matches[0] if matches else None
 
 
 def is_detached(ctx: "FileContext", expr: cst.BaseExpression) -> bool:

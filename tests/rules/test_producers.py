@@ -11,10 +11,13 @@ import textwrap
 import libcst as cst
 import pytest
 
+from torchnumlint.config import Config
 from torchnumlint.context import FileContext
 from torchnumlint.engine import parse
 from torchnumlint.index import ProjectIndex, build_index
+from torchnumlint.rules.base import registry
 from torchnumlint.rules.producers import call_kind
+from torchnumlint.runner import Options, run
 from torchnumlint.walk import Visitor
 
 
@@ -834,3 +837,43 @@ def test_the_index_summarises_helper_files_and_stays_plain_data(tmp_path):
     path = str(tmp_path / "train.py")
     assert _one(use, path=path, index=index) == ("sigmoid", None)
     assert _one(use, path=path, index=replaced) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# Through a run: what a rule that reads the index sees (guards.softmax_call asks call_kind last)
+
+
+def _log_of_softmax(needs_index: bool):
+    """TNL103 as its family ships it, or (a subclass without a `code` of its own is not
+    registered) as it would read helpers of other modules: reading the index, and pre-filtered
+    on `log` alone (a file calling a helper need not name a softmax)."""
+    rule = registry()["TNL103"]
+    if not needs_index:
+        return rule
+    return type("IndexedLogOfSoftmax", (rule,), {"needs_index": True, "needles": ("log",), "pattern": None})
+
+
+TRAIN = """\
+import torch
+from .heads import probs
+
+
+def nll(logits, target):
+    p = probs(logits)
+    return -torch.log(p).gather(1, target[:, None]).mean()
+"""
+
+
+@pytest.mark.parametrize("needs_index, lines", [(True, [7]), (False, [])])
+def test_a_helper_of_another_module_is_seen_through_the_index(tmp_path, needs_index, lines):
+    _project(tmp_path, {"pkg/__init__.py": "", "pkg/heads.py": HEADS, "pkg/train.py": TRAIN})
+    train = str(tmp_path / "pkg" / "train.py")
+    result = run([train], Config(root=tmp_path), [_log_of_softmax(needs_index)], Options())
+    assert [(f.code, f.line) for f in result.findings] == [("TNL103", line) for line in lines]
+
+
+def test_a_helper_of_the_same_module_is_seen_without_the_index(tmp_path):
+    source = HEADS + "\n\ndef nll(logits, target):\n    return -torch.log(probs(logits)).gather(1, target[:, None]).mean()\n"
+    _project(tmp_path, {"model.py": source})
+    result = run([str(tmp_path / "model.py")], Config(root=tmp_path), [_log_of_softmax(False)], Options())
+    assert [(f.code, f.line, f.fix) for f in result.findings] == [("TNL103", 21, None)]

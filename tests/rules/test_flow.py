@@ -504,7 +504,7 @@ SELECTIONS_OTHERS = harness.params("TNL104", flagged=[
 
         def mean_pool(h, mask):
             n = mask.sum(1)
-            return (h * mask[..., None]).sum(1) / n.unsqueeze(-1).clamp_min(1)
+            return (h * mask[..., None]).sum(1) / n.unsqueeze(-1).clamp_min(1e-12)
         """),
 ])
 

@@ -877,3 +877,122 @@ def test_a_helper_of_the_same_module_is_seen_without_the_index(tmp_path):
     _project(tmp_path, {"model.py": source})
     result = run([str(tmp_path / "model.py")], Config(root=tmp_path), [_log_of_softmax(False)], Options())
     assert [(f.code, f.line, f.fix) for f in result.findings] == [("TNL103", 21, None)]
+
+
+# ---------------------------------------------------------------------------------------------
+# What a log-domain rule reports through a producer (no fix: nothing to rebuild the call from)
+
+from tests.rules import harness  # noqa: E402
+from tests.rules.harness import Flagged, Silent  # noqa: E402
+
+LOG_OF_SOFTMAX = harness.params(
+    "TNL103",
+    flagged=[
+        Flagged(
+            """\
+            import torch
+            import torch.nn as nn
+
+            class Head(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.fc = nn.Linear(dim, 10)
+                    self.softmax = nn.Softmax(dim=-1)
+
+                def forward(self, x, y):
+                    return -torch.log(self.softmax(self.fc(x))).gather(1, y[:, None]).mean()
+            """,
+            (11,),
+        ),
+        Flagged(
+            """\
+            import torch
+            import torch.nn.functional as F
+
+            def class_probs(logits):
+                p = F.softmax(logits, dim=-1)
+                return p
+
+            def nll(logits, target):
+                probs = class_probs(logits)
+                return -torch.log(probs).gather(1, target[:, None]).mean()
+            """,
+            (10,),
+        ),
+    ],
+    silent=[
+        Silent(
+            """\
+            import torch
+            import torch.nn as nn
+
+            class Head(nn.Module):
+                def __init__(self, dim, probabilities):
+                    super().__init__()
+                    self.fc = nn.Linear(dim, 10)
+                    self.act = nn.Softmax(dim=-1) if probabilities else nn.Identity()
+
+                def forward(self, x, y):
+                    return -torch.log(self.act(self.fc(x))).gather(1, y[:, None]).mean()
+            """
+        ),
+        Silent(
+            """\
+            import torch
+
+            def nll(probs, logits, target):
+                return -torch.log(probs(logits)).gather(1, target[:, None]).mean()
+            """
+        ),
+    ],
+)
+
+LOG_OF_SIGMOID = harness.params(
+    "TNL104",
+    flagged=[
+        Flagged(
+            """\
+            import torch
+            import torch.nn as nn
+
+            class Discriminator(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.net = nn.Sequential(nn.Linear(784, 256), nn.LeakyReLU(0.2), nn.Linear(256, 1))
+
+                def forward(self, img):
+                    return torch.sigmoid(self.net(img))
+
+            def d_loss(disc, real, fake):
+                d = Discriminator()
+                return -(torch.log(d(real)) + torch.log(1 - d(fake))).mean()
+            """,
+            (14, 14),
+        ),
+    ],
+    silent=[
+        Silent(
+            """\
+            import torch
+            import torch.nn as nn
+
+            class Discriminator(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.net = nn.Sequential(nn.Linear(784, 256), nn.LeakyReLU(0.2), nn.Linear(256, 1), nn.LogSigmoid())
+
+                def forward(self, img):
+                    return self.net(img)
+
+            def d_loss(real):
+                d = Discriminator()
+                return -torch.log(d(real).exp()).mean()
+            """
+        ),
+    ],
+)
+
+
+@pytest.mark.parametrize("code, case", LOG_OF_SOFTMAX + LOG_OF_SIGMOID)
+def test_log_domain_rules_through_producers(code, case):
+    harness.check(code, case)

@@ -299,6 +299,7 @@ def match_call(imports: ImportMap, node: cst.CSTNode, *names: Union[str, Op]) ->
             and isinstance(func, cst.Attribute)
             and func.attr.value == op.method
             and not imports.is_module_ref(func.value)
+            and not is_literal(func.value, "self")  # `self.softmax(x)`: a module's own, not Tensor.softmax
         ):
             params = op.method_params if op.method_params is not None else op.params
             if len([a for a in node.args if a.keyword is None and not a.star]) <= len(params):

@@ -88,8 +88,6 @@ class ClassSummary(NamedTuple):
 
 
 class FileSummary(NamedTuple):
-    stem: str  # the path without `.py` (`pkg/__init__.py` is `pkg`), "/"-separated
-    package: bool  # an `__init__.py`: its relative imports start at its own folder
     ambiguous: FrozenSet[str]  # names bound more than once at module level
     functions: Dict[str, Optional[tuple]]
     classes: Dict[str, ClassSummary]
@@ -102,6 +100,8 @@ def could_matter(text: str) -> bool:
 
 
 def module_stem(path: str) -> Tuple[str, bool]:
+    """The path without `.py`, "/"-separated (`pkg/__init__.py` is `pkg`), and whether it is a
+    package's `__init__` (its relative imports start at its own folder)."""
     stem = posixpath.normpath(path.replace("\\", "/"))
     if stem.endswith(".py"):
         stem = stem[:-3]
@@ -130,7 +130,7 @@ def summarize(path: str, tree: ast.Module) -> FileSummary:
             callee = module.instance(stmt.value) if name not in ambiguous else None
             if callee is not None:
                 values[name] = callee
-    return FileSummary(stem, package, ambiguous, functions, classes, values, imports)
+    return FileSummary(ambiguous, functions, classes, values, imports)
 
 
 def instance_callee(summary: FileSummary, expr: ast.AST) -> Optional[tuple]:

@@ -9,7 +9,10 @@ runs a case through the real engine and fixer and asserts everything a user reli
 - the fix gives the pinned text, which parses, lints clean for the rule and is stable under a
   second `--fix`;
 - safety gating: without `--unsafe-fixes` only a SAFE fix is applied;
-- a look-alike gives no finding.
+- a look-alike gives no finding;
+- with `together`, the rules a user's run enables with it: a site two of them recognise is still
+  reported once, by the rule under test, and a look-alike is silent for all of them;
+- with `message`, a phrase every finding's message contains (the evidence it names, "strict mode").
 
 `params(code, flagged, silent)` turns the tables into pytest parameters with readable ids.
 """
@@ -33,7 +36,9 @@ from torchnumlint.rules.base import registry
 class Flagged:
     """`source` must give findings on `lines` (1-based, after dedent); `fixed` is the exact text
     after `--fix --unsafe-fixes` (None: no fix is offered); `safe` whether plain `--fix` applies
-    it (None: as the rule's safety says). `strict` runs in strict mode; `path` names the file."""
+    it (None: as the rule's safety says). `strict` runs in strict mode; `path` names the file;
+    `together` other rules enabled with it, which must not report the same findings; `message` a
+    phrase every finding's message contains."""
 
     source: str
     lines: Tuple[int, ...]
@@ -41,23 +46,28 @@ class Flagged:
     safe: Optional[bool] = None
     strict: bool = False
     path: str = "example.py"
+    together: Tuple[str, ...] = ()
+    message: Optional[str] = None
 
 
 @dataclass(frozen=True)
 class Silent:
-    """A look-alike: `source` must give no finding of the rule."""
+    """A look-alike: `source` must give no finding of the rule, nor of the rules `together` with it."""
 
     source: str
     strict: bool = False
     path: str = "example.py"
+    together: Tuple[str, ...] = ()
 
 
 def _rule(code: str):
     return registry()[code]
 
 
-def findings(code: str, source: str, strict: bool = False, path: str = "example.py"):
-    return lint_text(path, textwrap.dedent(source), [_rule(code)], strict=strict)
+def findings(code: str, source: str, strict: bool = False, path: str = "example.py", together: Sequence[str] = ()):
+    """The findings of `code` and of the rules `together` with it on dedented `source`."""
+    rules = [_rule(code)] + [_rule(other) for other in together if other != code]
+    return lint_text(path, textwrap.dedent(source), rules, strict=strict)
 
 
 def check_flagged(code: str, case: Flagged) -> None:
@@ -67,12 +77,20 @@ def check_flagged(code: str, case: Flagged) -> None:
     found = lint_text(case.path, source, [rule], strict=case.strict)
     assert sorted(f.line for f in found) == sorted(case.lines), [(f.line, f.message) for f in found]
     assert all(f.code == code for f in found)
+    if case.message is not None:
+        assert all(case.message in f.message for f in found), [f.message for f in found]
+    if case.together:
+        shared = findings(code, source, case.strict, case.path, case.together)
+        assert sorted((f.code, f.line) for f in shared) == sorted((code, line) for line in case.lines), [
+            (f.code, f.line) for f in shared
+        ]
     assert candidate_rules(source, [rule]) == [rule], "the pre-filter drops a flagged source"
 
     result = fix_text(case.path, source, [rule], unsafe=True, strict=case.strict)
     assert not result.errors
     assert result.text == (fixed if fixed is not None else source)
     if fixed is None:
+        assert all(f.fix is None for f in found), "a fix is offered"
         return
     ast.parse(result.text)
     assert lint_text(case.path, result.text, [rule], strict=case.strict) == [], "the fixed text is still flagged"
@@ -87,7 +105,7 @@ def check_flagged(code: str, case: Flagged) -> None:
 
 
 def check_silent(code: str, case: Silent) -> None:
-    found = findings(code, case.source, case.strict, case.path)
+    found = findings(code, case.source, case.strict, case.path, case.together)
     assert found == [], [(f.line, f.message) for f in found]
 
 

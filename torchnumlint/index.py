@@ -21,6 +21,8 @@ What it records:
   the first region that reaches it. TNL301 reports only hazards in what a region reaches.
 
 Everything is plain data (picklable); `merge` combines two indexes (then `finalize` again).
+What an autocast, a GradScaler or a custom_fwd call means is read from `rules/autocast.py`, the
+one AMP vocabulary the LibCST rules read too: this pass only turns `ast` calls into its shapes.
 """
 
 from __future__ import annotations

@@ -1,100 +1,154 @@
 """Evidence before a report (the default mode): a division or root rule reports only with
 evidence that its argument reaches the hazard, a gradient rule only where a gradient can flow, and
 no rule on values that are not torch tensors. Each false form here stands next to a true one that
-still fires. The cases are written the way training and model code is written."""
+still fires. The cases are written the way training and model code is written.
 
-import textwrap
+Every case runs through the shared harness (tests/rules/harness.py) under the rule it is about,
+with the whole division and root family enabled together, as a user's run enables it: the rule
+reports the hazard with its exact fix (or none) and no other rule of the family reports it too; a
+look-alike is silent for all four."""
+
+import functools
 
 import pytest
 
-from tests.conftest import fixed, lint
+from tests.rules import harness
+from tests.rules.harness import Flagged, Silent
 from torchnumlint.config import Config
 from torchnumlint.rules.base import registry
 from torchnumlint.runner import Options, run
 
 DIVISION = ("TNL201", "TNL202", "TNL204", "TNL206")
 
+flagged = functools.partial(Flagged, together=DIVISION)
+silent = functools.partial(Silent, together=DIVISION)
 
-def codes(code, *rules, strict=False):
-    return [c for c, _ in lint(textwrap.dedent(code), *(rules or DIVISION), strict=strict)]
+
+def family_params(cases):
+    """pytest parameters for `(rule, case)` pairs: each case under the rule it is about."""
+    by_rule = {}
+    for rule, case in cases:
+        flagged_cases, silent_cases = by_rule.setdefault(rule, ([], []))
+        (silent_cases if isinstance(case, Silent) else flagged_cases).append(case)
+    return [param for rule, (f, s) in by_rule.items() for param in harness.params(rule, f, s)]
 
 
 # ---------------------------------------------------------------------------------------------
 # 3. It can be zero for real inputs
 
 REACHES_ZERO = [
-    # a count of a mask: an all-padding batch selects nothing
-    ("""
+    # a count of a mask: an all-padding batch selects nothing (a float mask by name can be soft:
+    # clamped at eps)
+    ("TNL201", flagged("""
      import torch
      def masked_mean(hidden, attention_mask):
          m = attention_mask.unsqueeze(-1).float()
          return (hidden * m).sum(1) / m.sum(1)
-     """, "TNL201"),
-    ("""
+     """, (5,), """
+     import torch
+     def masked_mean(hidden, attention_mask):
+         m = attention_mask.unsqueeze(-1).float()
+         return (hidden * m).sum(1) / m.sum(1).clamp_min(1e-12)
+     """, message="when nothing is selected")),
+    # a comparison's count: clamped at 1, exact, SAFE
+    ("TNL201", flagged("""
      import torch
      def token_loss(losses, labels: torch.Tensor):
          return losses.sum() / (labels != -100).sum()
-     """, "TNL201"),
-    # standardising data that can be constant (equal rewards in a sparse-reward episode)
-    ("""
+     """, (4,), """
+     import torch
+     def token_loss(losses, labels: torch.Tensor):
+         return losses.sum() / (labels != -100).sum().clamp_min(1)
+     """, safe=True)),
+    # standardising data that can be constant (equal rewards in a sparse-reward episode); `adv`
+    # is not known to be a tensor: no torch-only fix
+    ("TNL201", flagged("""
      import torch
      def normalise_advantages(adv):
          return (adv - adv.mean()) / adv.std()
-     """, "TNL201"),
+     """, (4,), message="constant data")),
     # advantages unpacked from a batch of rollouts
-    ("""
+    ("TNL201", flagged("""
      import torch
      def training_step(self, batch):
          states, actions, adv = batch
          adv = (adv - adv.mean()) / adv.std()
          return adv
-     """, "TNL201"),
-    # weights that can all be 0 (confidences of rejected matches)
-    ("""
+     """, (5,))),
+    # weights that can all be 0 (confidences of rejected matches); of unknown sign: no clamp
+    ("TNL201", flagged("""
      import torch
      def weighted_mean(x, weights):
          w_sum = weights.sum(dim=-1, keepdim=True)
          return (weights * x).sum(dim=-1, keepdim=True) / w_sum
-     """, "TNL201"),
+     """, (5,))),
     # a sum of relu outputs
-    ("""
+    ("TNL201", flagged("""
      import torch
      import torch.nn.functional as F
      def share(scores):
          pos = F.relu(scores)
          return pos / pos.sum(-1, keepdim=True)
-     """, "TNL201"),
+     """, (6,), """
+     import torch
+     import torch.nn.functional as F
+     def share(scores):
+         pos = F.relu(scores)
+         return pos / pos.sum(-1, keepdim=True).clamp_min(1e-12)
+     """)),
     # the direction between two points that can coincide
-    ("""
+    ("TNL202", flagged("""
      import torch
      def direction(p0, p1):
          d = p1 - p0
          return d / d.norm(dim=-1, keepdim=True)
-     """, "TNL202"),
+     """, (5,), """
+     import torch
+     def direction(p0, p1):
+         d = p1 - p0
+         return torch.nn.functional.normalize(d, dim=-1)
+     """)),
     # the rows a module is given: padding rows are all 0
-    ("""
+    ("TNL202", flagged("""
      import torch
      class Pool(torch.nn.Module):
          def forward(self, tokens):
              return tokens / tokens.norm(dim=-1, keepdim=True)
-     """, "TNL202"),
+     """, (5,), """
+     import torch
+     class Pool(torch.nn.Module):
+         def forward(self, tokens):
+             return torch.nn.functional.normalize(tokens, dim=-1)
+     """)),
     # a layer norm by hand: the root mean square of a centred row is 0 for a constant row
-    ("""
+    ("TNL201", flagged("""
      import torch
      class Norm(torch.nn.Module):
          def forward(self, h):
              centred = h - h.mean(-1, keepdim=True)
              return centred / torch.sqrt((centred ** 2).mean(-1, keepdim=True))
-     """, "TNL201"),
-    ("""
+     """, (6,), """
+     import torch
+     class Norm(torch.nn.Module):
+         def forward(self, h):
+             centred = h - h.mean(-1, keepdim=True)
+             return centred / torch.sqrt((centred ** 2).mean(-1, keepdim=True).clamp_min(1e-12))
+     """)),
+    ("TNL206", flagged("""
      import torch
      class Spread(torch.nn.Module):
          def forward(self, h):
              centred = h - h.mean(-1, keepdim=True)
              return torch.sqrt((centred ** 2).mean(-1)).mean()
-     """, "TNL206"),
+     """, (6,), """
+     import torch
+     class Spread(torch.nn.Module):
+         def forward(self, h):
+             centred = h - h.mean(-1, keepdim=True)
+             return torch.sqrt((centred ** 2).mean(-1).clamp_min(1e-12)).mean()
+     """)),
     # pairwise distances of a batch with itself: 0 on the diagonal, in a training step
-    ("""
+    ("TNL204", flagged("""
      import torch
      def distances(emb):
          return torch.sqrt(((emb[:, None] - emb[None]) ** 2).sum(-1))
@@ -103,209 +157,231 @@ REACHES_ZERO = [
          loss = -distances(model(x)).mean()
          loss.backward()
          opt.step()
-     """, "TNL204"),
+     """, (4,), """
+     import torch
+     def distances(emb):
+         return torch.linalg.vector_norm(emb[:, None] - emb[None], dim=-1)
+
+     def train_step(model, opt, x):
+         loss = -distances(model(x)).mean()
+         loss.backward()
+         opt.step()
+     """)),
     # a variance by hand cancels below 0
-    ("""
+    ("TNL206", flagged("""
      import torch
      def layer_std(h):
          mu = h.mean(-1, keepdim=True)
          return torch.sqrt((h * h).mean(-1, keepdim=True) - mu ** 2)
-     """, "TNL206"),
+     """, (5,), """
+     import torch
+     def layer_std(h):
+         mu = h.mean(-1, keepdim=True)
+         return torch.sqrt(((h * h).mean(-1, keepdim=True) - mu ** 2).clamp_min(1e-12))
+     """)),
 ]
 
-
-@pytest.mark.parametrize("code, rule", REACHES_ZERO)
-def test_evidence_that_it_reaches_zero_is_reported(code, rule):
-    assert codes(code) == [rule]
-
-
-NO_EVIDENCE = [
-    # the std of a network's output over large dims (classifier-free guidance rescaling)
-    """
+# the std of a network's output over large dims (classifier-free guidance rescaling)
+GUIDANCE_RESCALE = """
     import torch
     def rescale(cfg, text):
         std_text = text.std(dim=list(range(1, text.ndim)), keepdim=True)
         std_cfg = cfg.std(dim=list(range(1, cfg.ndim)), keepdim=True)
         return cfg * (std_text / std_cfg)
-    """,
-    # standardising freshly sampled latents: never constant
     """
+
+NO_EVIDENCE = [
+    ("TNL201", silent(GUIDANCE_RESCALE)),
+    # standardising freshly sampled latents: never constant
+    ("TNL201", silent("""
     import torch
     def renoise(shape, anchor_std, anchor_mean):
         latents = torch.randn(shape)
         smoothed = torch.nn.functional.avg_pool2d(latents, 3, 1, 1)
         return (smoothed - smoothed.mean()) / smoothed.std() * anchor_std + anchor_mean
-    """,
+    """)),
     # a fixed positive kernel
-    """
+    ("TNL201", silent("""
     import torch
     def gaussian(size, sigma):
         x = torch.arange(size) - size // 2
         k = torch.exp(-(x ** 2) / (2 * sigma ** 2))
         return k / k.sum()
-    """,
+    """)),
     # a learned parameter's norm (weight normalisation)
-    """
+    ("TNL202", silent("""
     import torch
     class Proto(torch.nn.Module):
         def forward(self, x):
             w = self.weight / self.weight.norm(dim=1, keepdim=True)
             return x @ w.t()
-    """,
+    """)),
     # a network output's norm
-    """
+    ("TNL202", silent("""
     import torch
     class Guidance(torch.nn.Module):
         def forward(self, x):
             pred = self.unet(x)
             return pred / torch.norm(pred, dim=-1, keepdim=True)
-    """,
+    """)),
     # a residual's norm: a prediction and a noisy measurement do not coincide
-    """
+    ("TNL204", silent("""
     import torch
     class ResidualLoss(torch.nn.Module):
         def forward(self, pred, measured):
             return torch.sqrt(((pred - measured) ** 2).sum())
-    """,
+    """)),
     # the determinant of a 2 x 2 covariance (its callers add eps to the diagonal)
-    """
+    ("TNL206", silent("""
     import torch
     class Whiten(torch.nn.Module):
         def forward(self, vrr, vii, vri):
             delta = vrr * vii - vri ** 2
             return delta.sqrt()
-    """,
+    """)),
     # a noise schedule's sigmas: plain state of an object with no parameters, no gradient
-    """
+    ("TNL206", silent("""
     import torch
     class Scheduler:
         def step(self, sample, eps):
             sigma = self.sigmas[self.index]
             sigma_hat = sigma * (self.gamma + 1)
             return sample + eps * (sigma_hat ** 2 - sigma ** 2) ** 0.5
-    """,
+    """)),
     # 1 - alpha_bar of a schedule
-    """
+    ("TNL206", silent("""
     import torch
     def q_sample(x0, noise, alpha_bar):
         return torch.sqrt(alpha_bar) * x0 + torch.sqrt(1 - alpha_bar) * noise
-    """,
+    """)),
 ]
 
 
-@pytest.mark.parametrize("code", NO_EVIDENCE)
-def test_no_evidence_no_default_finding(code):
-    assert codes(code) == []
+@pytest.mark.parametrize("code, case", family_params(REACHES_ZERO + NO_EVIDENCE))
+def test_reported_with_evidence_that_it_reaches_zero_and_only_then(code, case):
+    harness.check(code, case)
 
 
-def test_strict_mode_reports_what_has_no_evidence():
-    code = NO_EVIDENCE[0]
-    assert codes(code) == []
-    assert codes(code, strict=True) == ["TNL201"]
-    (finding,) = _findings(code, strict=True)
-    assert "strict mode" in finding.message
-
-
-def _findings(code, strict=False, rules=DIVISION):
-    from torchnumlint.engine import lint_text
-
-    return lint_text("x.py", textwrap.dedent(code), [registry()[c] for c in rules], strict=strict)
-
-
-def test_the_message_names_the_evidence():
-    (finding,) = _findings(REACHES_ZERO[0][0])
-    assert "when nothing is selected" in finding.message
-    (finding,) = _findings(REACHES_ZERO[2][0])
-    assert "constant data" in finding.message
-
-
-def test_a_gradient_claim_needs_code_that_differentiates():
-    """The same distance in a clustering routine that never trains: no gradient is shown, so
-    the NaN-gradient claim is made in strict mode only."""
-    code = """
+# The same distance in a clustering routine that never trains: no gradient is shown, so the
+# NaN-gradient claim is made in strict mode only, and says so.
+CLUSTER_SPREAD = """
     import torch
     def spread(points):
         return torch.sqrt(((points[:, None] - points[None]) ** 2).sum(-1)).sum()
     """
-    assert codes(code) == []
-    assert codes(code, strict=True) == ["TNL204"]
 
+STRICT_MODE = [
+    # strict mode reports what has no evidence, and says so
+    ("TNL201", flagged(GUIDANCE_RESCALE, (6,), """
+    import torch
+    def rescale(cfg, text):
+        std_text = text.std(dim=list(range(1, text.ndim)), keepdim=True)
+        std_cfg = cfg.std(dim=list(range(1, cfg.ndim)), keepdim=True)
+        return cfg * (std_text / std_cfg.clamp_min(1e-12))
+    """, strict=True, message="strict mode")),
+    ("TNL204", silent(CLUSTER_SPREAD)),
+    ("TNL204", flagged(CLUSTER_SPREAD, (4,), """
+    import torch
+    def spread(points):
+        return torch.linalg.vector_norm(points[:, None] - points[None], dim=-1).sum()
+    """, strict=True, message="strict mode")),
+]
 
-def test_pairs_of_one_tensor_at_two_index_sets_are_no_evidence():
-    """`pos[i] - pos[j]` over a graph's edges is 0 only for self-loops, which such code leaves
-    out; the pairwise differences of a tensor with itself are 0 on the diagonal."""
-    code = """
+# `pos[i] - pos[j]` over a graph's edges is 0 only for self-loops, which such code leaves out; the
+# pairwise differences of a tensor with itself are 0 on the diagonal. A cosine clamped inside the
+# unit interval never makes 1 - cos^2 negative.
+LOOK_ALIKE_EVIDENCE = [
+    ("TNL204", silent("""
     import torch
     class Interaction(torch.nn.Module):
         def forward(self, pos, edge_index):
             i, j = edge_index
             return (pos[i] - pos[j]).pow(2).sum(dim=-1).sqrt()
-    """
-    assert codes(code) == []
-    code = """
+    """)),
+    ("TNL204", flagged("""
     import torch
     class Repulsion(torch.nn.Module):
         def forward(self, emb):
             return torch.sqrt(((emb[:, None] - emb[None]) ** 2).sum(-1)).mean()
-    """
-    assert codes(code) == ["TNL204"]
-
-
-def test_a_cosine_clamped_inside_the_unit_interval_is_no_evidence():
-    code = """
+    """, (5,), """
+    import torch
+    class Repulsion(torch.nn.Module):
+        def forward(self, emb):
+            return torch.linalg.vector_norm(emb[:, None] - emb[None], dim=-1).mean()
+    """)),
+    ("TNL206", silent("""
     import torch
     class AngularMargin(torch.nn.Module):
         def forward(self, cosine):
             cosine = torch.clamp(cosine, -1 + 1e-7, 1 - 1e-7)
             return torch.sqrt(1.0 - torch.pow(cosine, 2))
-    """
-    assert codes(code) == []
-    assert codes(code.replace("    cosine = torch.clamp(cosine, -1 + 1e-7, 1 - 1e-7)\n", "")) == ["TNL206"]
+    """)),
+    ("TNL206", flagged("""
+    import torch
+    class AngularMargin(torch.nn.Module):
+        def forward(self, cosine):
+            return torch.sqrt(1.0 - torch.pow(cosine, 2))
+    """, (5,), """
+    import torch
+    class AngularMargin(torch.nn.Module):
+        def forward(self, cosine):
+            return torch.sqrt((1.0 - torch.pow(cosine, 2)).clamp_min(1e-12))
+    """)),
+]
+
+
+@pytest.mark.parametrize("code, case", family_params(STRICT_MODE + LOOK_ALIKE_EVIDENCE))
+def test_strict_mode_and_look_alike_evidence(code, case):
+    harness.check(code, case)
 
 
 # ---------------------------------------------------------------------------------------------
 # 1. It is a torch tensor; 7. fixes right for the value
 
+MASK_COUNT = """
+    import torch
+    def mean_over(values, mask):
+        return values.sum() / mask.sum()
+    """
+ANNOTATED_MASK_COUNT = MASK_COUNT.replace("mask)", "mask: torch.Tensor)")
 
-def test_numpy_values_are_not_flagged_in_a_torch_file():
-    code = """
+VALUE_KINDS = [
+    # numpy values in a torch file
+    ("TNL201", silent("""
     import numpy as np
     import torch
     def stats(values):
         arr = np.asarray(values)
         mask = arr > 0
         return (arr - arr.mean()) / arr.std() + arr.sum() / mask.sum() + np.sqrt(arr.var())
-    """
-    assert codes(code, strict=True) == []
-
-
-def test_a_signed_sum_gets_no_clamp():
-    """`x / w.sum(-1)` with w of either sign: a clamp would turn -0.5 into 1e-12."""
-    code = """
+    """, strict=True)),
+    # a signed sum gets no clamp: with w of either sign, a clamp would turn -0.5 into 1e-12
+    ("TNL201", flagged("""
     import torch
     def weighted(x, weights):
         return (x * weights).sum(-1) / weights.sum(-1)
-    """
-    assert codes(code) == ["TNL201"]
-    assert fixed(textwrap.dedent(code), "TNL201") == textwrap.dedent(code)
-
-
-def test_an_unknown_value_gets_no_torch_only_fix():
-    """A count of a mask whose type the code does not show: reported, but `clamp_min` is a
-    tensor method, so no fix."""
-    code = """
+    """, (4,))),
+    # a count of a mask whose type the code does not show: reported, but `clamp_min` is a tensor
+    # method, so no fix
+    ("TNL201", flagged(MASK_COUNT, (4,))),
+    # a mask by name can be soft (a sum of 0.5 must stay 0.5): clamped at eps, UNSAFE
+    ("TNL201", flagged(ANNOTATED_MASK_COUNT, (4,), """
     import torch
-    def mean_over(values, mask):
-        return values.sum() / mask.sum()
-    """
-    assert codes(code) == ["TNL201"]
-    assert fixed(textwrap.dedent(code), "TNL201") == textwrap.dedent(code)
-    annotated = textwrap.dedent(code.replace("mask)", "mask: torch.Tensor)"))
-    # a mask by name can be soft (a sum of 0.5 must stay 0.5): clamped at eps; a comparison's
-    # sum is an integer count: clamped at 1, exact
-    assert "mask.sum().clamp_min(1e-12)" in fixed(annotated, "TNL201")
-    boolean = annotated.replace("mask.sum()", "(mask > 0).sum()")
-    assert "(mask > 0).sum().clamp_min(1)" in fixed(boolean, "TNL201")
+    def mean_over(values, mask: torch.Tensor):
+        return values.sum() / mask.sum().clamp_min(1e-12)
+    """)),
+    # a comparison's sum is an integer count: clamped at 1, exact, SAFE
+    ("TNL201", flagged(ANNOTATED_MASK_COUNT.replace("mask.sum()", "(mask > 0).sum()"), (4,), """
+    import torch
+    def mean_over(values, mask: torch.Tensor):
+        return values.sum() / (mask > 0).sum().clamp_min(1)
+    """, safe=True)),
+]
+
+
+@pytest.mark.parametrize("code, case", family_params(VALUE_KINDS))
+def test_torch_values_only_and_fixes_right_for_the_value(code, case):
+    harness.check(code, case)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -313,15 +389,15 @@ def test_an_unknown_value_gets_no_torch_only_fix():
 
 NO_GRADIENT = [
     # a Lightning validation step runs under no_grad
-    """
+    ("TNL204", silent("""
     import torch
     class Model(torch.nn.Module):
         def validation_step(self, batch, idx):
             d = batch[0] - batch[1]
             return torch.sqrt((d ** 2).sum(-1))
-    """,
+    """, strict=True)),
     # a helper reached only from evaluation code
-    """
+    ("TNL204", silent("""
     import torch
     def distance(a, b):
         return torch.sqrt(((a - b) ** 2).sum(-1))
@@ -329,60 +405,66 @@ NO_GRADIENT = [
     @torch.no_grad()
     def evaluate(model, loader):
         return [distance(model(x), y) for x, y in loader]
-    """,
+    """, strict=True)),
     # dataset code
-    """
+    ("TNL204", silent("""
     import torch
     class Points(torch.utils.data.Dataset):
         def __getitem__(self, i):
             p, q = self.pairs[i]
             return torch.sqrt(((p - q) ** 2).sum(-1))
-    """,
-    """
+    """, strict=True)),
+    ("TNL204", silent("""
     import torch
     def collate_pairs(batch):
         a = torch.stack([b[0] for b in batch])
         c = torch.stack([b[1] for b in batch])
         return torch.sqrt(((a - c) ** 2).sum(-1))
-    """,
+    """, strict=True)),
     # a pipeline's __call__
-    """
+    ("TNL204", silent("""
     import torch
     class TextPipeline:
         def __call__(self, a, b):
             return torch.sqrt(((a - b) ** 2).sum(-1))
-    """,
+    """, strict=True)),
     # detached, index-derived values
-    """
+    ("TNL204", silent("""
     import torch
     def grid_distance(n):
         ys = torch.arange(n)[:, None]
         xs = torch.arange(n)[None, :]
         return torch.sqrt(((ys - xs) ** 2).sum(-1))
-    """,
-    """
+    """, strict=True)),
+    ("TNL204", silent("""
     import torch
     class Patches(torch.nn.Module):
         def forward(self, mask, center):
             rows, cols = torch.where(mask > 0)
             points = torch.stack([rows, cols], -1)
             return torch.sqrt(((points[:, None] - points[None]) ** 2).sum(-1))
-    """,
-    """
+    """, strict=True)),
+    ("TNL206", silent("""
     import torch
     def rmse_metric(pred, target):
         return torch.sqrt(((pred.detach() - target) ** 2).mean()).item()
-    """,
+    """, strict=True)),
+    # a method helper called only from evaluation
+    ("TNL204", silent("""
+    import torch
+    class Retrieval(torch.nn.Module):
+        def _distances(self, e):
+            return torch.sqrt(((e[:, None] - e[None]) ** 2).sum(-1))
+
+        @torch.no_grad()
+        def evaluate(self, e):
+            return self._distances(e)
+    """, strict=True)),
 ]
 
-
-@pytest.mark.parametrize("code", NO_GRADIENT)
-def test_no_gradient_no_gradient_claim(code):
-    assert codes(code, strict=True) == []
-
-
-def test_the_same_helper_with_a_training_caller_is_reported():
-    code = """
+GRADIENT = [
+    # the same helper with a training caller
+    ("TNL204", flagged("""
     import torch
     def distances(e):
         return torch.sqrt(((e[:, None] - e[None]) ** 2).sum(-1))
@@ -393,12 +475,20 @@ def test_the_same_helper_with_a_training_caller_is_reported():
 
     def train_step(model, x):
         distances(model(x)).mean().backward()
-    """
-    assert codes(code) == ["TNL204"]
+    """, (4,), """
+    import torch
+    def distances(e):
+        return torch.linalg.vector_norm(e[:, None] - e[None], dim=-1)
 
+    @torch.no_grad()
+    def evaluate(model, loader):
+        return [distances(model(x)) for x, _ in loader]
 
-def test_a_helper_of_a_script_run_at_module_level_carries_gradients():
-    code = """
+    def train_step(model, x):
+        distances(model(x)).mean().backward()
+    """)),
+    # a helper of a script run at module level
+    ("TNL204", flagged("""
     import torch
     def distances(e):
         return torch.sqrt(((e[:, None] - e[None]) ** 2).sum(-1))
@@ -408,8 +498,23 @@ def test_a_helper_of_a_script_run_at_module_level_carries_gradients():
 
     if __name__ == "__main__":
         train(None, None)
-    """
-    assert codes(code) == ["TNL204"]
+    """, (4,), """
+    import torch
+    def distances(e):
+        return torch.linalg.vector_norm(e[:, None] - e[None], dim=-1)
+
+    def train(model, x):
+        distances(model(x)).mean().backward()
+
+    if __name__ == "__main__":
+        train(None, None)
+    """)),
+]
+
+
+@pytest.mark.parametrize("code, case", family_params(NO_GRADIENT + GRADIENT))
+def test_a_gradient_claim_needs_a_gradient(code, case):
+    harness.check(code, case)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -439,63 +544,53 @@ def test_no_finding_in_a_tree_of_files_that_never_import_torch(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # Regressions found in review
 
-
-def test_a_method_helper_called_only_from_evaluation_is_gradient_free():
-    code = """
+DROPOUT_SCALE = """
     import torch
-    class Retrieval(torch.nn.Module):
-        def _distances(self, e):
-            return torch.sqrt(((e[:, None] - e[None]) ** 2).sum(-1))
-
-        @torch.no_grad()
-        def evaluate(self, e):
-            return self._distances(e)
+    def dropout_scale(x, keep_prob: torch.Tensor, invalid_pos: torch.Tensor):
+        return x / keep_prob.sum(dim=-1) + x / invalid_pos.sum(dim=-1)
     """
-    assert codes(code, strict=True) == []
 
-
-def test_a_bytes_annotation_is_no_crash():
-    assert codes("import torch\ndef f(x: b'Tensor'):\n    return x / x.sum()\n", strict=True) == ["TNL201"]
-
-
-def test_forward_evidence_is_a_modules_forward_not_any_function_so_named():
-    nested = """
+REGRESSIONS = [
+    # a bytes annotation is no crash
+    ("TNL201", flagged("import torch\ndef f(x: b'Tensor'):\n    return x / x.sum()\n", (3,), strict=True)),
+    # forward evidence is a module's forward, not any function so named
+    ("TNL202", silent("""
     import torch
     class Builder:
         def build(self):
             def forward(x):
                 return x / x.norm(dim=1, keepdim=True)
             return forward
-    """
-    assert codes(nested) == []
-    method = """
+    """)),
+    ("TNL202", flagged("""
     import torch
     class Head(torch.nn.Module):
         def forward(self, x):
             return x / x.norm(dim=1, keepdim=True)
-    """
-    assert codes(method) == ["TNL202"]
-
-
-def test_mask_words_are_whole_words():
-    code = """
+    """, (5,), """
     import torch
-    def dropout_scale(x, keep_prob: torch.Tensor, invalid_pos: torch.Tensor):
-        return x / keep_prob.sum(dim=-1) + x / invalid_pos.sum(dim=-1)
-    """
-    assert codes(code) == []
-    assert codes(code.replace("invalid_pos", "invalid_mask")) == ["TNL201"]
-    assert codes(code.replace("invalid_pos", "cmasks")) == ["TNL201"]  # a compound mask word
-
-
-def test_a_gradient_claim_in_strict_mode_says_why_it_is_there():
-    code = """
+    class Head(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.normalize(x, dim=1)
+    """)),
+    # mask words are whole words (`keep_prob`, `invalid_pos` are none), a compound mask word counts
+    ("TNL201", silent(DROPOUT_SCALE)),
+    ("TNL201", flagged(DROPOUT_SCALE.replace("invalid_pos", "invalid_mask"), (4,), """
     import torch
-    def spread(points):
-        return torch.sqrt(((points[:, None] - points[None]) ** 2).sum(-1)).sum()
-    """
-    (finding,) = _findings(code, strict=True)
-    assert "strict mode" in finding.message
+    def dropout_scale(x, keep_prob: torch.Tensor, invalid_mask: torch.Tensor):
+        return x / keep_prob.sum(dim=-1) + x / invalid_mask.sum(dim=-1).clamp_min(1e-12)
+    """)),
+    ("TNL201", flagged(DROPOUT_SCALE.replace("invalid_pos", "cmasks"), (4,), """
+    import torch
+    def dropout_scale(x, keep_prob: torch.Tensor, cmasks: torch.Tensor):
+        return x / keep_prob.sum(dim=-1) + x / cmasks.sum(dim=-1).clamp_min(1e-12)
+    """)),
+]
+
+
+@pytest.mark.parametrize("code, case", family_params(REGRESSIONS))
+def test_regressions_found_in_review(code, case):
+    harness.check(code, case)
 
 
 def test_a_long_chain_of_rebindings_is_answered_once_per_node(monkeypatch):
@@ -507,40 +602,39 @@ def test_a_long_chain_of_rebindings_is_answered_once_per_node(monkeypatch):
     real = evidence._value_kind
     monkeypatch.setattr(evidence, "_value_kind", lambda *args: calls.append(1) or real(*args))
     code = "import torch\ndef f(w, h):\n" + "    h = h * h + h * h\n" * 60 + "    return w / h.sum()\n"
-    _findings(code, strict=True)
+    harness.findings("TNL201", code, strict=True, together=DIVISION)
     assert 0 < len(calls) < 2000
 
 
 # ---------------------------------------------------------------------------------------------
 # Names bound more than once: the latest binding that runs on every way to the use
 
-
-def test_a_straight_line_rebinding_is_followed():
-    code = """
+REBINDINGS = [
+    # a straight-line rebinding is followed
+    ("TNL201", flagged("""
     import torch
     import torch.nn.functional as F
     def share(x, w):
         w = F.relu(w)
         return (x * w).sum(-1) / w.sum(-1)
-    """
-    assert codes(code) == ["TNL201"]
-
-
-def test_a_rebinding_in_a_branch_is_not_followed():
-    """`w` is `w.abs()` or `w.abs() + 1` depending on the branch: neither is certain."""
-    code = """
+    """, (6,), """
+    import torch
+    import torch.nn.functional as F
+    def share(x, w):
+        w = F.relu(w)
+        return (x * w).sum(-1) / w.sum(-1).clamp_min(1e-12)
+    """)),
+    # a rebinding in a branch is not: `w` is `w.abs()` or `w.abs() + 1`, neither is certain
+    ("TNL201", silent("""
     import torch
     def share(x, w, flag):
         w = w.abs()
         if flag:
             w = w + 1
         return x / w.sum()
-    """
-    assert codes(code) == []
-
-
-def test_in_a_loop_a_binding_of_the_same_iteration_is_followed_one_of_the_last_is_not():
-    same_iteration = """
+    """)),
+    # in a loop, a binding of the same iteration is followed, one of the last iteration is not
+    ("TNL201", flagged("""
     import torch
     def accumulate(x, ws):
         for w in ws:
@@ -548,9 +642,16 @@ def test_in_a_loop_a_binding_of_the_same_iteration_is_followed_one_of_the_last_i
             t = t.sum()
             x = x / t
         return x
-    """
-    assert codes(same_iteration) == ["TNL201"]
-    last_iteration = """
+    """, (7,), """
+    import torch
+    def accumulate(x, ws):
+        for w in ws:
+            t = torch.relu(w)
+            t = t.sum()
+            x = x / t.clamp_min(1e-12)
+        return x
+    """)),
+    ("TNL201", silent("""
     import torch
     def accumulate(x, ws):
         t = torch.relu(ws[0])
@@ -558,31 +659,27 @@ def test_in_a_loop_a_binding_of_the_same_iteration_is_followed_one_of_the_last_i
             x = x / t.sum()
             t = w.exp()
         return x
-    """
-    assert codes(last_iteration) == []
+    """)),
+]
+
+
+@pytest.mark.parametrize("code, case", family_params(REBINDINGS))
+def test_names_bound_more_than_once(code, case):
+    harness.check(code, case)
 
 
 # ---------------------------------------------------------------------------------------------
 # What is not a guard: selecting or overwriting the result keeps the forward finite, not the
 # gradient (measured: the gradient of torch.where(d > 0, x / d, 0) is NaN where d == 0)
 
-
-def test_a_division_selected_away_by_where_is_still_a_finding_where_a_gradient_flows():
-    code = """
+SELECTED_AWAY = """
     import torch
     class MaskedMean(torch.nn.Module):
         def forward(self, h, mask):
             n = mask.sum(-1, keepdim=True)
             return torch.where(n > 0, (h * mask).sum(-1, keepdim=True) / n, 0.0)
     """
-    (finding,) = _findings(code)
-    assert finding.code == "TNL201" and "gradient" in finding.message and finding.fix is None
-    evaluation = code.replace("def forward(self, h, mask):", "@torch.no_grad()\n        def forward(self, h, mask):")
-    assert codes(evaluation) == []
-
-
-def test_overwriting_the_result_afterwards_is_no_guard():
-    code = """
+OVERWRITTEN = """
     import torch
     class MaskedMean(torch.nn.Module):
         def forward(self, h, mask):
@@ -591,6 +688,28 @@ def test_overwriting_the_result_afterwards_is_no_guard():
             out[n == 0] = 0
             return out
     """
-    assert codes(code) == ["TNL201"]
-    tested = code.replace("            out = (h", "            if (n == 0).any():\n                return h.new_zeros(n.shape)\n            out = (h")
-    assert codes(tested) == []
+
+NOT_GUARDS = [
+    # a division selected away by where is still a finding where a gradient flows: the message
+    # says why, and no clamp is written inside the where
+    ("TNL201", flagged(SELECTED_AWAY, (6,), message="gradient")),
+    ("TNL201", silent(SELECTED_AWAY.replace("def forward(self, h, mask):", "@torch.no_grad()\n        def forward(self, h, mask):"))),
+    # overwriting the result afterwards is no guard; testing the count first is
+    ("TNL201", flagged(OVERWRITTEN, (6,), """
+    import torch
+    class MaskedMean(torch.nn.Module):
+        def forward(self, h, mask):
+            n = mask.sum(-1, keepdim=True)
+            out = (h * mask).sum(-1, keepdim=True) / n.clamp_min(1e-12)
+            out[n == 0] = 0
+            return out
+    """)),
+    ("TNL201", silent(OVERWRITTEN.replace(
+        "            out = (h", "            if (n == 0).any():\n                return h.new_zeros(n.shape)\n            out = (h"
+    ))),
+]
+
+
+@pytest.mark.parametrize("code, case", family_params(NOT_GUARDS))
+def test_selecting_or_overwriting_the_result_is_no_guard(code, case):
+    harness.check(code, case)

@@ -5,7 +5,6 @@ import textwrap
 
 import pytest
 
-from tests.conftest import fixed, lint
 from tests.rules import harness
 from tests.rules.harness import Flagged, Silent
 from torchnumlint.engine import lint_text
@@ -620,6 +619,92 @@ TNL103_FLAGGED = {
             return 2 * (F.log_softmax(x, -1))
         """,
     ),
+    "method-keeps-spelling-and-dtype": (
+        """\
+        import torch
+
+        def f(x):
+            return x.softmax(-1, dtype=torch.float64).log()
+        """,
+        [4],
+        """\
+        import torch
+
+        def f(x):
+            return x.log_softmax(-1, dtype=torch.float64)
+        """,
+    ),
+    # in a loop, an assignment of the same iteration is inlined
+    "loop-same-iteration-inlined": (
+        """\
+        import torch
+
+        def f(xs):
+            out = 0
+            for x in xs:
+                p = torch.softmax(x, -1)
+                out = out + (p * torch.log(p)).sum()
+            return out
+        """,
+        [7],
+        """\
+        import torch
+
+        def f(xs):
+            out = 0
+            for x in xs:
+                p = torch.softmax(x, -1)
+                out = out + (p * torch.log_softmax(x, -1)).sum()
+            return out
+        """,
+    ),
+    # no inline where the value can differ: p may come from an earlier iteration's x
+    "loop-conditional-assignment": (
+        """\
+        import torch
+
+        def f(x, xs, first):
+            out = 0
+            for x in xs:
+                if first:
+                    p = torch.softmax(x, -1)
+                out = out + (p * torch.log(p)).sum()
+            return out
+        """,
+        [8],
+        None,
+    ),
+    # assigned before the loop, input rebound by the loop
+    "loop-input-rebound-by-the-loop": (
+        """\
+        import torch
+
+        def f(x, xs, first):
+            out = 0
+            p = torch.softmax(x, -1)
+            for x in xs:
+                out = out + (p * torch.log(p)).sum()
+            return out
+        """,
+        [7],
+        None,
+    ),
+    # input updated later in the loop body
+    "loop-input-updated-later": (
+        """\
+        import torch
+
+        def f(x, xs, first):
+            out = 0
+            while out < 10:
+                p = torch.softmax(x, -1)
+                out = out + (p * torch.log(p)).sum()
+                x = x * 2
+            return out
+        """,
+        [7],
+        None,
+    ),
 }
 
 
@@ -749,81 +834,6 @@ def _table(flagged, clean):
 @pytest.mark.parametrize("code, case", harness.params("TNL103", *_table(TNL103_FLAGGED, TNL103_CLEAN)))
 def test_tnl103_table(code, case):
     harness.check(code, case)
-
-
-def test_tnl103_fix_keeps_method_spelling_and_dtype():
-    code = """\
-        import torch
-
-        def f(x):
-            return x.softmax(-1, dtype=torch.float64).log()
-        """
-    assert fixed(code, "TNL103") == _d(
-        """\
-        import torch
-
-        def f(x):
-            return x.log_softmax(-1, dtype=torch.float64)
-        """
-    )
-
-
-def test_tnl103_in_a_loop_assignment_in_the_same_iteration_is_inlined():
-    code = """\
-        import torch
-
-        def f(xs):
-            out = 0
-            for x in xs:
-                p = torch.softmax(x, -1)
-                out = out + (p * torch.log(p)).sum()
-            return out
-        """
-    assert lint(code, "TNL103") == [("TNL103", 7)]
-    assert fixed(code, "TNL103") == _d(
-        """\
-        import torch
-
-        def f(xs):
-            out = 0
-            for x in xs:
-                p = torch.softmax(x, -1)
-                out = out + (p * torch.log_softmax(x, -1)).sum()
-            return out
-        """
-    )
-
-
-@pytest.mark.parametrize(
-    "body",
-    [
-        # conditional assignment: p may come from an earlier iteration's x
-        """\
-        for x in xs:
-            if first:
-                p = torch.softmax(x, -1)
-            out = out + (p * torch.log(p)).sum()
-        """,
-        # assigned before the loop, input rebound by the loop
-        """\
-        p = torch.softmax(x, -1)
-        for x in xs:
-            out = out + (p * torch.log(p)).sum()
-        """,
-        # input updated later in the loop body
-        """\
-        while out < 10:
-            p = torch.softmax(x, -1)
-            out = out + (p * torch.log(p)).sum()
-            x = x * 2
-        """,
-    ],
-)
-def test_tnl103_in_a_loop_no_inline_when_the_value_can_differ(body):
-    head = "import torch\n\ndef f(x, xs, first):\n    out = 0\n"
-    code = head + textwrap.indent(_d(body), "    ") + "    return out\n"
-    assert [c for c, _ in lint(code, "TNL103")] == ["TNL103"]
-    assert fixed(code, "TNL103") == code
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1074,6 +1084,14 @@ TNL104_CLEAN = {
         def f(x):
             return torch.log1p(torch.sigmoid(x))
         """,
+    # only ranked, where no gradient flows
+    "ranked-only-under-no-grad": """\
+        import torch
+
+        @torch.no_grad()
+        def best(scores):
+            return torch.log(torch.sigmoid(scores)).topk(5).indices
+        """,
 }
 
 
@@ -1088,7 +1106,8 @@ def test_both_rules_default_on():
         def f(x):
             return torch.log(torch.softmax(x, -1)) + torch.log(torch.sigmoid(x))
         """
-    assert lint(code) == [("TNL103", 3), ("TNL104", 3)]
+    defaults = [rule for rule in registry().values() if rule.default]
+    assert [(f.code, f.line) for f in lint_text("m.py", _d(code), defaults)] == [("TNL103", 3), ("TNL104", 3)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1147,14 +1166,10 @@ RANKED_ONLY = {
 }
 
 
-@pytest.mark.parametrize("key", list(RANKED_ONLY))
-def test_log_probabilities_only_ranked_are_not_reported(key):
-    assert lint(RANKED_ONLY[key], "TNL103") == []
-
-
 RANKED_BUT_REPORTED = {
     # topk values carry a gradient when no no_grad is around
-    "topk-values-in-training": """\
+    "topk-values-in-training": (
+        """\
         import torch
         import torch.nn.functional as F
 
@@ -1162,8 +1177,19 @@ RANKED_BUT_REPORTED = {
             scores, idx = torch.log(F.softmax(logits, -1)).topk(k, -1)
             return scores
         """,
+        [5],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def top_scores(logits, k):
+            scores, idx = F.log_softmax(logits, -1).topk(k, -1)
+            return scores
+        """,
+    ),
     # ranked, but also returned: what the caller does with the -inf is unknown
-    "ranked-and-returned": """\
+    "ranked-and-returned": (
+        """\
         import torch
         import torch.nn.functional as F
 
@@ -1172,8 +1198,20 @@ RANKED_BUT_REPORTED = {
             log_probs = torch.log(F.softmax(logits, -1))
             return log_probs.argmax(-1), log_probs
         """,
+        [6],
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        @torch.no_grad()
+        def decode(logits):
+            log_probs = F.log_softmax(logits, -1)
+            return log_probs.argmax(-1), log_probs
+        """,
+    ),
     # read by a nested function: not followed
-    "read-in-a-closure": """\
+    "read-in-a-closure": (
+        """\
         import torch
 
         @torch.no_grad()
@@ -1182,12 +1220,23 @@ RANKED_BUT_REPORTED = {
             pick = lambda: lp.sum()
             return lp.argmax(-1), pick
         """,
+        [5],
+        """\
+        import torch
+
+        @torch.no_grad()
+        def decode(logits):
+            lp = logits.log_softmax(-1)
+            pick = lambda: lp.sum()
+            return lp.argmax(-1), pick
+        """,
+    ),
 }
 
 
-@pytest.mark.parametrize("key", list(RANKED_BUT_REPORTED))
-def test_log_probabilities_used_beyond_ranking_are_reported(key):
-    assert len(lint(RANKED_BUT_REPORTED[key], "TNL103")) == 1
+@pytest.mark.parametrize("code, case", harness.params("TNL103", *_table(RANKED_BUT_REPORTED, RANKED_ONLY)))
+def test_log_probabilities_are_reported_unless_only_ranked(code, case):
+    harness.check(code, case)
 
 
 def test_message_names_the_consequence_of_each_use():
@@ -1224,31 +1273,41 @@ def test_message_names_the_consequence_of_each_use():
     assert "(then NaN in 0 * log 0 and in the gradient)" in message
 
 
-def test_message_says_a_rewritten_name_now_holds_log_probabilities():
-    code = """\
-        import torch
-        import torch.nn.functional as F
+PROBS_REWRITTEN = Flagged(
+    """\
+    import torch
+    import torch.nn.functional as F
 
-        def loss_fn(logits, y):
-            probs = F.softmax(logits, dim=-1)
-            return -torch.log(probs).gather(1, y[:, None]).mean()
-        """
-    (message,) = _messages(code, "TNL103")
+    def loss_fn(logits, y):
+        probs = F.softmax(logits, dim=-1)
+        return -torch.log(probs).gather(1, y[:, None]).mean()
+    """,
+    (6,),
+    """\
+    import torch
+    import torch.nn.functional as F
+
+    def loss_fn(logits, y):
+        probs = F.log_softmax(logits, dim=-1)
+        return -probs.gather(1, y[:, None]).mean()
+    """,
+    message="(the fix makes `probs` hold log-probabilities)",
+)
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL103", [PROBS_REWRITTEN]))
+def test_a_rewritten_name_now_holds_log_probabilities(code, case):
+    harness.check(code, case)
+
+
+def test_message_says_a_rewritten_name_now_holds_log_probabilities():
+    (message,) = _messages(PROBS_REWRITTEN.source, "TNL103")
     assert message.endswith("(the fix makes `probs` hold log-probabilities)")
-    assert "probs = F.log_softmax(logits, dim=-1)" in fixed(code, "TNL103")
     inline = "import torch\n\ndef f(x):\n    return torch.log(torch.softmax(x, -1))\n"
     assert "hold log-probabilities" not in _messages(inline, "TNL103")[0]
 
 
-def test_tnl104_ranked_only_and_gradient_free_messages():
-    ranked = """\
-        import torch
-
-        @torch.no_grad()
-        def best(scores):
-            return torch.log(torch.sigmoid(scores)).topk(5).indices
-        """
-    assert lint(ranked, "TNL104") == []
+def test_tnl104_gradient_free_messages():
     evaluated = """\
         import torch
 
@@ -1301,9 +1360,11 @@ NOT_TORCH = {
 }
 
 
-@pytest.mark.parametrize("key", list(NOT_TORCH))
-def test_logs_of_other_libraries_probabilities_are_not_reported(key):
-    assert lint(NOT_TORCH[key], "TNL103", "TNL104") == []
+@pytest.mark.parametrize(
+    "code, case", harness.params("TNL103", silent=[Silent(c, together=("TNL104",)) for c in NOT_TORCH.values()])
+)
+def test_logs_of_other_libraries_probabilities_are_not_reported(code, case):
+    harness.check(code, case)
 
 
 def test_entropy_of_a_detached_distribution_names_only_the_forward_pass():

@@ -200,3 +200,38 @@ def test_the_project_is_not_read_for_a_file_that_no_index_rule_can_fire_on(tmp_p
     real = runner.project_files
     monkeypatch.setattr(runner, "project_files", lambda *args: walked.append(args) or real(*args))
     assert lint(tmp_path, repo / "utils.py", codes=["TNL301", "TNL302"]) == [] and walked == []
+
+
+HEADS = """
+    import torch.nn.functional as F
+
+
+    def class_probs(logits):
+        probs = F.softmax(logits, dim=-1)
+        return probs
+"""
+
+NLL_STEP = """
+    import torch
+    from heads import class_probs
+
+
+    def nll_step(logits, targets):
+        log_p = torch.log(class_probs(logits))
+        return -log_p.gather(1, targets[:, None]).mean()
+"""
+
+
+def test_a_helper_of_another_module_is_seen_when_only_its_caller_is_staged(tmp_path):
+    """pre-commit passes the caller alone, whose text names no softmax: the rule reads what the
+    project's helper returns from the index, so the log of its softmax is still found (without a
+    fix: the softmax is in another file)."""
+    repo = project(tmp_path, heads=HEADS, train=NLL_STEP)
+    assert lint(tmp_path, repo / "train.py", codes=["TNL103"]) == [("train.py", "TNL103", 6)]
+    assert lint(tmp_path, repo / "train.py", codes=["TNL103"], fix=True) == [("train.py", "TNL103", 6)]
+
+
+def test_a_same_named_helper_that_is_not_a_softmax_is_left_alone(tmp_path):
+    repo = project(tmp_path, heads=HEADS.replace("F.softmax(logits, dim=-1)", "logits.clamp_min(1e-6)"),
+                   train=NLL_STEP)
+    assert lint(tmp_path, repo / "train.py", codes=["TNL103"]) == []

@@ -122,10 +122,11 @@ def _run_project(
     """Lint or fix the files passed from one project against that project's index."""
     rules = {source.path: settings.rules_for(source.path) for source in members}
     # the whole project is read only when a passed file can hold a finding of a rule that reads
-    # its facts (a `forward` for TNL301, an `autocast` for TNL302): a pre-commit run on a file
-    # that has neither costs no project walk
+    # its facts (a `forward` for TNL301, an `autocast` for TNL302), or of a rule that sees what
+    # the project's helpers produce (TNL103's `log(probs(z))` names no softmax: only the index
+    # can tell): a pre-commit run on a file that has none of these costs no project walk
     needs_index = any(
-        rule.needs_index and rule.could_fire(source.text)
+        rule.needs_index and (rule.produced or rule.could_fire(source.text))
         for source in members
         if imports_torch(source.text)
         for rule in rules[source.path]

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import posixpath
+import re
 from typing import Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Set, Tuple
 
 Kind = Tuple[str, Optional[int]]  # (kind, dim)
@@ -468,6 +469,7 @@ class Summaries:
         self.files: Dict[str, Optional[FileSummary]] = dict(files or {})
         self._stems: Optional[Dict[str, List[str]]] = None  # every suffix of every stem -> paths
         self._subclasses: Optional[Dict[str, List[Instance]]] = None  # a base's last name -> classes
+        self._producers: Dict[FrozenSet[str], Optional["re.Pattern[str]"]] = {}
 
     def __getstate__(self):
         return {"files": self.files}
@@ -481,6 +483,7 @@ class Summaries:
     def absorb(self, other: "Summaries") -> None:
         self.files.update(other.files)
         self._stems = self._subclasses = None
+        self._producers = {}
 
     def with_file(self, path: str, summary: Optional[FileSummary]) -> "Summaries":
         return Summaries({**self.files, path: summary})
@@ -489,6 +492,36 @@ class Summaries:
         return Summaries({p: s for p, s in self.files.items() if p != path})
 
     # -- the questions -----------------------------------------------------------------------------
+    def mentions_producer(self, text: str, kinds: FrozenSet[str]) -> bool:
+        """Whether `text` names a project callable that produces one of `kinds` (a function, a
+        class whose `forward` does, a method, an attribute or module value holding an activation):
+        a file that names none cannot call one. The pre-filter of rules that read producers."""
+        if kinds not in self._producers:
+            names = self._producer_names(kinds)
+            self._producers[kinds] = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(names)))) if names else None
+        pattern = self._producers[kinds]
+        return pattern is not None and pattern.search(text) is not None
+
+    def _producer_names(self, kinds: FrozenSet[str]) -> Set[str]:
+        found: Set[str] = set()
+        for path, summary in self.files.items():
+            if summary is None:
+                continue
+            for name, results in summary.functions.items():
+                if (self._returns_kind(path, None, results, 0) or ("",))[0] in kinds:
+                    found.add(name)
+            for name, callee in summary.values.items():
+                if (self.callee_kind(path, None, callee) or ("",))[0] in kinds:
+                    found.add(name)
+            for cls_name, info in summary.classes.items():
+                instance = (path, cls_name)
+                if (self._forward_kind(instance, 0) or ("",))[0] in kinds:
+                    found.add(cls_name)
+                for member in (*info.methods, *info.attrs):
+                    if (self._member_kind(instance, member, 0) or ("",))[0] in kinds:
+                        found.add(member)
+        return found
+
     def callee_kind(self, path: str, instance: Optional[Instance], callee: Optional[tuple], depth: int = 0) -> Optional[Kind]:
         """The kind that calling `callee` (names resolved in the file at `path`; `self` an instance
         of `instance`) gives, or None when it is not known to give one kind."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Tuple, Type
+from typing import TYPE_CHECKING, ClassVar, Dict, FrozenSet, List, Optional, Tuple, Type
 
 from torchnumlint.findings import Safety
 
@@ -51,6 +51,10 @@ class Rule:
     # set, matches `pattern`, a regular expression for what substrings cannot say).
     needles: ClassVar[Tuple[str, ...]]
     pattern: ClassVar[Optional[str]] = None
+    # Kinds ("softmax", "sigmoid", ...) that a project helper, method or module may produce for
+    # this rule (`rules/producers.py`): the pre-filter also keeps a text that names such a helper
+    # of the project, which the index knows (a rule that sets this sets `needs_index`).
+    produced: ClassVar[FrozenSet[str]] = frozenset()
     examples: ClassVar[Tuple[Example, ...]]
     good: ClassVar[Tuple[str, ...]]
 
@@ -65,6 +69,8 @@ class Rule:
     @classmethod
     def could_fire(cls, text: str, index: "Optional[ProjectIndex]" = None) -> bool:
         """The pre-filter: False only when the rule cannot report anything in `text`."""
+        if cls.produced and index is not None and index.summaries.mentions_producer(text, cls.produced):
+            return True
         if not any(needle in text for needle in cls.needles):
             return False
         if cls.pattern is None:

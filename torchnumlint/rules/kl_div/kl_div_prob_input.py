@@ -29,6 +29,7 @@ class KlDivProbInput(Rule):
     )
     safety = Safety.UNSAFE
     needles = ("kl_div", "KLDivLoss")
+    needs_index = True  # an input from a helper of another module (`rules/producers.py`)
     examples = (
         Example(
             bad=(

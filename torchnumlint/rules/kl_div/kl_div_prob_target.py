@@ -38,6 +38,7 @@ class KlDivProbTarget(Rule):
     )
     safety = Safety.SAFE
     needles = ("kl_div", "KLDivLoss")
+    needs_index = True  # a target from a helper of another module (`rules/producers.py`)
     examples = (
         Example(
             bad=(

@@ -65,7 +65,9 @@ class LogOfSigmoid(LogRule):
         "`log(1 - sigmoid(x)) == log(sigmoid(-x)) == F.logsigmoid(-x)` exactly."
     )
     safety = Safety.SAFE
-    needles = ("sigmoid", "expit")
+    needles = ("sigmoid", "Sigmoid", "expit")
+    produced = frozenset({"sigmoid"})  # a helper of the project that returns one
+    needs_index = True
     examples = (
         Example(
             bad=(

@@ -68,8 +68,10 @@ class LogOfSoftmax(LogRule):
         "gradient flows are left alone: an -inf there ranks last, as it should."
     )
     safety = Safety.SAFE
-    needles = ("softmax", "exp")
-    pattern = r"softmax|\bexp\b"  # a softmax, or an exp that a hand-written one divides
+    needles = ("softmax", "Softmax", "exp")
+    pattern = r"softmax|Softmax|\bexp\b"  # a softmax (an nn.Softmax module), or an exp a hand-written one divides
+    produced = frozenset({"softmax"})  # a helper of the project that returns one
+    needs_index = True
     examples = (
         Example(
             bad=(

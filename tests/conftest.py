@@ -4,7 +4,7 @@ import pytest
 
 from torchnumlint.engine import lint_text
 from torchnumlint.fixes import fix_text
-from torchnumlint.rules.base import registry
+from torchnumlint.rules.registry import registry
 
 
 def _rules(select):

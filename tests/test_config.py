@@ -113,7 +113,7 @@ def test_selection_prefixes_ignore_and_defaults():
 
 
 def test_off_by_default_rules_need_their_exact_code(monkeypatch):
-    from torchnumlint.rules.base import registry
+    from torchnumlint.rules.registry import registry
 
     rule = registry()["TNL102"]
     monkeypatch.setattr(rule, "default", False)

@@ -4,7 +4,7 @@ import re
 from pathlib import Path
 
 from torchnumlint.docs import explain
-from torchnumlint.rules.base import registry
+from torchnumlint.rules.registry import registry
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 

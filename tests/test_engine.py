@@ -8,7 +8,7 @@ import pytest
 from torchnumlint.engine import ParseError, candidate_rules, lint_text
 from torchnumlint.fixes import apply_fixes, fix_text
 from torchnumlint.findings import Edit, Finding, Fix, Safety
-from torchnumlint.rules.base import registry
+from torchnumlint.rules.registry import registry
 from torchnumlint.rules.names import ImportMap, match_call
 
 from tests.conftest import fixed, lint

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from torchnumlint.config import Config
-from torchnumlint.rules.base import registry
+from torchnumlint.rules.registry import registry
 from torchnumlint.runner import Options, run
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "unsafe_training.py"

@@ -11,7 +11,7 @@ import pytest
 from tests.test_runner import FUNCTION, STEP
 from torchnumlint.config import Config, Settings
 from torchnumlint.discovery import project_root
-from torchnumlint.rules.base import registry
+from torchnumlint.rules.registry import registry
 from torchnumlint.runner import Options, run
 
 TRAIN = """

@@ -3,7 +3,7 @@
 import textwrap
 
 from torchnumlint.config import Config
-from torchnumlint.rules.base import registry
+from torchnumlint.rules.registry import registry
 from torchnumlint.runner import Options, run
 
 FUNCTION = """

@@ -31,7 +31,7 @@ def cli() -> None:
 
 
 def _rule_or_fail(code: str):
-    from torchnumlint.rules.base import registry
+    from torchnumlint.rules.registry import registry
 
     rule = registry().get(code.strip().upper())
     if rule is None:
@@ -72,7 +72,7 @@ def check(paths, fix, unsafe_fixes, diff, strict, select, extend_select, ignore,
     from torchnumlint.docs import explain as explain_rule
     from torchnumlint.docs import rules_table
     from torchnumlint.report import FORMATS
-    from torchnumlint.rules.base import all_rules
+    from torchnumlint.rules.registry import all_rules
     from torchnumlint.runner import Options, run
 
     if explain:

@@ -172,7 +172,7 @@ def _validate(table: dict, path: Path) -> Config:
 
 
 def _codes() -> List[str]:
-    from torchnumlint.rules.base import registry
+    from torchnumlint.rules.registry import registry
 
     return list(registry())
 
@@ -192,7 +192,7 @@ def _matches(selector: str, code: str) -> bool:
 def select_rules(select: Optional[Sequence[str]], extend_select: Sequence[str], ignore: Sequence[str]):
     """The enabled rule classes. A prefix enables the default-on rules it covers; an off-by-default
     (heuristic) rule is enabled only by its exact code."""
-    from torchnumlint.rules.base import registry
+    from torchnumlint.rules.registry import registry
 
     chosen = []
     for code, rule in registry().items():

@@ -29,7 +29,7 @@ import pytest
 from torchnumlint.engine import candidate_rules, lint_text
 from torchnumlint.findings import Safety
 from torchnumlint.fixes import fix_text
-from torchnumlint.rules.base import registry
+from torchnumlint.rules.registry import registry
 
 
 @dataclass(frozen=True)

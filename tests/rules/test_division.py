@@ -17,7 +17,7 @@ from tests.rules.harness import Flagged, Silent
 from torchnumlint.engine import lint_text
 from torchnumlint.findings import Safety
 from torchnumlint.fixes import fix_text
-from torchnumlint.rules.base import registry
+from torchnumlint.rules.registry import registry
 
 HEAD = "import torch\nfrom torch import Tensor\n\ndef f(x: Tensor, y: Tensor, w: Tensor, m: Tensor, a: Tensor, b: Tensor):\n"
 LINE = 5  # the first body line of a HEAD snippet

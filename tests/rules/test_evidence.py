@@ -15,7 +15,7 @@ import pytest
 from tests.rules import harness
 from tests.rules.harness import Flagged, Silent
 from torchnumlint.config import Config
-from torchnumlint.rules.base import registry
+from torchnumlint.rules.registry import registry
 from torchnumlint.runner import Options, run
 
 DIVISION = ("TNL201", "TNL202", "TNL204", "TNL206")

@@ -8,7 +8,7 @@ import pytest
 
 from torchnumlint.engine import lint_text
 from torchnumlint.findings import Safety
-from torchnumlint.rules.base import all_rules
+from torchnumlint.rules.registry import all_rules
 from tests.rules import harness
 
 RULES = all_rules()

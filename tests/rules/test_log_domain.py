@@ -8,7 +8,7 @@ import pytest
 from tests.rules import harness
 from tests.rules.harness import Flagged, Silent
 from torchnumlint.engine import lint_text
-from torchnumlint.rules.base import registry
+from torchnumlint.rules.registry import registry
 
 
 def _d(code):

@@ -15,7 +15,7 @@ from torchnumlint.config import Config
 from torchnumlint.context import FileContext
 from torchnumlint.engine import parse
 from torchnumlint.index import ProjectIndex, build_index
-from torchnumlint.rules.base import registry
+from torchnumlint.rules.registry import registry
 from torchnumlint.rules.producers import call_kind
 from torchnumlint.runner import Options, run
 from torchnumlint.walk import Visitor
@@ -843,14 +843,14 @@ def test_the_index_summarises_helper_files_and_stays_plain_data(tmp_path):
 # Through a run: what a rule that reads the index sees (guards.softmax_call asks call_kind last)
 
 
-def _log_of_softmax(needs_index: bool):
-    """TNL103 as its family ships it, or (a subclass without a `code` of its own is not
-    registered) as it would read helpers of other modules: reading the index, and pre-filtered
-    on `log` alone (a file calling a helper need not name a softmax)."""
+def _log_of_softmax(reads_index: bool):
+    """TNL103 as its family ships it (it reads the index: a helper of another module is seen
+    even where the caller names no softmax), or, unregistered (a subclass without a `code` of
+    its own), the same rule without the index: then only same-file facts are known."""
     rule = registry()["TNL103"]
-    if not needs_index:
+    if reads_index:
         return rule
-    return type("IndexedLogOfSoftmax", (rule,), {"needs_index": True, "needles": ("log",), "pattern": None})
+    return type("UnindexedLogOfSoftmax", (rule,), {"needs_index": False, "produced": frozenset()})
 
 
 TRAIN = """\
@@ -864,11 +864,11 @@ def nll(logits, target):
 """
 
 
-@pytest.mark.parametrize("needs_index, lines", [(True, [7]), (False, [])])
-def test_a_helper_of_another_module_is_seen_through_the_index(tmp_path, needs_index, lines):
+@pytest.mark.parametrize("reads_index, lines", [(True, [7]), (False, [])])
+def test_a_helper_of_another_module_is_seen_through_the_index(tmp_path, reads_index, lines):
     _project(tmp_path, {"pkg/__init__.py": "", "pkg/heads.py": HEADS, "pkg/train.py": TRAIN})
     train = str(tmp_path / "pkg" / "train.py")
-    result = run([train], Config(root=tmp_path), [_log_of_softmax(needs_index)], Options())
+    result = run([train], Config(root=tmp_path), [_log_of_softmax(reads_index)], Options())
     assert [(f.code, f.line) for f in result.findings] == [("TNL103", line) for line in lines]
 
 

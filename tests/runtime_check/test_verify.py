@@ -20,7 +20,7 @@ RULES = catalogue.load()
 
 
 def test_every_registered_rule_has_a_reproduction():
-    from torchnumlint.rules.base import registry
+    from torchnumlint.rules.registry import registry
 
     missing = sorted(set(registry()) - set(REPROS))
     assert not missing, f"rules without a reproduction in runtime_check/repros/: {missing}"

@@ -1,7 +1,4 @@
-"""Rule families, one module each; importing this package registers every rule."""
-
-from torchnumlint.rules import kl_div  # noqa: F401
-from torchnumlint.rules import log_domain  # noqa: F401
-from torchnumlint.rules import division  # noqa: F401
-from torchnumlint.rules import mixed_precision  # noqa: F401
-from torchnumlint.rules import roots  # noqa: F401
+"""The rules: `base.py` (the Rule class), the shared matchers (the modules here), one package per
+family with one module per rule. Importing this package loads nothing else; `rules.registry`
+imports every family.
+"""

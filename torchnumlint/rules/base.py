@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Dict, FrozenSet, List, Optional, Tuple, Type
+from typing import TYPE_CHECKING, ClassVar, Dict, FrozenSet, Optional, Tuple, Type
 
 from torchnumlint.findings import Safety
 
@@ -94,12 +94,7 @@ class Rule:
         return self.ctx.new_fix(safety or self.safety)
 
 
-def registry() -> Dict[str, Type[Rule]]:
-    """Every rule, by code, once all rule families are imported."""
-    import torchnumlint.rules  # noqa: F401  (registers the families)
-
+def registered() -> Dict[str, Type[Rule]]:
+    """The rules defined so far, by code, sorted: every rule once `rules.registry` has imported
+    the families (ask `registry.registry()`)."""
     return dict(sorted(_REGISTRY.items()))
-
-
-def all_rules() -> List[Type[Rule]]:
-    return list(registry().values())

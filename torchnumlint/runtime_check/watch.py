@@ -249,7 +249,7 @@ def static_findings(path: str) -> List[str]:
     result: List[str] = []
     try:
         from torchnumlint.engine import lint_text  # lazy: libcst is needed only here
-        from torchnumlint.rules.base import all_rules
+        from torchnumlint.rules.registry import all_rules
 
         if os.path.isfile(path):
             with open(path, encoding="utf-8") as f:

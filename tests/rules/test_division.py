@@ -1027,3 +1027,18 @@ def test_box_messages_name_degenerate_boxes():
     assert "union of two box areas" in finding.message and "degenerate (zero-area) boxes" in finding.message
     found = harness.findings("TNL201", BOXES_FLAGGED[3].source)
     assert all("zero-height" in f.message for f in found)
+
+
+# Elements of anything are no box coordinates: a solver's step differences
+# (`lambda_list[2] - lambda_list[0]`, the Lagrange denominators of a multistep sampler).
+SOLVER_COEFFICIENTS = Silent("""
+    import torch
+    def coefficients(lambda_list):
+        denominator = (lambda_list[2] - lambda_list[0]) * (lambda_list[3] - lambda_list[1])
+        return [1 / denominator, (lambda_list[0] * lambda_list[1]) / denominator]
+    """)
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL201", silent=[SOLVER_COEFFICIENTS]))
+def test_elements_of_a_list_are_no_box_coordinates(code, case):
+    harness.check(code, case)

@@ -7,7 +7,8 @@ aspect ratio `w / h` of CIoU (NaN for a zero-height box). Predicted boxes are de
 training and ground-truth boxes are after cropping, so these are real inputs.
 
 They are recognised by how they are built, never by names alone: a side is a difference of box
-coordinates (`b[..., 2] - b[..., 0]`, `rb - lt` of corners, `x2 - x1` of unbound coordinates),
+coordinates on the last axis of a batch (`b[..., 2] - b[..., 0]`, `b[:, 3] - b[:, 1]`; never a
+bare `v[2] - v[0]`), `rb - lt` of corners, `x2 - x1` of unbound coordinates),
 an area a product of an x side and a y side (or `wh[..., 0] * wh[..., 1]`, `wh.prod(-1)`,
 `torchvision.ops.box_area`), a union a sum of areas minus an area. Coordinates are read in the
 xyxy layout: indices 0 and 2 are x, 1 and 3 are y, a corner is `[..., :2]` or `[..., 2:]`.
@@ -44,6 +45,20 @@ def _index(part: cst.BaseSlice) -> Optional[Coords]:
         if (lower, upper) in ((0, 2), (2, 4)):
             return (int(lower), int(lower) + 1)
     return None
+
+
+def _last_axis(expr: cst.Subscript) -> bool:
+    """`b[:, 2]`, `b[..., 2:]`: an index into the last axis of a batch of boxes. A bare `v[2]` is
+    an element of anything (a list of step sizes, `lambda_list[2] - lambda_list[0]` in a
+    solver's coefficients), too common to be read as a coordinate."""
+    return len(expr.slice) > 1 and all(_whole(e.slice) for e in expr.slice[:-1])
+
+
+def _whole(part: cst.BaseSlice) -> bool:
+    """`:`, `...` or a new axis (`None`): every box of the batch."""
+    if isinstance(part, cst.Index):
+        return isinstance(part.value, cst.Ellipsis) or (isinstance(part.value, cst.Name) and part.value.value == "None")
+    return isinstance(part, cst.Slice) and part.lower is None and part.upper is None and part.step is None
 
 
 def _unwrap(ctx: "FileContext", expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -105,7 +120,7 @@ def coords(ctx: "FileContext", expr: cst.BaseExpression, depth: int = 0) -> Opti
                 return (position,)
         return None
     if isinstance(expr, cst.Subscript):
-        found = _index(expr.slice[-1].slice)
+        found = _index(expr.slice[-1].slice) if _last_axis(expr) else None
         if found is not None:
             return found
         inner = shape_step(ctx, expr)

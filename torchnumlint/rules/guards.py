@@ -2,18 +2,24 @@
 does it carry a gradient, is it a mask, can it be recomputed. Every rule asks these the same
 way, so they are answered once, here.
 
-All functions follow names to their single assignment (`FileContext.resolve`) before looking.
+Every question is asked of every value a name may hold (`ways`: each assignment that reaches it,
+`FileContext.reaching`, and both values of a conditional expression), with the quantifier that
+keeps findings precise: a value is guarded, detached, a Python number, constant, a mask or
+positive only when EVERY way says so (`every_way`); a guard on one branch does not guard the
+other. Answers are kept per name for the scope, so a name read many times, or rebound in a loop,
+is followed once.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Optional, Set
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from torchnumlint.rules.gradients import runs_with_grad, runs_without_grad
-from torchnumlint.rules.names import OPS, CallMatch, match_call, selection_of
+from torchnumlint.rules.names import OPS, Binding, CallMatch, match_call, selection_of
 from torchnumlint.rules.producers import call_kind
 from torchnumlint.walk import Visitor
 
@@ -54,6 +60,112 @@ def strip_parens(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
+# ---------------------------------------------------------------------------------------------
+# Every value a name may hold
+
+
+@dataclass(frozen=True)
+class Way:
+    """One value an expression may hold: `value` is the assigned expression (or, for a binding
+    with no plain value, its node: a parameter, an in-place call `d.clamp_(min=eps)`, a loop or
+    an unpacking statement); `binding` the assignment (None for a branch of a conditional
+    expression); `where` the node a message points at, `label` how it names this way."""
+
+    value: cst.CSTNode
+    binding: Optional[Binding]
+    where: cst.CSTNode
+    label: str
+
+
+def ways(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[List[Way]]:
+    """The values `expr` holds one step back: for a name (or `self.attr`, a module name bound
+    once) every assignment that may reach it here; for a conditional expression both its values.
+    None for anything else, or a name nothing here binds."""
+    expr = strip_parens(expr)
+    if isinstance(expr, cst.IfExp):
+        return [Way(expr.body, None, expr, "if"), Way(expr.orelse, None, expr, "else")]
+    if not isinstance(expr, (cst.Name, cst.Attribute)):
+        return None
+    binding = ctx.binding(expr)
+    found = [binding] if binding is not None else ctx.reaching(expr)
+    if not found:
+        return None
+    label = expr.value if isinstance(expr, cst.Name) else ctx.module.code_for_node(expr)
+    return [Way(b.value if b.value is not None else b.node, b, b.node, label) for b in found]
+
+
+def branches(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[List[Way]]:
+    """`ways` where there is more than one (an `if` that assigns on both branches, a loop that
+    rebinds, a conditional expression); None where the value is one or unknown."""
+    found = ways(ctx, expr)
+    return found if found is not None and len(found) > 1 else None
+
+
+def way_note(ctx: "FileContext", way: Way) -> str:
+    """How a message names one of several ways: ` (as `d` is assigned on line 7)`, ` (the else
+    value of the conditional on line 7)`."""
+    span = ctx.positions.get(way.where)
+    line = f" on line {span.start.line}" if span is not None else ""
+    if way.binding is None:
+        return f" (the {way.label} value of the conditional{line})"
+    return f" (as `{way.label}` is assigned{line})"
+
+
+_IN_PROGRESS = object()
+_DEPTH = 8
+
+
+def every_way(
+    ctx: "FileContext",
+    expr: cst.BaseExpression,
+    key: str,
+    test: Callable[[cst.CSTNode], bool],
+    decided: Optional[Callable[[Binding], bool]] = None,
+    depth: int = _DEPTH,
+) -> bool:
+    """Whether `test` holds of every value `expr` may hold (`ways`, followed `depth` steps; a
+    value with no ways is tested itself). `decided(binding)` True settles a way without looking
+    at its value (assigned under `no_grad`: detached). Answers are kept per scope and `key`; a
+    way that leads back to a name being asked (a loop's `n = n + 1`) adds no value of its own."""
+    found = ways(ctx, expr)
+    if found is None:
+        return test(expr)
+    if not depth:
+        return False  # too far to say anything of every way
+    known: Dict[Tuple[str, int], tuple] = ctx.per_scope("every way", lambda _: {})
+    asking: List[list] = ctx.per_scope("every way asking", lambda _: [])  # [slot, tentative]
+    slot = (key, id(expr))
+    entry = known.get(slot)
+    if entry is not None:
+        if entry[1] is _IN_PROGRESS:  # a loop back: what is asked between relies on this answer
+            at = next(i for i, frame in enumerate(asking) if frame[0] == slot)
+            for frame in asking[at + 1 :]:
+                frame[1] = True
+            return True
+        return entry[1]
+    known[slot] = (expr, _IN_PROGRESS)  # the node is kept with its answer: its id stays its own
+    frame = [slot, False]
+    asking.append(frame)
+    try:
+        answer = all(
+            (decided is not None and way.binding is not None and decided(way.binding))
+            or (
+                every_way(ctx, way.value, key, test, decided, depth - 1)
+                if isinstance(way.value, cst.BaseExpression) and way.value is not expr
+                else test(way.value)
+            )
+            for way in found
+        )
+    finally:
+        asking.pop()
+    if frame[1] and answer:
+        del known[slot]  # true only on the assumption of an answer still being worked out
+    else:
+        known[slot] = (expr, answer)
+    return answer
+
+
+
 def number_value(expr: cst.BaseExpression) -> Optional[float]:
     """The value of a numeric literal (with an optional unary minus), else None."""
     sign = 1.0
@@ -68,18 +180,24 @@ def number_value(expr: cst.BaseExpression) -> Optional[float]:
     return None
 
 
-def _last_identifier(expr: cst.BaseExpression) -> Optional[str]:
+def _last_identifier(expr: cst.CSTNode) -> Optional[str]:
     if isinstance(expr, cst.Name):
         return expr.value
     if isinstance(expr, cst.Attribute):
         return expr.attr.value
+    if isinstance(expr, cst.Param):  # a parameter, where a name's way ends
+        return expr.name.value
     return None
 
 
 def is_eps_like(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
-    """A small positive guard: `eps`, `self.eps`, `1e-8`, `torch.finfo(x.dtype).tiny`, `tensor(eps)`."""
-    expr = ctx.resolve(expr)
-    value = number_value(expr)
+    """A small positive guard: `eps`, `self.eps`, `1e-8`, `torch.finfo(x.dtype).tiny`, `tensor(eps)`,
+    whatever way the value comes (`eps = 1e-4 if half else 1e-8`)."""
+    return every_way(ctx, expr, "eps", lambda value: _eps_like(ctx, value))
+
+
+def _eps_like(ctx: "FileContext", expr: cst.CSTNode) -> bool:
+    value = number_value(expr) if isinstance(expr, cst.BaseExpression) else None
     if value is not None:
         return value > 0
     ident = _last_identifier(expr)
@@ -100,8 +218,15 @@ def is_guarded(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
     `torch.maximum(d, eps)`, `max(d, eps)`, `torch.where(...)`, `masked_fill`, `torch.finfo`.
 
     Any floor counts, `clamp(min=0)` included: enough for a log or a division by a count, though
-    `sqrt` of it still has an infinite gradient at 0 (no rule asks that of a clamped value yet)."""
-    expr = ctx.resolve(expr)
+    `sqrt` of it still has an infinite gradient at 0 (no rule asks that of a clamped value yet).
+    A name is guarded only when every assignment that reaches it is (a guard on one branch of an
+    `if` leaves the other's zero); an in-place `d.clamp_(min=eps)` is such an assignment."""
+    return every_way(ctx, expr, "guarded", lambda value: _guarded(ctx, value))
+
+
+def _guarded(ctx: "FileContext", expr: cst.CSTNode) -> bool:
+    if not isinstance(expr, cst.BaseExpression):
+        return False  # a parameter, a loop target, an unpacking: nothing says it is guarded
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
         return is_eps_like(ctx, expr.left) or is_eps_like(ctx, expr.right)
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Divide)):
@@ -143,8 +268,13 @@ def _mentions_finfo(expr: cst.CSTNode) -> bool:
 
 def is_python_number(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
     """A plain Python number: literals, `len(...)`, shapes and sizes, `math.*`, and arithmetic of
-    those. Division by or sqrt of these never makes a NaN gradient."""
-    expr = ctx.resolve(expr)
+    those, on every way the value comes. Division by or sqrt of these never makes a NaN gradient."""
+    return every_way(ctx, expr, "python", lambda value: _python_number(ctx, value))
+
+
+def _python_number(ctx: "FileContext", expr: cst.CSTNode) -> bool:
+    if not isinstance(expr, cst.BaseExpression):
+        return False
     if number_value(expr) is not None:
         return True
     if isinstance(expr, cst.BinaryOperation):
@@ -169,47 +299,74 @@ def is_python_number(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
 
 def is_constant(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
     """A Python number, or a tensor made of one (`torch.tensor(d_k)`, through casts): the same
-    value on every call, so never the 0 of an empty or constant row."""
+    value on every call, so never the 0 of an empty or constant row. Every way must be one."""
+    return every_way(ctx, expr, "constant", lambda value: _constant(ctx, value))
+
+
+def _constant(ctx: "FileContext", expr: cst.CSTNode) -> bool:
+    if not isinstance(expr, cst.BaseExpression):
+        return False
     if is_python_number(ctx, expr):
         return True
-    expr = unwrap_casts(ctx, expr)
-    if isinstance(expr, cst.Call) and ctx.qualname(expr.func) in _TENSOR_OF:
-        return bool(expr.args) and is_python_number(ctx, expr.args[0].value)
+    inner = unwrap_casts(ctx, expr, names=False)
+    if ways(ctx, inner) is not None:
+        return is_constant(ctx, inner)
+    if isinstance(inner, cst.Call) and ctx.qualname(inner.func) in _TENSOR_OF:
+        return bool(inner.args) and is_python_number(ctx, inner.args[0].value)
     return False
 
 
-def unwrap_casts(ctx: "FileContext", expr: cst.BaseExpression, detach: bool = False) -> cst.BaseExpression:
-    """Through names, `.float()`, `.to(...)`, `.type_as(...)` (and `.detach()` when asked), indexing,
-    selections and reshapes (`names.selection_of`): these keep zeros and signs, so the question
-    is about the value under them."""
+def unwrap_casts(
+    ctx: "FileContext", expr: cst.BaseExpression, detach: bool = False, names: bool = True
+) -> cst.BaseExpression:
+    """Through names (their one sure assignment; `names=False`: not at all), `.float()`,
+    `.to(...)`, `.type_as(...)` (and `.detach()` when asked), indexing, selections and reshapes
+    (`names.selection_of`): these keep zeros and signs, so the question is about the value
+    under them. `expr` itself (the same node) where there is nothing to look through."""
     methods = _CASTS | {"detach"} if detach else _CASTS
+    start = expr
     for _ in range(8):
-        expr = strip_parens(ctx.resolve(expr))
-        inner = selection_of(ctx.imports, expr)
-        if inner is not expr:  # `n.unsqueeze(-1)`, `n[:, None]`: the same values
+        if names:
+            expr = ctx.resolve(expr)
+        bare = strip_parens(expr)
+        inner = selection_of(ctx.imports, bare)
+        if inner is not bare:  # `n.unsqueeze(-1)`, `n[:, None]`: the same values
             expr = inner
             continue
         if (
-            isinstance(expr, cst.Call)
-            and isinstance(expr.func, cst.Attribute)
-            and expr.func.attr.value in methods
-            and not ctx.imports.is_module_ref(expr.func.value)
+            isinstance(bare, cst.Call)
+            and isinstance(bare.func, cst.Attribute)
+            and bare.func.attr.value in methods
+            and not ctx.imports.is_module_ref(bare.func.value)
         ):
-            expr = expr.func.value
+            expr = bare.func.value
             continue
         break
-    return expr
+    return expr if expr is start and not names else strip_parens(expr)
 
 
 def is_mask(ctx: "FileContext", expr: cst.BaseExpression, by_name: bool = True) -> bool:
     """A boolean mask: a comparison, `~m`, `logical_*`, `isfinite`, or (`by_name`) a name that
     says mask/valid/keep, through casts, reshapes and indexing (`mask.float().unsqueeze(-1)`,
     `masks[0]`). Its sum is a count, which is 0 when nothing is selected; only a mask built as a
-    boolean is sure to sum to an integer (a mask by name can be soft)."""
+    boolean is sure to sum to an integer (a mask by name can be soft). A name no word marks is a
+    mask when every assignment that reaches it makes one."""
+    if by_name and _says_mask(_last_identifier(strip_parens(expr))):
+        return True
+    return every_way(ctx, expr, f"mask {by_name}", lambda value: _mask(ctx, value, by_name))
+
+
+def _mask(ctx: "FileContext", expr: cst.CSTNode, by_name: bool) -> bool:
     for _ in range(8):
-        if by_name and _says_mask(_last_identifier(strip_parens(expr))):
+        if by_name and _says_mask(_last_identifier(expr)):
             return True
-        expr = unwrap_casts(ctx, expr)
+        if not isinstance(expr, cst.BaseExpression):
+            return False
+        if ways(ctx, expr) is not None:  # `m.float()` of a name: every way it comes
+            return is_mask(ctx, expr, by_name)
+        expr = unwrap_casts(ctx, expr, names=False)
+        if ways(ctx, expr) is not None:
+            return is_mask(ctx, expr, by_name)
         if isinstance(expr, cst.Comparison):
             return True
         if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
@@ -246,8 +403,17 @@ def _says_mask(ident: Optional[str]) -> bool:
 
 def is_positive(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
     """exp / softmax / sigmoid / softplus (through casts): never negative, and 0 only by
-    underflow, which is the log-domain rules' hazard, not a guard's."""
-    return match_call(ctx.imports, unwrap_casts(ctx, expr), *_POSITIVE) is not None
+    underflow, which is the log-domain rules' hazard, not a guard's. Every way must be one."""
+    return every_way(ctx, expr, "positive", lambda value: _positive(ctx, value))
+
+
+def _positive(ctx: "FileContext", expr: cst.CSTNode) -> bool:
+    if not isinstance(expr, cst.BaseExpression):
+        return False
+    inner = unwrap_casts(ctx, expr, names=False)
+    if ways(ctx, inner) is not None:
+        return is_positive(ctx, inner)
+    return match_call(ctx.imports, inner, *_POSITIVE) is not None
 
 
 def code_key(ctx: "FileContext", expr: cst.BaseExpression) -> str:
@@ -340,16 +506,18 @@ def _made_by(ctx: "FileContext", expr: cst.BaseExpression, op: str) -> Optional[
 
 def is_detached(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
     """No gradient flows back through `expr`: it is `.detach()`ed, or was computed under
-    `torch.no_grad()` in this function; for a call, so is its tensor input."""
+    `torch.no_grad()` in this function; for a call, so is its tensor input. A name is detached
+    only when every assignment that reaches it is (a target detached on one branch still
+    carries the other's gradient)."""
+    return every_way(ctx, expr, "detached", lambda value: _detached(ctx, value), lambda binding: binding.no_grad)
+
+
+def _detached(ctx: "FileContext", expr: cst.CSTNode) -> bool:
     for _ in range(8):
-        binding = ctx.binding(expr)
-        if binding is not None:
-            if binding.no_grad:
-                return True
-            if binding.value is None:
-                return False
-            expr = binding.value
-            continue
+        if not isinstance(expr, cst.BaseExpression):
+            return False  # a parameter, a loop target: may carry a gradient
+        if ways(ctx, expr) is not None:
+            return is_detached(ctx, expr)
         if match_call(ctx.imports, expr, "detach") is not None:
             return True
         if isinstance(expr, cst.Call) and ctx.qualname(expr.func) in _DATA:

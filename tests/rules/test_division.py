@@ -1042,3 +1042,58 @@ SOLVER_COEFFICIENTS = Silent("""
 @pytest.mark.parametrize("code, case", harness.params("TNL201", silent=[SOLVER_COEFFICIENTS]))
 def test_elements_of_a_list_are_no_box_coordinates(code, case):
     harness.check(code, case)
+
+
+# A coordinate mapped into its box (a heatmap's scale, a mask pasted into a detection) reads boxes
+# the pipeline has filtered: left alone outside code that shows a gradient, reported in a loss.
+HEATMAP_SCALE = """
+    import torch
+    def to_heatmap(points, rois, size: int):
+        scale_x = size / (rois[:, 2] - rois[:, 0])
+        scale_y = size / (rois[:, 3] - rois[:, 1])
+        return (points[..., 0] - rois[:, 0:1]) * scale_x[:, None], (points[..., 1] - rois[:, 1:2]) * scale_y[:, None]
+    """
+PASTE_GRID = """
+    import torch
+    def paste_grid(boxes, height: int, width: int):
+        x0, y0, x1, y1 = boxes.unbind(-1)
+        ys = torch.arange(height, dtype=torch.float32) + 0.5
+        return (ys[None] - y0[:, None]) / (y1 - y0)[:, None] * 2 - 1
+    """
+# a ratio only compared: an Inf or NaN turns the comparison False, and no gradient flows
+COMPARED = """
+    import torch
+    def inside(corners, points):
+        a = corners[:, :, 0:1, :]
+        b = corners[:, :, 1:2, :]
+        ab = b - a
+        proj = torch.sum(ab * (points - a), dim=-1)
+        norm = torch.sum(ab * ab, dim=-1)
+        return (proj / norm > -1e-6) & (proj / norm < 1 + 1e-6)
+    """
+BOX_SCALE_LOSS = """
+    import torch
+    def box_regression_loss(pred, anchors, target):
+        widths = anchors[:, 2] - anchors[:, 0]
+        dx = (target[:, 0] - anchors[:, 0]) / widths
+        return torch.nn.functional.smooth_l1_loss(pred[:, 0], dx)
+    """
+
+
+@pytest.mark.parametrize(
+    "code, case",
+    harness.params(
+        "TNL201",
+        flagged=[
+            Flagged(BOX_SCALE_LOSS, (5,)),
+            Flagged(HEATMAP_SCALE, (4, 5), strict=True),
+            # the same ratio used as a value is reported
+            Flagged(COMPARED.replace("return (proj / norm > -1e-6) & (proj / norm < 1 + 1e-6)", "return proj / norm"),
+                    (9,), COMPARED.replace("return (proj / norm > -1e-6) & (proj / norm < 1 + 1e-6)",
+                                           "return proj / norm.clamp_min(1e-12)")),
+        ],
+        silent=[Silent(HEATMAP_SCALE), Silent(PASTE_GRID), Silent(COMPARED), Silent(COMPARED, strict=True)],
+    ),
+)
+def test_a_side_maps_coordinates_only_where_a_gradient_reads_it(code, case):
+    harness.check(code, case)

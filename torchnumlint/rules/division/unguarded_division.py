@@ -14,6 +14,7 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
+from torchnumlint.rules.boxes import side
 from torchnumlint.rules.division.base import DivisionRule
 from torchnumlint.rules.divisors import (
     COUNT_EPS,
@@ -31,7 +32,12 @@ from torchnumlint.rules.divisors import (
 from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch, is_torch_value
 from torchnumlint.rules.guards import gradient_free, gradient_note, is_tested
 from torchnumlint.rules.ownership import owned_elsewhere
-from torchnumlint.rules.shapes import root_hazard, root_of, sum_of_squares, through_shape
+from torchnumlint.rules.shapes import (
+    root_hazard,
+    root_of,
+    sum_of_squares,
+    through_shape,
+)
 
 
 class UnguardedDivision(DivisionRule):
@@ -179,8 +185,10 @@ class UnguardedDivision(DivisionRule):
         found = zero_kind(ctx, d)
         if found is None:
             return
-        if found.kind == "box" and gradient_free(ctx):
-            return  # evaluation and data code: boxes there are checked ground truth
+        if found.kind == "box" and not _box_hazard(ctx, x, found.value):
+            return
+        if isinstance(node, cst.BinaryOperation) and _compared(ctx):
+            return  # `prod / norm > -1e-6`: a NaN or Inf only turns the comparison False
         selected = in_where(ctx)
         note = gradient_note(ctx) if selected else ""
         if note is None:
@@ -259,3 +267,27 @@ class UnguardedDivision(DivisionRule):
         return sum_of_squares(self.ctx, arg, root) is not None and owned_elsewhere(
             self.ctx, self.code, "root-of-sum-of-squares"
         )
+
+
+def _compared(ctx) -> bool:
+    """Whether the division being visited is an operand of a comparison (through parentheses):
+    its Inf or NaN becomes a boolean, and no gradient flows through one."""
+    for ancestor in reversed(ctx.stack[:-1]):
+        if isinstance(ancestor, cst.Comparison):
+            return True
+        if not isinstance(ancestor, cst.ComparisonTarget):
+            return False
+    return False
+
+
+def _box_hazard(ctx, x: cst.BaseExpression, box: cst.BaseExpression) -> bool:
+    """Whether a division by a box's union, area or side is reported. Not in evaluation or data
+    code (its boxes are checked ground truth). A union or an area (IoU, GIoU, IoA) anywhere
+    else; a single side only as an aspect ratio (`w / h`, CIoU's `atan(w / h)`) or in code that
+    shows a gradient (a loss): a coordinate mapped into its box (`heatmap_size / w`,
+    `(y - y0) / (y1 - y0)` when pasting a mask) reads boxes that the pipeline has filtered."""
+    if gradient_free(ctx):
+        return False
+    if side(ctx, box) is None:
+        return True
+    return side(ctx, x) is not None or gradient_note(ctx) == "" or ctx.strict

@@ -607,7 +607,8 @@ def test_a_long_chain_of_rebindings_is_answered_once_per_node(monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------------
-# Names bound more than once: the latest binding that runs on every way to the use
+# Names bound more than once: every binding that may reach the use. A guard on one way leaves the
+# other's zero, reported with that way's evidence and no fix (a clamp would rewrite every way)
 
 REBINDINGS = [
     # a straight-line rebinding is followed
@@ -624,16 +625,17 @@ REBINDINGS = [
         w = F.relu(w)
         return (x * w).sum(-1) / w.sum(-1).clamp_min(1e-12)
     """)),
-    # a rebinding in a branch is not: `w` is `w.abs()` or `w.abs() + 1`, neither is certain
-    ("TNL201", silent("""
+    # a rebinding in a branch: `w` is `w.abs()` (all 0 for a zero row) or `w.abs() + 1` (guarded)
+    ("TNL201", flagged("""
     import torch
     def share(x, w, flag):
         w = w.abs()
         if flag:
             w = w + 1
         return x / w.sum()
-    """)),
-    # in a loop, a binding of the same iteration is followed, one of the last iteration is not
+    """, (7,), message="absolute values are 0 (as `w` is assigned on line 4)")),
+    # in a loop, a binding of the same iteration is followed; where one of the last iteration
+    # also reaches, the first iteration's relu outputs can all be 0
     ("TNL201", flagged("""
     import torch
     def accumulate(x, ws):
@@ -651,10 +653,19 @@ REBINDINGS = [
             x = x / t.clamp_min(1e-12)
         return x
     """)),
-    ("TNL201", silent("""
+    ("TNL201", flagged("""
     import torch
     def accumulate(x, ws):
         t = torch.relu(ws[0])
+        for w in ws:
+            x = x / t.sum()
+            t = w.exp()
+        return x
+    """, (6,), message="relu outputs are 0 (as `t` is assigned on line 4)")),
+    ("TNL201", silent("""
+    import torch
+    def accumulate(x, ws):
+        t = torch.exp(ws[0])
         for w in ws:
             x = x / t.sum()
             t = w.exp()

@@ -7,8 +7,11 @@ network's output, the norm of a learned embedding), so a division or root rule r
 only with evidence that its argument reaches the hazard, and names that evidence in its message.
 Without evidence a finding is "possible": reported only in strict mode (`--strict`).
 
-Values are followed through names (their single assignment), arithmetic, indexing and the
-shape-only and cast methods that keep zeros (`view`, `reshape`, `unsqueeze`, `float()`...).
+Values are followed through names (every assignment that may reach them, `guards.ways`),
+arithmetic, indexing and the shape-only and cast methods that keep zeros (`view`, `reshape`,
+`unsqueeze`, `float()`...). What a value is, and whether it is data or bounded, must hold of every
+way it comes; a reason to reach 0 needs only one way that a path can take and that no guard
+covers, and the message names that way (`guards.way_note`).
 """
 
 from __future__ import annotations
@@ -17,7 +20,18 @@ from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
-from torchnumlint.rules.guards import is_mask, is_python_number, number_value, same_code, strip_parens
+from torchnumlint.rules.guards import (
+    branches,
+    every_way,
+    is_guarded,
+    is_mask,
+    is_python_number,
+    number_value,
+    same_code,
+    strip_parens,
+    way_note,
+    ways,
+)
 from torchnumlint.rules.gradients import is_module_class
 from torchnumlint.rules.names import Binding, all_params, match_call
 
@@ -113,7 +127,7 @@ def is_forward_input(ctx: "FileContext", param: cst.Param) -> bool:
 # What a value is
 
 
-def value_kind(ctx: "FileContext", expr: cst.BaseExpression, depth: int = 0) -> Optional[str]:
+def value_kind(ctx: "FileContext", expr: cst.CSTNode, depth: int = 0) -> Optional[str]:
     """"torch", "numpy" or "python" when the code says which, else None.
 
     torch: a `torch.*` call, a method only tensors have (`.norm`, `.float()`, `.detach()`), `dim=`
@@ -132,35 +146,28 @@ def value_kind(ctx: "FileContext", expr: cst.BaseExpression, depth: int = 0) -> 
     return entry[1]
 
 
-def _value_kind(ctx: "FileContext", expr: cst.BaseExpression, depth: int) -> Optional[str]:
-    expr = strip_parens(expr)
-    if is_python_number(ctx, expr):
+def _value_kind(ctx: "FileContext", expr: cst.CSTNode, depth: int) -> Optional[str]:
+    expr = strip_parens(expr)  # type: ignore[arg-type]
+    if isinstance(expr, cst.BaseExpression) and is_python_number(ctx, expr):
         return "python"
-    if isinstance(expr, cst.Name):
-        binding = ctx.binding(expr)
-        param = _param_of(binding)
-        if param is not None:
-            ann = _annotation(param)
-            if ann == "Tensor" or ann == "FloatTensor" or ann == "LongTensor":
-                return "torch"
-            if ann == "ndarray":
-                return "numpy"
-            if ann in _NUMBER_ANNOTATIONS or (param.default is not None and number_value(param.default) is not None):
-                return "python"
-            return "torch" if is_forward_input(ctx, param) else None
-        if binding is not None and binding.value is not None:
-            return value_kind(ctx, binding.value, depth + 1)
-        if binding is None:  # bound more than once: the kinds of all its values, when they agree
-            found = ctx.bindings_before(expr)
-            assigned = [b for b in found if not isinstance(b.node, cst.Param)] or found  # params are rebound
-            kinds = {value_kind(ctx, b.value, depth + 1) if b.value is not None else None for b in assigned}
-            return kinds.pop() if len(kinds) == 1 else None
-        return None
+    if isinstance(expr, cst.Param):
+        ann = _annotation(expr)
+        if ann == "Tensor" or ann == "FloatTensor" or ann == "LongTensor":
+            return "torch"
+        if ann == "ndarray":
+            return "numpy"
+        if ann in _NUMBER_ANNOTATIONS or (expr.default is not None and number_value(expr.default) is not None):
+            return "python"
+        return "torch" if is_forward_input(ctx, expr) else None
+    found = ways(ctx, expr)
+    if found is not None:  # a name, a conditional: the kind every way gives, when they agree
+        kinds = {
+            value_kind(ctx, way.value, depth + 1) if isinstance(way.value, (cst.BaseExpression, cst.Param)) else None
+            for way in found
+        }
+        return kinds.pop() if len(kinds) == 1 else None
     if isinstance(expr, cst.Attribute):
         if isinstance(expr.value, cst.Name) and expr.value.value == "self":
-            binding = ctx.binding(expr)
-            if binding is not None and binding.value is not None:
-                return value_kind(ctx, binding.value, depth + 1)
             return "torch" if in_module_class(ctx) and expr.attr.value in ("weight", "bias") else None
         return None
     if isinstance(expr, cst.Subscript):
@@ -232,23 +239,26 @@ def may_carry_grad(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
         node = strip_parens(todo.pop())
         if is_python_number(ctx, node) or isinstance(node, (cst.Comparison, cst.SimpleString)):
             continue
-        if isinstance(node, cst.Name):
-            binding = ctx.binding(node)
-            if binding is not None and binding.no_grad:
-                continue
-            param = _param_of(binding)
-            if param is not None:
-                if _annotation(param) in _NUMBER_ANNOTATIONS or (
-                    param.default is not None and number_value(param.default) is not None
-                ):
+        found = ways(ctx, node) if isinstance(node, (cst.Name, cst.IfExp)) else None
+        if isinstance(node, (cst.Name, cst.IfExp)) and found is None:
+            return True
+        if found is not None:  # every way it may come: one that carries a gradient is enough
+            for way in found:
+                binding, value = way.binding, way.value
+                if binding is not None and binding.no_grad:
                     continue
-                return True
-            if binding is not None and binding.value is None and isinstance(binding.node, cst.Assign):
-                todo.append(binding.node.value)  # unpacked: `rows, cols = torch.where(mask)`
-                continue
-            if binding is None or binding.value is None:
-                return True
-            todo.append(binding.value)
+                if isinstance(value, cst.Param):
+                    if _annotation(value) in _NUMBER_ANNOTATIONS or (
+                        value.default is not None and number_value(value.default) is not None
+                    ):
+                        continue
+                    return True
+                if isinstance(value, cst.Assign):
+                    todo.append(value.value)  # unpacked: `rows, cols = torch.where(mask)`
+                elif isinstance(value, cst.BaseExpression) and value is not node:
+                    todo.append(value)
+                else:
+                    return True
         elif isinstance(node, cst.Attribute):
             if isinstance(node.value, cst.Name) and node.value.value == "self":
                 if in_module_class(ctx):
@@ -302,19 +312,70 @@ def lineage(
     step: Callable[[cst.BaseExpression], Optional[cst.BaseExpression]],
     limit: int = 8,
 ) -> Iterator[cst.BaseExpression]:
-    """`expr`, then what it was made from, nearest first: a name's single assignment, and for
-    anything else what `step` says (None: the line of descent ends)."""
+    """`expr`, then what it was made from, nearest first: a name's one assignment, and for
+    anything else what `step` says (None: the line of descent ends). It ends at a name several
+    assignments may give its value (`guards.branches`): a question of every way, or of some
+    way, is then asked of each (`some_way`)."""
     for _ in range(limit):
         expr = strip_parens(expr)
         yield expr
         if isinstance(expr, cst.Name):
-            binding = ctx.binding(expr)
-            following = binding.value if binding is not None else None
+            found = ways(ctx, expr)
+            following = found[0].value if found is not None and len(found) == 1 else None
+            if not isinstance(following, cst.BaseExpression):
+                return
         else:
             following = step(expr)
         if following is None:
             return
         expr = following
+
+
+def some_way(
+    ctx: "FileContext", expr: cst.BaseExpression, find: Callable[[cst.CSTNode], Optional[str]]
+) -> Optional[str]:
+    """For a name several assignments may give its value, or a conditional expression: the
+    reason `find` gives for the first of its values that no guard covers, naming that way (a
+    guarded branch leaves the other's zero); None where none gives one, or `expr` has no
+    several ways. A reason found further down already names its own way."""
+    found = branches(ctx, expr)
+    if found is None:
+        return None
+    for way in found:
+        value = way.value
+        if isinstance(value, cst.BaseExpression) and (value is expr or is_guarded(ctx, value)):
+            continue
+        why = _once(ctx, "some way", value, find)
+        if why is not None:
+            return why if isinstance(why, _Named) else _Named(why + way_note(ctx, way))
+    return None
+
+
+class _Named(str):
+    """A reason that already names the way it holds on (a branch inside a branch names the
+    innermost)."""
+
+
+def _once(ctx: "FileContext", key: str, node: cst.CSTNode, find: Callable[[cst.CSTNode], Optional[str]]) -> Optional[str]:
+    """`find(node)`, at most once per node and question while it is being asked: a loop that
+    rebinds a name from itself (`d = d * w`) leads back to it and adds no reason of its own."""
+    asking = ctx.per_scope(key, lambda _: set())
+    slot = (id(find.__code__), id(node))
+    if slot in asking:
+        return None
+    asking.add(slot)
+    try:
+        return find(node)
+    finally:
+        asking.discard(slot)
+
+
+def _param_at(ctx: "FileContext", origin: cst.CSTNode) -> Optional[cst.Param]:
+    """The parameter where a line of descent ends: a name bound only by it, or the parameter
+    itself (one of several ways)."""
+    if isinstance(origin, cst.Param):
+        return origin
+    return _param_of(ctx.binding(origin)) if isinstance(origin, cst.Name) else None
 
 
 def _origins(ctx: "FileContext", expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
@@ -360,7 +421,9 @@ def difference_evidence(ctx: "FileContext", expr: cst.BaseExpression, strong: bo
     diagonal; a row minus its own mean is 0 for a constant row; two different values can
     coincide (a weak reason: `strong` leaves it out). Differences of one tensor at two index
     sets (`pos[i] - pos[j]` over the edges of a graph) are 0 only for self-pairs, which such
-    code excludes."""
+    code excludes. Of a name with several ways, the first of them that reaches 0."""
+    if branches(ctx, expr) is not None:
+        return some_way(ctx, expr, lambda value: difference_evidence(ctx, value, strong))
     if not (
         isinstance(expr, cst.BinaryOperation)
         and isinstance(expr.operator, cst.Subtract)
@@ -380,34 +443,37 @@ def difference_evidence(ctx: "FileContext", expr: cst.BaseExpression, strong: bo
     return None if strong else "where the two sides of a difference coincide"
 
 
-def last_value(ctx: "FileContext", expr: cst.BaseExpression) -> cst.BaseExpression:
-    """What `expr` holds, for a name: the value of its nearest assignment before the node being
-    visited, even where the name is bound more than once (`c = c.clamp(...)`). Only for
-    questions whose wrong answer silences a finding, never for one that makes or fixes one."""
-    expr = strip_parens(expr)
-    if isinstance(expr, cst.Name):
-        found = [b for b in ctx.bindings_before(expr) if b.value is not None]
-        if found:
-            return strip_parens(max(found, key=lambda b: b.order).value)
-    return expr
-
-
 def is_bounded(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
-    """Clamped from both sides (`torch.clamp(c, -1 + eps, 1 - eps)`): `1 - c ** 2` stays above 0."""
-    clamp = match_call(ctx.imports, last_value(ctx, expr), "clamp", "clip")
+    """Clamped from both sides (`torch.clamp(c, -1 + eps, 1 - eps)`): `1 - c ** 2` stays above 0.
+    Every way the value comes must be (`c = c.clamp(...)` after `c = cos(a, b)` is one way)."""
+    return every_way(ctx, expr, "bounded", lambda value: _bounded(ctx, value))
+
+
+def _bounded(ctx: "FileContext", expr: cst.CSTNode) -> bool:
+    clamp = match_call(ctx.imports, expr, "clamp", "clip") if isinstance(expr, cst.BaseExpression) else None
     return clamp is not None and clamp.given("min") and clamp.given("max")
 
 
 def is_learned(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
     """A parameter of the model: `self.<attr>` in a module, or an argument annotated
-    `nn.Parameter`. Learned values are never all 0 (a randomly initialised weight)."""
-    for origin in _origins(ctx, expr):
+    `nn.Parameter`, on every way the value comes. Learned values are never all 0 (a randomly
+    initialised weight)."""
+    return every_way(ctx, expr, "learned", lambda value: _learned(ctx, value))
+
+
+def _learned(ctx: "FileContext", value: cst.CSTNode) -> bool:
+    if isinstance(value, cst.Param):
+        return _annotation(value) == "Parameter"
+    if not isinstance(value, cst.BaseExpression):
+        return False
+    for origin in _origins(ctx, value):
         if isinstance(origin, cst.Attribute) and isinstance(origin.value, cst.Name) and origin.value.value == "self":
             return in_module_class(ctx)
-        if isinstance(origin, cst.Name):
-            param = _param_of(ctx.binding(origin))
-            if param is not None:
-                return _annotation(param) == "Parameter"
+        if branches(ctx, origin) is not None:
+            return is_learned(ctx, origin)
+        param = _param_at(ctx, origin)
+        if param is not None:
+            return _annotation(param) == "Parameter"
     return False
 
 
@@ -439,11 +505,16 @@ def _is_non_negative_op(ctx: "FileContext", expr: cst.BaseExpression) -> Optiona
     return None
 
 
-def row_evidence(ctx: "FileContext", expr: cst.BaseExpression, strong: bool = False) -> Optional[str]:
+def row_evidence(ctx: "FileContext", expr: cst.CSTNode, strong: bool = False) -> Optional[str]:
     """Why the rows of `expr` can be all zero (so its norm is 0), or None: a difference that can
     be 0 (`difference_evidence`; `strong` leaves out two values that merely can coincide),
     masked or selected rows, relu/abs outputs, or the input of a module's `forward` (padding
-    rows, an all-zero input)."""
+    rows, an all-zero input). Of a name several assignments may give, the first unguarded one
+    with a reason."""
+    if isinstance(expr, cst.Param):
+        return _FORWARD_INPUT if is_forward_input(ctx, expr) else None
+    if not isinstance(expr, cst.BaseExpression):
+        return None
     for origin in _origins(ctx, expr):
         if isinstance(origin, cst.BinaryOperation) and isinstance(origin.operator, cst.Subtract):
             return difference_evidence(ctx, origin, strong)
@@ -452,17 +523,25 @@ def row_evidence(ctx: "FileContext", expr: cst.BaseExpression, strong: bool = Fa
         what = _is_non_negative_op(ctx, origin)
         if what is not None:
             return f"where all the {what} are 0"
-        if isinstance(origin, cst.Name):
-            param = _param_of(ctx.binding(origin))
-            if param is not None and is_forward_input(ctx, param):
-                return "for an all-zero input row of `forward` (padding, an empty input)"
+        if branches(ctx, origin) is not None:
+            return some_way(ctx, origin, lambda value: row_evidence(ctx, value, strong))
+        param = _param_at(ctx, origin)
+        if param is not None and is_forward_input(ctx, param):
+            return _FORWARD_INPUT
     return None
+
+
+_FORWARD_INPUT = "for an all-zero input row of `forward` (padding, an empty input)"
 
 
 def summand_evidence(ctx: "FileContext", summed: cst.BaseExpression) -> Tuple[Optional[str], bool]:
     """(why a sum of `summed` can be 0, or None; whether every term is known to be >= 0): masks
-    and selections that can be empty, weights that can all be 0, relu/abs outputs."""
+    and selections that can be empty, weights that can all be 0, relu/abs outputs. Of a name
+    several assignments may give, the first unguarded one with a reason (the signs of the other
+    ways' terms unknown)."""
     for origin in _origins(ctx, summed):
+        if branches(ctx, origin) is not None and not is_mask(ctx, origin):
+            return some_way(ctx, origin, lambda value: _summand_reason(ctx, value)), False
         if is_mask(ctx, origin):
             return "when nothing is selected", True
         if _is_masked(ctx, origin):
@@ -473,18 +552,23 @@ def summand_evidence(ctx: "FileContext", summed: cst.BaseExpression) -> Tuple[Op
         if isinstance(origin, cst.Name) and "weight" in origin.value.lower():
             # weights given by the caller can all be 0 (the confidences of rejected matches);
             # weights computed here (`torch.ones(n) * m`, `w + alpha`) are the code's to know
-            param = _param_of(ctx.binding(origin))
+            param = _param_at(ctx, origin)
             func = _function_of(ctx, param) if param is not None else None
             if func is not None and func.name.value != "__init__" and _annotation(param) != "Parameter":
                 return "when every weight is 0", False
     return None, False
 
 
+def _summand_reason(ctx: "FileContext", value: cst.CSTNode) -> Optional[str]:
+    return summand_evidence(ctx, value)[0] if isinstance(value, cst.BaseExpression) else None
+
+
 def is_data(ctx: "FileContext", expr: cst.BaseExpression, depth: int = 0) -> bool:
     """Whether `expr` is data handed to the code rather than computed by it: a parameter (not a
     learned one), what is unpacked or iterated from one (`s, a, adv = batch`, `for x in loader`),
     or an attribute or item of such a value or of a module-level name (`dataset.data.y`). Data
-    can be constant (a blank image, equal rewards); a model's output or fresh noise is not."""
+    can be constant (a blank image, equal rewards); a model's output or fresh noise is not.
+    Every way the value comes must be data."""
     if depth > 6:
         return False
     expr = strip_parens(expr)
@@ -492,19 +576,20 @@ def is_data(ctx: "FileContext", expr: cst.BaseExpression, depth: int = 0) -> boo
         expr = strip_parens(expr.value)
     if not isinstance(expr, cst.Name) or expr.value == "self":
         return False
-    binding = ctx.binding(expr)
-    if binding is None:
+    if ways(ctx, expr) is None:
         return not ctx.bindings_before(expr)  # a module-level name: a dataset, a table
-    param = _param_of(binding)
-    if param is not None:
-        return _annotation(param) != "Parameter"
-    if binding.value is not None:
-        return is_data(ctx, binding.value, depth + 1)
-    node = binding.node
+    return every_way(ctx, expr, "data", lambda value: _data(ctx, value, depth))
+
+
+def _data(ctx: "FileContext", node: cst.CSTNode, depth: int) -> bool:
+    if isinstance(node, cst.Param):
+        return _annotation(node) != "Parameter"
+    if isinstance(node, cst.BaseExpression):
+        return is_data(ctx, node, depth + 1)
     if isinstance(node, cst.For):
         return True
     source = getattr(node, "value", None)  # a tuple unpacked from a value
-    return source is not None and is_data(ctx, source, depth + 1)
+    return isinstance(source, cst.BaseExpression) and is_data(ctx, source, depth + 1)
 
 
 def standardises(ctx: "FileContext", numerator: Optional[cst.BaseExpression], spread_of: cst.BaseExpression) -> bool:
@@ -514,6 +599,13 @@ def standardises(ctx: "FileContext", numerator: Optional[cst.BaseExpression], sp
     if numerator is None or not is_data(ctx, spread_of):
         return False
     for origin in _origins(ctx, numerator):
+        found = branches(ctx, origin)
+        if found is not None:  # a standardisation on one way is enough
+            return any(
+                isinstance(way.value, cst.BaseExpression) and standardises(ctx, way.value, spread_of)
+                for way in found
+                if way.value is not origin
+            )
         if isinstance(origin, cst.BinaryOperation) and isinstance(origin.operator, cst.Subtract):
             mean = match_call(ctx.imports, strip_parens(ctx.resolve(origin.right)), "mean")
             if mean is not None and same_code(ctx, mean.input, origin.left) and same_code(ctx, origin.left, spread_of):

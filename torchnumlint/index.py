@@ -9,8 +9,10 @@ What it records:
 - `classes`: project classes by simple name, each a `ClassInfo`: its kind ("module" for
   `nn.Module` subclasses, directly or through other project classes; "function" for
   `torch.autograd.Function` subclasses), its methods, the classes its `self.<attr>`s hold, whether
-  a Function's `forward` is protected by `custom_fwd(cast_inputs=torch.float32)`, and the fp16
-  hazards of its own `forward` under the CUDA autocast policy.
+  a Function's `forward` is protected by `custom_fwd(cast_inputs=torch.float32)`, and what its own
+  `forward` computes (`forward_facts.Forward`: its expressions, bindings, islands, the numbers its
+  eps-like names hold, with positions). Which of that overflows in float16 is not decided here:
+  TNL301 judges it under the CUDA autocast policy (`rules/mixed_precision/forward_hazards.py`).
 - `functions`: every function and method as a `FuncInfo`: what it calls (`Ref`s, resolved only
   once the whole project is known). `toplevel` finds module-level functions by name.
 - `regions`: every fp16 autocast region (`with` item, decorator, a name bound to an autocast, a
@@ -20,7 +22,8 @@ What it records:
 - `reached` (by `finalize`): the functions an fp16 region reaches through the call graph, each with
   the first region that reaches it. TNL301 reports only hazards in what a region reaches.
 
-Everything is plain data (picklable); `merge` combines two indexes (then `finalize` again).
+The index records facts; rules make the decisions. Everything is plain data (picklable, so a
+cache can store it per file); `merge` combines two indexes (then `finalize` again).
 What an autocast, a GradScaler or a custom_fwd call means is read from `rules/autocast.py`, the
 one AMP vocabulary the LibCST rules read too: this pass only turns `ast` calls into its shapes.
 """
@@ -35,12 +38,21 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from torchnumlint.summaries import Summaries, summarize
 from torchnumlint.summaries import could_matter as could_summarise
+from torchnumlint.forward_facts import (
+    Attr,
+    BinOp,
+    Binding,
+    Call,
+    Expr,
+    Forward,
+    Item,
+    Name,
+    Number,
+    Other,
+    Span,
+    Unary,
+)
 from torchnumlint.rules.autocast import (
-    FP16_INF_RECIPROCAL,
-    FP16_MAX,
-    FP16_ROUNDS_TO_ZERO,
-    FP16_TINY,
-    FP32_DTYPES,
     GRAD_SCALERS,
     CallShape,
     Dotted,
@@ -60,29 +72,6 @@ NEEDLES = ("autocast", "Module", "Function", "GradScaler", "forward", "amp.initi
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "torch.nn.modules.Module"})
 FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
 
-# Ops that CUDA autocast runs in fp32 (or that promote): their result is no fp16 hazard.
-FP32_OPS = frozenset(
-    {
-        "exp", "expm1", "log", "log2", "log10", "log1p", "pow", "float_power", "sum", "nansum", "prod",
-        "cumsum", "cumprod", "softmax", "log_softmax", "logsumexp", "norm", "vector_norm", "matrix_norm",
-        "layer_norm", "group_norm", "rms_norm", "batch_norm", "instance_norm", "rsqrt", "reciprocal",
-        "softplus", "cosine_similarity", "normalize", "float", "double", "acos", "asin", "cosh", "sinh",
-        "tan", "erfinv", "mse_loss", "l1_loss", "smooth_l1_loss", "cross_entropy", "nll_loss", "kl_div",
-        "binary_cross_entropy_with_logits", "dist", "cdist", "pdist", "renorm", "softmin",
-    }
-)
-# Tensor methods whose value is a plain Python number (or tuple of them).
-NUMBER_METHODS = frozenset({"size", "numel", "nelement", "dim", "item", "tolist", "stride", "element_size"})
-# Attributes of a tensor that are not tensors.
-NUMBER_ATTRS = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "requires_grad"})
-# Methods that keep their receiver's dtype.
-PASS_METHODS = frozenset(
-    {"view", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "contiguous", "flatten", "expand",
-     "expand_as", "view_as", "clone", "detach", "masked_fill", "clamp", "clamp_min", "clip", "narrow",
-     "chunk", "split", "t", "mT", "flip", "roll", "repeat", "type_as", "__getitem__"}
-)
-# Ops whose input an eps guards: a zero there is Inf/NaN (`sqrt` only in its gradient).
-EPS_GUARDED = frozenset({"sqrt", "rsqrt", "log", "log2", "log10"})
 # Names that compiled extension modules go by (`from . import _C`, `import roi_align_cuda`).
 EXTENSION_SUFFIXES = ("_C", "_cuda", "_ext", "_cpp", "_kernels", "_kernel")
 EXTENSION_LOADERS = frozenset({"load", "load_ext", "load_inline", "load_extension"})
@@ -110,16 +99,6 @@ class Site:
 
 
 @dataclass
-class Hazard:
-    op: str  # a short description: "`x * x` product", "eps 1e-08 ...", ...
-    path: str
-    line: int
-    col: int  # 0-based character column of the expression's start
-    end_line: int = 0
-    end_col: int = 0
-
-
-@dataclass
 class FuncInfo:
     key: str  # "path:line:name", unique in the project
     path: str
@@ -136,7 +115,7 @@ class ClassInfo:
     bases: List[Tuple[str, Optional[str]]] = field(default_factory=list)  # (simple name, qualname)
     kind: str = ""  # "module", "function" or "": through project bases once finalized
     protected: bool = False  # Function: forward has custom_fwd(cast_inputs=torch.float32)
-    hazards: List[Hazard] = field(default_factory=list)  # its own forward's, under CUDA autocast
+    forward: Optional[Forward] = None  # what its own `forward` computes (TNL301 judges it)
     direct_kind: str = ""  # from its torch bases alone
     methods: Dict[str, str] = field(default_factory=dict)  # name -> FuncInfo key
     attrs: Dict[str, List[Tuple[str, Optional[str]]]] = field(default_factory=dict)  # self.attr -> callables
@@ -432,23 +411,30 @@ def _is_self(expr: ast.AST) -> bool:
     return isinstance(expr, ast.Name) and expr.id == "self"
 
 
+def _bound(node: ast.AST) -> List[Tuple[str, Optional[ast.AST]]]:
+    """The names one node binds: `(name, value)` for a plain `name = value`, `(name, None)` for
+    any other binding (unpacking, `+=`, an annotated, loop, `with` or walrus target)."""
+    if isinstance(node, ast.Assign):
+        found: List[Tuple[str, Optional[ast.AST]]] = []
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                found.append((target.id, node.value))
+            else:
+                found.extend((inner.id, None) for inner in ast.walk(target) if isinstance(inner, ast.Name))
+        return found
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.withitem, ast.NamedExpr)):
+        target = getattr(node, "target", None) or getattr(node, "optional_vars", None)
+        return [(inner.id, None) for inner in ast.walk(target) if isinstance(inner, ast.Name)] if target is not None else []
+    return []
+
+
 def _assignments(nodes: Iterable[ast.AST]) -> Dict[str, List[Optional[ast.AST]]]:
-    """name -> the values bound to it (None for a binding that is not a plain `name = value`)."""
+    """name -> the values bound to it (None for a binding that is not a plain `name = value`,
+    counted twice: such a name is never bound once, plainly)."""
     found: Dict[str, List[Optional[ast.AST]]] = {}
     for node in nodes:
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    found.setdefault(target.id, []).append(node.value)
-                else:
-                    for inner in ast.walk(target):
-                        if isinstance(inner, ast.Name):
-                            found.setdefault(inner.id, []).extend([None, None])
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.withitem, ast.NamedExpr)):
-            target = getattr(node, "target", None) or getattr(node, "optional_vars", None)
-            for inner in ast.walk(target) if target is not None else ():
-                if isinstance(inner, ast.Name):
-                    found.setdefault(inner.id, []).extend([None, None])
+        for name, value in _bound(node):
+            found.setdefault(name, []).extend([value] if value is not None else [None, None])
     return found
 
 
@@ -457,200 +443,122 @@ def _single(assigned: Dict[str, List[Optional[ast.AST]]]) -> Dict[str, ast.AST]:
     return {name: values[0] for name, values in assigned.items() if len(values) == 1 and values[0] is not None}
 
 
-class _Forward:
-    """The fp16 hazards of one `forward` body under the CUDA autocast policy: what autocast leaves
-    in float16 and what overflows or underflows there. Not hazards: ops CUDA runs in float32
-    (`FP32_OPS`), bounded ops (`sigmoid`, `tanh`), `sqrt`, `mean` (accumulates in float32),
-    Python-number arithmetic (`d * d` of a size), and an explicit `.half()` (under fp16 autocast
-    the values are float16 already: the cast adds no overflow; q/k/v for flash attention)."""
+def _number_defaults(args: ast.arguments) -> Dict[str, float]:
+    """parameter -> the number it defaults to (`eps=1e-8`), for those defaulting to a number."""
+    positional = args.posonlyargs + args.args
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    return {a.arg: value for a, d in pairs for value in [number_literal(d)] if value is not None}
 
-    def __init__(self, file: "_File", func: ast.FunctionDef, init_small: Dict[str, float], function: bool) -> None:
+
+class _ForwardRecorder:
+    """Writes down what one `forward` computes (`forward_facts.Forward`), judging nothing: every
+    expression of its body, decorators and defaults (not those of nested functions, lambdas or
+    classes, which do not run here), the bindings of its names, the islands (a `with` whose
+    autocast is not float16), which parameters may hold tensors and the numbers the others
+    default to. TNL301 reads the record under the CUDA autocast policy."""
+
+    def __init__(self, file: "_File", func: ast.FunctionDef, init_numbers: Dict[str, float]) -> None:
         self.file = file
         self.imports = file.imports
         self.func = func
-        self.init_small = init_small
-        self.function = function  # an autograd.Function: compiled extension kernels count too
-        self.nodes = list(self._walk(func))
-        self.assigned = _assignments(self.nodes)
-        args = func.args
-        positional = args.posonlyargs + args.args
-        defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]], args.defaults))
-        defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
-        # tensor parameters: all but self/ctx, unless a number by default or annotation
-        self.params = {
-            a.arg
-            for a in positional[1:] + args.kwonlyargs
-            if number_literal(defaults.get(a.arg, ast.Pass())) is None
-            and not (isinstance(a.annotation, ast.Name) and a.annotation.id in ("int", "float", "bool", "str"))
-        }
-        self.small = dict(init_small)  # eps-like names: `self.eps` from __init__, `eps=1e-8` parameters
-        self.small.update(
-            (name, value) for name, d in defaults.items() for value in [number_literal(d)] if value and 0 < value < FP16_TINY
-        )
-        self.hazards: List[Hazard] = []
+        self.init_numbers = init_numbers
+        self.nodes = list(self._walk())
+        self.walked = [(node, island) for node, island in self.nodes if isinstance(node, ast.expr)]
+        self.positions = {id(node): i for i, (node, _) in enumerate(self.walked)}
 
-    def _walk(self, root: ast.AST):
-        """Nodes of the body, not inside nested defs/lambdas/classes or a non-fp16 autocast."""
-        stack = list(ast.iter_child_nodes(root)) if isinstance(root, ast.FunctionDef) else [root]
-        stack.reverse()
+    def _walk(self) -> Iterator[Tuple[ast.AST, bool]]:
+        """The nodes under the function in pre-order, each with whether it is in an island."""
+        stack = [(child, False) for child in reversed(list(ast.iter_child_nodes(self.func)))]
         while stack:
-            node = stack.pop()
+            node, island = stack.pop()
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
                 continue
             if isinstance(node, ast.With) and any(_is_other_autocast(self.imports, i.context_expr) for i in node.items):
+                island = True
+            yield node, island
+            stack.extend((child, island) for child in reversed(list(ast.iter_child_nodes(node))))
+
+    def record(self) -> Forward:
+        func, args = self.func, self.func.args
+        numbers = _number_defaults(args)
+        calls = [_call_shape(self.imports, d) for d in func.decorator_list if isinstance(d, ast.Call)]
+        bindings = [
+            Binding(name, self._ref(value), island)
+            for node, island in self.nodes
+            for name, value in _bound(node)
+        ]
+        return Forward(
+            exprs=[self._expr(node) for node, _ in self.walked],
+            bindings=bindings,
+            islands=self._islands(),
+            params=frozenset(
+                a.arg
+                for a in (args.posonlyargs + args.args)[1:] + args.kwonlyargs
+                if a.arg not in numbers
+                and not (isinstance(a.annotation, ast.Name) and a.annotation.id in ("int", "float", "bool", "str"))
+            ),
+            defaults=numbers,
+            init_numbers=self.init_numbers,
+            cast_inputs_fp32=any(is_cast_fp32(shape) for shape in calls),
+            under_island=any(is_other_autocast(shape) for shape in calls),
+        )
+
+    def _islands(self) -> List[Tuple[int, int]]:
+        runs: List[Tuple[int, int]] = []
+        for i, (_, island) in enumerate(self.walked):
+            if not island:
                 continue
-            yield node
-            children = list(ast.iter_child_nodes(node))
-            children.reverse()
-            stack.extend(children)
+            if runs and runs[-1][1] == i:
+                runs[-1] = (runs[-1][0], i + 1)
+            else:
+                runs.append((i, i + 1))
+        return runs
 
-    def _value(self, expr: ast.AST) -> Optional[ast.AST]:
-        if isinstance(expr, ast.Name) and expr.id not in self.params:
-            values = self.assigned.get(expr.id, [])
-            return values[0] if len(values) == 1 else None
-        return None
+    def _ref(self, node: Optional[ast.AST]) -> Optional[int]:
+        return self.positions.get(id(node)) if node is not None else None
 
-    def fp32(self, expr: ast.AST, depth: int = 0) -> bool:
-        """Whether `expr` is a float32 (or wider) tensor under CUDA autocast."""
-        if depth > 12:
-            return False
-        if isinstance(expr, ast.Name):
-            value = self._value(expr)
-            return value is not None and self.fp32(value, depth + 1)
-        if isinstance(expr, ast.BinOp):
-            if isinstance(expr.op, ast.Pow):
-                return True
-            return self.fp32(expr.left, depth + 1) or self.fp32(expr.right, depth + 1)
-        if isinstance(expr, ast.UnaryOp):
-            return self.fp32(expr.operand, depth + 1)
-        if isinstance(expr, ast.Subscript):
-            return self.fp32(expr.value, depth + 1)
-        if isinstance(expr, ast.Attribute) and expr.attr in ("values", "real", "T", "mT"):
-            return self.fp32(expr.value, depth + 1)
-        if isinstance(expr, ast.Call):
-            qual = self.imports.qualname(expr.func)
-            name = qual.rsplit(".", 1)[-1] if qual else _method_name(expr)
-            if name in FP32_OPS:
-                return True
-            if name in ("to", "type"):
-                dtypes = [_value(self.imports, a) for a in expr.args] + [
-                    _value(self.imports, k.value) for k in expr.keywords if k.arg == "dtype"
-                ]
-                return any(isinstance(d, Dotted) and d.qual in FP32_DTYPES for d in dtypes)
-            if qual is None and name in PASS_METHODS and isinstance(expr.func, ast.Attribute):
-                return self.fp32(expr.func.value, depth + 1)
-            if qual is not None and qual.startswith("torch.") and expr.args:
-                return self.fp32(expr.args[0], depth + 1)
-            if qual is None and isinstance(expr.func, ast.Attribute) and name not in ("half", "bfloat16"):
-                return self.fp32(expr.func.value, depth + 1)
-        return False
+    def _expr(self, node: ast.expr) -> Expr:
+        number = number_literal(node)
+        if number is not None:
+            return Number(number)
+        ref = self._ref
+        if isinstance(node, ast.Name):
+            return Name(node.id)
+        if isinstance(node, ast.BinOp):
+            same = isinstance(node.op, ast.Mult) and ast.dump(node.left) == ast.dump(node.right)
+            return BinOp(type(node.op).__name__, ref(node.left), ref(node.right), self._span(node), same)
+        if isinstance(node, ast.UnaryOp):
+            return Unary(ref(node.operand))
+        if isinstance(node, ast.Subscript):
+            return Item(ref(node.value))
+        if isinstance(node, ast.Attribute):
+            return Attr(node.attr, ref(node.value))
+        if isinstance(node, ast.Call):
+            return self._call(node)
+        return Other()
 
-    def tensor(self, expr: ast.AST, depth: int = 0) -> bool:
-        """Whether `expr` is certainly a tensor (a tensor parameter or computed from one), not a
-        Python number (a size, a count) and not unknown."""
-        if depth > 12 or number_literal(expr) is not None:
-            return False
-        if isinstance(expr, ast.Name):
-            if expr.id in self.params:
-                return True
-            value = self._value(expr)
-            return value is not None and self.tensor(value, depth + 1)
-        if isinstance(expr, ast.BinOp):
-            return self.tensor(expr.left, depth + 1) or self.tensor(expr.right, depth + 1)
-        if isinstance(expr, ast.UnaryOp):
-            return self.tensor(expr.operand, depth + 1)
-        if isinstance(expr, ast.Subscript):
-            return self.tensor(expr.value, depth + 1)
-        if isinstance(expr, ast.Attribute):
-            return expr.attr in ("T", "mT", "real", "imag", "data") and self.tensor(expr.value, depth + 1)
-        if isinstance(expr, ast.Call):
-            qual = self.imports.qualname(expr.func)
-            if qual is not None:
-                return qual.startswith("torch.")
-            name = _method_name(expr)
-            if isinstance(expr.func, ast.Name) or name is None:
-                return False
-            return name not in NUMBER_METHODS and self.tensor(expr.func.value, depth + 1)  # type: ignore[union-attr]
-        return False
+    def _call(self, node: ast.Call) -> Call:
+        func = node.func
+        attribute = isinstance(func, ast.Attribute)
+        given = [_value(self.imports, a) for a in node.args]
+        given += [_value(self.imports, k.value) for k in node.keywords if k.arg == "dtype"]
+        return Call(
+            qual=self.imports.qualname(func),
+            method=func.attr if attribute else None,  # type: ignore[union-attr]
+            receiver=self._ref(func.value) if attribute else None,  # type: ignore[union-attr]
+            args=tuple(self._ref(a) for a in node.args),
+            keywords=tuple((k.arg, self._ref(k.value)) for k in node.keywords if k.arg),
+            dtypes=tuple(v.qual for v in given if isinstance(v, Dotted)),
+            span=self._span(node),
+            kernel=ast.unparse(func) if self.file.is_extension_call(node) else None,
+        )
 
-    def fp16(self, expr: ast.AST) -> bool:
-        return self.tensor(expr) and not self.fp32(expr)
-
-    def run(self) -> List[Hazard]:
-        if any(self._protective(d) for d in self.func.decorator_list):
-            return []
-        for node in self.nodes:
-            found = self._hazard(node)
-            if found is not None:
-                self._add(found[0], found[1])
-        return self.hazards
-
-    def _protective(self, deco: ast.AST) -> bool:
-        if not isinstance(deco, ast.Call):
-            return False
-        return is_cast_fp32(_call_shape(self.imports, deco)) or _is_other_autocast(self.imports, deco)
-
-    def _add(self, node: ast.AST, op: str) -> None:
+    def _span(self, node: ast.expr) -> Span:
         lines = self.file.lines
         line, end_line = node.lineno, getattr(node, "end_lineno", node.lineno) or node.lineno
         col = _char_col(lines, line, node.col_offset)
-        end_col = _char_col(lines, end_line, getattr(node, "end_col_offset", 0) or 0)
-        if any(h.line == line for h in self.hazards):
-            return  # one hazard per line is enough
-        self.hazards.append(Hazard(op, self.file.path, line, col, end_line, end_col))
-
-    def _eps(self, expr: ast.AST) -> Optional[float]:
-        """The eps of `t + eps` where `t` is a float16 tensor: the sum is computed in float16."""
-        if not (isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add)):
-            return None
-        for eps, other in ((expr.right, expr.left), (expr.left, expr.right)):
-            value = number_literal(eps)
-            if isinstance(eps, ast.Name):
-                value = self.small.get(eps.id)
-            elif isinstance(eps, ast.Attribute) and _is_self(eps.value):
-                value = self.small.get(eps.attr)
-            if value is not None and 0 < value < FP16_INF_RECIPROCAL and self.fp16(other):
-                return value
-        return None
-
-    def _hazard(self, node: ast.AST) -> Optional[Tuple[ast.AST, str]]:
-        if isinstance(node, ast.BinOp):
-            if isinstance(node.op, ast.Mult) and ast.dump(node.left) == ast.dump(node.right) and self.fp16(node.left):
-                return node, "`x * x` product (overflows float16 once |x| > 255)"
-            eps = self._eps(node.right) if isinstance(node.op, ast.Div) else None
-            if eps is not None:  # a denominator: a zero-valued eps and a subnormal one both fail
-                return node.right, _eps_text(eps)
-            return None
-        if not isinstance(node, ast.Call):
-            return None
-        imports = self.imports
-        qual = imports.qualname(node.func)
-        method = _method_name(node) if qual is None else None
-        name = qual.rsplit(".", 1)[-1] if qual and qual.startswith("torch.") else method
-        receiver = (node.args[0] if node.args else None) if qual else getattr(node.func, "value", None)
-        if name in EPS_GUARDED and receiver is not None:
-            eps = self._eps(receiver)
-            if eps is not None and eps < FP16_ROUNDS_TO_ZERO:  # a subnormal eps still guards a root or log
-                return receiver, _eps_text(eps)
-        if name in ("masked_fill", "masked_fill_") and receiver is not None:
-            args = list(node.args)
-            value = args[-1] if len(args) >= (3 if qual else 2) else None
-            value = next((k.value for k in node.keywords if k.arg == "value"), value)
-            number = number_literal(value) if value is not None else None
-            if number is not None and FP16_MAX < abs(number) < float("inf") and not self.fp32(receiver):
-                return node, f"`masked_fill` with {number:g} (beyond the float16 range, 65504)"
-            return None
-        if name == "var" and receiver is not None and self.fp16(receiver):
-            return node, "`var` (the variance of values beyond 255 overflows float16)"
-        if self.function and self.file.is_extension_call(node):
-            return node, f"compiled extension kernel `{ast.unparse(node.func)}`"
-        return None
-
-
-def _eps_text(eps: float) -> str:
-    if eps < FP16_ROUNDS_TO_ZERO:
-        return f"eps {eps:g} rounds to 0 in float16 (below 2.98e-8), so it guards nothing"
-    return f"eps {eps:g} is a float16 subnormal whose reciprocal is Inf (from 2.98e-8 up to 1.53e-5)"
+        return Span(line, col, end_line, _char_col(lines, end_line, getattr(node, "end_col_offset", 0) or 0))
 
 
 def _class_ref(imports: _Imports, expr: ast.AST) -> Optional[Tuple[str, Optional[str]]]:
@@ -822,7 +730,8 @@ class _File:
                 if isinstance(deco, ast.Call):
                     if is_cast_fp32(_call_shape(self.imports, deco)):
                         info.protected = True
-            info.hazards = _Forward(self, forward, self._init_small(node), kind == "function").run()  # type: ignore[arg-type]
+            if isinstance(forward, ast.FunctionDef):
+                info.forward = _ForwardRecorder(self, forward, self._init_numbers(node)).record()
         self.classes.append(info)
 
     def _store_attrs(self, info: ClassInfo, method, stores: List[Tuple[str, ast.AST]]) -> None:
@@ -837,23 +746,14 @@ class _File:
                 refs = [_class_ref(self.imports, _constructor(c)) for c in ast.walk(value) if isinstance(c, ast.Call)]
             info.attrs.setdefault(attr, []).extend(r for r in refs if r is not None)
 
-    def _init_small(self, node: ast.ClassDef) -> Dict[str, float]:
-        """`self.eps = 1e-8` (or a parameter defaulting to it) in `__init__`."""
+    def _init_numbers(self, node: ast.ClassDef) -> Dict[str, float]:
+        """`self.eps = 1e-8` (or a parameter defaulting to a number) in `__init__`, for the
+        attributes assigned there once."""
         init = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
         if init is None:
             return {}
-        defaults: Dict[str, float] = {}
-        args = init.args
-        positional = args.posonlyargs + args.args
-        for arg, default in zip(positional[len(positional) - len(args.defaults):], args.defaults):
-            value = number_literal(default)
-            if value is not None:
-                defaults[arg.arg] = value
-        for arg, default in zip(args.kwonlyargs, args.kw_defaults):
-            value = number_literal(default) if default is not None else None
-            if value is not None:
-                defaults[arg.arg] = value
-        small: Dict[str, float] = {}
+        defaults = _number_defaults(init.args)
+        numbers: Dict[str, float] = {}
         counts: Dict[str, int] = {}
         for stmt in ast.walk(init):
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
@@ -863,9 +763,9 @@ class _File:
                     value = number_literal(stmt.value)
                     if value is None and isinstance(stmt.value, ast.Name):
                         value = defaults.get(stmt.value.id)
-                    if value is not None and 0 < value < FP16_TINY:
-                        small[target.attr] = value
-        return {k: v for k, v in small.items() if counts.get(k) == 1}
+                    if value is not None:
+                        numbers[target.attr] = value
+        return {k: v for k, v in numbers.items() if counts.get(k) == 1}
 
     # -- calls -----------------------------------------------------------------------------------
     def _scan(self, body: List[ast.stmt]) -> "_Scan":

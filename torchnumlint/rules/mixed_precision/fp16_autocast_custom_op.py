@@ -1,11 +1,12 @@
 """TNL301 fp16-autocast-custom-op: what an fp16 autocast region runs in float16 that overflows.
 
 Reads the project index (`torchnumlint/index.py`): which classes are project `nn.Module`s /
-`autograd.Function`s, the fp16 hazards of their `forward`, and which forwards an fp16 autocast
-region reaches through the project's call graph. Reports at the hazardous op in the forward of
-what a region reaches (a Function once, with its fix), citing the region; a forward no region
-reaches is not reported, however risky: most models are handed to a training loop whose
-precision the linter cannot see.
+`autograd.Function`s, what their `forward` computes (recorded facts), and which forwards an fp16
+autocast region reaches through the project's call graph. Which of those computations overflow
+in float16 is this rule's decision, made under the CUDA autocast policy in `forward_hazards.py`.
+Reports at the hazardous op in the forward of what a region reaches (a Function once, with its
+fix), citing the region; a forward no region reaches is not reported, however risky: most models
+are handed to a training loop whose precision the linter cannot see.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from torchnumlint.findings import Safety
 from torchnumlint.rules.amp import decorator_qualname, find_class, find_method
 from torchnumlint.rules.autocast import CUSTOM_BWD, CUSTOM_FWD
 from torchnumlint.rules.base import Example, Rule
+from torchnumlint.rules.mixed_precision.forward_hazards import Hazard, forward_hazards
 from torchnumlint.rules.rewrite import with_keyword
 from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:
-    from torchnumlint.index import ClassInfo, Hazard, ProjectIndex, Site
+    from torchnumlint.index import ClassInfo, ProjectIndex, Site
 
 
 def custom_fwd_fix(rule: Rule, info: "ClassInfo", device: str):
@@ -291,20 +293,23 @@ class Fp16AutocastCustomOp(Rule):
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         index = self.ctx.index
         info = index.lookup(node.name.value, None, self.ctx.path)
-        if info is None or info.path != self.ctx.path or info.kind not in ("module", "function") or not info.hazards:
+        if info is None or info.path != self.ctx.path or info.kind not in ("module", "function"):
             return
         site = index.reached_by(info)
         forward = find_method(node, "forward")
         if site is None or forward is None:
             return
-        found = self._hazard_nodes(forward, info.hazards)
+        hazards = forward_hazards(info)
+        if not hazards:
+            return
+        found = self._hazard_nodes(forward, hazards)
         if info.kind == "function":
             hazard, expr = found[0]
-            more = f" (+{len(info.hazards) - 1} more)" if len(info.hazards) > 1 else ""
+            more = f" (+{len(hazards) - 1} more)" if len(hazards) > 1 else ""
             self.report(
                 expr,
                 custom_fwd_fix(self, info, site.device),
-                what=f"custom autograd.Function `{info.name}` gets float16 inputs: {hazard.op}{more}",
+                what=f"custom autograd.Function `{info.name}` gets float16 inputs: {hazard.what}{more}",
                 where=_region_text(site),
                 advice=f'decorate its forward with `@torch.amp.custom_fwd(device_type="{site.device}", '
                 "cast_inputs=torch.float32)`",
@@ -314,16 +319,16 @@ class Fp16AutocastCustomOp(Rule):
             self.report(
                 expr,
                 None,
-                what=f"{hazard.op} in `{info.name}.forward` runs in float16",
+                what=f"{hazard.what} in `{info.name}.forward` runs in float16",
                 where=_region_text(site),
                 advice="compute it in a float32 island (`.float()` under autocast(enabled=False)) or use bfloat16",
             )
 
-    def _hazard_nodes(self, forward: cst.FunctionDef, hazards: List["Hazard"]) -> List[Tuple["Hazard", cst.CSTNode]]:
-        """The expressions the index's hazards (ast positions) point at, in source order."""
+    def _hazard_nodes(self, forward: cst.FunctionDef, hazards: List[Hazard]) -> List[Tuple[Hazard, cst.CSTNode]]:
+        """The expressions the hazards (ast positions the index recorded) point at, in source order."""
         positions = self.ctx.positions
-        wanted = {(h.line, h.col, h.end_line, h.end_col): h for h in hazards}
-        found: List[Tuple["Hazard", cst.CSTNode]] = []
+        wanted = {tuple(h.span): h for h in hazards}
+        found: List[Tuple[Hazard, cst.CSTNode]] = []
 
         class _Find(Visitor):
             def on_visit(self, node: cst.CSTNode) -> bool:

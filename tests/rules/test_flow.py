@@ -512,3 +512,255 @@ SELECTIONS_OTHERS = harness.params("TNL104", flagged=[
 @pytest.mark.parametrize("code, case", SELECTIONS_OTHERS)
 def test_selections_other_rules(code, case):
     harness.check(code, case)
+
+
+# ---------------------------------------------------------------------------------------------
+# Item 3: guards and evidence over every reaching definition. Guarded, detached, data, positive,
+# a mask, a number: only when every way says so. A reason to reach 0: one unguarded way that a
+# path can take, named in the message; no fix where several ways reach (a clamp at the use would
+# rewrite the guarded ways too, and their signs are unknown).
+
+DIVISION = ("TNL201", "TNL202", "TNL204", "TNL206")
+
+EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
+    # guarded on one branch: the other's count is reported, named
+    Flagged("""\
+        import torch
+
+        def masked_mean(h, mask, soft):
+            if soft:
+                n = mask.sum(1, keepdim=True) + 1e-6
+            else:
+                n = mask.sum(1, keepdim=True)
+            return (h * mask).sum(1, keepdim=True) / n
+        """, (8,), together=DIVISION, message="a count (as `n` is assigned on line 7), which is 0 when nothing is selected"),
+    # a conditional expression: its else value is the unguarded one
+    Flagged("""\
+        import torch
+
+        class Pool(torch.nn.Module):
+            def forward(self, h, mask):
+                n = mask.sum(1, keepdim=True).clamp_min(1) if self.soft else (mask > 0).sum(1, keepdim=True)
+                return (h * mask).sum(1, keepdim=True) / n
+        """, (6,), together=DIVISION, message="(the else value of the conditional on line 5)"),
+    # numpy on one branch, torch on the other: reported for the torch one, no torch-only fix
+    Flagged("""\
+        import numpy as np
+        import torch
+
+        def normalise_scores(scores, use_numpy):
+            if use_numpy:
+                total = np.abs(scores).sum(axis=-1, keepdims=True)
+            else:
+                total = torch.relu(scores).sum(-1, keepdim=True)
+            return scores / total
+        """, (9,), together=DIVISION, message="relu outputs are 0"),
+    # a training step whose weights are a mask on one branch only
+    Flagged("""\
+        import torch
+
+        def training_step(model, batch, opt):
+            x, y = batch
+            out = model(x)
+            if model.training:
+                w = (y > 0).float()
+            else:
+                w = torch.ones_like(y, dtype=torch.float)
+            loss = ((out - y) ** 2 * w).sum() / w.sum()
+            loss.backward()
+            opt.step()
+        """, (10,), together=DIVISION, message="when nothing is selected (as `w` is assigned on line 7)"),
+    # a boolean mask on either branch: its sum is an integer count, clamped at 1 (exact)
+    Flagged("""\
+        import torch
+        import torch.nn.functional as F
+
+        class TokenLoss(torch.nn.Module):
+            def forward(self, logits, labels):
+                if self.skip_eos:
+                    counted = (labels != self.pad_id) & (labels != self.eos_id)
+                else:
+                    counted = labels != self.pad_id
+                per_token = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none")
+                return (per_token * counted).sum() / counted.sum()
+        """, (11,), """\
+        import torch
+        import torch.nn.functional as F
+
+        class TokenLoss(torch.nn.Module):
+            def forward(self, logits, labels):
+                if self.skip_eos:
+                    counted = (labels != self.pad_id) & (labels != self.eos_id)
+                else:
+                    counted = labels != self.pad_id
+                per_token = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none")
+                return (per_token * counted).sum() / counted.sum().clamp_min(1)
+        """, safe=True, together=DIVISION),
+    # the first iteration divides by the relu sum assigned before the loop
+    Flagged("""\
+        import torch
+
+        def iterate(x, ws, eps):
+            scale = torch.relu(ws[0]).sum()
+            for w in ws[1:]:
+                x = x / scale
+                scale = w.abs().sum() + eps
+            return x
+        """, (6,), together=DIVISION, message="(as `scale` is assigned on line 4)"),
+    # data on every way: a standardisation of constant data; a tensor on every way: the clamp
+    Flagged("""\
+        import torch
+
+        def normalise_advantages(rewards: torch.Tensor, returns: torch.Tensor, use_returns):
+            r = returns if use_returns else rewards
+            return (r - r.mean()) / r.std()
+        """, (5,), """\
+        import torch
+
+        def normalise_advantages(rewards: torch.Tensor, returns: torch.Tensor, use_returns):
+            r = returns if use_returns else rewards
+            return (r - r.mean()) / r.std().clamp_min(1e-12)
+        """, together=DIVISION, message="constant data"),
+    # strict mode: a norm clamped on one branch only, no evidence either way
+    Flagged("""\
+        import torch
+
+        def cosine(a, b, exact):
+            if exact:
+                na = a.norm(dim=-1).clamp_min(1e-8)
+            else:
+                na = a.norm(dim=-1)
+            return (a * b).sum(-1) / na
+        """, (8,), strict=True, together=DIVISION, message="a norm (as `na` is assigned on line 7)"),
+], silent=[
+    # guarded on both ways of a conditional expression, in strict mode
+    Silent("""\
+        import torch
+
+        def masked_mean(h, mask, soft):
+            n = mask.sum(1, keepdim=True).clamp_min(1) if soft else mask.sum(1, keepdim=True) + 1e-6
+            return (h * mask).sum(1, keepdim=True) / n
+        """, strict=True, together=DIVISION),
+    # an eps chosen per dtype is an eps on both ways
+    Silent("""\
+        import torch
+
+        def std_scale(x, eps, half):
+            e = 1e-3 if half else eps
+            return (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + e)
+        """, strict=True, together=DIVISION),
+    # clamped on both branches (clamp_min, torch.maximum)
+    Silent("""\
+        import torch
+
+        def cosine(a, b, exact, floor):
+            if exact:
+                na = a.norm(dim=-1).clamp_min(1e-8)
+            else:
+                na = torch.maximum(a.norm(dim=-1), floor)
+            return (a * b).sum(-1) / na
+        """, strict=True, together=DIVISION),
+    # positive on every way: exp or sigmoid weights never sum to 0
+    Silent("""\
+        import torch
+
+        class Gate(torch.nn.Module):
+            def forward(self, h, scores):
+                w = scores.exp() if self.sharp else scores.sigmoid()
+                return (h * w[..., None]).sum(1) / w.sum(1, keepdim=True)
+        """, strict=True, together=DIVISION),
+    # a count guarded on either branch
+    Silent("""\
+        import torch
+
+        def token_mean(loss, labels, pad_id, smooth):
+            keep = labels != pad_id
+            if smooth:
+                n = keep.float().sum() + 1.0
+            else:
+                n = keep.sum().clamp_min(1)
+            return (loss * keep).sum() / n
+        """, strict=True, together=DIVISION),
+    # guarded before the loop and at every iteration
+    Silent("""\
+        import torch
+
+        def iterate(x, ws, eps):
+            scale = ws[0].abs().sum() + eps
+            for w in ws[1:]:
+                x = x / scale
+                scale = w.abs().sum().clamp_min(eps)
+            return x
+        """, strict=True, together=DIVISION),
+    # a model's output on one way is no data: no standardisation evidence
+    Silent("""\
+        import torch
+
+        class Critic(torch.nn.Module):
+            def forward(self, x, rewards):
+                r = self.value(x) if self.bootstrap else rewards
+                return (r - r.mean()) / r.std()
+        """, together=DIVISION),
+    # an in-place clamp after the branches guards every way
+    Silent("""\
+        import torch
+
+        def pool(h, mask, soft):
+            if soft:
+                n = mask.float().sum(1)
+            else:
+                n = mask.sum(1)
+            n.clamp_(min=1)
+            return (h * mask[..., None]).sum(1) / n[:, None]
+        """, strict=True, together=DIVISION),
+])
+
+
+@pytest.mark.parametrize("code, case", EVERY_WAY_DIVISION)
+def test_every_way_division(code, case):
+    harness.check(code, case)
+
+
+EVERY_WAY_KL = harness.params("TNL101", flagged=[
+    # the target is detached on one branch only: the other still carries the peer's gradient
+    Flagged("""\
+        import torch
+        import torch.nn.functional as F
+
+        class Mutual(torch.nn.Module):
+            def forward(self, student, peer, stop_grad):
+                if stop_grad:
+                    target = F.softmax(peer.detach(), dim=-1)
+                else:
+                    target = F.softmax(peer, dim=-1)
+                return F.kl_div(F.log_softmax(student, -1), target, reduction="batchmean")
+        """, (10,)),
+], silent=[
+    # detached on every way: `.detach()` on one, `torch.no_grad()` on the other
+    Silent("""\
+        import torch
+        import torch.nn.functional as F
+
+        class Mutual(torch.nn.Module):
+            def forward(self, student, peer, stop_grad):
+                if stop_grad:
+                    target = F.softmax(peer.detach(), dim=-1)
+                else:
+                    with torch.no_grad():
+                        target = F.softmax(peer, dim=-1)
+                return F.kl_div(F.log_softmax(student, -1), target, reduction="batchmean")
+        """),
+    Silent("""\
+        import torch
+        import torch.nn.functional as F
+
+        def mutual_loss(student, peer, ema):
+            target = F.softmax(ema, dim=-1) if ema is not None else F.softmax(peer, dim=-1)
+            return F.kl_div(F.log_softmax(student, -1), target.detach(), reduction="batchmean")
+        """),
+])
+
+
+@pytest.mark.parametrize("code, case", EVERY_WAY_KL)
+def test_every_way_kl_target(code, case):
+    harness.check(code, case)

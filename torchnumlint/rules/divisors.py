@@ -26,6 +26,7 @@ from torchnumlint.findings import Safety
 from torchnumlint.rules.boxes import box_divisor
 from torchnumlint.rules.evidence import row_evidence, standardises, summand_evidence
 from torchnumlint.rules.guards import (
+    branches,
     is_constant,
     is_guarded,
     is_mask,
@@ -33,6 +34,8 @@ from torchnumlint.rules.guards import (
     number_value,
     same_code,
     strip_parens,
+    unless_asking,
+    way_note,
 )
 from torchnumlint.rules.names import is_literal, is_plain, match_call
 from torchnumlint.rules.rewrite import with_clamp
@@ -68,11 +71,14 @@ _KIND_WORDS = {
 class Divisor:
     """A divisor that can be exactly 0: its `kind` (count, norm, sum, std, var, sqrt, product,
     box), the `value` that makes it (the call, under names, casts and shape-only steps), and how
-    the message names it."""
+    the message names it. `several`: found on one of several values the divisor may hold (an
+    `if` that assigns it on both branches, `guards.branches`), which `what` names; its sign on
+    the other ways is unknown, so no clamp is written for it."""
 
     kind: str
     value: cst.BaseExpression
     what: str
+    several: bool = False
 
 
 def _divisor(kind: str, value: cst.BaseExpression) -> Divisor:
@@ -89,6 +95,14 @@ def zero_kind(ctx: "FileContext", d: cst.BaseExpression) -> Optional[Divisor]:
     if box is not None:
         return Divisor("box", v, box[0])
     if is_constant(ctx, v) or is_guarded(ctx, v):
+        return None
+    several = branches(ctx, v)
+    if several is not None:  # `d = a.sum() + eps` on one branch, `d = b.sum()` on the other
+        for way in several:
+            if isinstance(way.value, cst.BaseExpression):
+                found = unless_asking(ctx, "zero kind", way.value, lambda: zero_kind(ctx, way.value), None)
+                if found is not None:
+                    return found if found.several else Divisor(found.kind, found.value, found.what + way_note(ctx, way), True)
         return None
     if match_call(ctx.imports, v, "count_nonzero") is not None:
         return _divisor("count", v)
@@ -131,6 +145,13 @@ def zero_evidence(
 ) -> Tuple[Optional[str], bool]:
     """(why the divisor `found` reaches 0 for real inputs, or None when nothing in the code says
     it does; whether it is never negative, so that a clamp keeps every value it can take)."""
+    why, non_negative = _zero_evidence(ctx, found, numerator)
+    return why, non_negative and not found.several
+
+
+def _zero_evidence(
+    ctx: "FileContext", found: Divisor, numerator: Optional[cst.BaseExpression]
+) -> Tuple[Optional[str], bool]:
     kind, v = found.kind, strip_parens(found.value)
     if kind == "count":
         return _COUNT_EVIDENCE, True

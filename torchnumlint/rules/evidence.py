@@ -29,6 +29,7 @@ from torchnumlint.rules.guards import (
     number_value,
     same_code,
     strip_parens,
+    unless_asking,
     way_note,
     ways,
 )
@@ -345,7 +346,7 @@ def some_way(
         value = way.value
         if isinstance(value, cst.BaseExpression) and (value is expr or is_guarded(ctx, value)):
             continue
-        why = _once(ctx, "some way", value, find)
+        why = unless_asking(ctx, f"some way {id(find.__code__)}", value, lambda: find(value), None)
         if why is not None:
             return why if isinstance(why, _Named) else _Named(why + way_note(ctx, way))
     return None
@@ -354,20 +355,6 @@ def some_way(
 class _Named(str):
     """A reason that already names the way it holds on (a branch inside a branch names the
     innermost)."""
-
-
-def _once(ctx: "FileContext", key: str, node: cst.CSTNode, find: Callable[[cst.CSTNode], Optional[str]]) -> Optional[str]:
-    """`find(node)`, at most once per node and question while it is being asked: a loop that
-    rebinds a name from itself (`d = d * w`) leads back to it and adds no reason of its own."""
-    asking = ctx.per_scope(key, lambda _: set())
-    slot = (id(find.__code__), id(node))
-    if slot in asking:
-        return None
-    asking.add(slot)
-    try:
-        return find(node)
-    finally:
-        asking.discard(slot)
 
 
 def _param_at(ctx: "FileContext", origin: cst.CSTNode) -> Optional[cst.Param]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple, TypeVar
 
 import libcst as cst
 
@@ -26,6 +26,7 @@ from torchnumlint.walk import Visitor
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext
 
+T = TypeVar("T")
 _EPS_WORDS = ("eps", "epsilon", "tiny", "smooth")
 _BUILTIN_NUMBERS = {"len", "int", "float", "round", "abs", "min", "max", "sum", "pow", "divmod"}
 _SHAPE_METHODS = {"size", "numel", "dim", "nelement", "item", "__len__", "count"}
@@ -109,6 +110,20 @@ def way_note(ctx: "FileContext", way: Way) -> str:
     if way.binding is None:
         return f" (the {way.label} value of the conditional{line})"
     return f" (as `{way.label}` is assigned{line})"
+
+
+def unless_asking(ctx: "FileContext", key: str, node: cst.CSTNode, ask: Callable[[], T], default: T) -> T:
+    """`ask()`, the question `key` about `node`, unless it is being asked already further up (a
+    loop's `d = d * w` leads back to `d`): then `default`, the answer that adds nothing."""
+    asking: Set[Tuple[str, int]] = ctx.per_scope("asking", lambda _: set())
+    slot = (key, id(node))
+    if slot in asking:
+        return default
+    asking.add(slot)
+    try:
+        return ask()
+    finally:
+        asking.discard(slot)
 
 
 _IN_PROGRESS = object()

@@ -633,7 +633,7 @@ REBINDINGS = [
         if flag:
             w = w + 1
         return x / w.sum()
-    """, (7,), message="absolute values are 0 (as `w` is assigned on line 4)")),
+    """, (7,), message="absolute values are 0, as `w` is assigned on line 4")),
     # in a loop, a binding of the same iteration is followed; where one of the last iteration
     # also reaches, the first iteration's relu outputs can all be 0
     ("TNL201", flagged("""
@@ -661,7 +661,7 @@ REBINDINGS = [
             x = x / t.sum()
             t = w.exp()
         return x
-    """, (6,), message="relu outputs are 0 (as `t` is assigned on line 4)")),
+    """, (6,), message="relu outputs are 0, as `t` is assigned on line 4")),
     ("TNL201", silent("""
     import torch
     def accumulate(x, ws):

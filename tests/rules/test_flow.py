@@ -533,7 +533,7 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
             else:
                 n = mask.sum(1, keepdim=True)
             return (h * mask).sum(1, keepdim=True) / n
-        """, (8,), together=DIVISION, message="a count (as `n` is assigned on line 7), which is 0 when nothing is selected"),
+        """, (8,), together=DIVISION, message="a count, as `n` is assigned on line 7, which is 0 when nothing is selected"),
     # a conditional expression: its else value is the unguarded one
     Flagged("""\
         import torch
@@ -542,7 +542,7 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
             def forward(self, h, mask):
                 n = mask.sum(1, keepdim=True).clamp_min(1) if self.soft else (mask > 0).sum(1, keepdim=True)
                 return (h * mask).sum(1, keepdim=True) / n
-        """, (6,), together=DIVISION, message="(the else value of the conditional on line 5)"),
+        """, (6,), together=DIVISION, message=", the else value of the conditional on line 5"),
     # numpy on one branch, torch on the other: reported for the torch one, no torch-only fix
     Flagged("""\
         import numpy as np
@@ -569,7 +569,7 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
             loss = ((out - y) ** 2 * w).sum() / w.sum()
             loss.backward()
             opt.step()
-        """, (10,), together=DIVISION, message="when nothing is selected (as `w` is assigned on line 7)"),
+        """, (10,), together=DIVISION, message="when nothing is selected, as `w` is assigned on line 7"),
     # a boolean mask on either branch: its sum is an integer count, clamped at 1 (exact)
     Flagged("""\
         import torch
@@ -606,7 +606,7 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
                 x = x / scale
                 scale = w.abs().sum() + eps
             return x
-        """, (6,), together=DIVISION, message="(as `scale` is assigned on line 4)"),
+        """, (6,), together=DIVISION, message=", as `scale` is assigned on line 4"),
     # data on every way: a standardisation of constant data; a tensor on every way: the clamp
     Flagged("""\
         import torch
@@ -631,7 +631,7 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
             else:
                 na = a.norm(dim=-1)
             return (a * b).sum(-1) / na
-        """, (8,), strict=True, together=DIVISION, message="a norm (as `na` is assigned on line 7)"),
+        """, (8,), strict=True, together=DIVISION, message="a norm, as `na` is assigned on line 7"),
 ], silent=[
     # guarded on both ways of a conditional expression, in strict mode
     Silent("""\

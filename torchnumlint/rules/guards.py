@@ -103,13 +103,13 @@ def branches(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[List[Way]
 
 
 def way_note(ctx: "FileContext", way: Way) -> str:
-    """How a message names one of several ways: ` (as `d` is assigned on line 7)`, ` (the else
-    value of the conditional on line 7)`."""
+    """How a message names one of several ways, as a clause that fits inside its parentheses
+    too: `, as `d` is assigned on line 7`, `, the else value of the conditional on line 7`."""
     span = ctx.positions.get(way.where)
     line = f" on line {span.start.line}" if span is not None else ""
     if way.binding is None:
-        return f" (the {way.label} value of the conditional{line})"
-    return f" (as `{way.label}` is assigned{line})"
+        return f", the {way.label} value of the conditional{line}"
+    return f", as `{way.label}` is assigned{line}"
 
 
 def unless_asking(ctx: "FileContext", key: str, node: cst.CSTNode, ask: Callable[[], T], default: T) -> T:

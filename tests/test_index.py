@@ -320,14 +320,18 @@ class Calm(nn.Module):
 
 
 def test_forward_facts_of_any_depth_record_and_pickle_without_recursion():
-    terms = " + ".join(["h"] * 2000)  # as deep as `ast.parse` goes
+    """A product of 2000 factors (generated code) nests as deep as `ast.parse` goes: recording,
+    pickling and judging it must not recurse that deep."""
+    terms = " * ".join(["h"] * 2000)
     code = f"import torch\nfrom torch import nn\n\n\nclass Deep(nn.Module):\n    def forward(self, h):\n        s = {terms}\n        return s * s\n"
     index = build_index([("deep.py", code)])
     again = pickle.loads(pickle.dumps(index))
     assert again == index
     info = again.lookup("Deep", None, "deep.py")
-    assert len(info.forward.exprs) == 1 + 1999 + 2000 + 3  # `s =`, the sums, their terms, `s * s`
-    assert [h.span.line for h in forward_hazards(info)] == [8]
+    assert len(info.forward.exprs) == 1 + 1999 + 2000 + 3  # `s =`, the products, their factors, `s * s`
+    squares = [e for e in info.forward.exprs if isinstance(e, BinOp) and e.same]
+    assert [e.span.line for e in squares] == [7, 8]  # the innermost `h * h`, and `s * s`
+    assert [h.span.line for h in forward_hazards(info)] == [7, 8]
 
 
 def test_the_index_loads_without_libcst():

@@ -451,6 +451,25 @@ def _number_defaults(args: ast.arguments) -> Dict[str, float]:
     return {a.arg: value for a, d in pairs for value in [number_literal(d)] if value is not None}
 
 
+def _same_code(a: ast.AST, b: ast.AST) -> bool:
+    """Whether two expressions are the same code, as `ast.dump` compares them (positions aside),
+    without its recursion: `h * h * ... * h` nests as deep as the parser goes."""
+    stack: List[Tuple[object, object]] = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if type(x) is not type(y):
+            return False
+        if isinstance(x, ast.AST):
+            stack.extend((getattr(x, f, None), getattr(y, f, None)) for f in x._fields)
+        elif isinstance(x, list):
+            if len(x) != len(y):  # type: ignore[arg-type]
+                return False
+            stack.extend(zip(x, y))  # type: ignore[call-overload]
+        elif x != y:
+            return False
+    return True
+
+
 class _ForwardRecorder:
     """Writes down what one `forward` computes (`forward_facts.Forward`), judging nothing: every
     expression of its body, decorators and defaults (not those of nested functions, lambdas or
@@ -526,7 +545,7 @@ class _ForwardRecorder:
         if isinstance(node, ast.Name):
             return Name(node.id)
         if isinstance(node, ast.BinOp):
-            same = isinstance(node.op, ast.Mult) and ast.dump(node.left) == ast.dump(node.right)
+            same = isinstance(node.op, ast.Mult) and _same_code(node.left, node.right)
             return BinOp(type(node.op).__name__, ref(node.left), ref(node.right), self._span(node), same)
         if isinstance(node, ast.UnaryOp):
             return Unary(ref(node.operand))

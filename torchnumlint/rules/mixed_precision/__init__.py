@@ -10,6 +10,8 @@
 TNL301 and TNL302 read the project index (`torchnumlint/index.py`, facts from every file); what an
 autocast, a GradScaler or a custom_fwd is, both the index and these rules read from one vocabulary,
 `rules/autocast.py`; the LibCST side of it (call shapes, fp16 regions, classes) is `rules/amp.py`.
+The index records what each forward computes (`torchnumlint/forward_facts.py`); which of it
+overflows in float16 under the CUDA autocast policy is decided here, in `forward_hazards.py`.
 Importing this package registers the three rules.
 """
 

@@ -555,6 +555,38 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
                 total = torch.relu(scores).sum(-1, keepdim=True)
             return scores / total
         """, (9,), together=DIVISION, message="relu outputs are 0"),
+    # a count of numpy hits on one branch, of torch hits on the other: no torch-only clamp
+    Flagged("""\
+        import numpy as np
+        import torch
+
+        def hit_rate_score(scores, use_numpy):
+            if use_numpy:
+                hits = np.asarray(scores) > 0
+            else:
+                hits = torch.as_tensor(scores) > 0
+            return (scores * hits).sum() / hits.sum()
+        """, (9,), together=DIVISION, message="when nothing is selected"),
+    # torch on both branches: the count's exact clamp
+    Flagged("""\
+        import torch
+
+        def hit_rate_score(scores, strict):
+            if strict:
+                hits = torch.as_tensor(scores) >= 1
+            else:
+                hits = torch.as_tensor(scores) > 0
+            return (scores * hits).sum() / hits.sum()
+        """, (8,), """\
+        import torch
+
+        def hit_rate_score(scores, strict):
+            if strict:
+                hits = torch.as_tensor(scores) >= 1
+            else:
+                hits = torch.as_tensor(scores) > 0
+            return (scores * hits).sum() / hits.sum().clamp_min(1)
+        """, safe=True, together=DIVISION),
     # a training step whose weights are a mask on one branch only
     Flagged("""\
         import torch

@@ -256,7 +256,7 @@ def may_carry_grad(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
                     return True
                 if isinstance(value, cst.Assign):
                     todo.append(value.value)  # unpacked: `rows, cols = torch.where(mask)`
-                elif isinstance(value, cst.BaseExpression) and value is not node:
+                elif isinstance(value, cst.BaseExpression):
                     todo.append(value)
                 else:
                     return True
@@ -344,9 +344,9 @@ def some_way(
         return None
     for way in found:
         value = way.value
-        if isinstance(value, cst.BaseExpression) and (value is expr or is_guarded(ctx, value)):
+        if isinstance(value, cst.BaseExpression) and is_guarded(ctx, value):
             continue
-        why = unless_asking(ctx, f"some way {id(find.__code__)}", value, lambda: find(value), None)
+        why = unless_asking(ctx, "some way", value, lambda: find(value), None)
         if why is not None:
             return why if isinstance(why, _Named) else _Named(why + way_note(ctx, way))
     return None

@@ -166,7 +166,7 @@ def every_way(
             (decided is not None and way.binding is not None and decided(way.binding))
             or (
                 every_way(ctx, way.value, key, test, decided, depth - 1)
-                if isinstance(way.value, cst.BaseExpression) and way.value is not expr
+                if isinstance(way.value, cst.BaseExpression)
                 else test(way.value)
             )
             for way in found
@@ -178,7 +178,6 @@ def every_way(
     else:
         known[slot] = (expr, answer)
     return answer
-
 
 
 def number_value(expr: cst.BaseExpression) -> Optional[float]:

@@ -17,7 +17,7 @@ from torchnumlint.context import FileContext
 from torchnumlint.engine import lint_text
 from torchnumlint.index import ProjectIndex, build_index
 from torchnumlint.rules import amp, autocast
-from torchnumlint.rules.base import registry
+from torchnumlint.rules.registry import registry
 
 RULES = registry()
 

@@ -585,6 +585,31 @@ REGRESSIONS = [
     def dropout_scale(x, keep_prob: torch.Tensor, cmasks: torch.Tensor):
         return x / keep_prob.sum(dim=-1) + x / cmasks.sum(dim=-1).clamp_min(1e-12)
     """)),
+    # a mask that SELECTS rows keeps them whole: here it drops the self-loops, whose vectors are
+    # the zero ones, so it is the guard (pytorch_geometric's edge directions)
+    ("TNL201", silent("""
+    import torch
+    class EdgeDirections(torch.nn.Module):
+        def forward(self, pos, edge_index):
+            vec = pos[edge_index[0]] - pos[edge_index[1]]
+            keep = edge_index[0] != edge_index[1]
+            vec[keep] = vec[keep] / torch.norm(vec[keep], dim=1).unsqueeze(1)
+            return vec
+    """)),
+    # a mask that ZEROES rows makes them all-zero: reported (by TNL202, whose site it is)
+    ("TNL202", flagged("""
+    import torch
+    class MaskedDirections(torch.nn.Module):
+        def forward(self, feats, mask):
+            kept = feats * mask[..., None]
+            return kept / torch.linalg.vector_norm(kept, dim=-1, keepdim=True)
+    """, (6,), """
+    import torch
+    class MaskedDirections(torch.nn.Module):
+        def forward(self, feats, mask):
+            kept = feats * mask[..., None]
+            return torch.nn.functional.normalize(kept, dim=-1)
+    """, message="for rows that a mask zeroes entirely")),
 ]
 
 

@@ -464,14 +464,18 @@ def _learned(ctx: "FileContext", value: cst.CSTNode) -> bool:
     return False
 
 
-def _is_masked(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
-    """Rows selected or zeroed by a mask: `x * mask`, `x[mask]`, `x.masked_fill(m, 0)`."""
+def _is_masked(ctx: "FileContext", expr: cst.BaseExpression, selected: bool = True) -> bool:
+    """Values zeroed by a mask (`x * mask`, `x.masked_fill(m, 0)`), or, with `selected`, chosen by
+    one (`x[mask]`, `x.masked_select(m)`: empty when it selects nothing). A selection keeps whole
+    rows, so it is no reason for a row to be zero (`v[mask] / v[mask].norm(dim=1)`, where the mask
+    drops the self-loops whose vectors are zero, is the guard, not the hazard)."""
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
         return is_mask(ctx, expr.left) or is_mask(ctx, expr.right)
     if isinstance(expr, cst.Subscript):
-        return any(isinstance(e.slice, cst.Index) and is_mask(ctx, e.slice.value) for e in expr.slice)
+        return selected and any(isinstance(e.slice, cst.Index) and is_mask(ctx, e.slice.value) for e in expr.slice)
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-        return expr.func.attr.value in ("masked_fill", "masked_select", "masked_fill_")
+        zeroing = ("masked_fill", "masked_fill_")
+        return expr.func.attr.value in (zeroing + ("masked_select",) if selected else zeroing)
     return False
 
 
@@ -495,7 +499,7 @@ def _is_non_negative_op(ctx: "FileContext", expr: cst.BaseExpression) -> Optiona
 def row_evidence(ctx: "FileContext", expr: cst.CSTNode, strong: bool = False) -> Optional[str]:
     """Why the rows of `expr` can be all zero (so its norm is 0), or None: a difference that can
     be 0 (`difference_evidence`; `strong` leaves out two values that merely can coincide),
-    masked or selected rows, relu/abs outputs, or the input of a module's `forward` (padding
+    rows a mask zeroes, relu/abs outputs, or the input of a module's `forward` (padding
     rows, an all-zero input). Of a name several assignments may give, the first unguarded one
     with a reason."""
     if isinstance(expr, cst.Param):
@@ -505,8 +509,8 @@ def row_evidence(ctx: "FileContext", expr: cst.CSTNode, strong: bool = False) ->
     for origin in _origins(ctx, expr):
         if isinstance(origin, cst.BinaryOperation) and isinstance(origin.operator, cst.Subtract):
             return difference_evidence(ctx, origin, strong)
-        if _is_masked(ctx, origin):
-            return "for rows that a mask removes entirely"
+        if _is_masked(ctx, origin, selected=False):
+            return "for rows that a mask zeroes entirely"
         what = _is_non_negative_op(ctx, origin)
         if what is not None:
             return f"where all the {what} are 0"

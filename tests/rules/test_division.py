@@ -1097,3 +1097,38 @@ BOX_SCALE_LOSS = """
 )
 def test_a_side_maps_coordinates_only_where_a_gradient_reads_it(code, case):
     harness.check(code, case)
+
+
+# The clipping idiom: a positive number over a norm is at worst +Inf, which the cap turns into
+# the bound (`scale = min(1, threshold / norm)`); uncapped, or over a number of either sign, it is
+# reported.
+CAPPED = """
+    import torch
+    class Guidance(torch.nn.Module):
+        def forward(self, cond, uncond, threshold: float = 2.0):
+            diff = cond - uncond
+            norm = diff.norm(p=2, dim=-1, keepdim=True)
+            if threshold > 0:
+                diff = diff * torch.minimum(torch.ones_like(diff), threshold / norm)
+            return diff * (1.0 / norm).clamp(max=1.0) * (0.5 / norm).clamp_max(1.0)
+    """
+
+
+@pytest.mark.parametrize(
+    "code, case",
+    harness.params(
+        "TNL201",
+        flagged=[
+            Flagged(CAPPED.replace("threshold / norm)", "threshold / norm + 0)"), (8,),
+                    CAPPED.replace("threshold / norm)", "threshold / norm.clamp_min(1e-12) + 0)")),
+            Flagged(CAPPED.replace("if threshold > 0:", "if True:"), (8,),
+                    CAPPED.replace("if threshold > 0:", "if True:").replace(
+                        "threshold / norm)", "threshold / norm.clamp_min(1e-12))")),
+            Flagged(CAPPED.replace("(1.0 / norm).clamp(max=1.0)", "(1.0 / norm).clamp(min=0.0)"), (9,),
+                    CAPPED.replace("(1.0 / norm).clamp(max=1.0)", "(1.0 / norm.clamp_min(1e-12)).clamp(min=0.0)")),
+        ],
+        silent=[Silent(CAPPED)],
+    ),
+)
+def test_a_positive_number_over_a_capped_divisor_is_bounded(code, case):
+    harness.check(code, case)

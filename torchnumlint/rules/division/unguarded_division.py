@@ -29,8 +29,8 @@ from torchnumlint.rules.divisors import (
     zero_evidence,
     zero_kind,
 )
-from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch, is_torch_value
-from torchnumlint.rules.guards import gradient_free, gradient_note, is_tested
+from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch, is_torch_value, value_kind
+from torchnumlint.rules.guards import gradient_free, gradient_note, is_tested, number_value
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.shapes import (
     root_hazard,
@@ -189,6 +189,8 @@ class UnguardedDivision(DivisionRule):
             return
         if isinstance(node, cst.BinaryOperation) and _compared(ctx):
             return  # `prod / norm > -1e-6`: a NaN or Inf only turns the comparison False
+        if _positive_number(ctx, x) and _capped(ctx):
+            return  # `torch.minimum(ones, max_norm / norm)`: a number over 0 is +Inf, capped to the bound
         selected = in_where(ctx)
         note = gradient_note(ctx) if selected else ""
         if note is None:
@@ -291,3 +293,33 @@ def _box_hazard(ctx, x: cst.BaseExpression, box: cst.BaseExpression) -> bool:
     if side(ctx, box) is None:
         return True
     return side(ctx, x) is not None or gradient_note(ctx) == "" or ctx.strict
+
+
+_CAPS = ("torch.minimum", "torch.min", "torch.fmin")
+
+
+def _positive_number(ctx, x: cst.BaseExpression) -> bool:
+    """A number known to be over 0: a positive literal, or a Python number the function tests
+    (`if norm_threshold > 0:`). Over 0 its only non-finite quotient is +Inf."""
+    value = number_value(x)
+    if value is not None:
+        return value > 0
+    return value_kind(ctx, x) == "python" and is_tested(ctx, x)
+
+
+def _capped(ctx) -> bool:
+    """Whether the division being visited is capped from above where it is computed: an
+    argument of `torch.minimum(bound, q)` (or `min`), or `q.clamp(max=...)` / `q.clamp_max(...)`.
+    With a number over it, its only non-finite value is +Inf, which the cap turns into the bound:
+    the clipping idiom `scale = min(1, threshold / norm)`."""
+    stack = ctx.stack
+    if len(stack) < 3:
+        return False
+    parent, grand = stack[-2], stack[-3]
+    if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call) and len(grand.args) == 2:
+        return ctx.qualname(grand.func) in _CAPS
+    if isinstance(parent, cst.Attribute) and isinstance(grand, cst.Call) and grand.func is parent:
+        method = parent.attr.value
+        keywords = {a.keyword.value for a in grand.args if a.keyword is not None}
+        return method == "clamp_max" or (method in ("clamp", "clip") and keywords == {"max"})
+    return False

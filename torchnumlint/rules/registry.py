@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from typing import Dict, List, Type
 
-from torchnumlint.rules import division, kl_div, log_domain, mixed_precision, roots  # noqa: F401
+from torchnumlint.rules import (  # noqa: F401
+    cross_entropy,
+    division,
+    kl_div,
+    log_domain,
+    masking,
+    mixed_precision,
+    roots,
+    special_functions,
+)
 from torchnumlint.rules.base import Rule, registered
 
 

@@ -1,0 +1,1 @@
+"""Reproductions of the masking rules (`torchnumlint/rules/masking/`), one module per rule."""

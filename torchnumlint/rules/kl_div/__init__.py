@@ -1,11 +1,12 @@
 """TNL1xx, KL divergence: `F.kl_div` / `nn.KLDivLoss` called with probabilities where PyTorch
 expects log-probabilities (TNL102, `kl_div_prob_input`), or with a probability target whose
-zeros poison the gradient (TNL101, `kl_div_prob_target`).
+zeros poison the gradient (TNL101, `kl_div_prob_target`), or reduced with "mean", which divides
+by batch x classes instead of the batch (TNL114, `kl_div_mean_reduction`).
 
 One module per rule. What they share lives in the shared matcher layer: the KL call sites in any
 form and the evidence that no gradient reaches a target in `rules/losses.py`, the softmax
 recogniser in `guards.softmax_call`, and the fix placement (the call, or the one assignment of
-the softmax) in `rules/rewrite.py`. Importing this package registers both rules.
+the softmax) in `rules/rewrite.py`. Importing this package registers the three rules.
 """
 
-from torchnumlint.rules.kl_div import kl_div_prob_input, kl_div_prob_target  # noqa: F401
+from torchnumlint.rules.kl_div import kl_div_mean_reduction, kl_div_prob_input, kl_div_prob_target  # noqa: F401

@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Dict, Sequence
 
 from torchnumlint.runtime_check.context import Repro
+from torchnumlint.runtime_check.repros.cross_entropy import bce_on_sigmoid
 from torchnumlint.runtime_check.repros.division import normalize_manual, unguarded_division
 from torchnumlint.runtime_check.repros.kl_div import kl_div_mean_reduction, kl_div_prob_input, kl_div_prob_target
 from torchnumlint.runtime_check.repros.log_domain import log_of_sigmoid, log_of_softmax
@@ -34,6 +35,7 @@ MODULES: Sequence[ModuleType] = (
     unguarded_division, normalize_manual,
     sqrt_of_sum_of_squares, unguarded_sqrt_or_pow,
     fp16_autocast_custom_op, fp16_without_grad_scaler, deprecated_cuda_amp,
+    bce_on_sigmoid,
 )
 
 

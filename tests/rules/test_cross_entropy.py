@@ -1,0 +1,416 @@
+"""TNL105 bce-on-sigmoid and TNL113 probabilities-into-cross-entropy: probabilities handed to
+losses that expect logits, in the forms training code writes them."""
+
+import pytest
+
+from tests.rules import harness
+from tests.rules.harness import Flagged, Silent
+from torchnumlint.engine import lint_text
+from torchnumlint.rules.registry import registry
+
+# ---------------------------------------------------------------------------------------------
+# TNL105
+
+BCE_FLAGGED = [
+    # a loss in a forward, the sigmoid inline: fixed on the logits
+    Flagged(
+        """
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+
+        class Discriminator(nn.Module):
+            def forward(self, x, real):
+                out = self.fc(x)
+                return F.binary_cross_entropy(torch.sigmoid(out), real)
+        """,
+        (10,),
+        fixed="""
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+
+        class Discriminator(nn.Module):
+            def forward(self, x, real):
+                out = self.fc(x)
+                return F.binary_cross_entropy_with_logits(out, real)
+        """,
+    ),
+    # self.criterion = nn.BCELoss() built in __init__, called in the training step: no fix
+    Flagged(
+        """
+        import torch
+        import pytorch_lightning as pl
+        from torch import nn
+
+
+        class Tagger(pl.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.criterion = nn.BCELoss()
+
+            def training_step(self, batch, batch_idx):
+                x, y = batch
+                logits = self.model(x)
+                loss = self.criterion(torch.sigmoid(logits), y.float())
+                return loss
+        """,
+        (15,),
+        message="capped at 100",
+    ),
+    # a module-level criterion in a training loop, method form of the sigmoid
+    Flagged(
+        """
+        import torch
+        import torch.nn as nn
+
+        criterion = nn.BCELoss()
+
+
+        def train_epoch(model, loader, opt):
+            for x, y in loader:
+                opt.zero_grad()
+                loss = criterion(model(x).sigmoid(), y)
+                loss.backward()
+                opt.step()
+        """,
+        (11,),
+    ),
+    # nn.BCELoss called on the spot: the module becomes BCEWithLogitsLoss, its arguments kept
+    Flagged(
+        """
+        import torch
+        from torch import nn
+
+
+        def loss_fn(z, y, w):
+            return nn.BCELoss(weight=w, reduction="sum")(torch.sigmoid(z), y)
+        """,
+        (7,),
+        fixed="""
+        import torch
+        from torch import nn
+
+
+        def loss_fn(z, y, w):
+            return nn.BCEWithLogitsLoss(weight=w, reduction="sum")(z, y)
+        """,
+    ),
+    # a model whose Sequential ends in nn.Sigmoid(): reported at the loss, named, no fix
+    Flagged(
+        """
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+
+        class Critic(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = nn.Sequential(nn.Linear(16, 1), nn.Sigmoid())
+
+            def loss(self, x, y):
+                return F.binary_cross_entropy(self.net(x), y)
+        """,
+        (13,),
+        message="made by `self.net`",
+    ),
+    # a helper that returns a sigmoid, the loss in another function
+    Flagged(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def predict(model, x):
+            return torch.sigmoid(model(x))
+
+
+        def step(model, x, y, opt):
+            loss = F.binary_cross_entropy(predict(model, x), y)
+            loss.backward()
+            opt.step()
+        """,
+        (11,),
+    ),
+    # through a subscript of a named sigmoid: reported, no fix
+    Flagged(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def objectness_loss(logits, y):
+            probs = torch.sigmoid(logits)
+            return F.binary_cross_entropy(probs[:, 0], y), probs
+        """,
+        (8,),
+    ),
+    # a name read only here, logits plain: recomputed at the use, the sigmoid line dropped
+    Flagged(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def mask_loss(mask_logits, gt):
+            p = torch.sigmoid(mask_logits)
+            return F.binary_cross_entropy(p, gt, reduction="mean")
+        """,
+        (8,),
+        fixed="""
+        import torch
+        import torch.nn.functional as F
+
+
+        def mask_loss(mask_logits, gt):
+            return F.binary_cross_entropy_with_logits(mask_logits, gt, reduction="mean")
+        """,
+    ),
+    # a name read only here, logits computed by a layer: the assignment keeps the logits
+    Flagged(
+        """
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+
+        class Head(nn.Module):
+            def forward(self, h, y):
+                probs = torch.sigmoid(self.proj(h))
+                return F.binary_cross_entropy(probs, y)
+        """,
+        (10,),
+        fixed="""
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+
+        class Head(nn.Module):
+            def forward(self, h, y):
+                probs = self.proj(h)
+                return F.binary_cross_entropy_with_logits(probs, y)
+        """,
+        message="`probs` hold the logits",
+    ),
+    # imported by name under an alias, expit, positional weight, multi-line call
+    Flagged(
+        """
+        import torch
+        from torch.nn.functional import binary_cross_entropy as bce
+        from torch.special import expit
+
+
+        def weighted(z, y, w):
+            return bce(
+                expit(z),
+                y,
+                w,
+            )
+        """,
+        (8,),
+        fixed="""
+        import torch
+        from torch.nn.functional import binary_cross_entropy as bce
+        from torch.special import expit
+
+
+        def weighted(z, y, w):
+            return torch.nn.functional.binary_cross_entropy_with_logits(
+                z,
+                y,
+                w,
+            )
+        """,
+    ),
+    # written out, with TNL104 off (alone, this rule reports it once; no fix)
+    Flagged(
+        """
+        import torch
+
+
+        def bce(z, y):
+            p = torch.sigmoid(z)
+            return -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()
+        """,
+        (7,),
+        message="written out",
+    ),
+    # written out as a difference, method logs
+    Flagged(
+        """
+        import torch
+
+
+        class Loss(torch.nn.Module):
+            def forward(self, logits, target):
+                p = logits.sigmoid()
+                loss = -target * p.log() - (1 - target) * (1 - p).log()
+                return loss.sum()
+        """,
+        (8,),
+    ),
+]
+
+BCE_SILENT = [
+    # the with-logits forms
+    Silent(
+        """
+        import torch.nn.functional as F
+        from torch import nn
+
+
+        def losses(z, y):
+            return F.binary_cross_entropy_with_logits(z, y) + nn.BCEWithLogitsLoss()(z, y)
+        """
+    ),
+    # a softplus loss on the logits
+    Silent(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def logistic(z, y):
+            return F.softplus(-(2 * y - 1) * z).mean() + torch.sigmoid(z).mean()
+        """
+    ),
+    # probabilities that are data (a label-smoothing target, a dataset's soft labels)
+    Silent(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def soft_bce(pred_probs, soft_labels):
+            return F.binary_cross_entropy(pred_probs, soft_labels)
+        """
+    ),
+    # a clamped sigmoid: the author chose the clamp
+    Silent(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def focal(z, y, eps=1e-6):
+            p = torch.sigmoid(z).clamp(min=eps, max=1 - eps)
+            return F.binary_cross_entropy(p, y)
+        """
+    ),
+    # evaluation: no gradient flows
+    Silent(
+        """
+        import torch
+        from torch import nn
+
+        bce = nn.BCELoss()
+
+
+        @torch.no_grad()
+        def validate(model, loader):
+            return sum(bce(torch.sigmoid(model(x)), y).item() for x, y in loader)
+        """
+    ),
+    # a sigmoid on one branch only
+    Silent(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def loss(z, y, probs=None):
+            if probs is None:
+                probs = torch.sigmoid(z)
+            return F.binary_cross_entropy(probs, y)
+        """
+    ),
+    # the sigmoid is the target (a teacher's), the input is data
+    Silent(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def distill(student_probs, teacher_logits):
+            return F.binary_cross_entropy(student_probs, torch.sigmoid(teacher_logits))
+        """
+    ),
+    # a function of the project that happens to share the name
+    Silent(
+        """
+        import torch
+
+
+        def binary_cross_entropy(p, y):
+            return -(y * p).mean()
+
+
+        def loss(z, y):
+            return binary_cross_entropy(torch.sigmoid(z), y)
+        """
+    ),
+    # a Sequential that does not end in the sigmoid
+    Silent(
+        """
+        import torch.nn.functional as F
+        from torch import nn
+
+
+        class Gate(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = nn.Sequential(nn.Sigmoid(), nn.Linear(8, 1))
+
+            def forward(self, x, y):
+                return F.binary_cross_entropy(self.net(x), y)
+        """
+    ),
+    # written out with an eps (neither rule), and with Python's math on floats
+    Silent(
+        """
+        import math
+        import torch
+
+
+        def bce(z, y, eps=1e-7):
+            p = torch.sigmoid(z)
+            q = 1 / (1 + math.exp(-float(z.mean())))
+            a = -(y * torch.log(p + eps) + (1 - y) * torch.log(1 - p + eps))
+            return a.mean() - (0.5 * math.log(q) + 0.5 * math.log(1 - q))
+        """,
+        together=("TNL104",),
+    ),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL105", BCE_FLAGGED, BCE_SILENT))
+def test_bce_on_sigmoid(code, case):
+    harness.check(code, case)
+
+
+HANDWRITTEN = """\
+import torch
+
+
+def bce(z, y):
+    p = torch.sigmoid(z)
+    return -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()
+"""
+
+
+@pytest.mark.parametrize(
+    "enabled, expected",
+    [
+        (("TNL104", "TNL105"), [("TNL104", 6), ("TNL104", 6)]),  # the owner reports each log
+        (("TNL104",), [("TNL104", 6), ("TNL104", 6)]),
+        (("TNL105",), [("TNL105", 6)]),  # the owner disabled: the hazard is still reported
+    ],
+)
+def test_handwritten_bce_has_one_owner(enabled, expected):
+    rules = [registry()[code] for code in enabled]
+    found = lint_text("example.py", HANDWRITTEN, rules)
+    assert sorted((f.code, f.line) for f in found) == expected

@@ -1,0 +1,105 @@
+"""What the cross-entropy rules share: a loss call in any of its forms, and the fix of its input.
+
+- `loss_site(ctx, call, op, classes)`: `call` as a loss in function form (`F.binary_cross_entropy`,
+  `F.cross_entropy`, `F.nll_loss` under any alias: `op`, an `names.Op`) or through an `nn` loss
+  module (`classes`: `nn.BCELoss`, `nn.CrossEntropyLoss`, `nn.NLLLoss`) called inline
+  (`nn.BCELoss()(p, y)`), through a local or module-level name, or an attribute
+  (`self.criterion = nn.BCELoss()` in `__init__`, called in `training_step`: `guards.module_call`).
+  `LossSite.input` is the argument that holds the probabilities.
+- `source_of(ctx, expr, op)`: the plain call of `op` (`torch.sigmoid(z)`, `x.softmax(1)`) that
+  `expr` is, inline or through local names, with the names followed: what a fix may rebuild.
+  A call found only through an attribute, a helper or a module activation is reported, never
+  rewritten (its assignment lives where another method can change it).
+- `rewritten_input(fix, expr, source, build)`: the fix of the loss input `expr` whose value is
+  `source`: the rebuilt value in place, or at the one assignment read only here, or recomputed at
+  the use when what it is computed from is unchanged since (then an assignment left unread is
+  removed); None where none of these is right.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, List, Optional, Tuple
+
+import libcst as cst
+
+from torchnumlint.rules.guards import module_call, strip_parens
+from torchnumlint.rules.names import Binding, CallMatch, Op, match_call
+from torchnumlint.rules.rewrite import Build, at_source, drop_if_unread
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchnumlint.context import FileContext, FixBuilder
+
+# Local names followed to a source for a fix (`p = torch.sigmoid(z)`, `q = p`).
+MAX_CHAIN = 4
+
+
+@dataclass
+class LossSite:
+    """One loss call: `input` is the argument of the probabilities; `match` the function form,
+    `ctor` the `nn` loss constructor of the module form."""
+
+    call: cst.Call
+    input: cst.Arg
+    match: Optional[CallMatch]
+    ctor: Optional[cst.Call]
+
+    @property
+    def inline(self) -> bool:
+        """Whether a fix may rewrite the whole call: every argument seen, and for the module form
+        a constructor called on the spot (a constructor kept in a name may serve other calls)."""
+        if any(a.star for a in self.call.args):
+            return False
+        if self.ctor is None:
+            return self.match is not None and self.match.fully_known
+        return self.call.func is self.ctor and not any(a.star for a in self.ctor.args)
+
+
+def loss_site(ctx: "FileContext", call: cst.Call, op: Op, classes: Tuple[str, ...]) -> Optional[LossSite]:
+    """`call` as the loss `op` in function form or an instance of one of `classes`, or None."""
+    match = match_call(ctx.imports, call, op)
+    if match is not None:
+        arg = next(a for a in call.args if a.value is match.input)
+        return LossSite(call, arg, match, None)
+    ctor = module_call(ctx, call, *classes)
+    if ctor is None:
+        return None
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    named = [a for a in call.args if a.keyword is not None and a.keyword.value == "input"]
+    arg = positional[0] if positional else named[0] if named else None
+    return LossSite(call, arg, None, ctor) if arg is not None else None
+
+
+def source_of(ctx: "FileContext", expr: cst.BaseExpression, op: str) -> Optional[Tuple[CallMatch, List[Binding]]]:
+    """The plain, fully known call of `op` that `expr` is (inline or through local names), with
+    the names followed to it, nearest first; None where the call is not in reach."""
+    chain = ctx.chain(expr, MAX_CHAIN, names_only=True)
+    value = strip_parens(chain[-1].value if chain else expr)  # type: ignore[arg-type]
+    match = match_call(ctx.imports, value, op)
+    if match is None or not match.fully_known:
+        return None
+    return match, chain
+
+
+def rewritten_input(
+    fix: "FixBuilder",
+    expr: cst.BaseExpression,
+    chain: List[Binding],
+    build: Build,
+    parts: List[cst.BaseExpression],
+    recompute_first: bool,
+) -> Tuple[Optional[cst.BaseExpression], Optional[str]]:
+    """What replaces the loss input `expr` (whose source `build` rebuilds; `chain` the names from
+    `expr` to it) and the name whose assignment is rewritten, if one is. `recompute_first`:
+    where the source can be recomputed at the use, do that (and drop an assignment nothing reads
+    any more) rather than make the name hold something else (logits in `probs`)."""
+    ctx = fix.ctx
+    if chain and recompute_first and ctx.unchanged_since(parts, chain):
+        new = build(fix)
+        if new is None:
+            return None, None
+        first = chain[0]
+        if len(chain) == 1 and first.rewritable and isinstance(first.node.targets[0].target, cst.Name):  # type: ignore[attr-defined]
+            drop_if_unread(fix, first.node.targets[0].target, expr)  # type: ignore[attr-defined]
+        return new, None
+    return at_source(fix, expr, chain, build, parts)

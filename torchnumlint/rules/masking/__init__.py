@@ -4,3 +4,5 @@
 
 One module per rule; importing this package registers them.
 """
+
+from torchnumlint.rules.masking import masked_inf_softmax  # noqa: F401

@@ -18,24 +18,32 @@ from types import ModuleType
 from typing import Dict, Sequence
 
 from torchnumlint.runtime_check.context import Repro
-from torchnumlint.runtime_check.repros.cross_entropy import bce_on_sigmoid
+from torchnumlint.runtime_check.repros.cross_entropy import bce_on_sigmoid, probabilities_into_cross_entropy
 from torchnumlint.runtime_check.repros.division import normalize_manual, unguarded_division
 from torchnumlint.runtime_check.repros.kl_div import kl_div_mean_reduction, kl_div_prob_input, kl_div_prob_target
 from torchnumlint.runtime_check.repros.log_domain import log_of_sigmoid, log_of_softmax
+from torchnumlint.runtime_check.repros.log_domain import logsumexp_manual, softmax_manual
+from torchnumlint.runtime_check.repros.masking import masked_inf_softmax
 from torchnumlint.runtime_check.repros.mixed_precision import (
     deprecated_cuda_amp,
     fp16_autocast_custom_op,
     fp16_without_grad_scaler,
 )
 from torchnumlint.runtime_check.repros.roots import sqrt_of_sum_of_squares, unguarded_sqrt_or_pow
+from torchnumlint.runtime_check.repros.special_functions import log_one_plus
+from torchnumlint.runtime_check.repros.special_functions import sigmoid_manual
 
 MODULES: Sequence[ModuleType] = (
     kl_div_prob_target, kl_div_prob_input, kl_div_mean_reduction,
     log_of_softmax, log_of_sigmoid,
+    logsumexp_manual, softmax_manual,
     unguarded_division, normalize_manual,
     sqrt_of_sum_of_squares, unguarded_sqrt_or_pow,
     fp16_autocast_custom_op, fp16_without_grad_scaler, deprecated_cuda_amp,
-    bce_on_sigmoid,
+    log_one_plus,
+    bce_on_sigmoid, probabilities_into_cross_entropy,
+    sigmoid_manual,
+    masked_inf_softmax,
 )
 
 

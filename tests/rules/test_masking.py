@@ -1,0 +1,382 @@
+"""TNL401 masked-inf-softmax and TNL402 label-smoothing-inf-logits: the -inf fills caught (in a
+forward, a helper, a training step; in place, through `.data`, index assignment, additive masks,
+constants and attributes) with exact fixes, and the look-alikes left alone (causal masks,
+re-zeroed outputs, finite fills, fills that never reach a softmax)."""
+
+import pytest
+
+from tests.rules import harness
+from tests.rules.harness import Flagged, Silent
+
+TNL401_FLAGGED = [
+    # in a forward, method form, inline
+    Flagged(
+        """\
+        import torch
+        from torch import nn
+
+        class Attention(nn.Module):
+            def forward(self, q, k, v, mask):
+                scores = q @ k.transpose(-2, -1)
+                scores = scores.masked_fill(mask == 0, float("-inf"))
+                attn = scores.softmax(dim=-1)
+                return attn @ v
+        """,
+        (7,),
+        """\
+        import torch
+        from torch import nn
+
+        class Attention(nn.Module):
+            def forward(self, q, k, v, mask):
+                scores = q @ k.transpose(-2, -1)
+                scores = scores.masked_fill(mask == 0, torch.finfo(scores.dtype).min)
+                attn = scores.softmax(dim=-1)
+                return attn @ v
+        """,
+    ),
+    # in place, F alias, -math.inf
+    Flagged(
+        """\
+        import math
+        import torch
+        import torch.nn.functional as F
+
+        def attention(q, k, key_padding_mask):
+            w = torch.bmm(q, k.transpose(1, 2))
+            w.masked_fill_(key_padding_mask.unsqueeze(1), -math.inf)
+            return F.softmax(w, dim=-1)
+        """,
+        (7,),
+        """\
+        import math
+        import torch
+        import torch.nn.functional as F
+
+        def attention(q, k, key_padding_mask):
+            w = torch.bmm(q, k.transpose(1, 2))
+            w.masked_fill_(key_padding_mask.unsqueeze(1), torch.finfo(w.dtype).min)
+            return F.softmax(w, dim=-1)
+        """,
+    ),
+    # through .data, -torch.inf, torch.softmax
+    Flagged(
+        """\
+        import torch
+
+        def pointer_scores(logits, visited):
+            logits.data.masked_fill_(visited, -torch.inf)
+            return torch.softmax(logits, dim=1)
+        """,
+        (4,),
+        """\
+        import torch
+
+        def pointer_scores(logits, visited):
+            logits.data.masked_fill_(visited, torch.finfo(logits.dtype).min)
+            return torch.softmax(logits, dim=1)
+        """,
+    ),
+    # a module constant, log_softmax in a training step
+    Flagged(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        NEG_INF = float("-inf")
+
+        def train_step(model, batch, opt):
+            logits = model(batch["x"])
+            logits = logits.masked_fill(~batch["allowed"], NEG_INF)
+            loss = -F.log_softmax(logits, -1).gather(1, batch["y"][:, None]).mean()
+            loss.backward()
+            opt.step()
+        """,
+        (8,),
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        NEG_INF = float("-inf")
+
+        def train_step(model, batch, opt):
+            logits = model(batch["x"])
+            logits = logits.masked_fill(~batch["allowed"], torch.finfo(logits.dtype).min)
+            loss = -F.log_softmax(logits, -1).gather(1, batch["y"][:, None]).mean()
+            loss.backward()
+            opt.step()
+        """,
+    ),
+    # the fill value held in an attribute, an nn.Softmax module
+    Flagged(
+        """\
+        import torch
+        from torch import nn
+
+        class Pool(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.neg_inf = -float("inf")
+                self.softmax = nn.Softmax(dim=1)
+
+            def forward(self, h, lengths_mask):
+                e = self.score(h).squeeze(-1)
+                e = e.masked_fill(~lengths_mask, self.neg_inf)
+                return (self.softmax(e).unsqueeze(-1) * h).sum(1)
+        """,
+        (12,),
+        """\
+        import torch
+        from torch import nn
+
+        class Pool(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.neg_inf = -float("inf")
+                self.softmax = nn.Softmax(dim=1)
+
+            def forward(self, h, lengths_mask):
+                e = self.score(h).squeeze(-1)
+                e = e.masked_fill(~lengths_mask, torch.finfo(e.dtype).min)
+                return (self.softmax(e).unsqueeze(-1) * h).sum(1)
+        """,
+    ),
+    # index assignment in a helper
+    Flagged(
+        """\
+        import torch
+
+        def masked_probs(scores, invalid):
+            scores[invalid] = float("-inf")
+            return scores.softmax(-1)
+        """,
+        (4,),
+        """\
+        import torch
+
+        def masked_probs(scores, invalid):
+            scores[invalid] = torch.finfo(scores.dtype).min
+            return scores.softmax(-1)
+        """,
+    ),
+    # an additive mask from torch.full, added with +=: reported, no fix
+    Flagged(
+        """\
+        import torch
+
+        def attend(q, k, pad):
+            bias = torch.full(pad.shape, float("-inf"), device=q.device)
+            bias = bias * pad
+            s = q @ k.T
+            add = torch.full((q.size(0), k.size(0)), float("-inf"))
+            s += add
+            return s.softmax(-1)
+        """,
+        (7,),
+    ),
+    # torch.where with -inf, through a name
+    Flagged(
+        """\
+        import torch
+
+        def select(logits, legal):
+            masked = torch.where(legal, logits, float("-inf"))
+            probs = masked.softmax(dim=-1)
+            return probs
+        """,
+        (4,),
+        """\
+        import torch
+
+        def select(logits, legal):
+            masked = torch.where(legal, logits, torch.finfo(logits.dtype).min)
+            probs = masked.softmax(dim=-1)
+            return probs
+        """,
+    ),
+    # re-zeroed after an additive mask in a forward: the gradient is still NaN
+    Flagged(
+        """\
+        import torch
+        from torch import nn
+
+        class Attn(nn.Module):
+            def forward(self, s, pad):
+                bias = torch.zeros_like(s).masked_fill(pad, float("-inf"))
+                p = (s + bias).softmax(-1)
+                p = p.masked_fill(pad, 0.0)
+                return p
+        """,
+        (6,),
+        message="gradient of the scores",
+    ),
+    # multiplying by the keep-mask does not re-zero a NaN
+    Flagged(
+        """\
+        import torch
+
+        def attend(s, pad):
+            p = s.masked_fill(pad, float("-inf")).softmax(-1)
+            return p * (~pad).float()
+        """,
+        (4,),
+        """\
+        import torch
+
+        def attend(s, pad):
+            p = s.masked_fill(pad, torch.finfo(s.dtype).min).softmax(-1)
+            return p * (~pad).float()
+        """,
+    ),
+    # a triu with the diagonal included is no causal mask (row 0 is fully masked)
+    Flagged(
+        """\
+        import torch
+
+        def attend(s):
+            m = torch.triu(torch.ones(s.size(-1), s.size(-1), dtype=torch.bool))
+            return s.masked_fill(m, float("-inf")).softmax(-1)
+        """,
+        (5,),
+        """\
+        import torch
+
+        def attend(s):
+            m = torch.triu(torch.ones(s.size(-1), s.size(-1), dtype=torch.bool))
+            return s.masked_fill(m, torch.finfo(s.dtype).min).softmax(-1)
+        """,
+    ),
+]
+
+TNL401_SILENT = [
+    # finfo of the scores' dtype, and a large finite fill (another rule's)
+    Silent(
+        """\
+        import torch
+
+        def attend(s, m):
+            a = s.masked_fill(m, torch.finfo(s.dtype).min).softmax(-1)
+            b = s.masked_fill(m, -10000).softmax(-1)
+            c = s.masked_fill(m, -1e9).softmax(-1)
+            return a + b + c
+        """
+    ),
+    # strictly causal: triu(ones, diagonal=1)
+    Silent(
+        """\
+        import torch
+
+        def causal(s):
+            n = s.size(-1)
+            future = torch.triu(torch.ones(n, n), diagonal=1).bool()
+            return s.masked_fill(future, float("-inf")).softmax(-1)
+        """
+    ),
+    # nanoGPT: a tril buffer read as == 0
+    Silent(
+        """\
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+        class CausalSelfAttention(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.register_buffer("bias", torch.tril(torch.ones(n, n)).view(1, 1, n, n))
+
+            def forward(self, q, k, v):
+                T = q.size(-2)
+                att = q @ k.transpose(-2, -1)
+                att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+                att = F.softmax(att, dim=-1)
+                return att @ v
+        """
+    ),
+    # LLaMA: an additive triu(full(-inf), diagonal=start_pos + 1)
+    Silent(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def forward(h, start_pos, seqlen, scores):
+            mask = torch.full((seqlen, seqlen), float("-inf"), device=h.device)
+            mask = torch.triu(mask, diagonal=start_pos + 1)
+            scores = scores + mask
+            return F.softmax(scores.float(), dim=-1)
+        """
+    ),
+    # re-zeroed after a masked_fill: finite forward and gradient
+    Silent(
+        """\
+        import torch
+
+        def attend(s, pad):
+            p = s.masked_fill(pad, float("-inf")).softmax(-1)
+            p = p.masked_fill(pad, 0.0)
+            q = torch.where(pad, 0.0, s.masked_fill(pad, float("-inf")).softmax(-1))
+            return p + q
+        """
+    ),
+    # scaled_dot_product_attention with a mask; no softmax written
+    Silent(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def attend(q, k, v, pad):
+            bias = torch.zeros(pad.shape).masked_fill(pad, float("-inf"))
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        """
+    ),
+    # max-pooling with -inf padding: never reaches a softmax
+    Silent(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def pool(x, m, s):
+            p = F.pad(x, (1, 1), value=float("-inf"))
+            y = x.masked_fill(m, float("-inf")).amax(-1)
+            return F.max_pool1d(p, 3, 1), y, s.softmax(-1)
+        """
+    ),
+    # the filled name rebound before the softmax
+    Silent(
+        """\
+        import torch
+
+        def f(s, m, t):
+            s = s.masked_fill(m, float("-inf"))
+            best = s.argmax(-1)
+            s = t * 2
+            return s.softmax(-1), best
+        """
+    ),
+    # a positive infinity, and a fill on another tensor than the softmax's
+    Silent(
+        """\
+        import torch
+
+        def f(s, d, m):
+            d = d.masked_fill(m, float("inf"))
+            nearest = d.min(-1).values
+            e = s.masked_fill(m, float("-inf"))
+            return torch.softmax(s, -1), nearest, e.max()
+        """
+    ),
+    # a causal where: tril kept, -inf elsewhere
+    Silent(
+        """\
+        import torch
+
+        def f(s):
+            keep = torch.tril(torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool))
+            return torch.where(keep, s, float("-inf")).softmax(-1)
+        """
+    ),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL401", TNL401_FLAGGED, TNL401_SILENT))
+def test_tnl401(code, case):
+    harness.check(code, case)

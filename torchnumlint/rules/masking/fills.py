@@ -1,0 +1,428 @@
+"""What the masking rules share: where a value was filled with `-inf`, and whether that fill can
+cover a whole row.
+
+A `-inf` fill is found backwards from where the value is used (a softmax, a cross entropy),
+through names (every reaching assignment, `self.x` and module names bound once), the steps that
+keep values (`names.selection_of`: indexing, reshapes, float casts) and additions, which make an
+additive mask of it:
+
+- `s.masked_fill(m, -inf)`, `torch.masked_fill(s, m, -inf)`, `torch.where(m, -inf, s)`;
+- in place: `s.masked_fill_(m, -inf)`, `s[m] = -inf` (the scope table records both as a
+  rebinding of `s` with no value), and through `.data` (`s.data.masked_fill_(m, -inf)`, which
+  binds nothing: found by a scan of the function, before the use and with `s` not rebound since);
+- an additive mask: `torch.full(shape, -inf)`, `torch.full_like(x, -inf)`, or any fill above,
+  added to the scores (`s + mask`, `s += mask`, `torch.add`).
+
+`-inf` is `float("-inf")`, `-float("inf")`, `-math.inf`, `-torch.inf`, `-np.inf`, or a name or
+attribute holding one (a module constant, `self.neg_inf`). A large finite fill (`-1e9`,
+`torch.finfo(...).min`) is no `-inf` fill: its hazard is float16 overflow, another rule's.
+
+A fill cannot cover a whole row when its mask is strictly causal: `torch.triu(ones, diagonal=1)`
+(the diagonal and everything below kept), `torch.tril(ones) == 0`, `~torch.tril(ones).bool()`,
+`torch.triu(torch.full(shape, -inf), diagonal=1)`, also as a registered buffer
+(`self.register_buffer("bias", torch.tril(torch.ones(n, n)))` read as `self.bias[:, :, :T, :T] == 0`).
+Column 0 is then never masked, in any top-left slice of it.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Dict, List, Optional, Set
+
+import libcst as cst
+
+from torchnumlint.rules.guards import code_key, number_value, strip_parens, unwrap_casts
+from torchnumlint.rules.names import is_literal, make_op, match_call, selection_of
+from torchnumlint.walk import Visitor
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchnumlint.context import FileContext
+
+_TENSOR_KW = ("out", "dtype", "layout", "device", "requires_grad", "pin_memory", "memory_format")
+
+MASKED_FILL = make_op("masked_fill", {"torch.masked_fill"}, "masked_fill", ("mask", "value"))
+MASKED_FILL_ = make_op("masked_fill_", set(), "masked_fill_", ("mask", "value"))
+WHERE = make_op("where", {"torch.where"}, None, ("input", "other"), input_kw="condition")
+FULL = make_op("full", {"torch.full"}, None, ("fill_value",) + _TENSOR_KW, input_kw="size")
+FULL_LIKE = make_op("full_like", {"torch.full_like"}, None, ("fill_value",) + _TENSOR_KW)
+TRIU = make_op("triu", {"torch.triu"}, "triu", ("diagonal",))
+TRIL = make_op("tril", {"torch.tril"}, "tril", ("diagonal",))
+ADD = make_op("add", {"torch.add"}, None, ("other", "alpha"))
+ONES = frozenset({"torch.ones", "torch.ones_like"})
+LOGICAL_NOT = make_op("logical_not", {"torch.logical_not"}, "logical_not")
+
+_INF_NAMES = frozenset({"math.inf", "torch.inf", "numpy.inf", "np.inf"})
+
+
+# ---------------------------------------------------------------------------------------------
+# -inf
+
+
+def _string(expr: cst.BaseExpression) -> Optional[str]:
+    if isinstance(expr, cst.SimpleString):
+        try:
+            value = ast.literal_eval(expr.value)
+        except (ValueError, SyntaxError):  # pragma: no cover - the parser already checked it
+            return None
+        return value.strip().lower() if isinstance(value, str) else None
+    return None
+
+
+def _float_of(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[str]:
+    """The string of `float("...")` (the builtin, not shadowed by an import)."""
+    if (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Name)
+        and expr.func.value == "float"
+        and ctx.qualname(expr.func) is None
+        and len(expr.args) == 1
+    ):
+        return _string(expr.args[0].value)
+    return None
+
+
+def _sign_of_inf(ctx: "FileContext", expr: cst.BaseExpression, depth: int = 0) -> int:
+    """+1 for `inf`, -1 for `-inf` (through names bound once), 0 for anything else."""
+    if depth > 6:
+        return 0
+    expr = strip_parens(expr)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        inner = _sign_of_inf(ctx, expr.expression, depth + 1)
+        return -inner if isinstance(expr.operator, cst.Minus) else inner
+    text = _float_of(ctx, expr)
+    if text is not None:
+        if text.lstrip("+") in ("inf", "infinity"):
+            return 1
+        if text in ("-inf", "-infinity"):
+            return -1
+        return 0
+    if isinstance(expr, cst.Attribute) and ctx.qualname(expr) in _INF_NAMES:
+        return 1
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        binding = ctx.binding(expr)
+        if binding is not None and binding.value is not None:
+            return _sign_of_inf(ctx, binding.value, depth + 1)
+    return 0
+
+
+def is_neg_inf(ctx: "FileContext", expr: Optional[cst.BaseExpression]) -> bool:
+    """`expr` is -inf: `float("-inf")`, `-float("inf")`, `-math.inf`, `-torch.inf`, `-np.inf`, or
+    a name or attribute bound once to one."""
+    return expr is not None and _sign_of_inf(ctx, expr) == -1
+
+
+# ---------------------------------------------------------------------------------------------
+# Causal masks
+
+
+def _diagonal(match, default: int) -> Optional[int]:
+    """The `diagonal` of a triu/tril, when it is a literal (or `offset + k` with a literal k, the
+    key-value cache's `start_pos + 1`, an offset that counts positions and is never negative)."""
+    value = match.arg("diagonal")
+    if value is None:
+        return default
+    number = number_value(value)
+    if number is not None:
+        return int(number)
+    value = strip_parens(value)
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add):
+        right = number_value(value.right)
+        if right is not None and isinstance(strip_parens(value.left), (cst.Name, cst.Attribute)):
+            return int(right)
+    return None
+
+
+def _unwrapped(ctx: "FileContext", expr: cst.BaseExpression) -> cst.BaseExpression:
+    """Through names, casts (`.bool()`), reshapes and slices, and a registered buffer."""
+    for _ in range(4):
+        expr = unwrap_casts(ctx, expr)
+        buffer = registered_buffer(ctx, expr)
+        if buffer is None:
+            return expr
+        expr = buffer
+    return expr
+
+
+def _ones(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
+    expr = _unwrapped(ctx, expr)
+    return isinstance(expr, cst.Call) and ctx.qualname(expr.func) in ONES
+
+
+def _negation(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """`x` for `~x`, `x == 0`, `x == False`, `x.logical_not()`, `torch.logical_not(x)`."""
+    expr = strip_parens(expr)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.BitInvert, cst.Not)):
+        return expr.expression
+    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+        target = expr.comparisons[0]
+        if isinstance(target.operator, cst.Equal) and (
+            number_value(target.comparator) == 0 or is_literal(target.comparator, "False")
+        ):
+            return expr.left
+    match = match_call(ctx.imports, expr, LOGICAL_NOT)
+    return match.input if match is not None else None
+
+
+def causal_mask(ctx: "FileContext", mask: cst.BaseExpression, depth: int = 0) -> bool:
+    """`mask` (True where masked) is strictly causal: it never masks column 0 (see the module)."""
+    if depth > 4:
+        return False
+    value = _unwrapped(ctx, mask)
+    inner = _negation(ctx, value)
+    if inner is not None:
+        return causal_keep(ctx, inner, depth + 1)
+    triu = match_call(ctx.imports, value, TRIU)
+    if triu is not None:
+        diagonal = _diagonal(triu, 0)
+        return diagonal is not None and diagonal >= 1 and _ones(ctx, triu.input)
+    return False
+
+
+def causal_keep(ctx: "FileContext", keep: cst.BaseExpression, depth: int = 0) -> bool:
+    """`keep` (True where attended) keeps the diagonal and everything below it."""
+    if depth > 4:
+        return False
+    value = _unwrapped(ctx, keep)
+    inner = _negation(ctx, value)
+    if inner is not None:
+        return causal_mask(ctx, inner, depth + 1)
+    tril = match_call(ctx.imports, value, TRIL)
+    if tril is not None:
+        diagonal = _diagonal(tril, 0)
+        return diagonal is not None and diagonal >= 0 and _ones(ctx, tril.input)
+    return False
+
+
+def registered_buffer(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """For `self.name`, the value of `self.register_buffer("name", value)` in the enclosing class."""
+    expr = strip_parens(expr)
+    if not (isinstance(expr, cst.Attribute) and is_literal(expr.value, "self")):
+        return None
+    cls = ctx.enclosing(cst.ClassDef)
+    if cls is None:
+        return None
+    buffers = ctx.per_file(f"masking-buffers-{id(cls)}", lambda _: _buffers(cls))
+    return buffers.get(expr.attr.value)
+
+
+def _buffers(cls: cst.ClassDef) -> Dict[str, cst.BaseExpression]:
+    found: Dict[str, List[cst.BaseExpression]] = {}
+
+    class _Calls(Visitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value == "register_buffer"
+                and is_literal(func.value, "self")
+                and len(node.args) >= 2
+            ):
+                name = node.args[0].value
+                if isinstance(name, cst.SimpleString):
+                    found.setdefault(ast.literal_eval(name.value), []).append(node.args[1].value)
+
+    _Calls().walk(cls)
+    return {name: values[0] for name, values in found.items() if len(values) == 1}
+
+
+# ---------------------------------------------------------------------------------------------
+# Fills
+
+
+@dataclass(frozen=True)
+class InfFill:
+    """One `-inf` fill that reaches a use.
+
+    `node` is what is reported (the call or the index assignment), `value` the `-inf` argument a
+    fix may replace, `target` the tensor filled (whose dtype `torch.finfo` takes; None where it
+    is not written), `form` how it is written, `additive` whether it reaches the use through an
+    addition (an additive mask)."""
+
+    node: cst.CSTNode
+    value: cst.BaseExpression
+    target: Optional[cst.BaseExpression]
+    form: str
+    additive: bool
+
+
+@dataclass
+class _Scan:
+    """One function's in-place fills through `.data` (which bind no name) and its zero fills,
+    with the walk order of every call and assignment."""
+
+    order: Dict[int, int] = field(default_factory=dict)
+    data_fills: Dict[str, List[tuple]] = field(default_factory=dict)  # key -> (order, node, receiver, value)
+    zero_fills: Dict[str, List[int]] = field(default_factory=dict)  # key -> orders
+
+
+def _scan(ctx: "FileContext", scope: cst.CSTNode) -> _Scan:
+    scan = _Scan()
+    imports = ctx.imports
+
+    def key(expr: cst.BaseExpression) -> str:
+        return code_key(ctx, expr)
+
+    class _Walk(Visitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            scan.order[id(node)] = len(scan.order)
+            if node is not scope and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return False
+            if isinstance(node, cst.Call):
+                self._call(node)
+            elif isinstance(node, cst.Assign) and len(node.targets) == 1:
+                self._index(node, node.targets[0].target, node.value)
+            return True
+
+        def _call(self, node: cst.Call) -> None:
+            fill = match_call(imports, node, MASKED_FILL, MASKED_FILL_)
+            if fill is not None:
+                value = fill.arg("value")
+                receiver = strip_parens(fill.input)
+                if value is not None and number_value(value) == 0:
+                    scan.zero_fills.setdefault(key(receiver), []).append(scan.order[id(node)])
+                elif (
+                    fill.op is MASKED_FILL_
+                    and isinstance(receiver, cst.Attribute)
+                    and receiver.attr.value == "data"
+                    and is_neg_inf(ctx, value)
+                ):
+                    scan.data_fills.setdefault(key(receiver.value), []).append(
+                        (scan.order[id(node)], node, receiver, value))
+                return
+            where = match_call(imports, node, WHERE)
+            if where is not None:
+                for zero, kept in ((where.arg("input"), where.arg("other")), (where.arg("other"), where.arg("input"))):
+                    if zero is not None and kept is not None and number_value(zero) == 0:
+                        scan.zero_fills.setdefault(key(kept), []).append(scan.order[id(node)])
+
+        def _index(self, node: cst.Assign, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+            if not isinstance(target, cst.Subscript):
+                return
+            base = strip_parens(target.value)
+            if number_value(value) == 0:
+                scan.zero_fills.setdefault(key(base), []).append(scan.order[id(node)])
+            elif isinstance(base, cst.Attribute) and base.attr.value == "data" and is_neg_inf(ctx, value):
+                scan.data_fills.setdefault(key(base.value), []).append((scan.order[id(node)], node, base, value))
+
+    _Walk().walk(scope)
+    return scan
+
+
+def scan_of(ctx: "FileContext") -> _Scan:
+    return ctx.per_scope("masking-scan", lambda scope: _scan(ctx, scope))
+
+
+def _inplace_fill(ctx: "FileContext", node: cst.CSTNode, name: cst.BaseExpression, additive: bool) -> Optional[InfFill]:
+    """The fill a binding with no value stands for: `name.masked_fill_(m, -inf)` or
+    `name[m] = -inf` (how the scope table records an in-place change)."""
+    fill = match_call(ctx.imports, node, MASKED_FILL_)
+    if fill is not None and is_neg_inf(ctx, fill.arg("value")) and not causal_mask(ctx, fill.arg("mask")):
+        return InfFill(node, fill.arg("value"), name, "masked_fill_", additive)
+    if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Subscript):
+        if is_neg_inf(ctx, node.value):
+            return InfFill(node, node.value, name, "index", additive)
+    return None
+
+
+def inf_fills(ctx: "FileContext", expr: cst.BaseExpression, use: cst.CSTNode) -> List[InfFill]:
+    """Every `-inf` fill that `expr`, read at `use` (the node being visited), may hold, whose mask
+    can cover a whole row (causal masks left out)."""
+    found: List[InfFill] = []
+    _walk(ctx, expr, use, False, 0, set(), found)
+    return found
+
+
+def _walk(ctx, expr, use, additive: bool, depth: int, seen: Set[int], found: List[InfFill]) -> None:
+    if depth > 8 or id(expr) in seen:
+        return
+    seen.add(id(expr))
+    imports = ctx.imports
+    expr = strip_parens(selection_of(imports, strip_parens(expr)))
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        _through_name(ctx, expr, use, additive, depth, seen, found)
+        return
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+        for side in (expr.left, expr.right):
+            _walk(ctx, side, use, True, depth + 1, seen, found)
+        return
+    add = match_call(imports, expr, ADD)
+    if add is not None and add.arg("other") is not None and add.arg("alpha") is None:
+        for side in (add.input, add.arg("other")):
+            _walk(ctx, side, use, True, depth + 1, seen, found)
+        return
+    fill = match_call(imports, expr, MASKED_FILL, MASKED_FILL_)
+    if fill is not None:
+        if is_neg_inf(ctx, fill.arg("value")):
+            if not causal_mask(ctx, fill.arg("mask")):
+                found.append(InfFill(expr, fill.arg("value"), fill.input, fill.op.name, additive))
+            return
+        _walk(ctx, fill.input, use, additive, depth + 1, seen, found)
+        return
+    where = match_call(imports, expr, WHERE)
+    if where is not None:
+        _where(ctx, where, additive, found)
+        return
+    full = match_call(imports, expr, FULL, FULL_LIKE)
+    if full is not None:
+        if is_neg_inf(ctx, full.arg("fill_value")):
+            found.append(InfFill(expr, full.arg("fill_value"), None, full.op.name, True))
+        return
+    triu = match_call(imports, expr, TRIU)
+    if triu is not None:
+        diagonal = _diagonal(triu, 0)
+        if diagonal is None or diagonal < 1:
+            _walk(ctx, triu.input, use, additive, depth + 1, seen, found)
+        # with diagonal >= 1 the diagonal is never -inf: no row is covered
+
+
+def _where(ctx, where, additive: bool, found: List[InfFill]) -> None:
+    condition, chosen, other = where.input, where.arg("input"), where.arg("other")
+    if chosen is None or other is None:
+        return
+    if is_neg_inf(ctx, chosen) and not causal_mask(ctx, condition):
+        found.append(InfFill(where.call, chosen, other, "where", additive))
+    elif is_neg_inf(ctx, other) and not causal_keep(ctx, condition):
+        found.append(InfFill(where.call, other, chosen, "where", additive))
+
+
+def _through_name(ctx, expr, use, additive: bool, depth: int, seen: Set[int], found: List[InfFill]) -> None:
+    binding = ctx.binding(expr)
+    definitions = [binding] if binding is not None else (ctx.reaching(expr) or [])
+    for definition in definitions:
+        if definition.value is not None:
+            _walk(ctx, definition.value, use, additive, depth + 1, seen, found)
+        else:
+            fill = _inplace_fill(ctx, definition.node, expr, additive)
+            if fill is not None:
+                found.append(fill)
+    scan = scan_of(ctx)
+    at = scan.order.get(id(use))
+    for order, node, receiver, value in scan.data_fills.get(code_key(ctx, expr), ()):
+        if at is not None and order < at and not ctx.rebound_between(receiver.value, use):
+            found.append(InfFill(node, value, receiver.value, "data", additive))
+
+
+def rezeroed(ctx: "FileContext", call: cst.Call) -> bool:
+    """Whether the output of `call` (the node being visited) is set to 0 where masked:
+    `p.masked_fill(m, 0)`, `torch.where(m, 0, p)` on the call itself, or on the one name it is
+    assigned to, later in the function (`p = s.softmax(-1)` ... `p = p.masked_fill(~keep, 0.0)`)."""
+    stack = ctx.stack
+    parent = stack[-2] if len(stack) > 1 else None
+    grand = stack[-3] if len(stack) > 2 else None
+    if isinstance(parent, cst.Attribute) and isinstance(grand, cst.Call) and grand.func is parent:
+        fill = match_call(ctx.imports, grand, MASKED_FILL, MASKED_FILL_)
+        value = fill.arg("value") if fill is not None else None
+        return value is not None and number_value(value) == 0
+    if isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
+        where = match_call(ctx.imports, grand, WHERE)
+        if where is not None:
+            branches = [where.arg("input"), where.arg("other")]
+            return any(b is not None and number_value(b) == 0 for b in branches)
+    if isinstance(parent, cst.Assign) and parent.value is call and len(parent.targets) == 1:
+        target = parent.targets[0].target
+        if isinstance(target, (cst.Name, cst.Attribute)):
+            scan = scan_of(ctx)
+            at = scan.order.get(id(call), -1)
+            return any(order > at for order in scan.zero_fills.get(code_key(ctx, target), ()))
+    return False

@@ -1,0 +1,197 @@
+"""TNL401 masked-inf-softmax: a `-inf` fill (`masked_fill`, in place, through `.data`, an index
+assignment, `torch.where`, or an additive mask built with `torch.full(..., -inf)`) whose result
+reaches a softmax or log-softmax in the same function.
+
+A row whose every entry is masked is `-inf - (-inf)` = NaN after the max-subtraction of the
+softmax, and its NaN reaches every gradient that flows through the softmax's output. Which fills
+can cover a row, and how they are followed, is `masking.fills`. Left alone: causal masks (they
+never mask the diagonal), a softmax whose output is re-zeroed where masked after a
+`masked_fill` (the forward and, measured, the gradient stay finite: `masked_fill`'s backward
+zeroes the masked entries), `F.scaled_dot_product_attention` (no softmax is written), and large
+finite fills (`-1e9`, `torch.finfo(...).min`), whose float16 overflow is another rule's.
+
+The fix fills with `torch.finfo(x.dtype).min` where the filled tensor `x` is written plainly and
+the fill reaches the softmax directly: a fully masked row is then uniform instead of NaN, and
+every other row is unchanged (exp underflows to exactly 0 either way). An additive mask gets no
+fix: added twice (a causal and a padding mask), `finfo.min + finfo.min` is -inf again.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Set
+
+import libcst as cst
+
+from torchnumlint.findings import Safety
+from torchnumlint.rules.base import Example, Rule
+from torchnumlint.rules.guards import gradient_note, module_call, strip_parens
+from torchnumlint.rules.masking.fills import InfFill, inf_fills, rezeroed
+from torchnumlint.rules.names import is_plain, match_call
+
+_SOFTMAX_MODULES = ("torch.nn.Softmax", "torch.nn.LogSoftmax")
+_FIXABLE = frozenset({"masked_fill", "masked_fill_", "index", "data", "where"})
+
+
+class MaskedInfSoftmax(Rule):
+    code = "TNL401"
+    name = "masked-inf-softmax"
+    message = "`-inf` fill reaching a {softmax}{where}: {hazard}; {advice}"
+    rationale = (
+        "A softmax subtracts each row's maximum first; in a row whose every entry was filled with "
+        "-inf that is -inf - (-inf) = NaN, so the whole row is NaN, in `softmax` and in "
+        "`log_softmax` alike (measured with torch 2.13 on the CPU in float32, bfloat16 and "
+        "float16), and so is every gradient that flows through it: with one fully masked query "
+        "of three, all 20 of 20 entries of grad(V) in `softmax(s) @ V` are NaN. A padding mask "
+        "covers a whole row for an empty sequence, and a causal mask combined with left padding "
+        "for its first query. Filling with `torch.finfo(s.dtype).min` instead gives that row a "
+        "uniform distribution and leaves every other row exactly as it was (exp of the fill "
+        "minus the row's maximum underflows to 0 either way). An additive mask must be added "
+        "once: `finfo.min + finfo.min` is -inf again. Re-zeroing the softmax output where masked "
+        "(`p.masked_fill(m, 0)`) makes the forward finite; after a `masked_fill` of -inf the "
+        "gradient is then finite too (measured), but through an additive mask the NaN of the "
+        "fully masked row still reaches the gradient of the scores. "
+        "`F.scaled_dot_product_attention` gives 0 for a fully masked row."
+    )
+    safety = Safety.SAFE
+    needles = ("inf",)
+    pattern = r"softmax|Softmax"
+    examples = (
+        Example(
+            bad=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def attend(scores, mask, v):\n"
+                "    scores = scores.masked_fill(mask, float(\"-inf\"))\n"
+                "    return scores.softmax(-1) @ v\n"
+            ),
+            lines=(5,),
+            fixed=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def attend(scores, mask, v):\n"
+                "    scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)\n"
+                "    return scores.softmax(-1) @ v\n"
+            ),
+        ),
+        Example(
+            bad=(
+                "import math\n"
+                "import torch.nn.functional as F\n"
+                "\n"
+                "\n"
+                "def pool(h, w, pad):\n"
+                "    logits = h @ w\n"
+                "    logits[pad] = -math.inf\n"
+                "    weights = F.softmax(logits, dim=1)\n"
+                "    return (weights.unsqueeze(-1) * h).sum(1)\n"
+            ),
+            lines=(7,),
+            fixed=(
+                "import math\n"
+                "import torch.nn.functional as F\n"
+                "import torch\n"
+                "\n"
+                "\n"
+                "def pool(h, w, pad):\n"
+                "    logits = h @ w\n"
+                "    logits[pad] = torch.finfo(logits.dtype).min\n"
+                "    weights = F.softmax(logits, dim=1)\n"
+                "    return (weights.unsqueeze(-1) * h).sum(1)\n"
+            ),
+        ),
+        Example(
+            bad=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def attention(q, k, key_padding):\n"
+                "    bias = torch.zeros(key_padding.shape).masked_fill(key_padding, float(\"-inf\"))\n"
+                "    scores = q @ k.transpose(-2, -1) + bias[:, None, :]\n"
+                "    return torch.log_softmax(scores, dim=-1)\n"
+            ),
+            lines=(5,),
+            fixed=None,
+        ),
+    )
+    good = (
+        "import torch\n"
+        "\n"
+        "\n"
+        "def attend(scores, mask, v):\n"
+        "    scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)\n"
+        "    return scores.softmax(-1) @ v\n",
+        "import torch\n"
+        "import torch.nn.functional as F\n"
+        "def causal(q, k, v):\n"
+        "    n = q.size(-2)\n"
+        "    future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)\n"
+        "    s = (q @ k.transpose(-2, -1)).masked_fill(future, float('-inf'))\n"
+        "    return F.softmax(s, -1) @ v + F.scaled_dot_product_attention(q, k, v, attn_mask=~future)\n",
+        "import torch\n"
+        "import torch.nn.functional as F\n"
+        "def pool(x, mask):\n"
+        "    s = x.masked_fill(mask, -1e4).softmax(-1)\n"
+        "    p = F.pad(x, (1, 1), value=float('-inf'))\n"
+        "    return s + F.max_pool1d(p, 3, 1)\n",
+        "import torch\n"
+        "def attend(s, mask):\n"
+        "    p = s.masked_fill(mask, float('-inf')).softmax(-1)\n"
+        "    return p.masked_fill(mask, 0.0)\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        match = match_call(ctx.imports, node, "softmax", "log_softmax")
+        if match is not None:
+            scores, kind = match.input, match.op.name.replace("_", "-")
+        elif module_call(ctx, node, *_SOFTMAX_MODULES) is not None and node.args and not node.args[0].star:
+            scores, kind = node.args[0].value, "softmax module"
+        else:
+            return
+        fills = inf_fills(ctx, scores, node)
+        if not fills:
+            return
+        zeroed = rezeroed(ctx, node)
+        reported: Set[int] = ctx.per_file("TNL401-reported", lambda _: set())
+        span = ctx.positions.get(node)
+        where = f" on line {span.start.line}" if span is not None else ""
+        for fill in fills:
+            if id(fill.node) in reported:
+                continue
+            hazard = self._hazard(fill, zeroed)
+            if hazard is None:
+                continue
+            reported.add(id(fill.node))
+            self.report(fill.node, self._fix(fill), softmax=kind, where=where, hazard=hazard,
+                        advice=self._advice(fill))
+
+    def _hazard(self, fill: InfFill, zeroed: bool) -> Optional[str]:
+        if not zeroed:
+            return "a row whose every entry is masked is NaN (-inf - -inf), and so is every gradient through it"
+        if not fill.additive or gradient_note(self.ctx) is None:
+            return None  # masked_fill's backward zeroes the masked entries: finite both ways (measured)
+        return (
+            "the output is re-zeroed where masked, so the forward is finite, but a fully masked row "
+            "still sends NaN into the gradient of the scores through the additive mask"
+            + gradient_note(self.ctx)
+        )
+
+    @staticmethod
+    def _advice(fill: InfFill) -> str:
+        if fill.additive:
+            return (
+                "build the mask with `torch.finfo(dtype).min` and add it once (finfo.min + finfo.min "
+                "is -inf again), or use `F.scaled_dot_product_attention`"
+            )
+        return "fill with `torch.finfo(x.dtype).min` (a fully masked row becomes uniform)"
+
+    def _fix(self, fill: InfFill):
+        target = strip_parens(fill.target) if fill.target is not None else None
+        if fill.additive or fill.form not in _FIXABLE or target is None or not is_plain(target):
+            return None
+        fix = self.fix()
+        finfo = cst.Call(func=fix.ref("torch.finfo"), args=[cst.Arg(cst.Attribute(value=target, attr=cst.Name("dtype")))])
+        fix.replace(fill.value, cst.Attribute(value=finfo, attr=cst.Name("min")))
+        return fix

@@ -414,3 +414,351 @@ def test_handwritten_bce_has_one_owner(enabled, expected):
     rules = [registry()[code] for code in enabled]
     found = lint_text("example.py", HANDWRITTEN, rules)
     assert sorted((f.code, f.line) for f in found) == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# TNL113
+
+CE_FLAGGED = [
+    # a loss in a forward, the softmax inline: the logits are passed
+    Flagged(
+        """
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def forward(self, x, y):
+                logits = self.fc(x)
+                return F.cross_entropy(F.softmax(logits, dim=1), y, label_smoothing=0.1)
+        """,
+        (10,),
+        fixed="""
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def forward(self, x, y):
+                logits = self.fc(x)
+                return F.cross_entropy(logits, y, label_smoothing=0.1)
+        """,
+        message="[1.46, 2.46]",
+    ),
+    # self.criterion = nn.CrossEntropyLoss() in __init__, a probabilities name read elsewhere
+    # too: log_softmax recomputed at the use
+    Flagged(
+        """
+        import torch
+        from torch import nn
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.criterion = nn.CrossEntropyLoss()
+
+            def training_step(self, batch):
+                x, y = batch
+                out = self.backbone(x)
+                probs = torch.softmax(out, -1)
+                loss = self.criterion(probs, y)
+                return loss, probs.argmax(-1)
+        """,
+        (15,),
+        fixed="""
+        import torch
+        from torch import nn
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.criterion = nn.CrossEntropyLoss()
+
+            def training_step(self, batch):
+                x, y = batch
+                out = self.backbone(x)
+                probs = torch.softmax(out, -1)
+                loss = self.criterion(torch.log_softmax(out, -1), y)
+                return loss, probs.argmax(-1)
+        """,
+    ),
+    # a model whose Sequential ends in nn.Softmax, a module-level criterion, a training loop
+    Flagged(
+        """
+        import torch
+        from torch import nn
+
+        model = nn.Sequential(nn.Linear(784, 10), nn.Softmax(dim=1))
+        criterion = nn.CrossEntropyLoss()
+
+
+        def train(loader, opt):
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """,
+        (11,),
+        message="made by `model`",
+    ),
+    # a model class whose forward ends in a softmax
+    Flagged(
+        """
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+
+        class Classifier(nn.Module):
+            def forward(self, x):
+                return F.softmax(self.fc(x), dim=-1)
+
+
+        def step(x, y):
+            net = Classifier()
+            return F.cross_entropy(net(x), y)
+        """,
+        (14,),
+    ),
+    # nll_loss of probabilities through a name read only here: the assignment becomes log_softmax
+    Flagged(
+        """
+        import torch.nn.functional as F
+
+
+        def loss_fn(scores, target):
+            p = F.softmax(scores, 1)
+            return F.nll_loss(p, target, ignore_index=-1)
+        """,
+        (7,),
+        fixed="""
+        import torch.nn.functional as F
+
+
+        def loss_fn(scores, target):
+            p = F.log_softmax(scores, 1)
+            return F.nll_loss(p, target, ignore_index=-1)
+        """,
+        message="negative loss",
+    ),
+    # nn.NLLLoss on an inline softmax (method form)
+    Flagged(
+        """
+        import torch
+        from torch import nn
+
+
+        def nll(x, y):
+            return nn.NLLLoss(reduction="sum")(x.softmax(1), y)
+        """,
+        (7,),
+        fixed="""
+        import torch
+        from torch import nn
+
+
+        def nll(x, y):
+            return nn.NLLLoss(reduction="sum")(x.log_softmax(1), y)
+        """,
+    ),
+    # a helper that returns probabilities: reported, no fix
+    Flagged(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def predict(model, x):
+            return torch.softmax(model(x), dim=1)
+
+
+        def evaluate_batch(model, x, y):
+            return F.cross_entropy(predict(model, x), y)
+        """,
+        (11,),
+    ),
+    # an alias, a subscript over a sequence of steps: reported, no fix
+    Flagged(
+        """
+        import torch
+        from torch.nn.functional import cross_entropy as xent
+
+
+        def seq_loss(logits, targets):
+            probs = logits.softmax(dim=-1)
+            return xent(probs[:, -1], targets)
+        """,
+        (8,),
+    ),
+    # a softmax without a dim, inline: the logits need none
+    Flagged(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def old_style(out, y):
+            return F.cross_entropy(F.softmax(out), y)
+        """,
+        (7,),
+        fixed="""
+        import torch
+        import torch.nn.functional as F
+
+
+        def old_style(out, y):
+            return F.cross_entropy(out, y)
+        """,
+    ),
+]
+
+CE_SILENT = [
+    # logits, and log-probabilities (cross_entropy of log_softmax is the same loss)
+    Silent(
+        """
+        import torch.nn.functional as F
+
+
+        def losses(x, y):
+            return F.cross_entropy(x, y) + F.cross_entropy(F.log_softmax(x, 1), y) + F.nll_loss(x.log_softmax(1), y)
+        """
+    ),
+    # a softmax as the soft target (distillation)
+    Silent(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def distill(student, teacher, T=2.0):
+            return F.cross_entropy(student / T, F.softmax(teacher / T, dim=-1))
+        """
+    ),
+    # nll_loss of the log of a softmax: log-probabilities, TNL103's site
+    Silent(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def nll(x, y):
+            return F.nll_loss(torch.log(F.softmax(x, 1)), y)
+        """
+    ),
+    # a model ending in nn.LogSoftmax, trained with NLLLoss
+    Silent(
+        """
+        import torch
+        from torch import nn
+
+        model = nn.Sequential(nn.Linear(784, 10), nn.LogSoftmax(dim=1))
+        criterion = nn.NLLLoss()
+
+
+        def train_step(x, y):
+            return criterion(model(x), y)
+        """
+    ),
+    # a softmax inside the model (attention), the loss on the classifier's logits
+    Silent(
+        """
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+
+        class Attn(nn.Module):
+            def forward(self, q, k, v, y):
+                w = F.softmax(q @ k.transpose(-2, -1), dim=-1)
+                h = w @ v
+                h = self.out(h)
+                return F.cross_entropy(h, y)
+        """
+    ),
+    # probabilities for metrics, the loss on the logits
+    Silent(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def step(model, x, y):
+            logits = model(x)
+            probs = F.softmax(logits, dim=1)
+            return F.cross_entropy(logits, y), (probs.argmax(1) == y).float().mean()
+        """
+    ),
+    # a function of the project that happens to share the name
+    Silent(
+        """
+        import torch
+
+
+        def cross_entropy(p, y):
+            return -(p.gather(1, y[:, None]) + 1e-8).log().mean()
+
+
+        def loss(x, y):
+            return cross_entropy(torch.softmax(x, 1), y)
+        """
+    ),
+    # a Sequential with a softmax inside but not at the end
+    Silent(
+        """
+        import torch
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = nn.Sequential(nn.Linear(8, 8), nn.Softmax(dim=1), nn.Linear(8, 3))
+                self.loss = nn.CrossEntropyLoss()
+
+            def forward(self, x, y):
+                return self.loss(self.net(x), y)
+        """
+    ),
+    # a softmax on one branch only
+    Silent(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def loss(x, y, normalized):
+            out = x
+            if normalized:
+                out = F.softmax(x, dim=1)
+            return F.cross_entropy(out, y)
+        """
+    ),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL113", CE_FLAGGED, CE_SILENT))
+def test_probabilities_into_cross_entropy(code, case):
+    harness.check(code, case)
+
+
+NLL_OF_LOG = """\
+import torch
+import torch.nn.functional as F
+
+
+def nll(x, y):
+    return F.nll_loss(torch.log(F.softmax(x, 1)), y)
+"""
+
+
+@pytest.mark.parametrize("enabled", [("TNL103", "TNL113"), ("TNL103",)])
+def test_nll_of_log_softmax_is_tnl103s(enabled):
+    """TNL113 does not recognise nll_loss(log(softmax)) (its input is log-probabilities); TNL103
+    reports it, alone or with TNL113."""
+    found = lint_text("example.py", NLL_OF_LOG, [registry()[code] for code in enabled])
+    assert [(f.code, f.line) for f in found] == [("TNL103", 6)]

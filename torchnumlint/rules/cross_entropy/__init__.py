@@ -9,4 +9,4 @@ assignment, or recomputed at the use). "Is this a sigmoid / softmax" is `guards.
 registers both rules.
 """
 
-from torchnumlint.rules.cross_entropy import bce_on_sigmoid  # noqa: F401
+from torchnumlint.rules.cross_entropy import bce_on_sigmoid, probabilities_into_cross_entropy  # noqa: F401

@@ -10,6 +10,12 @@
   Not a softmax: an exp of values that are already log-probabilities (`log_probs.exp()`
   renormalised after top-k / top-p filtering, where an -inf is what the author wants), an exp
   of data that carries no gradient (weights from fixed scores).
+- `exp_normalisation`: any division of an exp by a sum of the same exp, the forms TNL110 reads
+  (`e / e.sum()`, `e / e.sum(1)[:, None]`, `e /= s`, `e.div_(s)`, `torch.div(e, s)`, Sinkhorn's
+  `Q = torch.exp(out / eps).t(); Q /= torch.sum(Q)`): names and shape-only steps are followed,
+  and `exact` says whether it is `hand_softmax`'s form, the one `torch.softmax` rewrites exactly.
+  `exp_of` and `is_shifted` (the exp's input is `x - max(x)`, also through names, a tuple unpack
+  `m, _ = x.max(1, keepdim=True)`, `.detach()` or `logsumexp`) are what TNL109 asks of its sums.
 - `sigmoid_pick`: the probability a sigmoid gives the observed label,
   `torch.where(y, p, 1 - p)` or `y * p + (1 - y) * (1 - p)` of a sigmoid `p`: 0 once `p`
   rounds to 0 or 1 (float32: `1 - sigmoid(x)` is 0 from x = 16.64; measured, `log` of either
@@ -30,41 +36,92 @@ from torchnumlint.rules.evidence import may_carry_grad
 from torchnumlint.rules.guards import number_value, same_code, sigmoid_call, strip_parens
 from torchnumlint.rules.log_domain.sites import chain, resolved
 from torchnumlint.rules.names import Binding, CallMatch, is_literal, match_call
+from torchnumlint.rules.rewrite import keyword_arg
+from torchnumlint.rules.shapes import shape_step
 
 _LOG_SPACE = ("log_softmax", "logsigmoid", "log")
-_MAX = frozenset({"max", "amax"})
+_SHIFTS = frozenset({"max", "amax", "logsumexp"})  # what a stable exp subtracts from its input
 _LOG_PROB_NAME = re.compile(r"log_?probs?|^log_?p$|lprobs?")
+_MAX_STEPS = 8  # names and shape-only steps followed from a quotient's operands to the exp
 
 
 @dataclass
-class HandSoftmax:
-    division: cst.BinaryOperation  # exp(x) / exp(x).sum(d, keepdim=True)
+class ExpNormalisation:
+    """A division of an exp by a sum of the same exp: a softmax (or a Sinkhorn step) by hand."""
+
+    division: cst.CSTNode  # the division, in any of `divisors.division_operands`'s forms
+    exp: CallMatch  # the numerator's exp
     logits: cst.BaseExpression  # the exp's input
-    dim: cst.Arg  # the sum's dim, as passed
+    total: CallMatch  # the denominator's sum
     exp_chain: List[Binding]  # the names from the numerator to the exp (`e = x.exp()`)
+    total_chain: List[Binding]  # the names from the denominator to the sum (`s = e.sum(-1, keepdim=True)`)
     shifted: bool  # the exp's input is `x - max(x)`
+    exact: bool  # `exp(x) / exp(x).sum(d, keepdim=True)` through names only: a softmax over d
+
+    @property
+    def dim(self) -> Optional[cst.Arg]:
+        return self.total.args.get("dim")
 
 
-def _exp(ctx, expr: cst.BaseExpression) -> Optional[Tuple[CallMatch, List[Binding]]]:
+def _through(ctx, expr: cst.BaseExpression) -> Tuple[cst.BaseExpression, bool]:
+    """`expr` followed through local names and shape-only steps (`.t()`, `[:, None]`,
+    `.unsqueeze(1)`, `.float()`), and whether a step was passed."""
+    stepped = False
+    for _ in range(_MAX_STEPS):
+        expr = resolved(ctx, expr)
+        inner = shape_step(ctx, expr)
+        if inner is None:
+            break
+        expr, stepped = strip_parens(inner), True
+    return expr, stepped
+
+
+def exp_of(ctx, expr: cst.BaseExpression) -> Optional[CallMatch]:
+    """The exp `expr` is (inline or through local names), with every argument visible."""
     match = match_call(ctx.imports, resolved(ctx, expr), "exp")
-    return (match, chain(ctx, expr)) if match is not None and match.fully_known else None
+    return match if match is not None and match.fully_known else None
 
 
-def _is_max_of(ctx, expr: cst.BaseExpression, of: cst.BaseExpression) -> bool:
-    """`expr` is a max of `of`: `of.max(d, keepdim=True)[0]`, `.values`, `of.amax(d)`,
-    `torch.max(of, d, keepdim=True)`, through a local name."""
-    expr = resolved(ctx, expr)
-    while isinstance(expr, (cst.Subscript, cst.Attribute)) and not (
-        isinstance(expr, cst.Attribute) and expr.attr.value in _MAX
-    ):
-        expr = strip_parens(expr.value)
-    if not isinstance(expr, cst.Call):
-        return False
-    func = expr.func
-    qual = ctx.qualname(func)
-    if qual in ("torch.max", "torch.amax"):
-        return bool(expr.args) and same_code(ctx, expr.args[0].value, of)
-    return isinstance(func, cst.Attribute) and func.attr.value in _MAX and same_code(ctx, func.value, of)
+def _shift_value(ctx, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """The value a name holds, also as the first part of a tuple unpack (`m, _ = x.max(1)`)."""
+    binding = ctx.binding(expr) if isinstance(expr, cst.Name) else None
+    if binding is None:
+        return None
+    if binding.value is not None:
+        return binding.value
+    if binding.unpacked is not None and binding.unpacked[1] == 0:
+        return binding.unpacked[0]
+    return None
+
+
+def _is_max(ctx, expr: cst.BaseExpression) -> bool:
+    """`expr` is a max (or a logsumexp) of some value: `x.max(d, keepdim=True)[0]`, `.values`,
+    `x.amax(d)`, `torch.max(x, d, keepdim=True)`, `m.detach()`, through local names."""
+    for _ in range(_MAX_STEPS):
+        expr = strip_parens(expr)
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            qual = ctx.qualname(func)
+            if qual is not None:
+                return qual.rsplit(".", 1)[-1] in _SHIFTS and qual.startswith("torch.")
+            if isinstance(func, cst.Attribute) and func.attr.value in _SHIFTS:
+                return not ctx.imports.is_module_ref(func.value)
+        value = _shift_value(ctx, expr)
+        if value is None:
+            value = expr.value if isinstance(expr, cst.Attribute) and expr.attr.value == "values" else shape_step(ctx, expr)
+        if value is None:
+            return False
+        expr = value
+    return False
+
+
+def is_shifted(ctx, logits: cst.BaseExpression) -> bool:
+    """The exp's input has the max subtracted: `x - x.max(d, keepdim=True).values`, also through
+    names (`z = x - m`) and under a positive scale (`(x - m) / t`). Exp of it is at most 1."""
+    value = resolved(ctx, logits)
+    while isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.Divide, cst.Multiply)):
+        value = resolved(ctx, value.left)
+    return isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Subtract) and _is_max(ctx, value.right)
 
 
 def _log_space(ctx, expr: cst.BaseExpression) -> bool:
@@ -76,26 +133,59 @@ def _log_space(ctx, expr: cst.BaseExpression) -> bool:
     return _LOG_PROB_NAME.search(ident.lower()) is not None
 
 
-def hand_softmax(ctx, expr: cst.BaseExpression) -> Optional[HandSoftmax]:
-    """`expr` (or its one local assignment) as a hand-written softmax, or None."""
+def stable_exp(ctx, logits: cst.BaseExpression) -> bool:
+    """An exp of `logits` that cannot overflow: max-subtracted, or of log-probabilities."""
+    return is_shifted(ctx, logits) or _log_space(ctx, logits)
+
+
+def exp_normalisation(
+    ctx, division: cst.CSTNode, numerator: cst.BaseExpression, denominator: cst.BaseExpression
+) -> Optional[ExpNormalisation]:
+    """`numerator / denominator` (at `division`) as an exp over a sum of the same exp, or None.
+    An exp of log-probabilities (bounded by 1) is none."""
+    top, top_stepped = _through(ctx, numerator)
+    bottom, bottom_stepped = _through(ctx, denominator)
+    exp = match_call(ctx.imports, top, "exp")
+    total = match_call(ctx.imports, bottom, "sum")
+    if exp is None or total is None or not exp.fully_known or not total.fully_known:
+        return None
+    summed, summed_stepped = _through(ctx, total.input)
+    inner = match_call(ctx.imports, summed, "exp")
+    if inner is None or not (inner.call is exp.call or same_code(ctx, inner.input, exp.input)):
+        return None
+    logits = strip_parens(exp.input)
+    if _log_space(ctx, logits):
+        return None
+    exact = (
+        not (top_stepped or bottom_stepped or summed_stepped)
+        and total.given("dim")
+        and is_literal(total.arg("keepdim"), "True")
+    )
+    return ExpNormalisation(
+        division, exp, logits, total, chain(ctx, numerator), chain(ctx, denominator), is_shifted(ctx, logits), exact
+    )
+
+
+def hand_softmax(ctx, expr: cst.BaseExpression) -> Optional[ExpNormalisation]:
+    """`expr` (or its one local assignment) as a hand-written softmax, or None: the exact form,
+    of logits that may carry a gradient."""
     value = resolved(ctx, expr)
     if not isinstance(value, cst.BinaryOperation) or not isinstance(value.operator, cst.Divide):
         return None
-    total = match_call(ctx.imports, strip_parens(value.right), "sum")
-    if total is None or not total.fully_known or not total.given("dim") or not is_literal(total.arg("keepdim"), "True"):
+    found = exp_normalisation(ctx, value, value.left, value.right)
+    if found is None or not found.exact or not may_carry_grad(ctx, found.logits):
         return None
-    top, bottom = _exp(ctx, value.left), _exp(ctx, total.input)
-    if top is None or bottom is None or not same_code(ctx, top[0].input, bottom[0].input):
-        return None
-    logits = strip_parens(top[0].input)
-    if _log_space(ctx, logits) or not may_carry_grad(ctx, logits):
-        return None
-    shifted = (
-        isinstance(logits, cst.BinaryOperation)
-        and isinstance(logits.operator, cst.Subtract)
-        and _is_max_of(ctx, logits.right, strip_parens(logits.left))
-    )
-    return HandSoftmax(value, logits, total.args["dim"], top[1], shifted)
+    return found
+
+
+def softmax_like(fix, found: ExpNormalisation, qualified: str) -> cst.Call:
+    """`qualified(x, d)` (`torch.softmax`, `F.log_softmax`) for an exact hand-written softmax of
+    `x` over `d`, the dim passed as it was (by keyword or position)."""
+    dim = found.dim
+    assert dim is not None
+    dim_arg = keyword_arg("dim", dim.value) if dim.keyword is not None else cst.Arg(value=dim.value)
+    args = [cst.Arg(value=found.logits, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), dim_arg]
+    return cst.Call(func=fix.ref(qualified), args=args)
 
 
 @dataclass

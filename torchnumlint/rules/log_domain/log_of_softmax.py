@@ -23,10 +23,10 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
 from torchnumlint.rules.guards import gradient_free, is_detached, number_value, softmax_call, strip_parens
-from torchnumlint.rules.log_domain.handwritten import HandSoftmax, hand_softmax
+from torchnumlint.rules.log_domain.handwritten import ExpNormalisation, hand_softmax, softmax_like
 from torchnumlint.rules.log_domain.sites import LogRule, LogSite, chain, recognised, store_targets
 from torchnumlint.rules.names import CallMatch, match_call
-from torchnumlint.rules.rewrite import Build, keyword_arg, renamed_call, renamed_func, with_input
+from torchnumlint.rules.rewrite import Build, renamed_call, renamed_func, with_input
 from torchnumlint.rules.uses import only_ranked, uses_of
 
 
@@ -37,14 +37,11 @@ def _log_softmax_builder(match: CallMatch) -> Build:
     return build
 
 
-def _hand_builder(hand: HandSoftmax) -> Build:
+def _hand_builder(hand: ExpNormalisation) -> Build:
     """`F.log_softmax(x, d)` for `exp(x) / exp(x).sum(d, keepdim=True)`, `d` passed as it was."""
 
     def build(fix) -> Optional[cst.BaseExpression]:
-        dim = hand.dim
-        dim_arg = keyword_arg("dim", dim.value) if dim.keyword is not None else cst.Arg(value=dim.value)
-        args = [cst.Arg(value=strip_parens(hand.logits), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), dim_arg]
-        return cst.Call(func=fix.ref("torch.nn.functional.log_softmax"), args=args)
+        return softmax_like(fix, hand, "torch.nn.functional.log_softmax")
 
     return build
 
@@ -228,11 +225,13 @@ class LogOfSoftmax(LogRule):
         hand = hand_softmax(ctx, core)
         if hand is None:
             return None
-        build = None if hand.shifted or isinstance(hand.dim.value, (cst.Tuple, cst.List)) else _hand_builder(hand)
-        if hand.exp_chain and not ctx.unchanged_since([hand.logits], hand.exp_chain):
+        dim = hand.dim.value  # type: ignore[union-attr]
+        build = None if hand.shifted or isinstance(dim, (cst.Tuple, cst.List)) else _hand_builder(hand)
+        followed = hand.exp_chain + hand.total_chain
+        if followed and not ctx.unchanged_since([hand.logits], followed):
             build = None
-        parts = [hand.logits, hand.dim.value]
-        return LogSite(node, core, chain(ctx, core), hand.logits, build, parts, wrap, unread=store_targets(hand.exp_chain))
+        parts = [hand.logits, dim]
+        return LogSite(node, core, chain(ctx, core), hand.logits, build, parts, wrap, unread=store_targets(followed))
 
     def _cross_entropy_fix(self, node: cst.Call, site: LogSite):
         """`F.nll_loss(torch.log(F.softmax(x, 1)), y, ...)` -> `F.cross_entropy(x, y, ...)`: the same

@@ -61,7 +61,7 @@ class LogSite:
     logits: cst.BaseExpression  # what the probability is computed from (for the gradient's words)
     build: Optional[Build]  # fix -> the log-space form of the source; None: no fix
     parts: Sequence[cst.BaseExpression] = ()  # what `build` reads: recomputed only when unchanged
-    wrap: Optional[Callable[[cst.BaseExpression], cst.BaseExpression]] = None
+    wrap: Optional[Callable[[cst.BaseExpression], cst.BaseExpression]] = None  # the fix's final form
     source: Optional[CallMatch] = None  # the softmax / sigmoid call, when the source is one
     unread: Sequence[cst.Name] = field(default_factory=tuple)  # names the fix may leave unread
 
@@ -88,8 +88,8 @@ class LogRule(Rule):
         core, renamed = at_source(fix, site.core, site.chain, site.build, site.parts)
         if core is None:
             return None, ""
-        new = site.wrap(core) if site.wrap is not None else core
-        fix.replace(site.log, strip_parens(new))
+        new = site.wrap(core) if site.wrap is not None else strip_parens(core)
+        fix.replace(site.log, new)  # a wrap decides the parentheses (a difference in a product needs them)
         replaced = site.chain[0].value if renamed else site.log
         for target in site.unread:
             drop_if_unread(fix, target, replaced)  # type: ignore[arg-type]

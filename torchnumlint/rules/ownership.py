@@ -23,6 +23,8 @@ OWNERS: Dict[str, str] = {
     "named-root": "TNL206",
     # `torch.sqrt((x ** 2).sum(d))`: vector_norm is an exact rewrite, a clamp is not
     "root-of-sum-of-squares": "TNL204",
+    # `torch.log(e / e.sum(d, keepdim=True))`: log_softmax removes the overflow and the underflow
+    "log-of-hand-softmax": "TNL103",
     # `-(y * log(p) + (1 - y) * log(1 - p))` of a sigmoid p (TNL105's form, TNL104's logs): the
     # logsigmoid fix of each log is exact even where y broadcasts, which with_logits refuses
     "handwritten-bce": "TNL104",

@@ -63,12 +63,22 @@ class ExpNormalisation:
         return self.total.args.get("dim")
 
 
-def _through(ctx, expr: cst.BaseExpression) -> Tuple[cst.BaseExpression, bool]:
+def _before(ctx, expr: cst.BaseExpression, in_place: cst.CSTNode) -> cst.BaseExpression:
+    """The value a name held before the in-place division `in_place` (`w.div_(w.sum(1))` binds
+    `w` where it starts): the one other assignment of it before, if there is exactly one."""
+    binding = ctx.binding(expr) if isinstance(expr, cst.Name) else None
+    if binding is None or binding.node is not in_place:
+        return expr
+    earlier = [b for b in ctx.bindings_before(expr) if b.node is not in_place]
+    return earlier[0].value if len(earlier) == 1 and earlier[0].value is not None else expr
+
+
+def _through(ctx, expr: cst.BaseExpression, in_place: cst.CSTNode) -> Tuple[cst.BaseExpression, bool]:
     """`expr` followed through local names and shape-only steps (`.t()`, `[:, None]`,
     `.unsqueeze(1)`, `.float()`), and whether a step was passed."""
     stepped = False
     for _ in range(_MAX_STEPS):
-        expr = resolved(ctx, expr)
+        expr = resolved(ctx, _before(ctx, strip_parens(expr), in_place))
         inner = shape_step(ctx, expr)
         if inner is None:
             break
@@ -143,13 +153,13 @@ def exp_normalisation(
 ) -> Optional[ExpNormalisation]:
     """`numerator / denominator` (at `division`) as an exp over a sum of the same exp, or None.
     An exp of log-probabilities (bounded by 1) is none."""
-    top, top_stepped = _through(ctx, numerator)
-    bottom, bottom_stepped = _through(ctx, denominator)
+    top, top_stepped = _through(ctx, numerator, division)
+    bottom, bottom_stepped = _through(ctx, denominator, division)
     exp = match_call(ctx.imports, top, "exp")
     total = match_call(ctx.imports, bottom, "sum")
     if exp is None or total is None or not exp.fully_known or not total.fully_known:
         return None
-    summed, summed_stepped = _through(ctx, total.input)
+    summed, summed_stepped = _through(ctx, total.input, division)
     inner = match_call(ctx.imports, summed, "exp")
     if inner is None or not (inner.call is exp.call or same_code(ctx, inner.input, exp.input)):
         return None

@@ -13,12 +13,13 @@ and the underflow at once. This rule reports it only while TNL103 is disabled.
 
 Fix (SAFE, exact): `torch.softmax(x, d)` for the one form that is a softmax over `d`, a plain
 `/` of `exp(x)` by `exp(x).sum(d, keepdim=True)` with one explicit dim, read through names only
-when `x` is unchanged since; names the fix leaves unread are removed.
+when `x` is unchanged since; names the fix leaves unread are removed (`rewrite.drop_if_unread`
+asks of one replaced node; here the sum's line, once removed, is no read of the exp's name).
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import List, Sequence
 
 import libcst as cst
 
@@ -31,8 +32,7 @@ from torchnumlint.rules.log_domain.handwritten import ExpNormalisation, exp_norm
 from torchnumlint.rules.log_domain.sites import store_targets
 from torchnumlint.rules.names import match_call
 from torchnumlint.rules.ownership import owned_elsewhere
-from torchnumlint.rules.rewrite import drop_if_unread
-from torchnumlint.rules.uses import only_ranked, reads_of, uses_of
+from torchnumlint.rules.uses import binding_line, only_ranked, reads_of, uses_of
 
 
 class SoftmaxManual(DivisionRule):
@@ -189,6 +189,10 @@ class SoftmaxManual(DivisionRule):
             return None
         fix = self.fix()
         fix.replace(found.division, softmax_like(fix, found, "torch.softmax"))
-        for target in store_targets(followed):
-            drop_if_unread(fix, target, found.division)
+        gone: List[cst.CSTNode] = [found.division]
+        for target in store_targets(found.total_chain + found.exp_chain):  # `s = e.sum(...)` reads `e`
+            reads, line = reads_of(ctx, target), binding_line(ctx, target)
+            if reads and line is not None and all(any(n is g for n in read for g in gone) for read in reads):
+                fix.remove_line(line)
+                gone.append(line)
         return fix

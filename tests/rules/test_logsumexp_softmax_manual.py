@@ -1,0 +1,223 @@
+"""TNL109 logsumexp-manual and TNL110 softmax-manual: exps summed or normalised without the max
+subtracted, in the forms training code writes them, and the stable look-alikes."""
+
+import pytest
+
+from tests.rules import harness
+from tests.rules.harness import Flagged, Silent
+
+H = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+
+SOFTMAX_FLAGGED = [
+    # attention in a forward, through names: the exp and sum lines go
+    Flagged(
+        H + "class Attn(nn.Module):\n"
+        "    def forward(self, q, k):\n"
+        "        scores = q @ k.transpose(-2, -1)\n"
+        "        e = torch.exp(scores)\n"
+        "        s = e.sum(dim=-1, keepdim=True)\n"
+        "        return e / s\n",
+        (11,),
+        H + "class Attn(nn.Module):\n"
+        "    def forward(self, q, k):\n"
+        "        scores = q @ k.transpose(-2, -1)\n"
+        "        return torch.softmax(scores, dim=-1)\n",
+    ),
+    # a contrastive loss in a training step, inline with a temperature
+    Flagged(
+        H + "def training_step(model, x, t=0.07):\n"
+        "    sim = model(x)\n"
+        "    p = torch.exp(sim / t) / torch.exp(sim / t).sum(1, keepdim=True)\n"
+        "    return -torch.diagonal(p).mean()\n",
+        (8,),
+        H + "def training_step(model, x, t=0.07):\n"
+        "    sim = model(x)\n"
+        "    p = torch.softmax(sim / t, 1)\n"
+        "    return -torch.diagonal(p).mean()\n",
+    ),
+    # method form on an attribute's output
+    Flagged(
+        H + "class Head(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        logits = self.proj(x)\n"
+        "        return logits.exp() / logits.exp().sum(-1, keepdim=True)\n",
+        (9,),
+        H + "class Head(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        logits = self.proj(x)\n"
+        "        return torch.softmax(logits, -1)\n",
+    ),
+    # in place: div_ and /= (no rewrite)
+    Flagged(
+        H + "def weights(scores):\n"
+        "    w = scores.exp()\n"
+        "    w.div_(w.sum(dim=1, keepdim=True))\n"
+        "    return w\n",
+        (8,),
+    ),
+    Flagged(
+        H + "def weights(scores):\n"
+        "    w = torch.exp(scores)\n"
+        "    w /= w.sum(-1, keepdim=True)\n"
+        "    return w\n",
+        (8,),
+    ),
+    # a sum over everything, and a reshaped sum: reported, no exact softmax
+    Flagged(
+        H + "def pool(h, v):\n"
+        "    a = torch.exp(h @ v)\n"
+        "    a = a / a.sum()\n"
+        "    return (a[:, None] * h).sum(0)\n",
+        (8,),
+    ),
+    Flagged(
+        H + "def probs(x):\n"
+        "    e = torch.exp(x)\n"
+        "    return e / e.sum(1)[:, None]\n",
+        (8,),
+    ),
+    # torch.div, with the aliases of F
+    Flagged(
+        H + "def helper(logits):\n"
+        "    return torch.div(torch.exp(logits), torch.exp(logits).sum(dim=-1, keepdim=True))\n",
+        (7,),
+    ),
+    # Sinkhorn (SwAV): the first normalisation of the exp, through a transpose
+    Flagged(
+        H + "@torch.no_grad()\n"
+        "def distributed_sinkhorn(out, epsilon=0.05):\n"
+        "    Q = torch.exp(out / epsilon).t()\n"
+        "    sum_Q = torch.sum(Q)\n"
+        "    Q /= sum_Q\n"
+        "    for it in range(3):\n"
+        "        Q /= torch.sum(Q, dim=1, keepdim=True)\n"
+        "    return Q.t()\n",
+        (10,),
+    ),
+    # a log of it, with TNL103 off: still reported here
+    Flagged(H + "def lp(x):\n    return torch.log(torch.exp(x) / torch.exp(x).sum(-1, keepdim=True))\n", (7,),
+            H + "def lp(x):\n    return torch.log(torch.softmax(x, -1))\n"),
+]
+
+SOFTMAX_SILENT = [
+    # max-subtracted: inline, through a name, through a tuple unpack and detach (SupCon)
+    Silent(H + "def f(x):\n    e = torch.exp(x - x.max(dim=-1, keepdim=True).values)\n    return e / e.sum(-1, keepdim=True)\n"),
+    Silent(H + "def f(x):\n    x = x - x.amax(1, keepdim=True)\n    return x.exp() / x.exp().sum(1, keepdim=True)\n"),
+    Silent(
+        H + "def supcon(a, b, t):\n"
+        "    logits = torch.matmul(a, b.T) / t\n"
+        "    logits_max, _ = torch.max(logits, dim=1, keepdim=True)\n"
+        "    z = logits - logits_max.detach()\n"
+        "    return torch.exp(z) / torch.exp(z).sum(1, keepdim=True)\n"
+    ),
+    Silent(H + "def f(x, t):\n    m = x.max(-1, keepdim=True)[0]\n    e = torch.exp((x - m) / t)\n    return e / e.sum(-1, keepdim=True)\n"),
+    # exp of log-probabilities (bounded by 1), renormalised after filtering
+    Silent(H + "def f(logits):\n    lprobs = F.log_softmax(logits, -1)\n    p = lprobs.exp()\n    return p / p.sum(-1, keepdim=True)\n"),
+    Silent(H + "def f(x):\n    p = torch.exp(x - torch.logsumexp(x, -1, keepdim=True))\n    return p / p.sum(-1, keepdim=True)\n"),
+    # the built-ins, a masked exp, a different tensor's sum, a sum of something else
+    Silent(H + "def f(x):\n    return torch.softmax(x, -1) + F.softmax(x, dim=1)\n"),
+    Silent(H + "def f(x, mask):\n    e = torch.exp(x) * mask\n    return e / e.sum(-1, keepdim=True)\n"),
+    Silent(H + "def f(x, y):\n    return torch.exp(x) / torch.exp(y).sum(-1, keepdim=True)\n"),
+    Silent(H + "def f(x):\n    return torch.exp(x) / x.sum(-1, keepdim=True)\n"),
+    # numpy and math are not torch
+    Silent("import numpy as np\nimport math\nimport torch\ndef f(x, v):\n    return np.exp(x) / np.exp(x).sum(1, keepdims=True), math.exp(v) / sum([math.exp(v)])\n"),
+]
+
+LSE_FLAGGED = [
+    Flagged(
+        H + "class EBM(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        energies = self.net(x)\n"
+        "        return -torch.log(torch.exp(-energies).sum(dim=1))\n",
+        (9,),
+        H + "class EBM(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        energies = self.net(x)\n"
+        "        return -torch.logsumexp(-energies, dim=1)\n",
+    ),
+    # method form, keepdim kept, a log_softmax written out
+    Flagged(
+        H + "def log_probs(logits):\n    return logits - logits.exp().sum(-1, keepdim=True).log()\n",
+        (7,),
+        H + "def log_probs(logits):\n    return logits - torch.logsumexp(logits, -1, keepdim=True)\n",
+    ),
+    # through a name read only by the log: the exp line goes
+    Flagged(
+        H + "def training_step(model, x):\n"
+        "    scores = model(x)\n"
+        "    e = scores.exp()\n"
+        "    loss = torch.log(e.sum(1)).mean()\n"
+        "    loss.backward()\n",
+        (9,),
+        H + "def training_step(model, x):\n"
+        "    scores = model(x)\n"
+        "    loss = torch.logsumexp(scores, 1).mean()\n"
+        "    loss.backward()\n",
+    ),
+    # torch.sum function form
+    Flagged(
+        H + "def helper(x):\n    return torch.log(torch.sum(torch.exp(x), dim=0))\n",
+        (7,),
+        H + "def helper(x):\n    return torch.logsumexp(x, dim=0)\n",
+    ),
+    # mean: logsumexp - log(n), math imported by the file already
+    Flagged(
+        "import math\n" + H + "def dv_bound(t_joint, t_marg):\n    return t_joint.mean() - torch.log(torch.exp(t_marg).mean(0))\n",
+        (8,),
+        "import math\n" + H + "def dv_bound(t_joint, t_marg):\n"
+        "    return t_joint.mean() - (torch.logsumexp(t_marg, 0) - math.log(t_marg.shape[0]))\n",
+    ),
+    # mean without a dim: no fix
+    Flagged(H + "def mine(t):\n    return torch.log(torch.mean(torch.exp(t)))\n", (7,)),
+    # logaddexp, on attributes
+    Flagged(
+        H + "class Mix(nn.Module):\n    def forward(self, a, b):\n        return torch.log(torch.exp(self.w * a) + torch.exp(b))\n",
+        (8,),
+        H + "class Mix(nn.Module):\n    def forward(self, a, b):\n        return torch.logaddexp(self.w * a, b)\n",
+    ),
+    # three terms, and exps through names: no fix
+    Flagged(H + "def f(a, b, c):\n    return torch.log(a.exp() + b.exp() + c.exp())\n", (7,)),
+    Flagged(H + "def f(a, b):\n    ea = torch.exp(a)\n    eb = torch.exp(b)\n    return torch.log(ea + eb)\n", (9,)),
+    # a sum without a dim: no fix
+    Flagged(H + "def f(x):\n    return torch.exp(x).sum().log()\n", (7,)),
+]
+
+LSE_SILENT = [
+    Silent(H + "def f(x):\n    m = x.max(dim=-1, keepdim=True).values\n    return torch.log(torch.exp(x - m).sum(-1, keepdim=True)) + m\n"),
+    Silent(H + "def f(x):\n    m, _ = torch.max(x, 1, keepdim=True)\n    z = x - m\n    return m + torch.log(z.exp().sum(1, keepdim=True))\n"),
+    Silent(H + "def f(logits):\n    log_probs = F.log_softmax(logits, -1)\n    return torch.log(log_probs.exp().sum(-1))\n"),
+    Silent(H + "def f(x):\n    return torch.logsumexp(x, -1) + torch.logaddexp(x, x)\n"),
+    Silent(H + "def f(x):\n    return torch.log(1 + torch.exp(x)) + torch.log1p(torch.exp(x))\n"),
+    Silent(H + "def f(x, mask):\n    return torch.log((torch.exp(x) * mask).sum(1) + 1e-8)\n"),
+    Silent(H + "def f(x, y):\n    return torch.log(torch.exp(x) + y) + torch.log(x.sum(1)) + torch.exp(torch.log(x).sum(1))\n"),
+    Silent("import math\nimport numpy as np\nimport torch\ndef f(x, v):\n    return np.log(np.exp(x).sum(1)) + math.log(math.exp(v) + math.exp(v))\n"),
+    Silent(H + "class M(nn.Module):\n    def training_step(self, x):\n        self.log('lse', torch.exp(x).sum(1))\n"),
+]
+
+
+@pytest.mark.parametrize(
+    "code, case",
+    harness.params("TNL110", SOFTMAX_FLAGGED, SOFTMAX_SILENT) + harness.params("TNL109", LSE_FLAGGED, LSE_SILENT),
+)
+def test_table(code, case):
+    harness.check(code, case)
+
+
+LOGGED = H + "def lp(x):\n    return torch.log(torch.exp(x) / torch.exp(x).sum(-1, keepdim=True))\n"
+LOGGED_NAME = H + "def lp(x):\n    p = torch.exp(x) / torch.exp(x).sum(-1, keepdim=True)\n    return p.log()\n"
+
+
+@pytest.mark.parametrize("source", [LOGGED, LOGGED_NAME])
+def test_log_of_hand_softmax_has_one_owner(source):
+    """TNL103 owns the log of a hand-written softmax; either rule alone still reports it."""
+    both = harness.findings("TNL103", source, together=("TNL110",))
+    assert [f.code for f in both] == ["TNL103"]
+    assert [f.code for f in harness.findings("TNL110", source)] == ["TNL110"]
+    assert [f.code for f in harness.findings("TNL103", source)] == ["TNL103"]
+
+
+def test_softmax_read_beyond_the_log_is_reported_too():
+    """An entropy reads the quotient in a product as well: its overflow is not the log's."""
+    source = H + "def ent(x):\n    p = torch.exp(x) / torch.exp(x).sum(-1, keepdim=True)\n    return -(p * torch.log(p)).sum(-1)\n"
+    found = sorted((f.code, f.line) for f in harness.findings("TNL103", source, together=("TNL110",)))
+    assert found == [("TNL103", 8), ("TNL110", 7)]

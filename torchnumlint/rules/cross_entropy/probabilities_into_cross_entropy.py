@@ -41,7 +41,7 @@ _HAZARD = {
     ),
     "nll_loss": "nll_loss of probabilities is -p[y], a negative loss that is no log-likelihood",
 }
-_USE = {"cross_entropy": "the logits", "nll_loss": "`log_softmax`"}
+_USE = {"cross_entropy": "the logits (or `log_softmax`)", "nll_loss": "`log_softmax`"}
 
 
 class ProbabilitiesIntoCrossEntropy(Rule):

@@ -5,3 +5,5 @@ each loses precision or overflows where torch's own function does not.
 
 One module per rule; importing this package registers them.
 """
+
+from torchnumlint.rules.special_functions import sigmoid_manual  # noqa: F401  (TNL111)

@@ -1,0 +1,248 @@
+"""TNL111 sigmoid-manual: the logistic function written out, `1 / (1 + exp(-x))` or
+`exp(x) / (1 + exp(x))`, whose `exp` overflows where `torch.sigmoid` does not.
+
+Two shapes, in every spelling of their parts (`elementary.one_plus`, `elementary.exp_of`: `x + 1`,
+`.add(1)`, `torch.ones_like(x) + ...`, `x.exp()`, through local names):
+
+- the reciprocal of `1 + exp(v)`: `c / (1 + exp(v))`, `torch.div`, `torch.reciprocal`,
+  `.reciprocal()`, `** -1`, `.pow(-1)`; it is `c * sigmoid(-v)`. Its forward pass is exact (once
+  `exp(v)` is Inf the quotient is 0, which is right), so only its gradient is at stake: the
+  reciprocal's derivative `-1 / (1 + e) ** 2` is -0 there, times `e = Inf`: NaN. Code that runs
+  without a gradient, or a `v` that carries none, is left alone.
+- the ratio `exp(v) / (1 + exp(v))`, which is `sigmoid(v)`: Inf / Inf = NaN in the forward pass
+  once `exp(v)` overflows, with or without a gradient.
+
+An exponent clamped from above (`exp(-x.clamp(min=-30))`, `exp(v.clamp(max=30))`) cannot
+overflow and is not reported. The fix, `torch.sigmoid(x)` (times the numerator when it is not
+one), equals the original wherever the original is finite.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional
+
+import libcst as cst
+
+from torchnumlint.findings import Safety
+from torchnumlint.rules.base import Example, Rule
+from torchnumlint.rules.divisors import division_operands, replaces_whole
+from torchnumlint.rules.elementary import Exp, exp_of, is_one, one_plus, overflowing_exp
+from torchnumlint.rules.evidence import may_carry_grad
+from torchnumlint.rules.guards import gradient_free, number_value, same_code, strip_parens
+from torchnumlint.rules.names import Binding, is_plain, make_op, match_call
+from torchnumlint.rules.rewrite import negated
+from torchnumlint.rules.special_functions.placing import placed, torch_function
+
+_RECIPROCAL = make_op("reciprocal", {"torch.reciprocal"}, "reciprocal")
+_MAX_CHAIN = 4
+
+
+@dataclass
+class Logistic:
+    """A sigmoid by hand: `node` computes `scale * sigmoid(arg)` (`scale` None for one)."""
+
+    node: cst.CSTNode
+    arg: cst.BaseExpression  # what the sigmoid is of, written for the fix
+    scale: Optional[cst.BaseExpression]
+    ratio: bool  # exp(v) / (1 + exp(v)): NaN in the forward
+    exp: Exp  # the exp of the denominator
+    chain: List[Binding]  # names followed from the node to the exp (recomputed by the fix)
+
+
+def _denominator_exp(ctx, expr: cst.BaseExpression):
+    """The `exp(v)` of `expr` = `1 + exp(v)` (through local names), with the names followed."""
+    chain: List[Binding] = ctx.chain(expr, _MAX_CHAIN, names_only=True)
+    value = strip_parens(chain[-1].value if chain else expr)  # type: ignore[arg-type]
+    total = one_plus(ctx, value)
+    if total is None or total.negative:
+        return None
+    exp = overflowing_exp(ctx, total.term)
+    if exp is None:
+        return None
+    return exp, chain + list(exp.chain)
+
+
+def _negation(ctx, v: cst.BaseExpression) -> cst.BaseExpression:
+    """`-v`, simplified where `v` is written negated: `-x` -> `x`, `-c * x` -> `c * x`,
+    `x.neg()` -> `x`."""
+    v = strip_parens(v)
+    if isinstance(v, cst.UnaryOperation) and isinstance(v.operator, cst.Minus):
+        return strip_parens(v.expression)
+    if isinstance(v, cst.BinaryOperation) and isinstance(v.operator, (cst.Multiply, cst.Divide)):
+        left = strip_parens(v.left)
+        if isinstance(left, cst.UnaryOperation) and isinstance(left.operator, cst.Minus):
+            return v.with_changes(left=left.expression, lpar=[], rpar=[])
+    if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "neg" and not v.args:
+        return strip_parens(v.func.value)
+    return negated(v)
+
+
+def _reciprocal(ctx, node: cst.CSTNode):
+    """(numerator or None for one, denominator) of `c / d`, `torch.reciprocal(d)`,
+    `d.reciprocal()`, `d ** -1`, `d.pow(-1)`, `torch.pow(d, -1)`."""
+    operands = division_operands(ctx, node)
+    if operands is not None:
+        top, bottom = operands
+        return (None if is_one(ctx, top) else top), bottom
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Power):
+        return (None, node.left) if number_value(strip_parens(node.right)) == -1.0 else None
+    match = match_call(ctx.imports, node, _RECIPROCAL, "pow")
+    if match is None or not match.fully_known:
+        return None
+    if match.op.name == "pow":
+        exponent = match.arg("exponent")
+        if exponent is None or number_value(strip_parens(exponent)) != -1.0:
+            return None
+    return None, match.input
+
+
+def logistic(ctx, node: cst.CSTNode) -> Optional[Logistic]:
+    """`node` as a sigmoid written by hand, or None."""
+    found = _reciprocal(ctx, node)
+    if found is None:
+        return None
+    top, bottom = found
+    denominator = _denominator_exp(ctx, bottom)
+    if denominator is None:
+        return None
+    exp, chain = denominator
+    v = exp.call.input
+    if top is not None:
+        numerator = exp_of(ctx, top)
+        if numerator is not None and same_code(ctx, numerator.call.input, v) and is_plain(v):
+            more = [b for b in numerator.chain if all(b is not seen for seen in chain)]
+            return Logistic(node, strip_parens(v), None, True, exp, chain + more)
+    return Logistic(node, _negation(ctx, v), top, False, exp, chain)
+
+
+class SigmoidManual(Rule):
+    code = "TNL111"
+    name = "sigmoid-manual"
+    message = "sigmoid written by hand: {why}; use `torch.sigmoid`{scaled}"
+    rationale = (
+        "`1 / (1 + torch.exp(-x))` overflows in its exp for x < -88.72 in float32 (-89 in "
+        "bfloat16, -11.09 in float16). The forward value is still right (1 / Inf = 0), but the "
+        "gradient is 0 * Inf = NaN for every such x (measured on torch 2.13: NaN from x = -88.723 "
+        "in float32, from -11.094 in float16), and one NaN gradient entry ruins the whole update. "
+        "`torch.exp(x) / (1 + torch.exp(x))` is already NaN in the forward pass from x = 88.723 "
+        "(Inf / Inf). `torch.sigmoid` never overflows: it equals both forms wherever they are "
+        "finite (to 6e-8 in float32) and its gradient is finite everywhere, so the fix is safe."
+    )
+    safety = Safety.SAFE
+    needles = ("exp",)
+    examples = (
+        Example(
+            bad=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def gate(x):\n"
+                "    return 1 / (1 + torch.exp(-x))\n"
+            ),
+            lines=(5,),
+            fixed=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def gate(x):\n"
+                "    return torch.sigmoid(x)\n"
+            ),
+        ),
+        Example(
+            bad=(
+                "import torch\n"
+                "from torch import nn\n"
+                "\n"
+                "\n"
+                "class Gated(nn.Module):\n"
+                "    def forward(self, h, w):\n"
+                "        g = (1.0 + (-(h @ w)).exp()).reciprocal()\n"
+                "        e = torch.exp(h)\n"
+                "        return g * h + e / (e + 1)\n"
+            ),
+            lines=(7, 9),
+            fixed=(
+                "import torch\n"
+                "from torch import nn\n"
+                "\n"
+                "\n"
+                "class Gated(nn.Module):\n"
+                "    def forward(self, h, w):\n"
+                "        g = torch.sigmoid(h @ w)\n"
+                "        return g * h + torch.sigmoid(h)\n"
+            ),
+        ),
+        Example(
+            bad=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def shifted_sigmoid(x):\n"
+                "    return 1.2 / (1 + torch.exp(-(1 / 1.6) * x))\n"
+            ),
+            lines=(5,),
+            fixed=(
+                "import torch\n"
+                "\n"
+                "\n"
+                "def shifted_sigmoid(x):\n"
+                "    return 1.2 * torch.sigmoid((1 / 1.6) * x)\n"
+            ),
+        ),
+    )
+    good = (
+        "import math\nimport numpy as np\nimport torch\n"
+        "def f(x, a):\n"
+        "    return torch.sigmoid(x) + 1 / (1 + np.exp(-a)) + 1 / (1 + math.exp(-a))\n",
+        "import torch\n"
+        "def f(x):\n"
+        "    return 1 / (2 + torch.exp(-x)) + 1 / (1 + torch.exp(-x.clamp(min=-30)))\n",
+        "import torch\n"
+        "@torch.no_grad()\n"
+        "def betas(t):\n"
+        "    return 1 / (1 + torch.exp(-t))\n",
+    )
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, (cst.Divide, cst.Power)):
+            self._check(node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.operator, cst.DivideAssign):
+            self._check(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._check(node)
+
+    def _check(self, node: cst.CSTNode) -> None:
+        ctx = self.ctx
+        found = logistic(ctx, node)
+        if found is None:
+            return
+        if found.ratio:
+            why = "`exp(x) / (1 + exp(x))` is Inf / Inf = NaN once exp(x) overflows (x > 88.72 in float32, 11.09 in float16)"
+        else:
+            if gradient_free(ctx) or not may_carry_grad(ctx, found.exp.call.input):
+                return  # the forward value is exact; only a gradient can go wrong
+            why = "`1 / (1 + exp(-x))` has a NaN gradient once exp(-x) overflows (x < -88.72 in float32, -11.09 in float16)"
+        scaled = " (times the numerator)" if found.scale is not None else ""
+        self.report(node, self._fix(found), why=why, scaled=scaled)
+
+    def _fix(self, found: Logistic):
+        """`torch.sigmoid(x)` (times the numerator) in place of the whole form, recomputed at the
+        use when it was read through names (`placing.placed`); no fix for `y /= ...`, `div_`."""
+        if isinstance(found.node, cst.AugAssign) or not replaces_whole(found.node):
+            return None
+
+        def build(fix) -> cst.BaseExpression:
+            new: cst.BaseExpression = torch_function(fix, found.exp.call.call, "sigmoid", found.arg)
+            if found.scale is None:
+                return new
+            space = cst.SimpleWhitespace(" ")
+            return cst.BinaryOperation(found.scale, cst.Multiply(space, space), new)
+
+        node = found.node
+        assert isinstance(node, cst.BaseExpression)
+        fix, _ = placed(self, node, node, found.chain, build, [found.exp.call.input], "")
+        return fix

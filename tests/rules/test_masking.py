@@ -228,6 +228,24 @@ TNL401_FLAGGED = [
             return p * (~pad).float()
         """,
     ),
+    # a comparison against a constant, not against the row's own ranking, can cover a row
+    Flagged(
+        """\
+        import torch
+
+        def gate(logits):
+            logits[logits < 0] = float("-inf")
+            return logits.softmax(-1)
+        """,
+        (4,),
+        """\
+        import torch
+
+        def gate(logits):
+            logits[logits < 0] = torch.finfo(logits.dtype).min
+            return logits.softmax(-1)
+        """,
+    ),
     # a triu with the diagonal included is no causal mask (row 0 is fully masked)
     Flagged(
         """\
@@ -362,6 +380,34 @@ TNL401_SILENT = [
             nearest = d.min(-1).values
             e = s.masked_fill(m, float("-inf"))
             return torch.softmax(s, -1), nearest, e.max()
+        """
+    ),
+    # top-k filtering in generation (nanoGPT): the top k of each row stay
+    Silent(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def sample(logits, top_k):
+            v, _ = torch.topk(logits, top_k)
+            logits[logits < v[:, [-1]]] = -float("Inf")
+            kth = logits.topk(top_k).values[..., -1, None]
+            logits = logits.masked_fill(logits < kth, float("-inf"))
+            return F.softmax(logits, dim=-1)
+        """
+    ),
+    # suppressed vocabulary columns (speechbrain's Whisper decoder): never a whole row
+    Silent(
+        """\
+        import numpy as np
+        import torch
+
+        def language_probs(logits, language_tokens, suppress):
+            mask = torch.ones(logits.shape[-1], dtype=torch.bool)
+            mask[language_tokens] = False
+            logits[:, mask] = -np.inf
+            logits[:, list(suppress)] = -torch.inf
+            return logits.log_softmax(dim=-1)
         """
     ),
     # a causal where: tril kept, -inf elsewhere

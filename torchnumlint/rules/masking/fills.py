@@ -21,7 +21,9 @@ A fill cannot cover a whole row when its mask is strictly causal: `torch.triu(on
 (the diagonal and everything below kept), `torch.tril(ones) == 0`, `~torch.tril(ones).bool()`,
 `torch.triu(torch.full(shape, -inf), diagonal=1)`, also as a registered buffer
 (`self.register_buffer("bias", torch.tril(torch.ones(n, n)))` read as `self.bias[:, :, :T, :T] == 0`).
-Column 0 is then never masked, in any top-left slice of it.
+Column 0 is then never masked, in any top-left slice of it. Nor can a row be covered by a top-k
+filter (`x[x < x.topk(k).values[..., -1:]] = -inf`: the top k stay) or by an index assignment
+that selects columns (`logits[:, suppressed_ids] = -inf`: a vocabulary's suppressed tokens).
 """
 
 from __future__ import annotations
@@ -286,6 +288,7 @@ def _scan(ctx: "FileContext", scope: cst.CSTNode) -> _Scan:
                     and isinstance(receiver, cst.Attribute)
                     and receiver.attr.value == "data"
                     and is_neg_inf(ctx, value)
+                    and _row_mask(ctx, receiver, fill.arg("mask"))
                 ):
                     scan.data_fills.setdefault(key(receiver.value), []).append(
                         (scan.order[id(node)], node, receiver, value))
@@ -302,7 +305,12 @@ def _scan(ctx: "FileContext", scope: cst.CSTNode) -> _Scan:
             base = strip_parens(target.value)
             if number_value(value) == 0:
                 scan.zero_fills.setdefault(key(base), []).append(scan.order[id(node)])
-            elif isinstance(base, cst.Attribute) and base.attr.value == "data" and is_neg_inf(ctx, value):
+            elif (
+                isinstance(base, cst.Attribute)
+                and base.attr.value == "data"
+                and is_neg_inf(ctx, value)
+                and _row_mask(ctx, base, _element_mask(target))
+            ):
                 scan.data_fills.setdefault(key(base.value), []).append((scan.order[id(node)], node, base, value))
 
     _Walk().walk(scope)
@@ -313,14 +321,73 @@ def scan_of(ctx: "FileContext") -> _Scan:
     return ctx.per_scope("masking-scan", lambda scope: _scan(ctx, scope))
 
 
+_RANKINGS = frozenset({"topk", "sort", "kthvalue", "max", "amax", "quantile", "nanquantile"})
+
+
+def _ranked(ctx: "FileContext", expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """`expr` comes from a ranking of a tensor (`topk`, `sort`, `kthvalue`, `max`, `quantile`),
+    through indexing and names (`v, _ = torch.topk(x, k)`)."""
+    expr = strip_parens(expr)
+    while isinstance(expr, (cst.Subscript, cst.Attribute)) and not isinstance(expr, cst.Name):
+        if isinstance(expr, cst.Attribute) and expr.attr.value not in ("values",):
+            break
+        expr = strip_parens(expr.value)
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else (ctx.qualname(func) or "").rsplit(".", 1)[-1]
+        return name in _RANKINGS
+    if depth < 4 and isinstance(expr, cst.Name):
+        binding = ctx.binding(expr)
+        if binding is not None:
+            value = binding.value if binding.value is not None else (binding.unpacked or (None,))[0]
+            return value is not None and _ranked(ctx, value, depth + 1)
+    return False
+
+
+def keeps_row_maximum(ctx: "FileContext", filled: Optional[cst.BaseExpression], mask: Optional[cst.BaseExpression]) -> bool:
+    """The top-k filter: `mask` is `x < t` (or `t > x`) of the filled tensor `x` against a ranking
+    of it (`t = x.topk(k).values[..., -1:]`): the entries at or above `t`, the row's maximum among
+    them, are never masked."""
+    if filled is None or mask is None:
+        return False
+    mask = strip_parens(unwrap_casts(ctx, mask))
+    if not (isinstance(mask, cst.Comparison) and len(mask.comparisons) == 1):
+        return False
+    op, right = mask.comparisons[0].operator, mask.comparisons[0].comparator
+    if isinstance(op, (cst.LessThan, cst.LessThanEqual)):
+        side, threshold = mask.left, right
+    elif isinstance(op, (cst.GreaterThan, cst.GreaterThanEqual)):
+        side, threshold = right, mask.left
+    else:
+        return False
+    return code_key(ctx, side) == code_key(ctx, filled) and _ranked(ctx, threshold)
+
+
+def _row_mask(ctx: "FileContext", filled: Optional[cst.BaseExpression], mask: Optional[cst.BaseExpression]) -> bool:
+    """Whether a fill by `mask` may cover a whole row: not a causal mask, not a top-k filter."""
+    return mask is not None and not causal_mask(ctx, mask) and not keeps_row_maximum(ctx, filled, mask)
+
+
+def _element_mask(target: cst.Subscript) -> Optional[cst.BaseExpression]:
+    """The mask of `x[m] = v`: one index that is no slice. `x[:, ids]` selects columns (a
+    vocabulary's suppressed tokens), which never are a whole row."""
+    if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+        return None
+    index = strip_parens(target.slice[0].slice.value)
+    if isinstance(index, (cst.Tuple, cst.List, cst.Integer)):
+        return None
+    return index
+
+
 def _inplace_fill(ctx: "FileContext", node: cst.CSTNode, name: cst.BaseExpression, additive: bool) -> Optional[InfFill]:
     """The fill a binding with no value stands for: `name.masked_fill_(m, -inf)` or
     `name[m] = -inf` (how the scope table records an in-place change)."""
     fill = match_call(ctx.imports, node, MASKED_FILL_)
-    if fill is not None and is_neg_inf(ctx, fill.arg("value")) and not causal_mask(ctx, fill.arg("mask")):
+    if fill is not None and is_neg_inf(ctx, fill.arg("value")) and _row_mask(ctx, fill.input, fill.arg("mask")):
         return InfFill(node, fill.arg("value"), name, "masked_fill_", additive)
     if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Subscript):
-        if is_neg_inf(ctx, node.value):
+        target = node.targets[0].target
+        if is_neg_inf(ctx, node.value) and _row_mask(ctx, target.value, _element_mask(target)):
             return InfFill(node, node.value, name, "index", additive)
     return None
 
@@ -354,7 +421,7 @@ def _walk(ctx, expr, use, additive: bool, depth: int, seen: Set[int], found: Lis
     fill = match_call(imports, expr, MASKED_FILL, MASKED_FILL_)
     if fill is not None:
         if is_neg_inf(ctx, fill.arg("value")):
-            if not causal_mask(ctx, fill.arg("mask")):
+            if _row_mask(ctx, fill.input, fill.arg("mask")):
                 found.append(InfFill(expr, fill.arg("value"), fill.input, fill.op.name, additive))
             return
         _walk(ctx, fill.input, use, additive, depth + 1, seen, found)

@@ -94,6 +94,8 @@ SOFTMAX_FLAGGED = [
         "    return Q.t()\n",
         (10,),
     ),
+    # an exp of a negated score over a temperature is no Gaussian: reported
+    Flagged(H + "def soft_assign(d, t):\n    w = torch.exp(-d / t)\n    return w / w.sum(1)[:, None]\n", (8,)),
     # a log of it, with TNL103 off: still reported here
     Flagged(H + "def lp(x):\n    return torch.log(torch.exp(x) / torch.exp(x).sum(-1, keepdim=True))\n", (7,),
             H + "def lp(x):\n    return torch.log(torch.softmax(x, -1))\n"),
@@ -119,6 +121,22 @@ SOFTMAX_SILENT = [
     Silent(H + "def f(x, mask):\n    e = torch.exp(x) * mask\n    return e / e.sum(-1, keepdim=True)\n"),
     Silent(H + "def f(x, y):\n    return torch.exp(x) / torch.exp(y).sum(-1, keepdim=True)\n"),
     Silent(H + "def f(x):\n    return torch.exp(x) / x.sum(-1, keepdim=True)\n"),
+    # Gaussian kernels normalised over their own grid: the exponent is at most 0, and 0 at the
+    # centre (kornia's filters and pyramid, speechbrain's FastSpeech2 on the corpus)
+    Silent(H + "def gaussian(window_size, sigma, mean):\n"
+           "    x = torch.arange(window_size, dtype=sigma.dtype) - mean\n"
+           "    gauss = torch.exp(-x.pow(2.0) / (2 * sigma.pow(2.0)))\n"
+           "    return gauss / gauss.sum(-1, keepdim=True)\n"),
+    Silent(H + "def kernel(sigma: float, ksize: int):\n"
+           "    x = torch.arange(ksize, dtype=torch.float64) - ksize // 2\n"
+           "    kernel = torch.exp(-0.5 * x**2 / sigma**2)\n"
+           "    return (kernel / kernel.sum()).float()\n"),
+    Silent(H + "def kernel2d(size, sigma):\n"
+           "    coords = torch.arange(size, dtype=torch.float32)\n"
+           "    g = coords**2\n"
+           "    g = (-(g.unsqueeze(0) + g.unsqueeze(1)) / (2 * sigma**2)).exp()\n"
+           "    g /= g.sum()\n"
+           "    return g\n"),
     # numpy and math are not torch
     Silent("import numpy as np\nimport math\nimport torch\ndef f(x, v):\n    return np.exp(x) / np.exp(x).sum(1, keepdims=True), math.exp(v) / sum([math.exp(v)])\n"),
 ]
@@ -186,6 +204,13 @@ LSE_SILENT = [
     Silent(H + "def f(x):\n    m = x.max(dim=-1, keepdim=True).values\n    return torch.log(torch.exp(x - m).sum(-1, keepdim=True)) + m\n"),
     Silent(H + "def f(x):\n    m, _ = torch.max(x, 1, keepdim=True)\n    z = x - m\n    return m + torch.log(z.exp().sum(1, keepdim=True))\n"),
     Silent(H + "def f(logits):\n    log_probs = F.log_softmax(logits, -1)\n    return torch.log(log_probs.exp().sum(-1))\n"),
+    # timm's generalised-mean pools: a scaled max-subtracted exp, the max a max pool
+    Silent(H + "class LsePool(nn.Module):\n"
+           "    def forward(self, x):\n"
+           "        x_max = F.adaptive_max_pool2d(x, 1)\n"
+           "        exp_x = torch.exp(self.r * (x - x_max))\n"
+           "        sum_exp = exp_x.mean(dim=(2, 3), keepdim=True)\n"
+           "        return x_max + (1.0 / self.r) * torch.log(sum_exp)\n"),
     Silent(H + "def f(x):\n    return torch.logsumexp(x, -1) + torch.logaddexp(x, x)\n"),
     Silent(H + "def f(x):\n    return torch.log(1 + torch.exp(x)) + torch.log1p(torch.exp(x))\n"),
     Silent(H + "def f(x, mask):\n    return torch.log((torch.exp(x) * mask).sum(1) + 1e-8)\n"),

@@ -15,7 +15,9 @@
   `Q = torch.exp(out / eps).t(); Q /= torch.sum(Q)`): names and shape-only steps are followed,
   and `exact` says whether it is `hand_softmax`'s form, the one `torch.softmax` rewrites exactly.
   `exp_of` and `is_shifted` (the exp's input is `x - max(x)`, also through names, a tuple unpack
-  `m, _ = x.max(1, keepdim=True)`, `.detach()` or `logsumexp`) are what TNL109 asks of its sums.
+  `m, _ = x.max(1, keepdim=True)`, `.detach()` or `logsumexp`) are what TNL109 asks of its sums;
+  `is_gaussian` (the exponent of a Gaussian kernel, `-x ** 2 / (2 * s ** 2)`) is what TNL110
+  leaves alone besides (kornia's and speechbrain's kernels on the corpus).
 - `sigmoid_pick`: the probability a sigmoid gives the observed label,
   `torch.where(y, p, 1 - p)` or `y * p + (1 - y) * (1 - p)` of a sigmoid `p`: 0 once `p`
   rounds to 0 or 1 (float32: `1 - sigmoid(x)` is 0 from x = 16.64; measured, `log` of either
@@ -37,10 +39,11 @@ from torchnumlint.rules.guards import number_value, same_code, sigmoid_call, str
 from torchnumlint.rules.log_domain.sites import chain, resolved
 from torchnumlint.rules.names import Binding, CallMatch, is_literal, match_call
 from torchnumlint.rules.rewrite import keyword_arg
-from torchnumlint.rules.shapes import shape_step
+from torchnumlint.rules.shapes import shape_step, square_base
 
 _LOG_SPACE = ("log_softmax", "logsigmoid", "log")
-_SHIFTS = frozenset({"max", "amax", "logsumexp"})  # what a stable exp subtracts from its input
+# what a stable exp subtracts from its input (timm's generalised-mean pools subtract a max pool)
+_SHIFTS = frozenset({"max", "amax", "logsumexp", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d"})
 _LOG_PROB_NAME = re.compile(r"log_?probs?|^log_?p$|lprobs?")
 _MAX_STEPS = 8  # names and shape-only steps followed from a quotient's operands to the exp
 
@@ -127,11 +130,16 @@ def _is_max(ctx, expr: cst.BaseExpression) -> bool:
 
 def is_shifted(ctx, logits: cst.BaseExpression) -> bool:
     """The exp's input has the max subtracted: `x - x.max(d, keepdim=True).values`, also through
-    names (`z = x - m`) and under a positive scale (`(x - m) / t`). Exp of it is at most 1."""
+    names (`z = x - m`) and under a positive scale (`(x - m) / t`, `r * (x - m)`). Exp of it is at
+most 1."""
     value = resolved(ctx, logits)
-    while isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.Divide, cst.Multiply)):
-        value = resolved(ctx, value.left)
-    return isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Subtract) and _is_max(ctx, value.right)
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Subtract):
+        return _is_max(ctx, value.right)
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Divide):
+        return is_shifted(ctx, value.left)
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
+        return is_shifted(ctx, value.left) or is_shifted(ctx, value.right)
+    return False
 
 
 def _log_space(ctx, expr: cst.BaseExpression) -> bool:
@@ -141,6 +149,41 @@ def _log_space(ctx, expr: cst.BaseExpression) -> bool:
         return True
     ident = expr.value if isinstance(expr, cst.Name) else expr.attr.value if isinstance(expr, cst.Attribute) else ""
     return _LOG_PROB_NAME.search(ident.lower()) is not None
+
+
+def _sign(ctx, expr: cst.BaseExpression, depth: int = 0) -> Optional[int]:
+    """-1 or 1: the sign of a product or quotient of squares (also through names and shape
+    steps, and sums of squares) and number literals, negations flipping it; None for any other
+    factor (a temperature, a score)."""
+    expr = strip_parens(expr)
+    if depth > _MAX_STEPS:
+        return None
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        inner = _sign(ctx, expr.expression, depth + 1)
+        return None if inner is None else -inner
+    value = number_value(expr)
+    if value is not None:
+        return None if value == 0 else (1 if value > 0 else -1)
+    if square_base(ctx, expr) is not None:
+        return 1
+    if isinstance(expr, cst.BinaryOperation):
+        left, right = _sign(ctx, expr.left, depth + 1), _sign(ctx, expr.right, depth + 1)
+        if left is None or right is None:
+            return None
+        if isinstance(expr.operator, (cst.Multiply, cst.Divide)):
+            return left * right
+        if isinstance(expr.operator, cst.Add) and left == right == 1:
+            return 1
+        return None
+    inner, stepped = _through(ctx, expr, expr)
+    return _sign(ctx, inner, depth + 1) if inner is not expr and (stepped or isinstance(expr, cst.Name)) else None
+
+
+def is_gaussian(ctx, logits: cst.BaseExpression) -> bool:
+    """`-x ** 2 / (2 * sigma ** 2)`, `-0.5 * x ** 2 / s ** 2`, `-(g[:, None] + g[None])`: the
+    exponent of a Gaussian kernel, at most 0, and 0 at the kernel's centre. Normalising its
+    exp over the kernel's own grid neither overflows nor underflows to a zero row."""
+    return _sign(ctx, logits) == -1
 
 
 def stable_exp(ctx, logits: cst.BaseExpression) -> bool:

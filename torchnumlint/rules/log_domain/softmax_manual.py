@@ -5,7 +5,8 @@ What is recognised is `handwritten.exp_normalisation`: `exp(x) / exp(x).sum(d, k
 inline or through names, in every form of a division (`/`, `/=`, `torch.div`, `div_`), with the
 sum reshaped (`e.sum(1)[:, None]`) or taken over everything (`e / e.sum()`), and the first
 normalisation of a Sinkhorn loop (`Q = torch.exp(out / eps).t(); Q /= torch.sum(Q)`). Left
-alone: a max-subtracted exp (`handwritten.is_shifted`), an exp of log-probabilities (at most 1).
+alone: a max-subtracted exp (`handwritten.is_shifted`), an exp of log-probabilities (at most 1),
+a Gaussian kernel `exp(-x ** 2 / (2 * s ** 2))` normalised over its grid (`handwritten.is_gaussian`).
 
 The log of such a quotient is one hazard, `log(e / e.sum(d, keepdim=True))`, whose owner is
 TNL103 (`ownership.OWNERS["log-of-hand-softmax"]`): its `log_softmax` fix removes the overflow
@@ -28,7 +29,13 @@ from torchnumlint.rules.base import Example
 from torchnumlint.rules.division.base import DivisionRule
 from torchnumlint.rules.evidence import is_not_torch
 from torchnumlint.rules.guards import strip_parens
-from torchnumlint.rules.log_domain.handwritten import ExpNormalisation, exp_normalisation, hand_softmax, softmax_like
+from torchnumlint.rules.log_domain.handwritten import (
+    ExpNormalisation,
+    exp_normalisation,
+    hand_softmax,
+    is_gaussian,
+    softmax_like,
+)
 from torchnumlint.rules.log_domain.sites import store_targets
 from torchnumlint.rules.names import match_call
 from torchnumlint.rules.ownership import owned_elsewhere
@@ -137,7 +144,7 @@ class SoftmaxManual(DivisionRule):
 
     def division(self, node: cst.CSTNode, x: cst.BaseExpression, d: cst.BaseExpression) -> None:
         found = exp_normalisation(self.ctx, node, x, d)
-        if found is None or found.shifted or is_not_torch(self.ctx, found.logits):
+        if found is None or found.shifted or is_gaussian(self.ctx, found.logits) or is_not_torch(self.ctx, found.logits):
             return
         if self._logged(node) and owned_elsewhere(self.ctx, self.code, "log-of-hand-softmax"):
             return

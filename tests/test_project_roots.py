@@ -168,7 +168,7 @@ def test_files_without_a_project_are_one_project_of_exactly_those_files(tmp_path
 
 
 def test_each_project_gets_its_own_config_in_one_run(tmp_path):
-    kl_twice = KL + "\n\n    def wrong(a, t):\n        return F.kl_div(F.softmax(a, -1), t)\n"
+    kl_twice = KL + "\n\n    def wrong(a, t):\n        return F.kl_div(F.softmax(a, -1), t, reduction=\"batchmean\")\n"
     project(tmp_path / "a", None, models=kl_twice)
     project(tmp_path / "b", None, models=kl_twice)
     (tmp_path / "a" / "pyproject.toml").write_text('[tool.torchnumlint]\nignore = ["TNL101"]\n')

@@ -24,6 +24,12 @@ A fill cannot cover a whole row when its mask is strictly causal: `torch.triu(on
 Column 0 is then never masked, in any top-left slice of it. Nor can a row be covered by a top-k
 filter (`x[x < x.topk(k).values[..., -1:]] = -inf`: the top k stay) or by an index assignment
 that selects columns (`logits[:, suppressed_ids] = -inf`: a vocabulary's suppressed tokens).
+
+Those exemptions are for a softmax, where only a whole masked row is a hazard. A label-smoothed
+cross entropy is inf as soon as one class of a row is `-inf`, so `inf_fills(..., any_entry=True)`
+keeps every `-inf` fill, causal, top-k or column-selecting, and also follows the steps that keep
+a `-inf` entry infinite on the way to a loss: a `log_softmax` of the filled logits, a temperature
+(`logits / t`, `logits * scale`).
 """
 
 from __future__ import annotations
@@ -254,7 +260,7 @@ class _Scan:
     with the walk order of every call and assignment."""
 
     order: Dict[int, int] = field(default_factory=dict)
-    data_fills: Dict[str, List[tuple]] = field(default_factory=dict)  # key -> (order, node, receiver, value)
+    data_fills: Dict[str, List[tuple]] = field(default_factory=dict)  # key -> (order, node, receiver, value, covers)
     zero_fills: Dict[str, List[int]] = field(default_factory=dict)  # key -> orders
 
 
@@ -288,10 +294,10 @@ def _scan(ctx: "FileContext", scope: cst.CSTNode) -> _Scan:
                     and isinstance(receiver, cst.Attribute)
                     and receiver.attr.value == "data"
                     and is_neg_inf(ctx, value)
-                    and _row_mask(ctx, receiver, fill.arg("mask"))
                 ):
+                    covers = _row_mask(ctx, receiver, fill.arg("mask"))
                     scan.data_fills.setdefault(key(receiver.value), []).append(
-                        (scan.order[id(node)], node, receiver, value))
+                        (scan.order[id(node)], node, receiver, value, covers))
                 return
             where = match_call(imports, node, WHERE)
             if where is not None:
@@ -305,13 +311,10 @@ def _scan(ctx: "FileContext", scope: cst.CSTNode) -> _Scan:
             base = strip_parens(target.value)
             if number_value(value) == 0:
                 scan.zero_fills.setdefault(key(base), []).append(scan.order[id(node)])
-            elif (
-                isinstance(base, cst.Attribute)
-                and base.attr.value == "data"
-                and is_neg_inf(ctx, value)
-                and _row_mask(ctx, base, _element_mask(target))
-            ):
-                scan.data_fills.setdefault(key(base.value), []).append((scan.order[id(node)], node, base, value))
+            elif isinstance(base, cst.Attribute) and base.attr.value == "data" and is_neg_inf(ctx, value):
+                covers = _row_mask(ctx, base, _element_mask(target))
+                scan.data_fills.setdefault(key(base.value), []).append(
+                    (scan.order[id(node)], node, base, value, covers))
 
     _Walk().walk(scope)
     return scan
@@ -379,95 +382,136 @@ def _element_mask(target: cst.Subscript) -> Optional[cst.BaseExpression]:
     return index
 
 
-def _inplace_fill(ctx: "FileContext", node: cst.CSTNode, name: cst.BaseExpression, additive: bool) -> Optional[InfFill]:
+def _inplace_fill(
+    ctx: "FileContext", node: cst.CSTNode, name: cst.BaseExpression, additive: bool, any_entry: bool
+) -> Optional[InfFill]:
     """The fill a binding with no value stands for: `name.masked_fill_(m, -inf)` or
     `name[m] = -inf` (how the scope table records an in-place change)."""
     fill = match_call(ctx.imports, node, MASKED_FILL_)
-    if fill is not None and is_neg_inf(ctx, fill.arg("value")) and _row_mask(ctx, fill.input, fill.arg("mask")):
+    if fill is not None and is_neg_inf(ctx, fill.arg("value")) and (
+        any_entry or _row_mask(ctx, fill.input, fill.arg("mask"))
+    ):
         return InfFill(node, fill.arg("value"), name, "masked_fill_", additive)
     if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Subscript):
         target = node.targets[0].target
-        if is_neg_inf(ctx, node.value) and _row_mask(ctx, target.value, _element_mask(target)):
+        if is_neg_inf(ctx, node.value) and (any_entry or _row_mask(ctx, target.value, _element_mask(target))):
             return InfFill(node, node.value, name, "index", additive)
     return None
 
 
-def inf_fills(ctx: "FileContext", expr: cst.BaseExpression, use: cst.CSTNode) -> List[InfFill]:
+def inf_fills(
+    ctx: "FileContext", expr: cst.BaseExpression, use: cst.CSTNode, any_entry: bool = False
+) -> List[InfFill]:
     """Every `-inf` fill that `expr`, read at `use` (the node being visited), may hold, whose mask
-    can cover a whole row (causal masks left out)."""
+    can cover a whole row (causal masks left out); with `any_entry`, every `-inf` fill, and
+    through the steps that keep it infinite (a `log_softmax`, a temperature: see the module)."""
     found: List[InfFill] = []
-    _walk(ctx, expr, use, False, 0, set(), found)
+    _Walk(ctx, use, any_entry, found).walk(expr, False, 0)
     return found
 
 
-def _walk(ctx, expr, use, additive: bool, depth: int, seen: Set[int], found: List[InfFill]) -> None:
-    if depth > 8 or id(expr) in seen:
-        return
-    seen.add(id(expr))
-    imports = ctx.imports
-    expr = strip_parens(selection_of(imports, strip_parens(expr)))
-    if isinstance(expr, (cst.Name, cst.Attribute)):
-        _through_name(ctx, expr, use, additive, depth, seen, found)
-        return
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
-        for side in (expr.left, expr.right):
-            _walk(ctx, side, use, True, depth + 1, seen, found)
-        return
-    add = match_call(imports, expr, ADD)
-    if add is not None and add.arg("other") is not None and add.arg("alpha") is None:
-        for side in (add.input, add.arg("other")):
-            _walk(ctx, side, use, True, depth + 1, seen, found)
-        return
-    fill = match_call(imports, expr, MASKED_FILL, MASKED_FILL_)
-    if fill is not None:
-        if is_neg_inf(ctx, fill.arg("value")):
-            if _row_mask(ctx, fill.input, fill.arg("mask")):
-                found.append(InfFill(expr, fill.arg("value"), fill.input, fill.op.name, additive))
+def _kept_infinite(imports, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """What `expr` keeps an infinite entry of: the input of a `log_softmax` (-inf stays -inf),
+    the scaled side of `x / t` or `x * t` (a temperature: -inf stays infinite)."""
+    log_softmax = match_call(imports, expr, "log_softmax")
+    if log_softmax is not None:
+        return log_softmax.input
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Divide):
+        return expr.left
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+        return expr.left if _scalar_like(expr.right) else expr.right if _scalar_like(expr.left) else None
+    return None
+
+
+def _scalar_like(expr: cst.BaseExpression) -> bool:
+    """A number, or a name or attribute (`self.logit_scale`, `temperature`): a scale factor."""
+    expr = strip_parens(expr)
+    return number_value(expr) is not None or isinstance(expr, (cst.Name, cst.Attribute))
+
+
+class _Walk:
+    """One backward search from a use: what it is looking for (`any_entry`), what it has seen
+    and found."""
+
+    def __init__(self, ctx: "FileContext", use: cst.CSTNode, any_entry: bool, found: List[InfFill]) -> None:
+        self.ctx, self.use, self.any_entry, self.found = ctx, use, any_entry, found
+        self.seen: Set[int] = set()
+
+    def covers(self, filled: Optional[cst.BaseExpression], mask: Optional[cst.BaseExpression]) -> bool:
+        return self.any_entry or _row_mask(self.ctx, filled, mask)
+
+    def walk(self, expr: cst.BaseExpression, additive: bool, depth: int) -> None:
+        if depth > 8 or id(expr) in self.seen:
             return
-        _walk(ctx, fill.input, use, additive, depth + 1, seen, found)
-        return
-    where = match_call(imports, expr, WHERE)
-    if where is not None:
-        _where(ctx, where, additive, found)
-        return
-    full = match_call(imports, expr, FULL, FULL_LIKE)
-    if full is not None:
-        if is_neg_inf(ctx, full.arg("fill_value")):
-            found.append(InfFill(expr, full.arg("fill_value"), None, full.op.name, True))
-        return
-    triu = match_call(imports, expr, TRIU)
-    if triu is not None:
-        diagonal = _diagonal(triu, 0)
-        if diagonal is None or diagonal < 1:
-            _walk(ctx, triu.input, use, additive, depth + 1, seen, found)
-        # with diagonal >= 1 the diagonal is never -inf: no row is covered
+        self.seen.add(id(expr))
+        ctx, imports, found = self.ctx, self.ctx.imports, self.found
+        expr = strip_parens(selection_of(imports, strip_parens(expr)))
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            self.through_name(expr, additive, depth)
+            return
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+            for side in (expr.left, expr.right):
+                self.walk(side, True, depth + 1)
+            return
+        add = match_call(imports, expr, ADD)
+        if add is not None and add.arg("other") is not None and add.arg("alpha") is None:
+            for side in (add.input, add.arg("other")):
+                self.walk(side, True, depth + 1)
+            return
+        fill = match_call(imports, expr, MASKED_FILL, MASKED_FILL_)
+        if fill is not None:
+            if is_neg_inf(ctx, fill.arg("value")):
+                if self.covers(fill.input, fill.arg("mask")):
+                    found.append(InfFill(expr, fill.arg("value"), fill.input, fill.op.name, additive))
+                return
+            self.walk(fill.input, additive, depth + 1)
+            return
+        where = match_call(imports, expr, WHERE)
+        if where is not None:
+            self.where(where, additive)
+            return
+        full = match_call(imports, expr, FULL, FULL_LIKE)
+        if full is not None:
+            if is_neg_inf(ctx, full.arg("fill_value")):
+                found.append(InfFill(expr, full.arg("fill_value"), None, full.op.name, True))
+            return
+        triu = match_call(imports, expr, TRIU)
+        if triu is not None:
+            diagonal = _diagonal(triu, 0)
+            if self.any_entry or diagonal is None or diagonal < 1:
+                self.walk(triu.input, additive, depth + 1)
+            # with diagonal >= 1 the diagonal is never -inf: no row is covered
+            return
+        if self.any_entry:
+            kept = _kept_infinite(imports, expr)
+            if kept is not None:
+                self.walk(kept, additive, depth + 1)
 
+    def where(self, where, additive: bool) -> None:
+        condition, chosen, other = where.input, where.arg("input"), where.arg("other")
+        if chosen is None or other is None:
+            return
+        if is_neg_inf(self.ctx, chosen) and (self.any_entry or not causal_mask(self.ctx, condition)):
+            self.found.append(InfFill(where.call, chosen, other, "where", additive))
+        elif is_neg_inf(self.ctx, other) and (self.any_entry or not causal_keep(self.ctx, condition)):
+            self.found.append(InfFill(where.call, other, chosen, "where", additive))
 
-def _where(ctx, where, additive: bool, found: List[InfFill]) -> None:
-    condition, chosen, other = where.input, where.arg("input"), where.arg("other")
-    if chosen is None or other is None:
-        return
-    if is_neg_inf(ctx, chosen) and not causal_mask(ctx, condition):
-        found.append(InfFill(where.call, chosen, other, "where", additive))
-    elif is_neg_inf(ctx, other) and not causal_keep(ctx, condition):
-        found.append(InfFill(where.call, other, chosen, "where", additive))
-
-
-def _through_name(ctx, expr, use, additive: bool, depth: int, seen: Set[int], found: List[InfFill]) -> None:
-    binding = ctx.binding(expr)
-    definitions = [binding] if binding is not None else (ctx.reaching(expr) or [])
-    for definition in definitions:
-        if definition.value is not None:
-            _walk(ctx, definition.value, use, additive, depth + 1, seen, found)
-        else:
-            fill = _inplace_fill(ctx, definition.node, expr, additive)
-            if fill is not None:
-                found.append(fill)
-    scan = scan_of(ctx)
-    at = scan.order.get(id(use))
-    for order, node, receiver, value in scan.data_fills.get(code_key(ctx, expr), ()):
-        if at is not None and order < at and not ctx.rebound_between(receiver.value, use):
-            found.append(InfFill(node, value, receiver.value, "data", additive))
+    def through_name(self, expr: cst.BaseExpression, additive: bool, depth: int) -> None:
+        ctx, use = self.ctx, self.use
+        binding = ctx.binding(expr)
+        definitions = [binding] if binding is not None else (ctx.reaching(expr) or [])
+        for definition in definitions:
+            if definition.value is not None:
+                self.walk(definition.value, additive, depth + 1)
+            else:
+                fill = _inplace_fill(ctx, definition.node, expr, additive, self.any_entry)
+                if fill is not None:
+                    self.found.append(fill)
+        scan = scan_of(ctx)
+        at = scan.order.get(id(use))
+        for order, node, receiver, value, covers in scan.data_fills.get(code_key(ctx, expr), ()):
+            if (covers or self.any_entry) and at is not None and order < at and not ctx.rebound_between(receiver.value, use):
+                self.found.append(InfFill(node, value, receiver.value, "data", additive))
 
 
 def rezeroed(ctx: "FileContext", call: cst.Call) -> bool:

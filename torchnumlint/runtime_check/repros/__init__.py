@@ -23,7 +23,7 @@ from torchnumlint.runtime_check.repros.division import normalize_manual, unguard
 from torchnumlint.runtime_check.repros.kl_div import kl_div_mean_reduction, kl_div_prob_input, kl_div_prob_target
 from torchnumlint.runtime_check.repros.log_domain import log_of_sigmoid, log_of_softmax
 from torchnumlint.runtime_check.repros.log_domain import logsumexp_manual, softmax_manual
-from torchnumlint.runtime_check.repros.masking import masked_inf_softmax
+from torchnumlint.runtime_check.repros.masking import label_smoothing_inf_logits, masked_inf_softmax
 from torchnumlint.runtime_check.repros.mixed_precision import (
     deprecated_cuda_amp,
     fp16_autocast_custom_op,
@@ -43,7 +43,7 @@ MODULES: Sequence[ModuleType] = (
     log_one_plus,
     bce_on_sigmoid, probabilities_into_cross_entropy,
     sigmoid_manual,
-    masked_inf_softmax,
+    masked_inf_softmax, label_smoothing_inf_logits,
 )
 
 

@@ -310,3 +310,357 @@ TNL111_SILENT = (
 @pytest.mark.parametrize("code, case", harness.params("TNL111", TNL111_FLAGGED, TNL111_SILENT))
 def test_sigmoid_manual(code, case):
     harness.check(code, case)
+
+
+# ---------------------------------------------------------------------------------------------
+# TNL112 logit-manual
+
+TNL112_FLAGGED = (
+    # the log-odds of a head's sigmoid in a forward
+    Flagged(
+        """\
+        import torch
+        from torch import nn
+
+        class Calibrated(nn.Module):
+            def forward(self, h):
+                p = torch.sigmoid(self.head(h))
+                return torch.log(p / (1 - p))
+        """,
+        (7,),
+        fixed="""\
+        import torch
+        from torch import nn
+
+        class Calibrated(nn.Module):
+            def forward(self, h):
+                p = torch.sigmoid(self.head(h))
+                return torch.logit(p, eps=1e-6)
+        """,
+        message="its input itself",
+    ),
+    # the method form on a softmax, in a helper
+    Flagged(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def class_odds(scores):
+            probs = F.softmax(scores, dim=-1)
+            return probs.logit()
+        """,
+        (6,),
+        fixed="""\
+        import torch
+        import torch.nn.functional as F
+
+        def class_odds(scores):
+            probs = F.softmax(scores, dim=-1)
+            return probs.logit(eps=1e-6)
+        """,
+        message="softmax",
+    ),
+    # an nn.Sigmoid module held on self, its output's logit in another method
+    Flagged(
+        """\
+        import torch
+        from torch import nn
+
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.act = nn.Sigmoid()
+
+            def forward(self, x):
+                p = self.act(x)
+                return torch.logit(p)
+        """,
+        (11,),
+        fixed="""\
+        import torch
+        from torch import nn
+
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.act = nn.Sigmoid()
+
+            def forward(self, x):
+                p = self.act(x)
+                return torch.logit(p, eps=1e-6)
+        """,
+    ),
+    # torch.special.logit of a prediction clamped to [0, 1]
+    Flagged(
+        """\
+        import torch
+
+        def training_step(model, batch):
+            pred = model(batch["x"]).clamp(0, 1)
+            target = torch.special.logit(pred)
+            return ((target - batch["y"]) ** 2).mean()
+        """,
+        (5,),
+        fixed="""\
+        import torch
+
+        def training_step(model, batch):
+            pred = model(batch["x"]).clamp(0, 1)
+            target = torch.special.logit(pred, eps=1e-6)
+            return ((target - batch["y"]) ** 2).mean()
+        """,
+        message="both ends",
+    ),
+    # log(p) - log(1 - p) of a softmax
+    Flagged(
+        """\
+        import torch
+
+        def odds(logits):
+            p = logits.softmax(-1)
+            return torch.log(p) - torch.log(1 - p)
+        """,
+        (5,),
+        fixed="""\
+        import torch
+
+        def odds(logits):
+            p = logits.softmax(-1)
+            return torch.logit(p, eps=1e-6)
+        """,
+    ),
+    # logistic noise from a uniform draw, with log1p
+    Flagged(
+        """\
+        import torch
+
+        def logistic_noise(x):
+            u = torch.rand_like(x)
+            noise = torch.log(u) - torch.log1p(-u)
+            return x + noise
+        """,
+        (5,),
+        fixed="""\
+        import torch
+
+        def logistic_noise(x):
+            u = torch.rand_like(x)
+            noise = torch.logit(u, eps=1e-6)
+            return x + noise
+        """,
+        message="uniform draw",
+    ),
+    # the odds through a name read only there: its assignment is rewritten
+    Flagged(
+        """\
+        import torch
+
+        def log_odds(z):
+            s = z.sigmoid()
+            odds = s / (1.0 - s)
+            return odds.log()
+        """,
+        (6,),
+        fixed="""\
+        import torch
+
+        def log_odds(z):
+            s = z.sigmoid()
+            odds = torch.logit(s, eps=1e-6)
+            return odds
+        """,
+        message="hold log-odds",
+    ),
+    # `from torch import log, sigmoid`, ones_like as the one
+    Flagged(
+        """\
+        import torch
+        from torch import log, sigmoid
+
+        def f(z):
+            s = sigmoid(z)
+            return log(s / (torch.ones_like(s) - s))
+        """,
+        (6,),
+        fixed="""\
+        import torch
+        from torch import log, sigmoid
+
+        def f(z):
+            s = sigmoid(z)
+            return torch.logit(s, eps=1e-6)
+        """,
+    ),
+    # strict mode: a probability of unknown origin
+    Flagged(
+        """\
+        import torch
+
+        def f(p):
+            return torch.logit(p)
+        """,
+        (4,),
+        fixed="""\
+        import torch
+
+        def f(p):
+            return torch.logit(p, eps=1e-6)
+        """,
+        strict=True,
+        message="strict mode",
+    ),
+    # the log-difference of a sigmoid is TNL104's while it is on; alone, TNL112 reports it
+    Flagged(
+        """\
+        import torch
+
+        def f(z):
+            p = torch.sigmoid(z)
+            return torch.log(p) - torch.log(1 - p)
+        """,
+        (5,),
+        fixed="""\
+        import torch
+
+        def f(z):
+            p = torch.sigmoid(z)
+            return torch.logit(p, eps=1e-6)
+        """,
+    ),
+)
+
+TNL112_SILENT = (
+    # a prior probability, in Python
+    Silent(
+        """\
+        import math
+        import torch
+
+        def init_bias(layer, prior=0.01):
+            layer.bias.data.fill_(-math.log((1 - prior) / prior))
+        """
+    ),
+    # DETR's inverse_sigmoid: both sides clamped away from 0
+    Silent(
+        """\
+        import torch
+
+        def inverse_sigmoid(x, eps=1e-5):
+            x = x.clamp(min=0, max=1)
+            x1 = x.clamp(min=eps)
+            x2 = (1 - x).clamp(min=eps)
+            return torch.log(x1 / x2)
+        """
+    ),
+    # a sigmoid clamped inside (0, 1), and a logit with eps
+    Silent(
+        """\
+        import torch
+
+        def f(z, eps=1e-6):
+            p = torch.sigmoid(z).clamp(eps, 1 - eps)
+            return torch.log(p / (1 - p)) + torch.logit(torch.sigmoid(z), eps=1e-6) + p.logit(eps)
+        """
+    ),
+    # a probability of unknown origin (default mode)
+    Silent(
+        """\
+        import torch
+
+        def f(p):
+            return torch.logit(p) + torch.log(p / (1 - p))
+        """
+    ),
+    # kornia's anchors: a grid inside (0, 1), its invalid cells masked afterwards
+    Silent(
+        """\
+        import torch
+
+        def anchors(h, w, eps=0.01):
+            gy, gx = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
+            a = (torch.stack([gx, gy], -1) + 0.5) / torch.tensor([w, h])
+            valid = ((a > eps) * (a < 1 - eps)).all(-1, keepdim=True)
+            a = torch.log(a / (1 - a))
+            return torch.where(valid, a, torch.inf)
+        """
+    ),
+    # numpy's log
+    Silent(
+        """\
+        import numpy as np
+        import torch
+
+        def f(z):
+            p = 1 / (1 + np.exp(-z))
+            return np.log(p / (1 - p))
+        """
+    ),
+    # not the odds: 1 + p, an eps in the denominator, another value
+    Silent(
+        """\
+        import torch
+
+        def f(z, q):
+            p = torch.sigmoid(z)
+            return torch.log(p / (1 + p)) + torch.log(p / (1 - p + 1e-8)) + torch.log(p) - torch.log(1 - q)
+        """
+    ),
+    # two different draws are no odds of one value
+    Silent(
+        """\
+        import torch
+
+        def f(n):
+            return torch.log(torch.rand(n) / (1 - torch.rand(n)))
+        """
+    ),
+    # a draw bounded inside (0, 1) (pytorch_geometric's hard-concrete sampler)
+    Silent(
+        """\
+        import torch
+
+        def sample(x, beta):
+            u = torch.empty_like(x).uniform_(1e-6, 1.0 - 1e-6)
+            return torch.sigmoid((torch.log(u) - torch.log(1 - u) + x) / beta)
+        """
+    ),
+    # an affine map of a draw kept away from 0 and 1
+    Silent(
+        """\
+        import torch
+
+        def noise(x, eps=1e-6):
+            u = (1 - 2 * eps) * torch.rand_like(x) + eps
+            return torch.log(u) - torch.log(1 - u)
+        """
+    ),
+)
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL112", TNL112_FLAGGED, TNL112_SILENT))
+def test_logit_manual(code, case):
+    harness.check(code, case)
+
+
+def test_log_odds_of_a_sigmoid_is_tnl104s_while_it_is_on():
+    """With TNL104 on, its exact logsigmoid fixes report the two logs, and TNL112 is silent."""
+    harness.check("TNL104", Flagged(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def f(z):
+            p = torch.sigmoid(z)
+            return torch.log(p) - torch.log(1 - p)
+        """,
+        (6, 6),
+        fixed="""\
+        import torch
+        import torch.nn.functional as F
+
+        def f(z):
+            p = torch.sigmoid(z)
+            return F.logsigmoid(z) - F.logsigmoid(-z)
+        """,
+        together=("TNL112",),
+    ))

@@ -15,6 +15,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # kind of site -> the rule that owns it, and why it is the better report there
 OWNERS: Dict[str, str] = {
+    # `log(p) - log(1 - p)` of a sigmoid p: logsigmoid(x) - logsigmoid(-x) is exact, logit(eps) clamps
+    "log-odds-of-sigmoid": "TNL104",
     # `x / x.norm(dim=d, keepdim=True)`: F.normalize is an exact rewrite, a clamp is not
     "normalize": "TNL202",
     # `x / torch.sqrt(v)`: the division's fix clamps inside the root

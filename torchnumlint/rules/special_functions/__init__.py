@@ -7,3 +7,4 @@ One module per rule; importing this package registers them.
 """
 
 from torchnumlint.rules.special_functions import sigmoid_manual  # noqa: F401  (TNL111)
+from torchnumlint.rules.special_functions import logit_manual  # noqa: F401  (TNL112)

@@ -15,8 +15,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # kind of site -> the rule that owns it, and why it is the better report there
 OWNERS: Dict[str, str] = {
-    # `log(p) - log(1 - p)` of a sigmoid p: logsigmoid(x) - logsigmoid(-x) is exact, logit(eps) clamps
-    "log-odds-of-sigmoid": "TNL104",
     # `x / x.norm(dim=d, keepdim=True)`: F.normalize is an exact rewrite, a clamp is not
     "normalize": "TNL202",
     # `x / torch.sqrt(v)`: the division's fix clamps inside the root
@@ -27,6 +25,12 @@ OWNERS: Dict[str, str] = {
     "root-of-sum-of-squares": "TNL204",
     # `torch.log(e / e.sum(d, keepdim=True))`: log_softmax removes the overflow and the underflow
     "log-of-hand-softmax": "TNL103",
+    # `log(1 + exp(x))`: softplus also removes the overflow, log1p only the rounding of 1 + x
+    "log-one-plus-exp": "TNL108",
+    # `log(1 - sigmoid(x))`: logsigmoid(-x) is finite where the sigmoid saturates, log1p is not
+    "log-one-minus-sigmoid": "TNL104",
+    # `log(p) - log(1 - p)` of a sigmoid p: logsigmoid(x) - logsigmoid(-x) is exact, logit(eps) clamps
+    "log-odds-of-sigmoid": "TNL104",
     # `-(y * log(p) + (1 - y) * log(1 - p))` of a sigmoid p (TNL105's form, TNL104's logs): the
     # logsigmoid fix of each log is exact even where y broadcasts, which with_logits refuses
     "handwritten-bce": "TNL104",

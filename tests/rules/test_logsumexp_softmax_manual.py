@@ -99,6 +99,73 @@ SOFTMAX_FLAGGED = [
     # a log of it, with TNL103 off: still reported here
     Flagged(H + "def lp(x):\n    return torch.log(torch.exp(x) / torch.exp(x).sum(-1, keepdim=True))\n", (7,),
             H + "def lp(x):\n    return torch.log(torch.softmax(x, -1))\n"),
+    # look-alikes of the stable forms below that are not stable: a helper that returns a max on
+    # one path only, a max on one branch only, a max filled where a mask says (not where it is
+    # infinite), a quotient under a test of another tensor's emptiness or of non-emptiness
+    Flagged(
+        H + "def _row_shift(x, dim):\n"
+        "    if x.dim() == 0:\n"
+        "        return x.amax(dim, keepdim=True)\n"
+        "    return x.mean(dim, keepdim=True)\n"
+        "\n"
+        "\n"
+        "class Attn(nn.Module):\n"
+        "    def forward(self, scores):\n"
+        "        e = torch.exp(scores - _row_shift(scores, -1))\n"
+        "        return e / e.sum(-1, keepdim=True)\n",
+        (15,),
+    ),
+    Flagged(
+        H + "def probs(x, stable):\n"
+        "    if stable:\n"
+        "        m = x.amax(-1, keepdim=True)\n"
+        "    else:\n"
+        "        m = x.mean(-1, keepdim=True)\n"
+        "    e = torch.exp(x - m)\n"
+        "    return e / e.sum(-1, keepdim=True)\n",
+        (12,),
+        H + "def probs(x, stable):\n"
+        "    if stable:\n"
+        "        m = x.amax(-1, keepdim=True)\n"
+        "    else:\n"
+        "        m = x.mean(-1, keepdim=True)\n"
+        "    return torch.softmax(x - m, -1)\n",
+    ),
+    Flagged(
+        H + "def probs(x, pad):\n"
+        "    m = x.amax(-1, keepdim=True)\n"
+        "    m = m.masked_fill(pad, 0.0)\n"
+        "    e = torch.exp(x - m)\n"
+        "    return e / e.sum(-1, keepdim=True)\n",
+        (10,),
+        H + "def probs(x, pad):\n"
+        "    m = x.amax(-1, keepdim=True)\n"
+        "    m = m.masked_fill(pad, 0.0)\n"
+        "    return torch.softmax(x - m, -1)\n",
+    ),
+    Flagged(
+        H + "def probs(x, y):\n"
+        "    if y.numel() == 0:\n"
+        "        e = torch.exp(x)\n"
+        "        return e / e.sum(-1, keepdim=True)\n"
+        "    return y\n",
+        (9,),
+        H + "def probs(x, y):\n"
+        "    if y.numel() == 0:\n"
+        "        return torch.softmax(x, -1)\n"
+        "    return y\n",
+    ),
+    Flagged(
+        H + "def probs(x):\n"
+        "    if x.numel() > 0:\n"
+        "        return torch.exp(x) / torch.exp(x).sum(-1, keepdim=True)\n"
+        "    return x\n",
+        (8,),
+        H + "def probs(x):\n"
+        "    if x.numel() > 0:\n"
+        "        return torch.softmax(x, -1)\n"
+        "    return x\n",
+    ),
 ]
 
 SOFTMAX_SILENT = [
@@ -139,6 +206,53 @@ SOFTMAX_SILENT = [
            "    return g\n"),
     # numpy and math are not torch
     Silent("import numpy as np\nimport math\nimport torch\ndef f(x, v):\n    return np.exp(x) / np.exp(x).sum(1, keepdims=True), math.exp(v) / sum([math.exp(v)])\n"),
+    # the max subtracted through a helper of the file whose every return is one (torch's
+    # `_softmax` decomposition and its `_softmax_unbacked_safe_amax`), through every branch that
+    # assigns it, and with its infinite entries filled (exact: such rows are inf or 0 anyway)
+    Silent(H + "def _safe_amax(x, dim):\n"
+           "    if x.ndim == 0:\n"
+           "        return torch.amax(x, dim, keepdim=True)\n"
+           "    pad = x.new_full((*x.shape[:-1], 1), float('-inf'))\n"
+           "    x = torch.cat((x, pad), dim=dim)\n"
+           "    return torch.amax(x, dim, keepdim=True)\n"
+           "\n"
+           "\n"
+           "def _softmax(x, dim):\n"
+           "    x_max = _safe_amax(x, dim)\n"
+           "    unnormalized = torch.exp(x - x_max)\n"
+           "    return unnormalized / torch.sum(unnormalized, dim, keepdim=True)\n"),
+    Silent(H + "def row_max(x):\n"
+           "    return x.detach().max(dim=-1, keepdim=True).values\n"
+           "\n"
+           "\n"
+           "class Attn(nn.Module):\n"
+           "    def forward(self, q, k):\n"
+           "        scores = q @ k.transpose(-2, -1)\n"
+           "        w = (scores - row_max(scores)).exp()\n"
+           "        return w / w.sum(-1, keepdim=True)\n"),
+    Silent(H + "def probs(x, fast):\n"
+           "    if fast:\n"
+           "        m = x.amax(-1, keepdim=True)\n"
+           "    else:\n"
+           "        m, _ = x.max(-1, keepdim=True)\n"
+           "    e = torch.exp(x - m)\n"
+           "    return e / e.sum(-1, keepdim=True)\n"),
+    Silent(H + "def probs(x):\n"
+           "    m = torch.amax(x, -1, keepdim=True)\n"
+           "    m = torch.where(torch.isinf(m), 0.0, m)\n"
+           "    e = torch.exp(x - m)\n"
+           "    return e / e.sum(-1, keepdim=True)\n"),
+    # only an empty input reaches it: nothing to overflow
+    Silent(H + "def probs(x, dim):\n"
+           "    if x.numel() == 0:\n"
+           "        return torch.exp(x) / torch.exp(x).sum(dim, keepdim=True)\n"
+           "    return torch.softmax(x, dim)\n"),
+    Silent(H + "def probs(x, dim):\n"
+           "    if x.numel() > 0:\n"
+           "        return torch.softmax(x, dim)\n"
+           "    else:\n"
+           "        e = x.exp()\n"
+           "        return e / e.sum(dim, keepdim=True)\n"),
 ]
 
 LSE_FLAGGED = [
@@ -198,6 +312,35 @@ LSE_FLAGGED = [
     Flagged(H + "def f(a, b):\n    ea = torch.exp(a)\n    eb = torch.exp(b)\n    return torch.log(ea + eb)\n", (9,)),
     # a sum without a dim: no fix
     Flagged(H + "def f(x):\n    return torch.exp(x).sum().log()\n", (7,)),
+    # an exp of an input that is tested for emptiness elsewhere, and a where that keeps it where
+    # only one of the inputs is infinite (log(exp(-inf) + exp(b)) is log(exp(b)), which overflows)
+    Flagged(
+        H + "def log_partition(energies, mask):\n"
+        "    if mask.numel() == 0:\n"
+        "        return torch.exp(-energies).sum(-1).log()\n"
+        "    return torch.logsumexp(-energies.masked_fill(~mask, float('inf')), -1)\n",
+        (8,),
+        H + "def log_partition(energies, mask):\n"
+        "    if mask.numel() == 0:\n"
+        "        return torch.logsumexp(-energies, -1)\n"
+        "    return torch.logsumexp(-energies.masked_fill(~mask, float('inf')), -1)\n",
+    ),
+    Flagged(
+        H + "def log_mix(a, b):\n"
+        "    return torch.where(torch.isinf(a), torch.log(torch.exp(a) + torch.exp(b)), torch.logaddexp(a, b))\n",
+        (7,),
+        H + "def log_mix(a, b):\n"
+        "    return torch.where(torch.isinf(a), torch.logaddexp(a, b), torch.logaddexp(a, b))\n",
+    ),
+    Flagged(
+        H + "def log_mix(a, b, keep):\n"
+        "    mixed = torch.where(keep, torch.log(torch.exp(a) + torch.exp(b)), a)\n"
+        "    return torch.where(torch.isinf(b), b, mixed)\n",
+        (7,),
+        H + "def log_mix(a, b, keep):\n"
+        "    mixed = torch.where(keep, torch.logaddexp(a, b), a)\n"
+        "    return torch.where(torch.isinf(b), b, mixed)\n",
+    ),
 ]
 
 LSE_SILENT = [
@@ -217,6 +360,37 @@ LSE_SILENT = [
     Silent(H + "def f(x, y):\n    return torch.log(torch.exp(x) + y) + torch.log(x.sum(1)) + torch.exp(torch.log(x).sum(1))\n"),
     Silent("import math\nimport numpy as np\nimport torch\ndef f(x, v):\n    return np.log(np.exp(x).sum(1)) + math.log(math.exp(v) + math.exp(v))\n"),
     Silent(H + "class M(nn.Module):\n    def training_step(self, x):\n        self.log('lse', torch.exp(x).sum(1))\n"),
+    # torch's `_log_softmax` decomposition: the max through a helper of the file
+    Silent(H + "def _safe_amax(x, dim):\n"
+           "    return torch.amax(x, dim, keepdim=True)\n"
+           "\n"
+           "\n"
+           "def _log_softmax(x, dim):\n"
+           "    x_max = _safe_amax(x, dim)\n"
+           "    shifted = x - x_max\n"
+           "    return shifted - torch.log(torch.sum(torch.exp(shifted), dim, keepdim=True))\n"),
+    # torch's `_refs.logsumexp`: an empty input alone takes the naive form; the max, reassigned
+    # with its infinite entries filled, still shifts every row exactly
+    Silent(H + "def logsumexp(self, dim, keepdim=False):\n"
+           "    if self.numel() == 0:\n"
+           "        return torch.sum(torch.exp(self), dim, keepdim).log()\n"
+           "    maxes = torch.amax(torch.real(self), dim, keepdim=True)\n"
+           "    maxes = torch.masked_fill(maxes, maxes.abs() == float('inf'), 0)\n"
+           "    maxes_squeezed = maxes if keepdim else torch.squeeze(maxes, dim)\n"
+           "    result = torch.sum(torch.exp(self - maxes), dim, keepdim)\n"
+           "    return result.log().add(maxes_squeezed)\n"),
+    # torch's `_refs.logaddexp`: the naive form kept only where both inputs are the same infinity
+    Silent(H + "def logaddexp(a, b):\n"
+           "    mask = torch.real(a) >= torch.real(b)\n"
+           "    max_ = torch.where(mask, a, b)\n"
+           "    min_ = torch.where(mask, b, a)\n"
+           "    inf_mask = torch.logical_and(torch.logical_not(torch.isfinite(torch.real(a))), torch.real(a) == torch.real(b))\n"
+           "    neg_min_mask = torch.real(min_) < 0\n"
+           "    inf_vals = torch.where(neg_min_mask, min_, torch.log(torch.exp(min_) + torch.exp(max_)))\n"
+           "    return torch.where(inf_mask, inf_vals, max_ + torch.log1p(torch.exp(min_ - max_)))\n"),
+    Silent(H + "def log_mix(a, b):\n"
+           "    both_inf = torch.isinf(a) & (a == b)\n"
+           "    return torch.where(both_inf, torch.log(a.exp() + b.exp()), torch.logaddexp(a, b))\n"),
 ]
 
 

@@ -14,8 +14,8 @@
   (`e / e.sum()`, `e / e.sum(1)[:, None]`, `e /= s`, `e.div_(s)`, `torch.div(e, s)`, Sinkhorn's
   `Q = torch.exp(out / eps).t(); Q /= torch.sum(Q)`): names and shape-only steps are followed,
   and `exact` says whether it is `hand_softmax`'s form, the one `torch.softmax` rewrites exactly.
-  `exp_of` and `is_shifted` (the exp's input is `x - max(x)`, also through names, a tuple unpack
-  `m, _ = x.max(1, keepdim=True)`, `.detach()` or `logsumexp`) are what TNL109 asks of its sums;
+  `exp_of` and `shifts.is_shifted` (the exp's input is `x - max(x)`, through names, every
+  assignment of them, a same-file helper returning a max) are what TNL109 asks of its sums;
   `is_gaussian` (the exponent of a Gaussian kernel, `-x ** 2 / (2 * s ** 2)`) is what TNL110
   leaves alone besides (kornia's and speechbrain's kernels on the corpus).
 - `sigmoid_pick`: the probability a sigmoid gives the observed label,
@@ -36,14 +36,13 @@ import libcst as cst
 
 from torchnumlint.rules.evidence import may_carry_grad
 from torchnumlint.rules.guards import number_value, same_code, sigmoid_call, strip_parens
+from torchnumlint.rules.log_domain.shifts import is_shifted
 from torchnumlint.rules.log_domain.sites import chain, resolved
 from torchnumlint.rules.names import Binding, CallMatch, is_literal, match_call
 from torchnumlint.rules.rewrite import keyword_arg
 from torchnumlint.rules.shapes import shape_step, square_base
 
 _LOG_SPACE = ("log_softmax", "logsigmoid", "log")
-# what a stable exp subtracts from its input (timm's generalised-mean pools subtract a max pool)
-_SHIFTS = frozenset({"max", "amax", "logsumexp", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d"})
 _LOG_PROB_NAME = re.compile(r"log_?probs?|^log_?p$|lprobs?")
 _MAX_STEPS = 8  # names and shape-only steps followed from a quotient's operands to the exp
 
@@ -93,53 +92,6 @@ def exp_of(ctx, expr: cst.BaseExpression) -> Optional[CallMatch]:
     """The exp `expr` is (inline or through local names), with every argument visible."""
     match = match_call(ctx.imports, resolved(ctx, expr), "exp")
     return match if match is not None and match.fully_known else None
-
-
-def _shift_value(ctx, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-    """The value a name holds, also as the first part of a tuple unpack (`m, _ = x.max(1)`)."""
-    binding = ctx.binding(expr) if isinstance(expr, cst.Name) else None
-    if binding is None:
-        return None
-    if binding.value is not None:
-        return binding.value
-    if binding.unpacked is not None and binding.unpacked[1] == 0:
-        return binding.unpacked[0]
-    return None
-
-
-def _is_max(ctx, expr: cst.BaseExpression) -> bool:
-    """`expr` is a max (or a logsumexp) of some value: `x.max(d, keepdim=True)[0]`, `.values`,
-    `x.amax(d)`, `torch.max(x, d, keepdim=True)`, `m.detach()`, through local names."""
-    for _ in range(_MAX_STEPS):
-        expr = strip_parens(expr)
-        if isinstance(expr, cst.Call):
-            func = expr.func
-            qual = ctx.qualname(func)
-            if qual is not None:
-                return qual.rsplit(".", 1)[-1] in _SHIFTS and qual.startswith("torch.")
-            if isinstance(func, cst.Attribute) and func.attr.value in _SHIFTS:
-                return not ctx.imports.is_module_ref(func.value)
-        value = _shift_value(ctx, expr)
-        if value is None:
-            value = expr.value if isinstance(expr, cst.Attribute) and expr.attr.value == "values" else shape_step(ctx, expr)
-        if value is None:
-            return False
-        expr = value
-    return False
-
-
-def is_shifted(ctx, logits: cst.BaseExpression) -> bool:
-    """The exp's input has the max subtracted: `x - x.max(d, keepdim=True).values`, also through
-    names (`z = x - m`) and under a positive scale (`(x - m) / t`, `r * (x - m)`). Exp of it is at
-most 1."""
-    value = resolved(ctx, logits)
-    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Subtract):
-        return _is_max(ctx, value.right)
-    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Divide):
-        return is_shifted(ctx, value.left)
-    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
-        return is_shifted(ctx, value.left) or is_shifted(ctx, value.right)
-    return False
 
 
 def _log_space(ctx, expr: cst.BaseExpression) -> bool:

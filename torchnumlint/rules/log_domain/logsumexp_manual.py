@@ -5,8 +5,11 @@ torch.exp(b))`, each inf once one exp overflows and -inf once every exp underflo
 
 The log and the fix's placement are `sites.LogRule`'s; the exps are `handwritten.exp_of`,
 through local names. Left alone: a max-subtracted exp (`log(exp(x - m).sum(d)) + m`, the stable
-form written out) and an exp of log-probabilities (`handwritten.stable_exp`), a log of
-`1 + exp(x)` (TNL108's softplus; not a sum of exps).
+form written out, the max also through a helper or every assignment: `shifts.is_shifted`) and
+an exp of log-probabilities (`handwritten.stable_exp`), a log of `1 + exp(x)` (TNL108's
+softplus; not a sum of exps), and code the overflow cannot reach (`unreached`): a log that runs
+only on an empty input (`if x.numel() == 0:`), one `torch.where` keeps only where every exp's
+input is already infinite (torch's `_refs.logaddexp`), where the naive form is exact.
 
 Fixes (SAFE): `torch.logsumexp(x, d)` keeping `keepdim`; for a mean over one int dim of a plain
 `x`, `torch.logsumexp(x, d) - math.log(x.shape[d])` (`import math` added when the file has no
@@ -27,6 +30,7 @@ from torchnumlint.rules.evidence import is_not_torch
 from torchnumlint.rules.guards import number_value, strip_parens
 from torchnumlint.rules.log_domain.handwritten import exp_of, stable_exp
 from torchnumlint.rules.log_domain.sites import LogRule, LogSite, chain, resolved, store_targets
+from torchnumlint.rules.log_domain.unreached import on_empty_input, selected_at_non_finite
 from torchnumlint.rules.names import CallMatch, is_plain, match_call
 from torchnumlint.rules.rewrite import Build
 
@@ -203,11 +207,14 @@ class LogsumexpManual(LogRule):
         found = self._site(node, strip_parens(inp))
         if found is None:
             return
-        site, what, use = found
+        site, what, use, inputs = found
+        if on_empty_input(self.ctx, inputs) or selected_at_non_finite(self.ctx, inputs):
+            return
         fix, note = self.fix_for(site)
         self.report(node, fix, what=what, use=use + note)
 
     def _site(self, node: cst.Call, core: cst.BaseExpression):
+        """(the site, "sum" or "mean", the advice, the exps' inputs) of a log of a sum of exps."""
         ctx = self.ctx
         value = resolved(ctx, core)
         reduction = match_call(ctx.imports, value, "sum", "mean")
@@ -219,7 +226,7 @@ class LogsumexpManual(LogRule):
             build = self._reduction_build(reduction, logits, exp_chain)
             site = LogSite(node, core, chain(ctx, core), logits, build, [logits] + [a.value for a in reduction.args.values()],
                            self._parenthesised, unread=store_targets(exp_chain))
-            return site, reduction.op.name, "`torch.logsumexp`" + (" minus log(n)" if reduction.op.name == "mean" else "")
+            return site, reduction.op.name, "`torch.logsumexp`" + (" minus log(n)" if reduction.op.name == "mean" else ""), [logits]
         terms = _terms(value) if isinstance(value, cst.BinaryOperation) else []
         exps = [exp_of(ctx, term) for term in terms]
         if len(terms) < 2 or any(e is None or stable_exp(ctx, e.input) or is_not_torch(ctx, e.input) for e in exps):
@@ -227,7 +234,7 @@ class LogsumexpManual(LogRule):
         inline = all(e.call is t for e, t in zip(exps, terms))  # type: ignore[union-attr]
         build = _logaddexp_builder(exps[0].input, exps[1].input) if len(exps) == 2 and inline else None  # type: ignore[union-attr]
         parts = [e.input for e in exps]  # type: ignore[union-attr]
-        return LogSite(node, core, chain(ctx, core), parts[0], build, parts), "sum", "`torch.logaddexp`"
+        return LogSite(node, core, chain(ctx, core), parts[0], build, parts), "sum", "`torch.logaddexp`", parts
 
     def _reduction_build(self, reduction: CallMatch, logits: cst.BaseExpression, exp_chain) -> Optional[Build]:
         """The logsumexp fix, where it is exact: an explicit dim, no dtype, the logits unchanged

@@ -5,8 +5,9 @@ What is recognised is `handwritten.exp_normalisation`: `exp(x) / exp(x).sum(d, k
 inline or through names, in every form of a division (`/`, `/=`, `torch.div`, `div_`), with the
 sum reshaped (`e.sum(1)[:, None]`) or taken over everything (`e / e.sum()`), and the first
 normalisation of a Sinkhorn loop (`Q = torch.exp(out / eps).t(); Q /= torch.sum(Q)`). Left
-alone: a max-subtracted exp (`handwritten.is_shifted`), an exp of log-probabilities (at most 1),
-a Gaussian kernel `exp(-x ** 2 / (2 * s ** 2))` normalised over its grid (`handwritten.is_gaussian`).
+alone: a max-subtracted exp (`shifts.is_shifted`: also through a helper returning a max), an exp of log-probabilities (at most 1),
+a Gaussian kernel `exp(-x ** 2 / (2 * s ** 2))` normalised over its grid (`handwritten.is_gaussian`),
+a quotient that runs only on an empty input (`unreached.on_empty_input`).
 
 The log of such a quotient is one hazard, `log(e / e.sum(d, keepdim=True))`, whose owner is
 TNL103 (`ownership.OWNERS["log-of-hand-softmax"]`): its `log_softmax` fix removes the overflow
@@ -37,6 +38,7 @@ from torchnumlint.rules.log_domain.handwritten import (
     softmax_like,
 )
 from torchnumlint.rules.log_domain.sites import store_targets
+from torchnumlint.rules.log_domain.unreached import on_empty_input
 from torchnumlint.rules.names import match_call
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.uses import binding_line, only_ranked, reads_of, uses_of
@@ -145,6 +147,8 @@ class SoftmaxManual(DivisionRule):
     def division(self, node: cst.CSTNode, x: cst.BaseExpression, d: cst.BaseExpression) -> None:
         found = exp_normalisation(self.ctx, node, x, d)
         if found is None or found.shifted or is_gaussian(self.ctx, found.logits) or is_not_torch(self.ctx, found.logits):
+            return
+        if on_empty_input(self.ctx, [found.logits]):
             return
         if self._logged(node) and owned_elsewhere(self.ctx, self.code, "log-of-hand-softmax"):
             return

@@ -726,3 +726,298 @@ TNL108_SILENT = [
 @pytest.mark.parametrize("code, case", harness.params("TNL108", TNL108_FLAGGED, TNL108_SILENT))
 def test_tnl108(code, case):
     harness.check(code, case)
+
+
+# ---------------------------------------------------------------------------------------------
+# TNL107 exp-minus-one
+
+TNL107_FLAGGED = [
+    # the phi functions of an exponential integrator (diffusers' DPM-Solver): divided by h
+    Flagged(
+        """\
+        import torch
+
+        def second_order_update(sample, sigma_t, h, D0, D1):
+            return sample - (sigma_t * (torch.exp(h) - 1.0)) * D0 - (sigma_t * ((torch.exp(h) - 1.0) / h - 1.0)) * D1
+        """,
+        (4,),
+        """\
+        import torch
+
+        def second_order_update(sample, sigma_t, h, D0, D1):
+            return sample - (sigma_t * (torch.exp(h) - 1.0)) * D0 - (sigma_t * ((torch.expm1(h)) / h - 1.0)) * D1
+        """,
+        message="divided by a value of x",
+    ),
+    # the first-order term alone: its error is lost in the sum (strict mode only)
+    Flagged(
+        """\
+        import torch
+
+        def first_order_update(sample, model_output, sigma_t, sigma_s, alpha_t, h):
+            return (sigma_t / sigma_s) * sample - (alpha_t * (torch.exp(-h) - 1.0)) * model_output
+        """,
+        (4,),
+        """\
+        import torch
+
+        def first_order_update(sample, model_output, sigma_t, sigma_s, alpha_t, h):
+            return (sigma_t / sigma_s) * sample - (alpha_t * (torch.expm1(-h))) * model_output
+        """,
+        strict=True,
+        message="strict mode",
+    ),
+    # the inverse softplus of a positive-parameter init, in a module, method form
+    Flagged(
+        """\
+        import torch
+        from torch import nn
+
+        class Positive(nn.Module):
+            def reset_parameters(self):
+                with torch.no_grad():
+                    self.raw.copy_((self.init_value.exp() - 1).log())
+        """,
+        (7,),
+        """\
+        import torch
+        from torch import nn
+
+        class Positive(nn.Module):
+            def reset_parameters(self):
+                with torch.no_grad():
+                    self.raw.copy_((self.init_value.expm1()).log())
+        """,
+        message="its log is -inf",
+    ),
+    # -1 + exp(y) under a log, through an alias of torch
+    Flagged(
+        """\
+        import torch as th
+
+        def inverse_softplus(y):
+            return th.log(-1 + th.exp(y))
+        """,
+        (4,),
+        """\
+        import torch as th
+
+        def inverse_softplus(y):
+            return th.log(th.expm1(y))
+        """,
+    ),
+    # .sub(1) and ones_like as divisors, in a loss helper
+    Flagged(
+        """\
+        import torch
+
+        def occupancy(energy, t):
+            a = 1.0 / energy.div(t).exp().sub(1)
+            b = energy / (torch.exp(energy / t) - torch.ones_like(energy))
+            return (a + b).mean()
+        """,
+        (4, 5),
+        """\
+        import torch
+
+        def occupancy(energy, t):
+            a = 1.0 / energy.div(t).expm1()
+            b = energy / (torch.expm1(energy / t))
+            return (a + b).mean()
+        """,
+    ),
+    # the exp through a name read only here: its assignment is rewritten
+    Flagged(
+        """\
+        import torch
+
+        def bose(energy, temperature):
+            boltz = torch.exp(energy / temperature)
+            return 1.0 / (boltz - 1)
+        """,
+        (5,),
+        """\
+        import torch
+
+        def bose(energy, temperature):
+            boltz = torch.expm1(energy / temperature)
+            return 1.0 / (boltz)
+        """,
+        message="the fix makes `boltz` hold",
+    ),
+    # the exp read elsewhere too: recomputed at the subtraction
+    Flagged(
+        """\
+        import torch
+
+        def planck(x):
+            e = torch.exp(x)
+            return x ** 3 / (e - 1) + e
+        """,
+        (5,),
+        """\
+        import torch
+
+        def planck(x):
+            e = torch.exp(x)
+            return x ** 3 / (torch.expm1(x)) + e
+        """,
+    ),
+    # the form assigned to a name that then divides, in a training step
+    Flagged(
+        """\
+        import torch
+
+        def train_step(model, opt, x0, h):
+            gain = torch.exp(h) - 1.0
+            loss = (model(x0) * h / gain - x0).pow(2).mean()
+            loss.backward()
+            opt.step()
+        """,
+        (4,),
+        """\
+        import torch
+
+        def train_step(model, opt, x0, h):
+            gain = torch.expm1(h)
+            loss = (model(x0) * h / gain - x0).pow(2).mean()
+            loss.backward()
+            opt.step()
+        """,
+    ),
+    # `from torch import exp`, a third-order phi: exp(h) - 1 - h over h ** 2
+    Flagged(
+        """\
+        import torch
+        from torch import exp
+
+        def phi_2(h):
+            return (exp(h) - 1 - h) / h ** 2
+        """,
+        (5,),
+        """\
+        import torch
+        from torch import exp
+
+        def phi_2(h):
+            return (torch.expm1(h) - h) / h ** 2
+        """,
+    ),
+]
+
+TNL107_SILENT = [
+    # not torch's exp
+    Silent(
+        """\
+        import math
+        import numpy as np
+        import torch
+
+        def f(x, t):
+            return x * (math.exp(t) - 1) + np.exp(t) - 1
+        """
+    ),
+    # already expm1; exp(x - 1); exp(x) - 2; exp(x) + 1
+    Silent(
+        """\
+        import torch
+
+        def f(x):
+            return torch.expm1(x) + torch.exp(x - 1) + (torch.exp(x) - 2) + (torch.exp(x) + 1)
+        """
+    ),
+    # integer exponents have no cancellation
+    Silent(
+        """\
+        import torch
+
+        def f(n, lengths):
+            k = torch.arange(n)
+            return torch.exp(k.float()) - 1 + (lengths.exp() - 1)
+        """
+    ),
+    # 1 - exp(x) is -(exp(x) - 1), but the sign makes it another form; exp(x) * y - 1 is no exp - 1
+    Silent(
+        """\
+        import torch
+
+        def f(x, y):
+            return (torch.exp(x) * y - 1) + torch.exp(x).sum() - 1
+        """
+    ),
+    # uniform noise
+    Silent(
+        """\
+        import torch
+
+        def f(x):
+            u = torch.rand_like(x)
+            return torch.exp(u) - 1
+        """
+    ),
+    # expm1's own definition
+    Silent(
+        """\
+        import torch
+
+        def expm1(x):
+            return torch.exp(x) - 1
+        """
+    ),
+    # a subtraction of one from something else
+    Silent(
+        """\
+        import torch
+
+        def f(x, e):
+            return (x.sigmoid() - 1) + (e.log() - 1) + (x - 1).exp()
+        """
+    ),
+    # where the error is lost in what it is added to or scales: an ELU, an update, a loss weight,
+    # a noise scale, a VAE's KL term (diffusers, kornia, speechbrain on the corpus)
+    Silent(
+        """\
+        import torch
+        from torch import nn
+
+        class Act(nn.Module):
+            def forward(self, x):
+                return torch.where(x > 0, x, self.alpha * (x.exp() - 1))
+        """
+    ),
+    Silent(
+        """\
+        import torch
+
+        def clip(output, max_val, scale):
+            output[output > max_val] = -scale * (torch.exp(-output[output > max_val] + max_val) - 1.0) + max_val
+            return output
+        """
+    ),
+    Silent(
+        """\
+        import torch
+
+        def weighted(diff_range, beta, max_weight, logvar, mu, h, x0):
+            w = ((beta * diff_range).exp() - 1.0).clamp(max=max_weight)
+            kl = 0.5 * (logvar.exp() - 1 - logvar + mu.pow(2)).sum()
+            sigma = torch.sqrt(torch.exp(2 * h) - 1.0)
+            return w.mean() + kl + sigma * x0
+        """
+    ),
+    # an exp of a log, minus one, in a Python number
+    Silent(
+        """\
+        import math
+        import torch
+
+        def lr(step: int, base: float):
+            return base * (math.exp(step / 1000) - 1)
+        """
+    ),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL107", TNL107_FLAGGED, TNL107_SILENT))
+def test_tnl107(code, case):
+    harness.check(code, case)

@@ -8,6 +8,6 @@ an `exp` through names, a value bounded above) are `rules/elementary.py`'s; wher
 read through names goes, and how torch's function is spelled, is `placing`.
 """
 
-from torchnumlint.rules.special_functions import log_one_plus, softplus_manual  # noqa: F401
+from torchnumlint.rules.special_functions import exp_minus_one, log_one_plus, softplus_manual  # noqa: F401
 from torchnumlint.rules.special_functions import sigmoid_manual  # noqa: F401  (TNL111)
 from torchnumlint.rules.special_functions import logit_manual  # noqa: F401  (TNL112)

@@ -56,6 +56,53 @@ def gate_log_prob(gate_logits):
     return torch.log(torch.sigmoid(gate_logits)).mean()
 
 
+def gate_bce(gate_logits, gate_targets):
+    return F.binary_cross_entropy(torch.sigmoid(gate_logits), gate_targets)
+
+
+def soft_label_loss(logits, labels):
+    return F.cross_entropy(F.softmax(logits, dim=-1), labels)
+
+
+def peer_kl(logits, peer_logits, temperature=2.0):
+    criterion = nn.KLDivLoss()
+    teacher = F.softmax(peer_logits.detach() / temperature, dim=-1)
+    return criterion(F.log_softmax(logits / temperature, dim=-1), teacher) * temperature**2
+
+
+def contrastive_probs(z, peer_z, temperature=0.5):
+    sim = torch.exp(z @ peer_z.T / temperature)
+    return sim / sim.sum(dim=-1, keepdim=True)
+
+
+def energy(logits):
+    return -torch.log(torch.exp(logits).sum(dim=-1))
+
+
+def smooth_gate(gate_logits):
+    return 1 / (1 + torch.exp(-gate_logits))
+
+
+def logistic_noise(shape, device):
+    u = torch.rand(shape, device=device)
+    return torch.log(u / (1 - u))
+
+
+def growth_terms(rates):
+    return torch.log(1 + rates), (torch.exp(rates) - 1) / rates, torch.log(1 + torch.exp(rates))
+
+
+def attend(q, k, v, padding_mask):
+    scores = q @ k.transpose(-2, -1) / q.size(-1) ** 0.5
+    scores = scores.masked_fill(padding_mask[:, None, :], float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def masked_label_smoothing(logits, labels, banned):
+    logits = logits.masked_fill(banned, float("-inf"))
+    return F.cross_entropy(logits, labels, label_smoothing=0.1)
+
+
 class EmbeddingAgreement(nn.Module):
     """Pulls the student's embeddings towards the peer's; an all-zero embedding row (a dead
     projection, a padded position) is enough to poison the batch."""
@@ -80,6 +127,9 @@ def train(steps=3, device=None):
         x = torch.randn(32, 64, device=device)
         y = torch.randint(0, 10, (32,), device=device)
         prior = torch.full((32, 10), 0.1, device=device)
+        gate_targets = torch.rand(32, 1, device=device)
+        padding = torch.zeros(1, 32, dtype=torch.bool, device=device)  # no padding in this toy batch
+        banned = torch.zeros(32, 10, dtype=torch.bool, device=device)
         with torch.cuda.amp.autocast():
             logits, z, gate = student(x)
             peer_logits, peer_z, _ = peer(x)
@@ -90,6 +140,16 @@ def train(steps=3, device=None):
                 + 0.1 * prior_loss(logits, prior)
                 - 0.1 * gate_log_prob(gate)
                 + agreement(z, peer_z)
+                + 0.1 * gate_bce(gate, gate_targets)
+                + 0.1 * soft_label_loss(logits, y)
+                + 0.1 * peer_kl(logits, peer_logits)
+                - 0.01 * contrastive_probs(z, peer_z).diagonal().mean()
+                + 0.01 * energy(logits).mean()
+                + 0.01 * smooth_gate(gate).mean()
+                + 0.01 * (gate + logistic_noise(gate.shape, device)).mean()
+                + 0.01 * sum(t.mean() for t in growth_terms(gate.abs() + 0.1))
+                + 0.01 * attend(z[None], peer_z[None], peer_z[None], padding).mean()
+                + 0.1 * masked_label_smoothing(logits, y, banned)
             )
         opt.zero_grad()
         loss.backward()

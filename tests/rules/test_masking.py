@@ -426,3 +426,31 @@ TNL401_SILENT = [
 @pytest.mark.parametrize("code, case", harness.params("TNL401", TNL401_FLAGGED, TNL401_SILENT))
 def test_tnl401(code, case):
     harness.check(code, case)
+
+
+# A causal mask aligned to the bottom right of a key-value cache: `tril(..., diagonal=s_k - s_q)`
+# keeps the first key for every query, so no row is fully masked (Megatron's sink-attention test on
+# the corpus); with a negative literal offset the first rows are fully masked.
+KV_CACHE_CAUSAL = """
+    import torch
+    def attend(q, k, v):
+        scores = q @ k.transpose(-2, -1)
+        s_q, s_k = q.size(-2), k.size(-2)
+        causal = torch.tril(torch.ones(s_q, s_k, dtype=torch.bool), diagonal=s_k - s_q)
+        scores = scores.masked_fill(~causal, float("-inf"))
+        return torch.softmax(scores, dim=-1) @ v
+    """
+
+
+@pytest.mark.parametrize(
+    "code, case",
+    harness.params(
+        "TNL401",
+        flagged=[Flagged(KV_CACHE_CAUSAL.replace("diagonal=s_k - s_q", "diagonal=-1"), (7,),
+                         KV_CACHE_CAUSAL.replace("diagonal=s_k - s_q", "diagonal=-1").replace(
+                             'float("-inf")', "torch.finfo(scores.dtype).min"))],
+        silent=[Silent(KV_CACHE_CAUSAL)],
+    ),
+)
+def test_a_causal_mask_offset_by_the_cache_covers_no_row(code, case):
+    harness.check(code, case)

@@ -126,7 +126,8 @@ def is_neg_inf(ctx: "FileContext", expr: Optional[cst.BaseExpression]) -> bool:
 
 def _diagonal(match, default: int) -> Optional[int]:
     """The `diagonal` of a triu/tril, when it is a literal (or `offset + k` with a literal k, the
-    key-value cache's `start_pos + 1`, an offset that counts positions and is never negative)."""
+    key-value cache's `start_pos + 1`, an offset that counts positions and is never negative; or
+    the difference of the key and query lengths, read as its least value, 0)."""
     value = match.arg("diagonal")
     if value is None:
         return default
@@ -138,7 +139,21 @@ def _diagonal(match, default: int) -> Optional[int]:
         right = number_value(value.right)
         if right is not None and isinstance(strip_parens(value.left), (cst.Name, cst.Attribute)):
             return int(right)
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Subtract):
+        # `s_k - s_q`, `k.size(-2) - q.size(-2)`: the queries are the last of the keys (a key-value
+        # cache, the bottom-right causal mask), so the offset counts cached positions: never negative
+        if all(_length(strip_parens(side)) for side in (value.left, value.right)):
+            return 0
     return None
+
+
+def _length(expr: cst.BaseExpression) -> bool:
+    """A sequence length as code writes it: a name, an attribute, `x.size(d)`, `x.shape[d]`."""
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        return True
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        return expr.func.attr.value == "size"
+    return isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape"
 
 
 def _unwrapped(ctx: "FileContext", expr: cst.BaseExpression) -> cst.BaseExpression:

@@ -1021,3 +1021,26 @@ TNL107_SILENT = [
 @pytest.mark.parametrize("code, case", harness.params("TNL107", TNL107_FLAGGED, TNL107_SILENT))
 def test_tnl107(code, case):
     harness.check(code, case)
+
+
+# An integer tensor converted right at the log (a duration target: `1 + n` is exact) is left alone;
+# a float feature is still reported.
+DURATION_TARGET = """
+    import torch
+    import torch.nn.functional as F
+    def duration_loss(pred, target):
+        return F.mse_loss(pred.float(), torch.log(target.float() + 1))
+    """
+
+
+@pytest.mark.parametrize(
+    "code, case",
+    harness.params(
+        "TNL106",
+        flagged=[Flagged(DURATION_TARGET.replace("target.float() + 1", "target + 1"), (5,),
+                         DURATION_TARGET.replace("torch.log(target.float() + 1)", "torch.log1p(target)"))],
+        silent=[Silent(DURATION_TARGET)],
+    ),
+)
+def test_a_value_cast_to_float_at_the_log_is_an_integer_converted(code, case):
+    harness.check(code, case)

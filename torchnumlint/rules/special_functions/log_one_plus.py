@@ -7,7 +7,8 @@ softplus also removes the overflow) and `log(1 - sigmoid(x))` (TNL104 log-of-sig
 Left alone (read on the corpus, see the tests): `math.log`/`np.log` (not torch's log), a Python
 or numpy `x`; counts (`log(1 + n)` of an integer-valued `n`: `1 + n` is exact, nothing to lose:
 `elementary.is_integer_valued`); an `x` kept away from 0 (`0.99 * m + 0.005`: `guards.is_guarded`);
-noise (`log(1 - u)` of a uniform draw `u`: `elementary.is_random_draw`); `log(1 - p)` beside
+noise (`log(1 - u)` of a uniform draw `u`: `elementary.is_random_draw`); an `x` cast to float at the
+log (`log(target.float() + 1)`: an integer tensor converted there); `log(1 - p)` beside
 `log(p)` in one statement (a binary cross-entropy, an entropy, a logit: the pair's value is
 dominated by `log(p)` where `1 - p` rounds); and a name assigned
 `1 - x` that is read elsewhere too (`beta_t = 1 - alpha_t / alpha_prev` in a scheduler): a
@@ -25,7 +26,7 @@ from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.elementary import is_integer_valued, is_random_draw, one_plus, overflowing_exp
 from torchnumlint.rules.evidence import is_not_torch
-from torchnumlint.rules.guards import is_guarded, same_code, sigmoid_call
+from torchnumlint.rules.guards import is_guarded, same_code, sigmoid_call, strip_parens
 from torchnumlint.rules.names import match_call
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.rewrite import negated
@@ -120,7 +121,7 @@ class LogOnePlus(Rule):
         if found is None:
             return
         term = found.term
-        if is_not_torch(ctx, term) or is_integer_valued(ctx, term):
+        if is_not_torch(ctx, term) or is_integer_valued(ctx, term) or _cast_to_float(term):
             return
         if is_guarded(ctx, term) or is_random_draw(ctx, term):
             return  # kept away from 0 (`0.99 * m + 0.005`); noise (`1 - u` of a uniform `u`)
@@ -164,3 +165,15 @@ def _calls(node: cst.CSTNode) -> List[cst.Call]:
 
     _Calls().walk(node)
     return found
+
+
+def _cast_to_float(term: cst.BaseExpression) -> bool:
+    """`log(1 + x.float())`: `x` is converted right at the log, as integer tensors are (durations,
+    counts, lengths: `1 + n` is exact); a float tensor needs no cast there."""
+    term = strip_parens(term)
+    return (
+        isinstance(term, cst.Call)
+        and isinstance(term.func, cst.Attribute)
+        and term.func.attr.value in ("float", "double")
+        and not term.args
+    )

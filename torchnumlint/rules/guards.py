@@ -615,3 +615,24 @@ def gradient_free(ctx: "FileContext") -> bool:
         ):
             return True
     return False
+
+
+_REFERENCE = re.compile(r"^(ref|reference|np_ref|numpy_ref)(_|$)|_(ref|reference)$")
+
+
+def in_reference_implementation(ctx: "FileContext") -> bool:
+    """Whether the node being visited is in a test's reference implementation of an op: a lambda
+    passed as `reference_fn=` / `ref=` (torch's module-test tables), or a function named for one
+    (`reference_softmax`, `ref_logsumexp`, `softmax_ref`). A reference is written the naive way
+    on purpose, to check the real op against, on inputs the test bounds: a by-hand rule has
+    nothing to tell its author."""
+    stack = ctx.stack
+    for i in range(len(stack) - 1, 0, -1):
+        node = stack[i]
+        if isinstance(node, cst.Lambda):
+            parent = stack[i - 1]
+            if isinstance(parent, cst.Arg) and parent.keyword is not None and _REFERENCE.search(parent.keyword.value):
+                return True
+        elif isinstance(node, cst.FunctionDef) and _REFERENCE.search(node.name.value):
+            return True
+    return False

@@ -68,7 +68,7 @@ def explain(rule: Type[Rule]) -> str:
 def rules_table(rules) -> str:
     rows = [f"{'code':<7} {'name':<34} {'fix':<7} {'default':<7} message"]
     for rule in rules:
-        message = re.sub(r"\{\w+\}", "...", rule.message.split(":")[0])
+        message = re.sub(r"(?:\.\.\.)+", "...", re.sub(r"\{\w+\}", "...", rule.message.split(":")[0]))
         rows.append(
             f"{rule.code:<7} {rule.name:<34} {rule.safety.value:<7} {'on' if rule.default else 'off':<7} {message}"
         )

@@ -208,6 +208,127 @@ TNL111_FLAGGED = (
             return w, d.log()
         """,
     ),
+    # the ratio with a factor in its numerator, in a forward: `h * e / (1 + e)` is h * sigmoid(s)
+    Flagged(
+        """\
+        import torch
+        from torch import nn
+
+        class Router(nn.Module):
+            def forward(self, h):
+                s = self.score(h)
+                e = torch.exp(s)
+                return h * e / (1 + e)
+        """,
+        (8,),
+        fixed="""\
+        import torch
+        from torch import nn
+
+        class Router(nn.Module):
+            def forward(self, h):
+                s = self.score(h)
+                return h * torch.sigmoid(s)
+        """,
+        message="`c * exp(x) / (1 + exp(x))` is Inf / Inf",
+    ),
+    # the message names the sign the exponent is written with: 1 / (1 + exp(x)) overflows for large x
+    Flagged(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def hazard_loss(logits, y):
+            survival = 1 / (1 + logits.exp())
+            return F.binary_cross_entropy(survival, y)
+        """,
+        (5,),
+        fixed="""\
+        import torch
+        import torch.nn.functional as F
+
+        def hazard_loss(logits, y):
+            survival = torch.sigmoid(-logits)
+            return F.binary_cross_entropy(survival, y)
+        """,
+        message="`1 / (1 + exp(x))` has a NaN gradient once exp(x) overflows (x > 88.72",
+    ),
+    # a torch.where that keeps the ratio where the exponent is LARGE: no bound, still NaN
+    Flagged(
+        """\
+        import torch
+        from torch import nn
+
+        class Gate(nn.Module):
+            def forward(self, h, threshold=20.0):
+                s = self.proj(h)
+                e = s.exp()
+                return torch.where(s > threshold, h * e / (e + 1), h)
+        """,
+        (8,),
+        fixed="""\
+        import torch
+        from torch import nn
+
+        class Gate(nn.Module):
+            def forward(self, h, threshold=20.0):
+                s = self.proj(h)
+                return torch.where(s > threshold, h * torch.sigmoid(s), h)
+        """,
+    ),
+    # a torch.where whose condition tests another value than the exponent bounds nothing
+    Flagged(
+        """\
+        import torch
+
+        def masked_prob(scores, mask):
+            e = torch.exp(scores)
+            return torch.where(mask > 0, e / (1 + e), torch.zeros_like(e))
+        """,
+        (5,),
+        fixed="""\
+        import torch
+
+        def masked_prob(scores, mask):
+            e = torch.exp(scores)
+            return torch.where(mask > 0, torch.sigmoid(scores), torch.zeros_like(e))
+        """,
+    ),
+    # a registry decorator that is not a decomposition: a helper like any other
+    Flagged(
+        """\
+        import torch
+
+        ACTIVATIONS = {}
+
+        def register_activation(name):
+            def wrap(fn):
+                ACTIVATIONS[name] = fn
+                return fn
+            return wrap
+
+        @register_activation("silu")
+        def silu(x):
+            return x / (1 + x.neg().exp())
+        """,
+        (13,),
+        fixed="""\
+        import torch
+
+        ACTIVATIONS = {}
+
+        def register_activation(name):
+            def wrap(fn):
+                ACTIVATIONS[name] = fn
+                return fn
+            return wrap
+
+        @register_activation("silu")
+        def silu(x):
+            return x * torch.sigmoid(x)
+        """,
+        message="`c / (1 + exp(-x))`",
+    ),
 )
 
 TNL111_SILENT = (
@@ -302,6 +423,44 @@ TNL111_SILENT = (
 
         def f(x):
             return 1 / torch.exp(-x) + (torch.exp(-x) + 1) * x
+        """
+    ),
+    # softplus's gradient by hand: torch.where keeps g * e / (e + 1) only where s <= threshold
+    Silent(
+        """\
+        import torch
+
+        def softplus_grad(g, x, beta=1.0, threshold=20.0):
+            e = (x * beta).exp()
+            return torch.where((x * beta) > threshold, g, g * e / (e + 1.0))
+        """
+    ),
+    # in a forward, the form in `input` under `s <= t`, and the keyword form under `t < s`
+    Silent(
+        """\
+        import torch
+        from torch import nn
+
+        class SmoothGate(nn.Module):
+            def forward(self, h, threshold=30.0):
+                s = self.proj(h)
+                e = torch.exp(s)
+                low = torch.where(s <= threshold, e / (1 + e), torch.ones_like(s))
+                high = torch.where(threshold < s, torch.zeros_like(s), other=1 / (1 + torch.exp(s)))
+                return h * low + high
+        """
+    ),
+    # a decomposition of an op runs below autograd (inductor's silu, written to match eager)
+    Silent(
+        """\
+        import torch
+        from torch._decomp import register_decomposition
+
+        aten = torch.ops.aten
+
+        @register_decomposition([aten.silu])
+        def silu(x: torch.Tensor) -> torch.Tensor:
+            return x / (1 + x.neg().exp())
         """
     ),
 )

@@ -9,6 +9,9 @@ runs without gradients by convention or by construction:
   `test_step`, `predict_step`), evaluation and generation entry points (`evaluate`, `generate`,
   a pipeline's `__call__`);
 - data code: every method of a `Dataset` subclass, collate and preprocessing functions;
+- a decomposition of an op (`@register_decomposition(aten.silu)`: torch's `_decomp`, inductor's):
+  it runs below autograd, on a graph whose gradient autograd has already taken from the op's own
+  derivative formula;
 - a function of this file whose every call site in the file is itself gradient-free (a helper of
   an `evaluate`), followed to a fixpoint; a function referenced any other way (a callback, an
   export) is not.
@@ -64,8 +67,24 @@ def base_names(cls: cst.ClassDef) -> List[str]:
     return names
 
 
+_BELOW_AUTOGRAD_DECORATORS = frozenset({"register_decomposition"})
+
+
+def _below_autograd(func: cst.FunctionDef) -> bool:
+    """Registered as a decomposition of an op (`@register_decomposition(...)`, any spelling)."""
+    for deco in func.decorators:
+        target = deco.decorator.func if isinstance(deco.decorator, cst.Call) else deco.decorator
+        if isinstance(target, cst.Attribute):
+            target = target.attr
+        if isinstance(target, cst.Name) and target.value in _BELOW_AUTOGRAD_DECORATORS:
+            return True
+    return False
+
+
 def _by_convention(func: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> bool:
-    """Gradient-free by its name or its class: see the module docstring."""
+    """Gradient-free by its name, its class or its registration: see the module docstring."""
+    if _below_autograd(func):
+        return True
     name = func.name.value
     if name in _NO_GRAD_FUNCTION_NAMES or any(word in name.lower() for word in _DATA_FUNCTION_WORDS):
         return True

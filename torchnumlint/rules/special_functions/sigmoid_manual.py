@@ -9,12 +9,22 @@ Two shapes, in every spelling of their parts (`elementary.one_plus`, `elementary
   `exp(v)` is Inf the quotient is 0, which is right), so only its gradient is at stake: the
   reciprocal's derivative `-1 / (1 + e) ** 2` is -0 there, times `e = Inf`: NaN. Code that runs
   without a gradient, or a `v` that carries none, is left alone.
-- the ratio `exp(v) / (1 + exp(v))`, which is `sigmoid(v)`: Inf / Inf = NaN in the forward pass
-  once `exp(v)` overflows, with or without a gradient.
+- the ratio `exp(v) / (1 + exp(v))`, which is `sigmoid(v)`, its numerator possibly with a factor
+  (`g * exp(v) / (1 + exp(v))` is `g * sigmoid(v)`): Inf / Inf = NaN in the forward pass once
+  `exp(v)` overflows, with or without a gradient.
+
+The message names the form found: its numerator and the sign its exponent is written with, which
+says on which side exp overflows.
 
 An exponent clamped from above (`exp(-x.clamp(min=-30))`, `exp(v.clamp(max=30))`) cannot
-overflow and is not reported. The fix, `torch.sigmoid(x)` (times the numerator when it is not
-one), equals the original wherever the original is finite.
+overflow and is not reported. Nor is a form that a `torch.where` keeps only where its exponent is
+bounded (`torch.where(v > t, y, g * z / (z + 1))` with `z = exp(v)`: torch's `softplus_backward`):
+the condition compares the exponent itself with a threshold, and the form sits in the branch kept
+below it, so every selected value and its gradient are finite. The NaN that the unselected entries
+still send into the gradient is TNL209's (where-unselected-branch), not this rule's.
+
+The fix, `torch.sigmoid(x)` (times the numerator or factor when there is one), equals the
+original wherever the original is finite.
 """
 
 from __future__ import annotations
@@ -49,6 +59,22 @@ class Logistic:
     exp: Exp  # the exp of the denominator
     chain: List[Binding]  # names followed from the node to the exp (recomputed by the fix)
 
+    def why(self) -> str:
+        """The hazard, naming the form found: its numerator (`1`, `c`) and the sign its exponent
+        is written with, which says on which side exp overflows."""
+        if self.ratio:
+            top = "exp(x)" if self.scale is None else "c * exp(x)"
+            return (
+                f"`{top} / (1 + exp(x))` is Inf / Inf = NaN once exp(x) overflows "
+                "(x > 88.72 in float32, 11.09 in float16)"
+            )
+        top = "1" if self.scale is None else "c"
+        if _written_negated(self.exp.call.input) is not None:
+            exponent, side = "-x", "x < -88.72 in float32, -11.09 in float16"
+        else:
+            exponent, side = "x", "x > 88.72 in float32, 11.09 in float16"
+        return f"`{top} / (1 + exp({exponent}))` has a NaN gradient once exp({exponent}) overflows ({side})"
+
 
 def _denominator_exp(ctx, expr: cst.BaseExpression):
     """The `exp(v)` of `expr` = `1 + exp(v)` (through local names), with the names followed."""
@@ -63,9 +89,8 @@ def _denominator_exp(ctx, expr: cst.BaseExpression):
     return exp, chain + list(exp.chain)
 
 
-def _negation(ctx, v: cst.BaseExpression) -> cst.BaseExpression:
-    """`-v`, simplified where `v` is written negated: `-x` -> `x`, `-c * x` -> `c * x`,
-    `x.neg()` -> `x`."""
+def _written_negated(v: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """`x` where `v` is written negated (`-x`, `-c * x` -> `c * x`, `x.neg()`), else None."""
     v = strip_parens(v)
     if isinstance(v, cst.UnaryOperation) and isinstance(v.operator, cst.Minus):
         return strip_parens(v.expression)
@@ -75,7 +100,27 @@ def _negation(ctx, v: cst.BaseExpression) -> cst.BaseExpression:
             return v.with_changes(left=left.expression, lpar=[], rpar=[])
     if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "neg" and not v.args:
         return strip_parens(v.func.value)
-    return negated(v)
+    return None
+
+
+def _negation(v: cst.BaseExpression) -> cst.BaseExpression:
+    """`-v`, simplified where `v` is written negated."""
+    inner = _written_negated(v)
+    return inner if inner is not None else negated(strip_parens(v))
+
+
+def _exp_factor(ctx, top: cst.BaseExpression, v: cst.BaseExpression):
+    """(the rest or None, the `exp(v)`) where the numerator `top` is `exp(v)` or `c * exp(v)` /
+    `exp(v) * c` for the same plain `v`; else None."""
+    top = strip_parens(top)
+    splits = [(None, top)]
+    if isinstance(top, cst.BinaryOperation) and isinstance(top.operator, cst.Multiply):
+        splits += [(top.left, top.right), (top.right, top.left)]
+    for rest, factor in splits:
+        found = exp_of(ctx, factor)
+        if found is not None and same_code(ctx, found.call.input, v) and is_plain(v):
+            return rest, found
+    return None
 
 
 def _reciprocal(ctx, node: cst.CSTNode):
@@ -109,11 +154,53 @@ def logistic(ctx, node: cst.CSTNode) -> Optional[Logistic]:
     exp, chain = denominator
     v = exp.call.input
     if top is not None:
-        numerator = exp_of(ctx, top)
-        if numerator is not None and same_code(ctx, numerator.call.input, v) and is_plain(v):
+        ratio = _exp_factor(ctx, top, v)
+        if ratio is not None:
+            rest, numerator = ratio
             more = [b for b in numerator.chain if all(b is not seen for seen in chain)]
-            return Logistic(node, strip_parens(v), None, True, exp, chain + more)
-    return Logistic(node, _negation(ctx, v), top, False, exp, chain)
+            return Logistic(node, strip_parens(v), rest, True, exp, chain + more)
+    return Logistic(node, _negation(v), top, False, exp, chain)
+
+
+_ABOVE = (cst.GreaterThan, cst.GreaterThanEqual)
+_BELOW = (cst.LessThan, cst.LessThanEqual)
+_WHERE_BRANCHES = (("input", 1), ("other", 2))
+
+
+def _where_arg(call: cst.Call, name: str, index: int) -> Optional[cst.Arg]:
+    """The argument `name` (positional at `index`) of a `torch.where` call."""
+    for i, arg in enumerate(call.args):
+        if (arg.keyword is None and i == index) or (arg.keyword is not None and arg.keyword.value == name):
+            return arg
+    return None
+
+
+def bounded_by_where(ctx, v: cst.BaseExpression) -> bool:
+    """Whether a `torch.where` around the node being visited keeps it only where the exponent
+    `v` is at most a threshold: its condition is `v > t` / `v >= t` (or `t < v`) and the node is
+    in `other`, or `v < t` / `v <= t` (or `t > v`) and it is in `input`."""
+    stack = ctx.stack
+    for i in range(len(stack) - 2, -1, -1):
+        call = stack[i]
+        if not (isinstance(call, cst.Call) and ctx.qualname(call.func) == "torch.where"):
+            continue
+        condition = _where_arg(call, "condition", 0)
+        test = strip_parens(condition.value) if condition is not None else None
+        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+            continue
+        target = test.comparisons[0]
+        if same_code(ctx, test.left, v):
+            above = isinstance(target.operator, _ABOVE)  # v > t: the kept branch is `other`
+        elif same_code(ctx, target.comparator, v):
+            above = isinstance(target.operator, _BELOW)  # t < v
+        else:
+            continue
+        if not isinstance(target.operator, _ABOVE + _BELOW):
+            continue
+        name, index = _WHERE_BRANCHES[1] if above else _WHERE_BRANCHES[0]
+        if _where_arg(call, name, index) is stack[i + 1]:
+            return True
+    return False
 
 
 class SigmoidManual(Rule):
@@ -220,14 +307,12 @@ class SigmoidManual(Rule):
         found = logistic(ctx, node)
         if found is None or in_reference_implementation(ctx):
             return  # a test's reference of sigmoid is naive on purpose
-        if found.ratio:
-            why = "`exp(x) / (1 + exp(x))` is Inf / Inf = NaN once exp(x) overflows (x > 88.72 in float32, 11.09 in float16)"
-        else:
-            if gradient_free(ctx) or not may_carry_grad(ctx, found.exp.call.input):
-                return  # the forward value is exact; only a gradient can go wrong
-            why = "`1 / (1 + exp(-x))` has a NaN gradient once exp(-x) overflows (x < -88.72 in float32, -11.09 in float16)"
+        if bounded_by_where(ctx, found.exp.call.input):
+            return  # kept only where exp(v) is bounded; the unselected entries' gradient is TNL209's
+        if not found.ratio and (gradient_free(ctx) or not may_carry_grad(ctx, found.exp.call.input)):
+            return  # the reciprocal's forward value is exact; only a gradient can go wrong
         scaled = " (times the numerator)" if found.scale is not None else ""
-        self.report(node, self._fix(found), why=why, scaled=scaled)
+        self.report(node, self._fix(found), why=found.why(), scaled=scaled)
 
     def _fix(self, found: Logistic):
         """`torch.sigmoid(x)` (times the numerator) in place of the whole form, recomputed at the

@@ -454,3 +454,180 @@ KV_CACHE_CAUSAL = """
 )
 def test_a_causal_mask_offset_by_the_cache_covers_no_row(code, case):
     harness.check(code, case)
+
+
+# Evidence before a report: a fill is reported by default only when its mask can cover a whole row
+# by evidence (data the code is given, a name that says mask, a triangle that masks the first row).
+# A mask built only from constants and shapes is reported in strict mode only (mmcv's local-window
+# map stored in `__init__`, DeepSpeed's `arange(n).ge(step)` of a cache step on the corpus).
+LOCAL_WINDOW = """\
+    import torch
+    from torch import nn
+
+    class LocalAttention(nn.Module):
+        def __init__(self, size, radius):
+            super().__init__()
+            pos = torch.arange(size)
+            outside = (pos[:, None] - pos[None, :]).abs() > radius
+            self.register_buffer("outside", outside)
+
+        def forward(self, q, k, v):
+            n = q.size(-2)
+            s = q @ k.transpose(-2, -1)
+            s = s.masked_fill(self.outside[:n, :n], float("-inf"))
+            return s.softmax(-1) @ v
+    """
+
+WINDOW_PARAMETER = """\
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    class WindowedAttention(nn.Module):
+        def __init__(self, max_len, span):
+            super().__init__()
+            far = np.ones((max_len, max_len), dtype=int)
+            for i in range(max_len):
+                far[i, max(i - span, 0):min(i + span + 1, max_len)] = 0
+            self.far = nn.Parameter(torch.from_numpy(far).byte(), requires_grad=False)
+
+        def forward(self, energy):
+            n = energy.shape[-1]
+            energy = energy.masked_fill_(self.far[:n, :n].bool(), float("-inf"))
+            return F.softmax(energy, 3)
+    """
+
+CACHE_STEP = """\
+    import torch
+    import torch.nn.functional as F
+    from decoding import DecodeState
+
+    def step_softmax(scores, causal):
+        if causal:
+            if scores.shape[2] == 1:
+                step = DecodeState.current().position()
+                future = torch.arange(scores.shape[-1], device=scores.device).ge(step)
+            else:
+                future = ~torch.tril(torch.ones(scores.size(), device=scores.device)).to(bool)
+            scores = torch.masked_fill(scores, future, float("-inf"))
+        return F.softmax(scores, dim=-1)
+    """
+
+SHAPE_ONLY_MASK = """\
+    import torch
+
+    def attend(s):
+        n = s.size(-1)
+        mask = torch.arange(n)[:, None] < torch.arange(n)[None, :]
+        return s.masked_fill(mask, float("-inf")).softmax(-1)
+
+    def windowed(s):
+        allowed = build_window(s.size(-1), 3)
+        return s.masked_fill(~allowed, float("-inf")).softmax(-1)
+    """
+
+STRICT = "strict mode: no evidence"
+
+EVIDENCE_FLAGGED = [
+    Flagged(LOCAL_WINDOW, (14,), LOCAL_WINDOW.replace('float("-inf")', "torch.finfo(s.dtype).min"),
+            strict=True, message=STRICT),
+    Flagged(WINDOW_PARAMETER, (16,), WINDOW_PARAMETER.replace('float("-inf")', "torch.finfo(energy.dtype).min"),
+            strict=True, message=STRICT),
+    Flagged(CACHE_STEP, (12,), CACHE_STEP.replace('float("-inf")', "torch.finfo(scores.dtype).min"),
+            strict=True, message=STRICT),
+    # a padding mask built from the lengths a pooling forward is given
+    Flagged(
+        """\
+        import torch
+        from torch import nn
+
+        class AttentivePool(nn.Module):
+            def forward(self, h, lengths):
+                T = h.size(1)
+                keep = torch.arange(T, device=h.device)[None, :] < lengths[:, None]
+                e = self.score(h).squeeze(-1)
+                e = e.masked_fill(~keep, float("-inf"))
+                return (e.softmax(-1).unsqueeze(-1) * h).sum(1)
+        """,
+        (9,),
+        """\
+        import torch
+        from torch import nn
+
+        class AttentivePool(nn.Module):
+            def forward(self, h, lengths):
+                T = h.size(1)
+                keep = torch.arange(T, device=h.device)[None, :] < lengths[:, None]
+                e = self.score(h).squeeze(-1)
+                e = e.masked_fill(~keep, torch.finfo(e.dtype).min)
+                return (e.softmax(-1).unsqueeze(-1) * h).sum(1)
+        """,
+        message="the mask comes from `lengths`, given to `forward`",
+    ),
+    # an attribute set from an argument of another method (a decoder's memory mask)
+    Flagged(
+        """\
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+        class Decoder(nn.Module):
+            def init_memory(self, memory, memory_lengths):
+                self.memory = memory
+                self.blank = torch.arange(memory.size(1))[None] >= memory_lengths[:, None]
+
+            def attend(self, query):
+                scores = torch.bmm(self.memory, query.unsqueeze(-1)).squeeze(-1)
+                scores.masked_fill_(self.blank, -float("inf"))
+                return F.softmax(scores, dim=1)
+        """,
+        (12,),
+        """\
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+        class Decoder(nn.Module):
+            def init_memory(self, memory, memory_lengths):
+                self.memory = memory
+                self.blank = torch.arange(memory.size(1))[None] >= memory_lengths[:, None]
+
+            def attend(self, query):
+                scores = torch.bmm(self.memory, query.unsqueeze(-1)).squeeze(-1)
+                scores.masked_fill_(self.blank, torch.finfo(scores.dtype).min)
+                return F.softmax(scores, dim=1)
+        """,
+        message="`memory_lengths`, given to `init_memory`",
+    ),
+    # a mask from a helper that takes nothing, which says by its name that it is one
+    Flagged(
+        """\
+        import torch
+
+        def attend(self, s):
+            pad_mask = self.current_padding()
+            return s.masked_fill(pad_mask, float("-inf")).softmax(-1)
+        """,
+        (5,),
+        """\
+        import torch
+
+        def attend(self, s):
+            pad_mask = self.current_padding()
+            return s.masked_fill(pad_mask, torch.finfo(s.dtype).min).softmax(-1)
+        """,
+        message="`pad_mask` is a mask by its name",
+    ),
+    # a causal mask written as a comparison of positions (named `mask`: its construction is seen),
+    # and a window from a helper given only sizes
+    Flagged(SHAPE_ONLY_MASK, (6, 10), SHAPE_ONLY_MASK.replace('float("-inf")', "torch.finfo(s.dtype).min"),
+            strict=True, message=STRICT),
+]
+
+EVIDENCE_SILENT = [Silent(LOCAL_WINDOW), Silent(WINDOW_PARAMETER), Silent(CACHE_STEP), Silent(SHAPE_ONLY_MASK)]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL401", EVIDENCE_FLAGGED, EVIDENCE_SILENT))
+def test_tnl401_reports_by_default_only_a_mask_that_can_cover_a_row_by_evidence(code, case):
+    harness.check(code, case)

@@ -365,14 +365,14 @@ def is_mask(ctx: "FileContext", expr: cst.BaseExpression, by_name: bool = True) 
     `masks[0]`). Its sum is a count, which is 0 when nothing is selected; only a mask built as a
     boolean is sure to sum to an integer (a mask by name can be soft). A name no word marks is a
     mask when every assignment that reaches it makes one."""
-    if by_name and _says_mask(_last_identifier(strip_parens(expr))):
+    if by_name and says_mask(_last_identifier(strip_parens(expr))):
         return True
     return every_way(ctx, expr, f"mask {by_name}", lambda value: _mask(ctx, value, by_name))
 
 
 def _mask(ctx: "FileContext", expr: cst.CSTNode, by_name: bool) -> bool:
     for _ in range(8):
-        if by_name and _says_mask(_last_identifier(expr)):
+        if by_name and says_mask(_last_identifier(expr)):
             return True
         if not isinstance(expr, cst.BaseExpression):
             return False
@@ -401,11 +401,11 @@ def _mask(ctx: "FileContext", expr: cst.CSTNode, by_name: bool) -> bool:
                     expr = func.value
                     continue
             return False
-        return by_name and _says_mask(_last_identifier(expr))
+        return by_name and says_mask(_last_identifier(expr))
     return False
 
 
-def _says_mask(ident: Optional[str]) -> bool:
+def says_mask(ident: Optional[str]) -> bool:
     """`attn_mask`, `cmasks`, `padmask`, `valid`, `keep`; `invalid_x` is no `valid`, `keep_prob`
     no mask."""
     if ident is None:

@@ -217,6 +217,30 @@ def causal_keep(ctx: "FileContext", keep: cst.BaseExpression, depth: int = 0) ->
     return False
 
 
+def masks_first_row(ctx: "FileContext", mask: cst.BaseExpression) -> bool:
+    """`mask` (True where masked) covers the whole first row, whatever the shapes: `triu(ones)`
+    with a literal diagonal <= 0 (row 0 masks column 0 onwards), or the negation of a kept
+    `tril(ones)` with a literal diagonal < 0 (row 0 keeps nothing)."""
+    value = _unwrapped(ctx, mask)
+    inner = _negation(ctx, value)
+    if inner is not None:
+        tril = match_call(ctx.imports, _unwrapped(ctx, inner), TRIL)
+        diagonal = _literal_diagonal(tril) if tril is not None else None
+        return diagonal is not None and diagonal < 0 and _ones(ctx, tril.input)
+    triu = match_call(ctx.imports, value, TRIU)
+    diagonal = _literal_diagonal(triu) if triu is not None else None
+    return diagonal is not None and diagonal <= 0 and _ones(ctx, triu.input)
+
+
+def _literal_diagonal(match) -> Optional[int]:
+    """The `diagonal` of a triu/tril when it is written as a number (0 when not given)."""
+    value = match.arg("diagonal")
+    if value is None:
+        return 0
+    number = number_value(value)
+    return int(number) if number is not None else None
+
+
 def registered_buffer(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
     """For `self.name`, the value of `self.register_buffer("name", value)` in the enclosing class."""
     expr = strip_parens(expr)
@@ -260,13 +284,15 @@ class InfFill:
     `node` is what is reported (the call or the index assignment), `value` the `-inf` argument a
     fix may replace, `target` the tensor filled (whose dtype `torch.finfo` takes; None where it
     is not written), `form` how it is written, `additive` whether it reaches the use through an
-    addition (an additive mask)."""
+    addition (an additive mask), `mask` what selects the filled entries (the condition of a
+    `torch.where`; None for `torch.full`, which fills every entry)."""
 
     node: cst.CSTNode
     value: cst.BaseExpression
     target: Optional[cst.BaseExpression]
     form: str
     additive: bool
+    mask: Optional[cst.BaseExpression] = None
 
 
 @dataclass
@@ -275,7 +301,7 @@ class _Scan:
     with the walk order of every call and assignment."""
 
     order: Dict[int, int] = field(default_factory=dict)
-    data_fills: Dict[str, List[tuple]] = field(default_factory=dict)  # key -> (order, node, receiver, value, covers)
+    data_fills: Dict[str, List[tuple]] = field(default_factory=dict)  # key -> (order, node, receiver, value, mask, covers)
     zero_fills: Dict[str, List[int]] = field(default_factory=dict)  # key -> orders
 
 
@@ -310,9 +336,9 @@ def _scan(ctx: "FileContext", scope: cst.CSTNode) -> _Scan:
                     and receiver.attr.value == "data"
                     and is_neg_inf(ctx, value)
                 ):
-                    covers = _row_mask(ctx, receiver, fill.arg("mask"))
+                    mask = fill.arg("mask")
                     scan.data_fills.setdefault(key(receiver.value), []).append(
-                        (scan.order[id(node)], node, receiver, value, covers))
+                        (scan.order[id(node)], node, receiver, value, mask, _row_mask(ctx, receiver, mask)))
                 return
             where = match_call(imports, node, WHERE)
             if where is not None:
@@ -327,9 +353,9 @@ def _scan(ctx: "FileContext", scope: cst.CSTNode) -> _Scan:
             if number_value(value) == 0:
                 scan.zero_fills.setdefault(key(base), []).append(scan.order[id(node)])
             elif isinstance(base, cst.Attribute) and base.attr.value == "data" and is_neg_inf(ctx, value):
-                covers = _row_mask(ctx, base, _element_mask(target))
+                mask = _element_mask(target)
                 scan.data_fills.setdefault(key(base.value), []).append(
-                    (scan.order[id(node)], node, base, value, covers))
+                    (scan.order[id(node)], node, base, value, mask, _row_mask(ctx, base, mask)))
 
     _Walk().walk(scope)
     return scan
@@ -406,11 +432,11 @@ def _inplace_fill(
     if fill is not None and is_neg_inf(ctx, fill.arg("value")) and (
         any_entry or _row_mask(ctx, fill.input, fill.arg("mask"))
     ):
-        return InfFill(node, fill.arg("value"), name, "masked_fill_", additive)
+        return InfFill(node, fill.arg("value"), name, "masked_fill_", additive, fill.arg("mask"))
     if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Subscript):
         target = node.targets[0].target
         if is_neg_inf(ctx, node.value) and (any_entry or _row_mask(ctx, target.value, _element_mask(target))):
-            return InfFill(node, node.value, name, "index", additive)
+            return InfFill(node, node.value, name, "index", additive, _element_mask(target))
     return None
 
 
@@ -477,7 +503,7 @@ class _Walk:
         if fill is not None:
             if is_neg_inf(ctx, fill.arg("value")):
                 if self.covers(fill.input, fill.arg("mask")):
-                    found.append(InfFill(expr, fill.arg("value"), fill.input, fill.op.name, additive))
+                    found.append(InfFill(expr, fill.arg("value"), fill.input, fill.op.name, additive, fill.arg("mask")))
                 return
             self.walk(fill.input, additive, depth + 1)
             return
@@ -507,9 +533,9 @@ class _Walk:
         if chosen is None or other is None:
             return
         if is_neg_inf(self.ctx, chosen) and (self.any_entry or not causal_mask(self.ctx, condition)):
-            self.found.append(InfFill(where.call, chosen, other, "where", additive))
+            self.found.append(InfFill(where.call, chosen, other, "where", additive, condition))
         elif is_neg_inf(self.ctx, other) and (self.any_entry or not causal_keep(self.ctx, condition)):
-            self.found.append(InfFill(where.call, other, chosen, "where", additive))
+            self.found.append(InfFill(where.call, other, chosen, "where", additive, condition))
 
     def through_name(self, expr: cst.BaseExpression, additive: bool, depth: int) -> None:
         ctx, use = self.ctx, self.use
@@ -524,9 +550,9 @@ class _Walk:
                     self.found.append(fill)
         scan = scan_of(ctx)
         at = scan.order.get(id(use))
-        for order, node, receiver, value, covers in scan.data_fills.get(code_key(ctx, expr), ()):
+        for order, node, receiver, value, mask, covers in scan.data_fills.get(code_key(ctx, expr), ()):
             if (covers or self.any_entry) and at is not None and order < at and not ctx.rebound_between(receiver.value, use):
-                self.found.append(InfFill(node, value, receiver.value, "data", additive))
+                self.found.append(InfFill(node, value, receiver.value, "data", additive, mask))
 
 
 def rezeroed(ctx: "FileContext", call: cst.Call) -> bool:

@@ -10,6 +10,14 @@ never mask the diagonal), a softmax whose output is re-zeroed where masked after
 zeroes the masked entries), `F.scaled_dot_product_attention` (no softmax is written), and large
 finite fills (`-1e9`, `torch.finfo(...).min`), whose float16 overflow is another rule's.
 
+Evidence before a report: by default a fill is reported only when its mask can cover a whole
+row by evidence (`masking.mask_origin`): it comes from data the code is given (an argument, a
+batch field, an attribute set from one), says it is a mask by its name, or is a triangle that
+masks the whole first row (`fills.masks_first_row`); a `torch.full(..., -inf)` covers every row.
+A mask built only from constants and shapes (a local-window map stored in `__init__`,
+`arange(n).ge(step)` of a cache step, a triangle) is what its author chose: reported only in
+strict mode, saying so.
+
 The fix fills with `torch.finfo(x.dtype).min` where the filled tensor `x` is written plainly and
 the fill reaches the softmax directly: a fully masked row is then uniform instead of NaN, and
 every other row is unchanged (exp underflows to exactly 0 either way). An additive mask gets no
@@ -24,8 +32,10 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
+from torchnumlint.rules.evidence import STRICT_WHY
 from torchnumlint.rules.guards import gradient_note, module_call, strip_parens
-from torchnumlint.rules.masking.fills import InfFill, inf_fills, rezeroed
+from torchnumlint.rules.masking.fills import InfFill, inf_fills, masks_first_row, rezeroed
+from torchnumlint.rules.masking.mask_origin import origin
 from torchnumlint.rules.names import is_plain, match_call
 
 _SOFTMAX_MODULES = ("torch.nn.Softmax", "torch.nn.LogSoftmax")
@@ -160,12 +170,24 @@ class MaskedInfSoftmax(Rule):
         for fill in fills:
             if id(fill.node) in reported:
                 continue
+            why = self._evidence(fill)
+            if why is None and not ctx.strict:
+                continue
             hazard = self._hazard(fill, zeroed)
             if hazard is None:
                 continue
+            hazard += f" ({why})" if why is not None else f"; a whole row is masked {STRICT_WHY}"
             reported.add(id(fill.node))
             self.report(fill.node, self._fix(fill), softmax=kind, where=where, hazard=hazard,
                         advice=self._advice(fill))
+
+    def _evidence(self, fill: InfFill) -> Optional[str]:
+        """Why the fill can cover a whole row, or None (see the module)."""
+        if fill.mask is None:
+            return "every entry of the `-inf` tensor is filled" if fill.form in ("full", "full_like") else None
+        if fill.form != "where" and masks_first_row(self.ctx, fill.mask):  # a where's condition may be kept
+            return "the triangle masks the whole first row"
+        return origin(self.ctx, fill.mask).why
 
     def _hazard(self, fill: InfFill, zeroed: bool) -> Optional[str]:
         if not zeroed:

@@ -129,9 +129,16 @@ def test_cuda_is_skipped_when_absent(monkeypatch):
     results = runner.verify(select=["TNL102"], device="cuda")
     assert [r.verdict for r in results] == [SKIPPED]
     assert "CUDA is not available" in results[0].reason
-    assert runner.exit_code(results) == 0
     dev, _ = runner.resolve_device("auto")
     assert dev.type == "cpu"
+
+
+def test_asking_for_cuda_where_it_is_absent_is_an_error(monkeypatch, capsys):
+    """`--device cuda` on a machine without CUDA must never read as a green run."""
+    monkeypatch.setattr(runner.torch.cuda, "is_available", lambda: False)
+    assert cli.main(["--device", "cuda", "--select", "TNL102"]) == 2
+    captured = capsys.readouterr()
+    assert "CUDA is not available" in captured.err and "CONFIRMED" not in captured.out
 
 
 def test_cli_json_and_dtype_filter(capsys):

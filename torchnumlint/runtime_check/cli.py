@@ -4,7 +4,7 @@
                                          [--select TNL101,TNL2] [--output-format text|json]
 
 Exit status: 0 when every selected check is CONFIRMED or legitimately SKIPPED, 1 otherwise,
-2 on a usage error.
+2 on a usage error or a device this machine lacks (`--device cuda` without CUDA).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
         "fix the linter produces, on adversarial and benign inputs, with the verdict and its numbers.",
     )
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                   help="auto: cuda when available, else cpu; cuda is SKIPPED when absent")
+                   help="auto: cuda when available, else cpu; cuda where CUDA is absent is an error (exit 2)")
     p.add_argument("--dtype", action="append", default=None, metavar="DTYPES",
                    help="comma-separated subset of %s (default: the dtypes each rule applies to)"
                    % ", ".join(DTYPE_CHOICES))
@@ -52,6 +52,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     from torchnumlint.runtime_check import runner as v
 
+    device, absent = v.resolve_device(args.device)
+    if device is None:  # asked for a device this machine lacks: an error, never a green run
+        print(f"error: --device {args.device}: {absent}", file=sys.stderr)
+        return 2
     results = v.verify(select=select, device=args.device, dtypes=dtypes)
     if select and not results:
         print(f"error: --select {','.join(select)} matches no rule", file=sys.stderr)

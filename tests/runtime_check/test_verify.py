@@ -200,3 +200,13 @@ def test_importing_runtime_check_does_not_import_libcst_or_click():
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_quiet_prints_only_verdicts_and_the_full_output_reads_without_the_source(capsys):
+    assert cli.main(["--device", "cpu", "--select", "TNL102", "--quiet"]) == 0
+    quiet = capsys.readouterr().out.splitlines()
+    assert quiet[0].startswith("TNL102") and "CONFIRMED" in quiet[0]
+    assert not any(line.startswith("    ") for line in quiet), quiet
+    assert cli.main(["--device", "cpu", "--select", "TNL102"]) == 0
+    full = capsys.readouterr().out
+    assert "    inputs:" in full and runner.LEGEND in full

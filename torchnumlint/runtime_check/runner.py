@@ -312,14 +312,24 @@ def exit_code(results: Sequence[Result]) -> int:
     return 0 if all(r.passed for r in results) else 1
 
 
+LEGEND = (
+    "oracles: NF = the original gives NaN/Inf in the forward or a gradient, the fix is finite and "
+    "equal where the original is finite; ERR = the original raises; WV = the original is finite but "
+    "wrong against a float64 reference, the fix is right; ZG = gradients silently exactly 0; "
+    "WARN = the original warns (a deprecated API)"
+)
+
+
 def format_text(results: Sequence[Result], verbose: bool = True) -> str:
+    """One verdict line per check; `verbose` adds the inputs, the evidence and the legend of the
+    oracles. Quiet keeps only the verdicts (and why a check did not confirm)."""
     lines = []
     for r in results:
         head = f"{r.code}  {r.device:<6} {r.dtype:<9} {r.verdict:<15} {r.oracle:<4} {r.safety:<6} {r.name}"
         lines.append(head)
-        if r.threshold:
+        if verbose and r.threshold:
             lines.append(f"    inputs: {r.threshold}")
-        if r.reason:
+        if r.reason and (verbose or r.verdict != CONFIRMED):
             lines.append(f"    why: {r.reason}")
         if verbose:
             for e in r.evidence:
@@ -329,6 +339,8 @@ def format_text(results: Sequence[Result], verbose: bool = True) -> str:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
     summary = ", ".join(f"{n} {v}" for v, n in counts.items())
     lines.append(f"{len(results)} checks: {summary or 'none'}")
+    if verbose:
+        lines.append(LEGEND)
     return "\n".join(lines)
 
 

@@ -21,7 +21,7 @@ overflow and is not reported. Nor is a form that a `torch.where` keeps only wher
 bounded (`torch.where(v > t, y, g * z / (z + 1))` with `z = exp(v)`: torch's `softplus_backward`):
 the condition compares the exponent itself with a threshold, and the form sits in the branch kept
 below it, so every selected value and its gradient are finite. The NaN that the unselected entries
-still send into the gradient is TNL209's (where-unselected-branch), not this rule's.
+still send into the gradient is the catalogue's where-unselected-branch hazard, not this rule's.
 
 The fix, `torch.sigmoid(x)` (times the numerator or factor when there is one), equals the
 original wherever the original is finite.
@@ -308,7 +308,7 @@ class SigmoidManual(Rule):
         if found is None or in_reference_implementation(ctx):
             return  # a test's reference of sigmoid is naive on purpose
         if bounded_by_where(ctx, found.exp.call.input):
-            return  # kept only where exp(v) is bounded; the unselected entries' gradient is TNL209's
+            return  # kept only where exp(v) is bounded; the unselected entries' gradient is where-unselected-branch's
         if not found.ratio and (gradient_free(ctx) or not may_carry_grad(ctx, found.exp.call.input)):
             return  # the reciprocal's forward value is exact; only a gradient can go wrong
         scaled = " (times the numerator)" if found.scale is not None else ""

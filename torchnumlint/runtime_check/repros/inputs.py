@@ -37,3 +37,19 @@ def constant_row(seed: int, value: float) -> torch.Tensor:
     x = torch.randn(4, 16, generator=gen(seed))
     x[1] = value
     return x
+
+
+# Measured on torch 2.13 (CPU): `1 + x` (and `exp(x)`) round to exactly 1 below half an ulp of 1:
+# 2^-24 = 6e-8 in float32, 2^-11 = 4.9e-4 in float16, 2^-8 = 3.9e-3 in bfloat16.
+ROUNDS_TO_ONE = {"float32": 6e-8, "float16": 4.9e-4, "bfloat16": 3.9e-3}
+
+
+def below_rounding(name: str) -> Builder:
+    """One input `name` from 1e-3 of the dtype's `ROUNDS_TO_ONE` threshold to just below it: where
+    `1 + x` and `exp(x)` are exactly 1, so `log(1 + x)` and `exp(x) - 1` are 0."""
+
+    def build(ctx: ReproContext) -> Inputs:
+        limit = ROUNDS_TO_ONE[ctx.dtype_name]
+        return put(ctx, **{name: torch.logspace(-3, 0, 10) * 0.99 * limit})
+
+    return build

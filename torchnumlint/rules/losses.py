@@ -2,6 +2,12 @@
 
 What it answers:
 
+- `loss_site(ctx, call, op, classes)`: `call` as a loss in function form (`F.binary_cross_entropy`,
+  `F.cross_entropy`, `F.nll_loss` under any alias: `op`, an `names.Op`) or through an `nn` loss
+  module (`classes`: `nn.BCELoss`, `nn.CrossEntropyLoss`, `nn.NLLLoss`) called inline
+  (`nn.BCELoss()(p, y)`), through a local or module-level name, or an attribute
+  (`self.criterion = nn.BCELoss()` in `__init__`, called in `training_step`: `guards.module_call`).
+  `LossSite.input` is the argument that holds the probabilities.
 - `kl_site(ctx, call)`: is this call a KL divergence, and which argument is its input, its target,
   its `log_target`? `F.kl_div(...)` in any alias, or an `nn.KLDivLoss` instance called inline
   (`nn.KLDivLoss(...)(a, b)`), through a local or module-level name (`crit(a, b)`) or an
@@ -25,13 +31,49 @@ import libcst as cst
 
 from torchnumlint.rules.evidence import lineage
 from torchnumlint.rules.guards import gradient_free, is_detached, is_python_number, module_call, strip_parens
-from torchnumlint.rules.names import is_literal, match_call
+from torchnumlint.rules.names import CallMatch, Op, is_literal, match_call
 from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext
 
 KLDIV_LOSS = ("torch.nn.KLDivLoss", "torch.nn.modules.loss.KLDivLoss")
+
+
+@dataclass
+class LossSite:
+    """One loss call: `input` is the argument of the probabilities; `match` the function form,
+    `ctor` the `nn` loss constructor of the module form."""
+
+    call: cst.Call
+    input: cst.Arg
+    match: Optional[CallMatch]
+    ctor: Optional[cst.Call]
+
+    @property
+    def inline(self) -> bool:
+        """Whether a fix may rewrite the whole call: every argument seen, and for the module form
+        a constructor called on the spot (a constructor kept in a name may serve other calls)."""
+        if any(a.star for a in self.call.args):
+            return False
+        if self.ctor is None:
+            return self.match is not None and self.match.fully_known
+        return self.call.func is self.ctor and not any(a.star for a in self.ctor.args)
+
+
+def loss_site(ctx: "FileContext", call: cst.Call, op: Op, classes: Tuple[str, ...]) -> Optional[LossSite]:
+    """`call` as the loss `op` in function form or an instance of one of `classes`, or None."""
+    match = match_call(ctx.imports, call, op)
+    if match is not None:
+        arg = next(a for a in call.args if a.value is match.input)
+        return LossSite(call, arg, match, None)
+    ctor = module_call(ctx, call, *classes)
+    if ctor is None:
+        return None
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    named = [a for a in call.args if a.keyword is not None and a.keyword.value == "input"]
+    arg = positional[0] if positional else named[0] if named else None
+    return LossSite(call, arg, None, ctor) if arg is not None else None
 
 
 @dataclass

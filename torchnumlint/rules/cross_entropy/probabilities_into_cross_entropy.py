@@ -2,7 +2,7 @@
 `nn.CrossEntropyLoss` (which apply their own `log_softmax`: logits expected) or to `F.nll_loss` /
 `nn.NLLLoss` (log-probabilities expected).
 
-The sites (`cross_entropy.sites.loss_site`): the function forms under any alias, and the loss
+The sites (`losses.loss_site`): the function forms under any alias, and the loss
 modules called inline, through a name or an attribute (`self.criterion = nn.CrossEntropyLoss()`).
 The input is a softmax as `guards.softmax_call` sees it: inline, through names and subscripts,
 a helper returning one, a model whose `Sequential` or `forward` ends in `nn.Softmax`. Not this
@@ -26,8 +26,9 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
-from torchnumlint.rules.cross_entropy.sites import LossSite, loss_site, rewritten_input, source_of
+from torchnumlint.rules.cross_entropy.sites import rewritten_input, source_of
 from torchnumlint.rules.guards import softmax_call, strip_parens
+from torchnumlint.rules.losses import LossSite, loss_site
 from torchnumlint.rules.names import OPS, CallMatch
 from torchnumlint.rules.rewrite import renamed_call, renamed_note
 

@@ -1,11 +1,6 @@
-"""What the cross-entropy rules share: a loss call in any of its forms, and the fix of its input.
+"""What the cross-entropy rules share: the fix of a loss call's input.
 
-- `loss_site(ctx, call, op, classes)`: `call` as a loss in function form (`F.binary_cross_entropy`,
-  `F.cross_entropy`, `F.nll_loss` under any alias: `op`, an `names.Op`) or through an `nn` loss
-  module (`classes`: `nn.BCELoss`, `nn.CrossEntropyLoss`, `nn.NLLLoss`) called inline
-  (`nn.BCELoss()(p, y)`), through a local or module-level name, or an attribute
-  (`self.criterion = nn.BCELoss()` in `__init__`, called in `training_step`: `guards.module_call`).
-  `LossSite.input` is the argument that holds the probabilities.
+- The loss calls themselves are `losses.loss_site`, shared with other families.
 - `source_of(ctx, expr, op)`: the plain call of `op` (`torch.sigmoid(z)`, `x.softmax(1)`) that
   `expr` is, inline or through local names, with the names followed: what a fix may rebuild.
   A call found only through an attribute, a helper or a module activation is reported, never
@@ -18,13 +13,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import libcst as cst
 
-from torchnumlint.rules.guards import module_call, strip_parens
-from torchnumlint.rules.names import Binding, CallMatch, Op, match_call
+from torchnumlint.rules.guards import strip_parens
+from torchnumlint.rules.names import Binding, CallMatch, match_call
 from torchnumlint.rules.rewrite import Build, at_source, drop_if_unread
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -32,42 +26,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # Local names followed to a source for a fix (`p = torch.sigmoid(z)`, `q = p`).
 MAX_CHAIN = 4
-
-
-@dataclass
-class LossSite:
-    """One loss call: `input` is the argument of the probabilities; `match` the function form,
-    `ctor` the `nn` loss constructor of the module form."""
-
-    call: cst.Call
-    input: cst.Arg
-    match: Optional[CallMatch]
-    ctor: Optional[cst.Call]
-
-    @property
-    def inline(self) -> bool:
-        """Whether a fix may rewrite the whole call: every argument seen, and for the module form
-        a constructor called on the spot (a constructor kept in a name may serve other calls)."""
-        if any(a.star for a in self.call.args):
-            return False
-        if self.ctor is None:
-            return self.match is not None and self.match.fully_known
-        return self.call.func is self.ctor and not any(a.star for a in self.ctor.args)
-
-
-def loss_site(ctx: "FileContext", call: cst.Call, op: Op, classes: Tuple[str, ...]) -> Optional[LossSite]:
-    """`call` as the loss `op` in function form or an instance of one of `classes`, or None."""
-    match = match_call(ctx.imports, call, op)
-    if match is not None:
-        arg = next(a for a in call.args if a.value is match.input)
-        return LossSite(call, arg, match, None)
-    ctor = module_call(ctx, call, *classes)
-    if ctor is None:
-        return None
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    named = [a for a in call.args if a.keyword is not None and a.keyword.value == "input"]
-    arg = positional[0] if positional else named[0] if named else None
-    return LossSite(call, arg, None, ctor) if arg is not None else None
 
 
 def source_of(ctx: "FileContext", expr: cst.BaseExpression, op: str) -> Optional[Tuple[CallMatch, List[Binding]]]:

@@ -1,6 +1,6 @@
 """TNL402 label-smoothing-inf-logits: `F.cross_entropy(..., label_smoothing=s)` or an
 `nn.CrossEntropyLoss(label_smoothing=s)` instance (inline, local, attribute, module-level:
-`cross_entropy.sites.loss_site`) with s > 0, on logits that were filled with `-inf` (through
+`losses.loss_site`) with s > 0, on logits that were filled with `-inf` (through
 names, in place, additive masks, a `log_softmax` of them: `masking.fills.inf_fills`).
 
 Label smoothing adds s/C times `-log p` of EVERY class to the loss, and `-log p` of a class
@@ -25,8 +25,8 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
-from torchnumlint.rules.cross_entropy.sites import LossSite, loss_site
 from torchnumlint.rules.guards import every_way, number_value, strip_parens
+from torchnumlint.rules.losses import LossSite, loss_site
 from torchnumlint.rules.masking.fills import inf_fills
 from torchnumlint.rules.names import OPS
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Optional, Tuple
 import libcst as cst
 
 from torchnumlint.findings import Safety
+from torchnumlint.rules.base import Rule
 from torchnumlint.rules.boxes import box_divisor
 from torchnumlint.rules.evidence import row_evidence, standardises, summand_evidence
 from torchnumlint.rules.guards import (
@@ -272,3 +273,25 @@ def clamp_fix(rule: "Rule", expr: cst.BaseExpression, floor: str = EPS) -> "FixB
     """The family's one clamp: `expr` replaced by `expr.clamp_min(floor)`, with the safety that
     floor gives (`floor_safety`)."""
     return rule.fix(floor_safety(floor)).replace(expr, with_clamp(expr, floor))
+
+
+class DivisionRule(Rule):
+    """Visits every division form once (`x / d`, `x /= d`, `torch.div(x, d)`, `x.div(d)`,
+    `x.div_(d)`); a rule implements `division(node, x, d)`. The division family and TNL110
+    (an exp over its own sum) see the same divisions."""
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.Divide):
+            self.division(node, node.left, node.right)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.operator, cst.DivideAssign):
+            self.division(node, node.target, node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        operands = division_operands(self.ctx, node)
+        if operands is not None:
+            self.division(node, *operands)
+
+    def division(self, node: cst.CSTNode, x: cst.BaseExpression, d: cst.BaseExpression) -> None:
+        raise NotImplementedError(f"{type(self).__name__} visits divisions")  # pragma: no cover

@@ -8,8 +8,7 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
-from torchnumlint.rules.division.base import DivisionRule
-from torchnumlint.rules.divisors import in_where, normalize_site, replaces_whole
+from torchnumlint.rules.divisors import DivisionRule, in_where, normalize_site, replaces_whole
 from torchnumlint.rules.evidence import STRICT_WHY, row_evidence
 from torchnumlint.rules.guards import strip_parens
 

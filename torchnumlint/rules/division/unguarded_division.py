@@ -15,8 +15,8 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
 from torchnumlint.rules.boxes import side
-from torchnumlint.rules.division.base import DivisionRule
 from torchnumlint.rules.divisors import (
+    DivisionRule,
     COUNT_EPS,
     EPS,
     Divisor,

@@ -27,7 +27,7 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
-from torchnumlint.rules.division.base import DivisionRule
+from torchnumlint.rules.divisors import DivisionRule
 from torchnumlint.rules.evidence import is_not_torch
 from torchnumlint.rules.guards import in_reference_implementation, strip_parens
 from torchnumlint.rules.log_domain.handwritten import (

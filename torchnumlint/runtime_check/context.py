@@ -5,20 +5,19 @@ them (`runner.py`): both import this module and neither imports the other's inte
 reproductions never depend on the runner. A `Repro` holds builders that take a `ReproContext`, and a
 `ReproContext` holds its `Repro`: the two types refer to each other, so they live here together.
 
-Also here, because both sides need them: the dtype tables, `port_to_cpu` (CUDA autocast examples on
-a machine without CUDA) and `load_function` (exec an example's text, return its function).
+Also here, because both sides need them: the dtype tables and `load_function` (exec an example's
+text, return its function; an example's CUDA autocast runs under CUDA's policy, `cuda_policy`, on a
+device without CUDA).
 """
 
 from __future__ import annotations
 
-import contextlib
-import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 import torch
 
-from torchnumlint.runtime_check import catalogue, oracles
+from torchnumlint.runtime_check import catalogue, cuda_policy, oracles
 from torchnumlint.runtime_check.oracles import Result
 
 # The dtype a run's inputs are built in ("autocast": float32 inputs, autocast casts inside).
@@ -37,29 +36,46 @@ class ReproError(Exception):
 
 
 @dataclass(frozen=True)
-class Repro:
-    """One rule's reproduction: the hazard of the rule's FIRST example.
+class Bound:
+    """How far an UNSAFE fix may move values inside the region its guard changes (the adversarial
+    inputs): |fix - reference| <= abs + rel * |reference|, entry by entry, and `why` says where the
+    bound comes from (the eps of the fix, the clamp it applies)."""
 
-    It names the function the first example defines, the oracle of the catalogue (NF, ERR, WV, ZG,
-    WARN for "(warning)"), the dtypes it runs in, and builders for adversarial inputs (built at the
-    measured hazard threshold of that dtype) and benign inputs (where the original is fine and a
-    SAFE fix must give the same values). A rule whose hazard is not a function of tensors (a
-    training step, a deprecated API) has a `custom` check instead of the runner's generic one.
+    why: str
+    abs: float = 0.0
+    rel: float = 0.0
+
+    def allows(self, diff: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
+        return diff <= self.abs + self.rel * reference.abs()
+
+
+@dataclass(frozen=True)
+class Repro:
+    """The reproduction of one example of a rule (`example`, 0 = the first).
+
+    It names the function the example defines, the oracle of the catalogue (NF, ERR, WV, ZG, WARN
+    for "(warning)"), the dtypes it runs in, and builders for adversarial inputs (built at the
+    measured hazard threshold of that dtype) and benign inputs (away from the hazard, where the fix
+    must give the original's values whatever its safety). `reference` is the mathematics the
+    example computes, written for the rule in float64 with the example function's parameters and
+    independent of both the original and the fix: the fix is judged against it. An UNSAFE fix
+    states its `bound` inside the guarded region. A rule whose hazard is not a function of tensors
+    (a training step, a deprecated API) has a `custom` check instead of the runner's generic one.
     """
 
     code: str
     oracle: str  # NF, ERR, WV, ZG or WARN
-    func: str  # the function the first example defines
+    func: str  # the function the example defines
     dtypes: Tuple[str, ...]
     adversarial: Optional[Builder] = None
     benign: Optional[Builder] = None
     grad: Tuple[str, ...] = ()  # inputs whose gradients are checked
     thresholds: Mapping[str, str] = field(default_factory=dict)  # dtype -> what the inputs are
-    fixed_from: str = "fixed"  # "fixed" (the pinned fix) or "good" (first good snippet, GUIDE rules)
-    reference: str = "fixed"  # WV: the side run in float64 as the reference
+    example: int = 0
+    reference: Optional[Callable[..., Any]] = None  # float64 mathematics, same parameters as `func`
+    bound: Optional[Bound] = None  # UNSAFE fixes: the change allowed inside the guarded region
+    fixed_from: str = "fixed"  # "fixed" (the linter's fix) or "good" (first good snippet, GUIDE rules)
     error_match: str = ""  # ERR: a substring of the expected error
-    check_benign_equal: bool = True  # a SAFE fix must equal the original on benign inputs
-    port_autocast: bool = False  # on the CPU, run CUDA autocast examples under CPU fp16 autocast
     custom: Optional[Callable[[ReproContext], Result]] = None
     skip: Optional[Callable[[ReproContext], Optional[str]]] = None
     note: str = ""
@@ -70,12 +86,14 @@ class Repro:
 
 @dataclass
 class ReproContext:
-    """What a reproduction needs: the rule as the catalogue reads it, where and in what to run."""
+    """What a reproduction needs: the rule as the catalogue reads it, where and in what to run, and
+    the text the linter's fixer made of the example (`fixed`; None when it offers no fix)."""
 
     info: catalogue.RuleInfo
     repro: Repro
     device: torch.device
     dtype_name: str
+    fixed: Optional[str] = None
 
     @property
     def dtype(self) -> torch.dtype:
@@ -90,74 +108,58 @@ class ReproContext:
     def tol(self) -> float:
         return oracles.tolerance(self.dtype_name)
 
-    def autocast(self):
-        """The autocast region for the "autocast" dtype (fp16 on CUDA and on CPU); otherwise none."""
-        if self.dtype_name != "autocast":
-            return contextlib.nullcontext()
-        return torch.autocast(self.device.type, dtype=torch.float16)
-
     @property
-    def first(self) -> catalogue.ExampleInfo:
-        return self.info.examples[0]
+    def example(self) -> catalogue.ExampleInfo:
+        return self.info.examples[self.repro.example]
 
     @property
     def fix_safety(self) -> str:
-        """The safety of the first example's fix ("SAFE"/"UNSAFE"/"GUIDE"): its own where the
-        example says, else the rule's."""
-        return self.first.safety.upper() if self.first.safety else self.info.safety
+        """The safety of the example's fix ("SAFE"/"UNSAFE"/"GUIDE"): its own where the example
+        says, else the rule's."""
+        return self.example.safety.upper() if self.example.safety else self.info.safety
 
     def source(self, side: str) -> str:
-        """The text a side runs: "bad" (first example), "fixed" (its pinned fix) or "good" (the
-        rule's first good snippet, for GUIDE rules that have no fixed text). For a repro with
-        `port_autocast`, CUDA autocast is ported to CPU float16 autocast when running on the CPU
-        (the same change on both sides; see `port_to_cpu`)."""
+        """The text a side runs: "bad" (the example), "fixed" (the linter's fix of it) or "good"
+        (the rule's first good snippet, for GUIDE rules that have no fix)."""
         if side == "bad":
-            text = self.first.bad
-        elif side == "fixed":
-            if self.first.fixed is None:
-                raise ReproError(f"{self.info.code}: the first example has no fixed text")
-            text = self.first.fixed
-        elif side == "good":
+            return self.example.bad
+        if side == "fixed":
+            if self.fixed is None:
+                raise ReproError(f"{self.info.code}: the linter offers no fix for example {self.repro.example + 1}")
+            return self.fixed
+        if side == "good":
             if not self.info.good:
                 raise ReproError(f"{self.info.code}: the rule has no good snippet")
-            text = self.info.good[0]
-        else:
-            raise ValueError(side)
-        if self.ported:
-            text = port_to_cpu(text)
-        return text
+            return self.info.good[0]
+        raise ValueError(side)
 
     @property
-    def ported(self) -> bool:
-        return self.repro.port_autocast and self.device.type != "cuda"
+    def emulated(self) -> bool:
+        """Does the example's CUDA autocast run under the emulated CUDA policy (no CUDA here)?"""
+        return self.device.type != "cuda" and cuda_policy.uses_cuda_autocast(self.example.bad)
 
     def load(self, side: str, func: Optional[str] = None) -> Callable:
         """Exec the side's text into a fresh namespace and return its function."""
-        return load_function(self.source(side), func or self.repro.func, f"<{self.info.code} {side}>")
+        return load_function(self.source(side), func or self.repro.func, f"<{self.info.code} {side}>",
+                             emulate_cuda=self.emulated)
 
     def result(self, verdict: str, **kw) -> Result:
-        if self.ported:
+        if self.emulated:
             kw.setdefault("evidence", []).insert(
-                0, "CUDA autocast in the example ported to CPU float16 autocast (" + _CPU_AUTOCAST + ")")
+                0, f"CUDA autocast run on {self.device.type} under CUDA's op policy (cuda_policy.py: exp, "
+                   "log, pow, sum, softmax, norms in float32; matmul, linear, conv in float16; the rest as given)")
         return Result(self.info.code, self.info.name, str(self.device), self.dtype_name, self.repro.oracle,
-                      self.fix_safety, verdict, threshold=self.repro.threshold_for(self.dtype_name), **kw)
+                      self.fix_safety, verdict, threshold=self.repro.threshold_for(self.dtype_name),
+                      example=self.repro.example + 1, **kw)
 
 
-_CPU_AUTOCAST = 'torch.autocast("cpu", dtype=torch.float16)'
-
-
-def port_to_cpu(text: str) -> str:
-    """A CUDA autocast example, ported to the CPU: fp16 autocast on "cpu" (CPU autocast defaults
-    to bfloat16; CUDA autocast to float16), custom_fwd/custom_bwd and GradScaler on "cpu"."""
-    text = re.sub(r'torch\.(?:amp\.)?autocast\(\s*(?:device_type=)?"cuda"\s*\)', _CPU_AUTOCAST, text)
-    text = re.sub(r'torch\.(?:amp\.)?autocast\(\s*(?:device_type=)?"cuda"\s*,', 'torch.autocast("cpu",', text)
-    text = text.replace('device_type="cuda"', 'device_type="cpu"')
-    text = re.sub(r'GradScaler\(\s*"cuda"', 'GradScaler("cpu"', text)
-    return text
-
-
-def load_function(text: str, func: str, filename: str) -> Callable:
+def load_function(text: str, func: str, filename: str, emulate_cuda: bool = False) -> Callable:
+    """Exec `text`, return its function `func`. With `emulate_cuda`, the text's CUDA autocast
+    runs under `cuda_policy` on whatever device its tensors are."""
     namespace: Dict[str, object] = {"__name__": "torchnumlint_repro"}
+    if emulate_cuda:
+        text = cuda_policy.port(text)
+        namespace.update(cuda_policy.NAMESPACE)
     exec(compile(text, filename, "exec"), namespace)
     fn = namespace.get(func)
     if not callable(fn):

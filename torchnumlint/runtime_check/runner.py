@@ -1,9 +1,18 @@
-"""Run the reproductions: every selected rule x device x dtype gets a verdict with its numbers.
+"""Run the reproductions: every selected rule x example x device x dtype gets a verdict with its numbers.
 
-`verify(select, device, dtypes)` returns a list of `oracles.Result`; `format_text` / `format_json`
-render them; `exit_code` is 0 only when every result is CONFIRMED or legitimately SKIPPED. The
-reproductions (`repros/`) declare what to run; the generic checks here (one per oracle) run a
-reproduction's `bad` text and its pinned `fixed` text through a `context.ReproContext`.
+`verify(select, device, dtypes)` returns a list of `oracles.Result`; `format_text` / `format_json` /
+`format_markdown` render them; `exit_code` is 0 only when every result is CONFIRMED or legitimately
+SKIPPED. Per rule, verify first lints every example with the real engine and applies the real fixes
+(`linted.py`): one "FIX" result says whether each fix equals the pinned text, and the runs use the
+fixer's text, never the pin. The reproductions (`repros/`) declare what to run and the mathematics
+to judge by; the generic checks here (one per oracle) judge a fix three ways:
+
+- gradients kept: every input the original (or the mathematics) has a gradient for, the fix has one;
+- formula: the fix's own code, run in float64, equals the float64 reference (an UNSAFE fix: within
+  its stated bound inside the guarded region, and to the dtype's precision away from it);
+- precision: the fix in the run's dtype equals the reference within a few ulps of that dtype (or is
+  no further from it than the original where the original is finite); where the original is not
+  finite it is compared with the reference too, and the evidence says so.
 """
 
 from __future__ import annotations
@@ -16,104 +25,26 @@ import torch
 
 from torchnumlint.runtime_check import catalogue, oracles
 from torchnumlint.runtime_check.context import Repro, ReproContext, ReproError
-from torchnumlint.runtime_check.oracles import CONFIRMED, FIX_FAILED, NOT_REPRODUCED, SKIPPED, Result
+from torchnumlint.runtime_check.linted import Fixed, Fixer, real_fixes
+from torchnumlint.runtime_check.oracles import CONFIRMED, FIX_FAILED, NOT_REPRODUCED, SKIPPED, Outcome, Result
 from torchnumlint.runtime_check.repros import REPROS
 
 
-def _unsupported(outcome: oracles.Outcome) -> bool:
+def _unsupported(outcome: Outcome) -> bool:
     msg = outcome.error or ""
     return "not implemented for" in msg or "not supported" in msg.lower() and "dtype" in msg.lower()
 
 
-def _run_pair(ctx: ReproContext, inputs: Dict[str, torch.Tensor]) -> Tuple[oracles.Outcome, oracles.Outcome]:
-    bad = oracles.run("original", ctx.load("bad"), inputs, ctx.repro.grad, ctx.autocast)
-    fix = oracles.run("fix", ctx.load(ctx.repro.fixed_from), inputs, ctx.repro.grad, ctx.autocast)
+def _run_pair(ctx: ReproContext, inputs: Dict[str, torch.Tensor]) -> Tuple[Outcome, Outcome]:
+    bad = oracles.run("original", ctx.load("bad"), inputs, ctx.repro.grad)
+    fix = oracles.run("fix", ctx.load(ctx.repro.fixed_from), inputs, ctx.repro.grad)
     return bad, fix
 
 
-def _skip_unsupported(ctx: ReproContext, outcome: oracles.Outcome) -> Optional[Result]:
+def _skip_unsupported(ctx: ReproContext, outcome: Outcome) -> Optional[Result]:
     if not outcome.ok and _unsupported(outcome):
         return ctx.result(SKIPPED, reason=f"{ctx.dtype_name} unsupported on {ctx.device.type}: {outcome.error}")
     return None
-
-
-def _reference(ctx: ReproContext, inputs: Dict[str, torch.Tensor], side: str = "bad") -> oracles.Outcome:
-    """`side`'s code run in float64 (no autocast) on the same inputs."""
-    return oracles.run("float64 reference", ctx.load(side), _float64(inputs), ctx.repro.grad)
-
-
-def _safety(ctx: ReproContext, label: str, fix: oracles.Outcome, bad: oracles.Outcome,
-            inputs: Dict[str, torch.Tensor], evidence: List[str], numbers: Dict) -> bool:
-    """Where the original is finite, does the fix give the same values? Appends the evidence;
-    returns False when it does not."""
-    ref = _reference(ctx, inputs) if ctx.dtype_name != "float64" else None
-    checks = oracles.fix_safety(fix, bad, ref, ctx.tol)
-    numbers[f"{label}_safety"] = checks
-    failing = [c for c in checks if not c.ok]
-    shown = failing[0] if failing else max(checks, key=lambda c: c.fix_vs_original.rel, default=None)
-    if shown is not None:
-        where = "where the original is finite" if label == "adversarial" else "benign"
-        evidence.append(f"{where}: fix vs original {shown.describe()} (tol {ctx.tol:g})")
-    return not failing
-
-
-def _benign(ctx: ReproContext, evidence: List[str], numbers: Dict) -> Optional[str]:
-    """Run both sides on the benign inputs. Returns a failure verdict or None; appends evidence."""
-    if ctx.repro.benign is None:
-        return None
-    inputs = ctx.repro.benign(ctx)
-    bad, fix = _run_pair(ctx, inputs)
-    numbers["benign"] = {"original": bad.counts(), "fix": fix.counts()}
-    if not bad.finite:
-        evidence.append(f"benign inputs are not benign: {bad.describe()}")
-        return NOT_REPRODUCED
-    if not fix.finite:
-        evidence.append(f"benign: {fix.describe()}")
-        return FIX_FAILED
-    if not ctx.repro.check_benign_equal:
-        w = oracles.worst(oracles.compare(fix, bad))
-        if w is not None:
-            evidence.append(f"benign: both finite; fix vs original {w.describe()} "
-                            f"(not required equal: {ctx.fix_safety})")
-        return None
-    same = _safety(ctx, "benign", fix, bad, inputs, evidence, numbers)
-    if not same and ctx.fix_safety == "SAFE":
-        evidence.append("the SAFE fix changes finite values on benign inputs")
-        return FIX_FAILED
-    return None
-
-
-def check_nf(ctx: ReproContext) -> Result:
-    evidence: List[str] = []
-    numbers: Dict[str, object] = {}
-    inputs = ctx.repro.adversarial(ctx)
-    bad, fix = _run_pair(ctx, inputs)
-    skip = _skip_unsupported(ctx, bad)
-    if skip:
-        return skip
-    numbers["original"] = bad.counts()
-    numbers["fix"] = fix.counts()
-    evidence.append(bad.describe())
-    if not bad.ok:
-        return ctx.result(NOT_REPRODUCED, evidence=evidence, numbers=numbers, reason="the original raised")
-    if bad.finite:
-        return ctx.result(NOT_REPRODUCED, evidence=evidence, numbers=numbers,
-                          reason="the original stays finite on the adversarial inputs")
-    evidence.append(fix.describe())
-    if not fix.finite:
-        return ctx.result(FIX_FAILED, evidence=evidence, numbers=numbers, reason="the fix is not finite")
-    verdict = CONFIRMED
-    reason = ""
-    if not _safety(ctx, "adversarial", fix, bad, inputs, evidence, numbers):
-        if ctx.fix_safety == "SAFE":
-            verdict, reason = FIX_FAILED, "the SAFE fix changes values where the original is finite"
-        else:
-            evidence.append(f"the fix changes finite values (allowed: {ctx.fix_safety})")
-    benign = _benign(ctx, evidence, numbers)
-    if benign and verdict == CONFIRMED:
-        verdict = benign
-        reason = "benign inputs"
-    return ctx.result(verdict, evidence=evidence, numbers=numbers, reason=reason)
 
 
 def _float64(inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
@@ -121,109 +52,286 @@ def _float64(inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
             for k, v in inputs.items()}
 
 
-def check_wv(ctx: ReproContext) -> Result:
-    evidence: List[str] = []
-    numbers: Dict[str, object] = {}
+class Judgement:
+    """The evidence and numbers of one check, and its first failure."""
+
+    def __init__(self) -> None:
+        self.evidence: List[str] = []
+        self.numbers: Dict[str, object] = {}
+        self.failure = ""
+
+    def fail(self, why: str) -> None:
+        self.failure = self.failure or why
+
+
+def _reference(ctx: ReproContext, inputs: Dict[str, torch.Tensor]) -> Outcome:
+    """The rule's mathematics in float64 on the run's inputs (rounded to the run's dtype first)."""
+    if ctx.repro.reference is None:
+        raise ReproError(f"{ctx.info.code} example {ctx.repro.example + 1}: no float64 reference is declared")
+    return oracles.run("float64 reference", ctx.repro.reference, _float64(inputs), ctx.repro.grad)
+
+
+def _gradients_kept(j: Judgement, ctx: ReproContext, fix: Outcome, *others: Outcome) -> None:
+    given = {n for o in others for n, g in o.grads.items() if g is not None}
+    dropped = sorted(n for n in given if fix.grads.get(n) is None)
+    if dropped:
+        j.fail(f"the fix drops the gradient of {', '.join(dropped)} (the original or the mathematics has one)")
+
+
+def _within(name: str, a: torch.Tensor, ref: torch.Tensor, mask: Optional[torch.Tensor], tol: float,
+            bound=None) -> Tuple[bool, str]:
+    """Does `a` equal `ref` where `ref` is finite (and `mask` holds): norm-wise within `tol`, or
+    entry by entry within `bound` plus `tol` of the scale? Returns (ok, what was measured)."""
+    d = oracles.diff(name, a, ref, mask)
+    if d.compared == 0:
+        return True, f"{name}: nothing to compare"
+    if bound is None or d.rel <= tol:
+        return d.rel <= tol, f"{d.describe()} (tol {tol:.2g})"
+    a64, r64 = a.detach().to(torch.float64).cpu(), ref.detach().to(torch.float64).cpu()
+    keep = torch.isfinite(r64) & (mask.cpu() if mask is not None else True)
+    gap = (a64[keep] - r64[keep]).abs()
+    allowed = bound.allows(gap - tol * d.scale, r64[keep])
+    outside = int((~allowed).sum()) if torch.isfinite(gap).all() else int(gap.numel())
+    return outside == 0, f"{d.describe()}; {outside} entries outside the bound ({bound.why})"
+
+
+def _formula(j: Judgement, ctx: ReproContext, inputs, ref: Outcome, guarded: bool) -> None:
+    """The fix's own code in float64 against the reference: the mathematics of the fix."""
+    fix64 = oracles.run("fix in float64", ctx.load(ctx.repro.fixed_from), _float64(inputs), ctx.repro.grad)
+    if not fix64.ok:
+        j.fail(f"the fix raises in float64: {fix64.error}")
+        return
+    unsafe = ctx.fix_safety != "SAFE"
+    bound = ctx.repro.bound if unsafe and guarded else None
+    if unsafe and guarded and bound is None:
+        raise ReproError(f"{ctx.info.code}: an {ctx.fix_safety} fix needs the bound of its change (Repro.bound)")
+    tol = ctx.tol if unsafe and not guarded else oracles.FORMULA_TOL
+    fields, refs = oracles.fields(fix64), oracles.fields(ref)
+    for name, r in refs.items():
+        if name not in fields:
+            continue
+        ok, text = _within(name, fields[name], r, None, tol, bound)
+        if not ok:
+            j.evidence.append(f"fix in float64 vs reference: {text}")
+            j.fail("the fix computes other values than the mathematics" + (" beyond its bound" if bound else ""))
+            return
+    j.evidence.append("fix in float64 equals the reference" + (f" within its bound ({bound.why})" if bound
+                      else f" (tol {tol:.2g})"))
+
+
+def _precision(j: Judgement, ctx: ReproContext, bad: Outcome, fix: Outcome, ref: Outcome, guarded: bool) -> None:
+    """The fix in the run's dtype against the reference: where the original is finite (or no further
+    off than the original there), and where it is not."""
+    bound = ctx.repro.bound if ctx.fix_safety != "SAFE" and guarded else None
+    fb, ff, fr = oracles.fields(bad), oracles.fields(fix), oracles.fields(ref)
+    for name, r in fr.items():
+        if name not in ff:
+            continue
+        o = fb.get(name)
+        finite = torch.isfinite(o.detach()).cpu() if o is not None and o.shape == r.shape else torch.ones(r.shape, dtype=torch.bool)
+        orig_err = oracles.diff(name, o, r, finite).rel if o is not None and o.shape == r.shape else 0.0
+        allowance = max(ctx.tol, orig_err)
+        ok, text = _within(name, ff[name], r, finite, allowance, bound)
+        j.numbers[f"{name} fix vs reference"] = text
+        if not ok:
+            j.evidence.append(f"{name}: where the original is finite, fix vs reference {text}; original's own "
+                              f"error {orig_err:.2g}")
+            j.fail(f"the fix is off the float64 reference in {ctx.dtype_name} where the original is finite")
+            return
+        rest = ~finite
+        if bool(rest.any()):
+            ok, text = _within(name, ff[name], r, rest, allowance, bound)
+            undefined = int((rest & ~torch.isfinite(r.detach()).cpu()).sum())
+            note = f"; {undefined} entries where the mathematics itself is undefined are not compared" if undefined else ""
+            j.evidence.append(f"{name}: where the original is not finite ({int(rest.sum())} entries) the fix "
+                              f"{'differs from the original by necessity and matches' if ok else 'does NOT match'} "
+                              f"the reference: {text}{note}")
+            if not ok:
+                j.fail(f"the fix is wrong where the original is not finite ({name})")
+                return
+    j.evidence.append(f"fix in {ctx.dtype_name} agrees with the float64 reference (a few ulps, or no worse than "
+                      "the original)")
+
+
+def _judge(j: Judgement, ctx: ReproContext, inputs, bad: Outcome, fix: Outcome, guarded: bool) -> None:
+    ref = _reference(ctx, inputs)
+    if not ref.ok:
+        raise ReproError(f"the float64 reference raised: {ref.error}")
+    _gradients_kept(j, ctx, fix, bad, ref)
+    if not j.failure:
+        _formula(j, ctx, inputs, ref, guarded)
+    if not j.failure:
+        _precision(j, ctx, bad, fix, ref, guarded)
+
+
+def _benign(j: Judgement, ctx: ReproContext) -> Optional[str]:
+    """Away from the hazard both sides are finite and the fix gives the mathematics' values,
+    whatever its safety. Returns a failure verdict or None."""
+    if ctx.repro.benign is None:
+        return None
+    inputs = ctx.repro.benign(ctx)
+    bad, fix = _run_pair(ctx, inputs)
+    j.numbers["benign"] = {"original": bad.counts(), "fix": fix.counts()}
+    if not bad.finite:
+        j.evidence.append(f"benign inputs are not benign: {bad.describe()}")
+        j.fail("benign inputs are not benign")
+        return NOT_REPRODUCED
+    if not fix.finite:
+        j.evidence.append(f"benign: {fix.describe()}")
+        j.fail("the fix is not finite on benign inputs")
+        return FIX_FAILED
+    sub = Judgement()
+    _judge(sub, ctx, inputs, bad, fix, guarded=False)
+    j.evidence += ["benign: " + e for e in sub.evidence]
+    if sub.failure:
+        j.fail("benign inputs: " + sub.failure)
+        return FIX_FAILED
+    return None
+
+
+def _finish(ctx: ReproContext, j: Judgement, verdict: str) -> Result:
+    if verdict == CONFIRMED and j.failure:
+        verdict = FIX_FAILED
+    return ctx.result(verdict, evidence=j.evidence, numbers=j.numbers, reason=j.failure if verdict != CONFIRMED else "")
+
+
+def check_nf(ctx: ReproContext) -> Result:
+    j = Judgement()
     inputs = ctx.repro.adversarial(ctx)
     bad, fix = _run_pair(ctx, inputs)
     skip = _skip_unsupported(ctx, bad)
     if skip:
         return skip
-    ref = _reference(ctx, inputs, ctx.repro.reference)
-    numbers["original"], numbers["fix"], numbers["reference"] = bad.counts(), fix.counts(), ref.counts()
+    j.numbers["original"], j.numbers["fix"] = bad.counts(), fix.counts()
+    j.evidence.append(bad.describe())
+    if not bad.ok:
+        j.fail("the original raised")
+        return _finish(ctx, j, NOT_REPRODUCED)
+    if bad.finite:
+        j.fail("the original stays finite on the adversarial inputs")
+        return _finish(ctx, j, NOT_REPRODUCED)
+    j.evidence.append(fix.describe())
+    if not fix.finite:
+        j.fail("the fix is not finite")
+        return _finish(ctx, j, FIX_FAILED)
+    _judge(j, ctx, inputs, bad, fix, guarded=True)
+    return _finish(ctx, j, (None if j.failure else _benign(j, ctx)) or CONFIRMED)
+
+
+def check_wv(ctx: ReproContext) -> Result:
+    j = Judgement()
+    inputs = ctx.repro.adversarial(ctx)
+    bad, fix = _run_pair(ctx, inputs)
+    skip = _skip_unsupported(ctx, bad)
+    if skip:
+        return skip
+    ref = _reference(ctx, inputs)
+    j.numbers["original"], j.numbers["fix"], j.numbers["reference"] = bad.counts(), fix.counts(), ref.counts()
     if not ref.finite:
-        return ctx.result(NOT_REPRODUCED, evidence=[ref.describe()], numbers=numbers,
-                          reason="the float64 reference is not finite")
+        j.evidence.append(ref.describe())
+        j.fail("the float64 reference is not finite")
+        return _finish(ctx, j, NOT_REPRODUCED)
     if not bad.finite:
-        evidence.append(bad.describe())
-        return ctx.result(NOT_REPRODUCED, evidence=evidence, numbers=numbers,
-                          reason="the original is not finite (WV expects finite but wrong)")
+        j.evidence.append(bad.describe())
+        j.fail("the original is not finite (WV expects finite but wrong)")
+        return _finish(ctx, j, NOT_REPRODUCED)
     err_bad = oracles.worst(oracles.compare(bad, ref))
-    err_fix = oracles.worst(oracles.compare(fix, ref)) if fix.ok else None
-    numbers["error_original"], numbers["error_fix"] = err_bad, err_fix
     wrong = ctx.tol * oracles.WRONG_FACTOR
-    evidence.append(f"original vs float64 reference: {err_bad.describe()} (wrong above {wrong:g})")
+    j.numbers["error_original"] = err_bad
+    j.evidence.append(f"original vs float64 reference: {err_bad.describe()} (wrong above {wrong:.2g})")
     if err_bad.rel <= wrong:
-        return ctx.result(NOT_REPRODUCED, evidence=evidence, numbers=numbers,
-                          reason="the original agrees with the float64 reference")
-    if not fix.finite or err_fix is None:
-        evidence.append(fix.describe())
-        return ctx.result(FIX_FAILED, evidence=evidence, numbers=numbers, reason="the fix is not finite")
-    evidence.append(f"fix vs float64 reference: {err_fix.describe()} (tol {ctx.tol:g})")
-    if err_fix.rel > ctx.tol:
-        return ctx.result(FIX_FAILED, evidence=evidence, numbers=numbers,
-                          reason="the fix is wrong against the float64 reference")
-    verdict = _benign(ctx, evidence, numbers) or CONFIRMED
-    return ctx.result(verdict, evidence=evidence, numbers=numbers, reason="" if verdict == CONFIRMED else "benign inputs")
+        j.fail("the original agrees with the float64 reference")
+        return _finish(ctx, j, NOT_REPRODUCED)
+    if not fix.finite:
+        j.evidence.append(fix.describe())
+        j.fail("the fix is not finite")
+        return _finish(ctx, j, FIX_FAILED)
+    _gradients_kept(j, ctx, fix, bad, ref)
+    if not j.failure:
+        _formula(j, ctx, inputs, ref, guarded=False)
+    if not j.failure:
+        err_fix = oracles.worst(oracles.compare(fix, ref))
+        j.numbers["error_fix"] = err_fix
+        j.evidence.append(f"fix vs float64 reference: {err_fix.describe()} (tol {ctx.tol:.2g})")
+        if err_fix.rel > ctx.tol:
+            j.fail("the fix is wrong against the float64 reference")
+    return _finish(ctx, j, (None if j.failure else _benign(j, ctx)) or CONFIRMED)
 
 
 def check_err(ctx: ReproContext) -> Result:
-    evidence: List[str] = []
-    numbers: Dict[str, object] = {}
-    bad, fix = _run_pair(ctx, ctx.repro.adversarial(ctx))
-    numbers["original"], numbers["fix"] = bad.counts(), fix.counts()
-    evidence.append(bad.describe())
+    j = Judgement()
+    inputs = ctx.repro.adversarial(ctx)
+    bad, fix = _run_pair(ctx, inputs)
+    j.numbers["original"], j.numbers["fix"] = bad.counts(), fix.counts()
+    j.evidence.append(bad.describe())
     if bad.ok:
-        return ctx.result(NOT_REPRODUCED, evidence=evidence, numbers=numbers, reason="the original did not raise")
+        j.fail("the original did not raise")
+        return _finish(ctx, j, NOT_REPRODUCED)
     match = ctx.repro.error_match
     if match and match not in (bad.error or ""):
-        return ctx.result(NOT_REPRODUCED, evidence=evidence, numbers=numbers,
-                          reason=f"the original raised, but not the expected error ({match!r})")
-    evidence.append(fix.describe())
+        j.fail(f"the original raised, but not the expected error ({match!r})")
+        return _finish(ctx, j, NOT_REPRODUCED)
+    j.evidence.append(fix.describe())
     if not fix.finite:
-        return ctx.result(FIX_FAILED, evidence=evidence, numbers=numbers, reason="the fix raises or is not finite")
-    verdict = _benign(ctx, evidence, numbers) or CONFIRMED
-    return ctx.result(verdict, evidence=evidence, numbers=numbers, reason="" if verdict == CONFIRMED else "benign inputs")
+        j.fail("the fix raises or is not finite")
+        return _finish(ctx, j, FIX_FAILED)
+    _judge(j, ctx, inputs, bad, fix, guarded=True)
+    return _finish(ctx, j, (None if j.failure else _benign(j, ctx)) or CONFIRMED)
 
 
 def check_zg(ctx: ReproContext) -> Result:
-    evidence: List[str] = []
-    numbers: Dict[str, object] = {}
+    j = Judgement()
     bad, fix = _run_pair(ctx, ctx.repro.adversarial(ctx))
     skip = _skip_unsupported(ctx, bad)
     if skip:
         return skip
     if not bad.ok or not fix.ok:
-        evidence += [bad.describe(), fix.describe()]
-        return ctx.result(NOT_REPRODUCED if not bad.ok else FIX_FAILED, evidence=evidence, reason="raised")
+        j.evidence += [bad.describe(), fix.describe()]
+        j.fail("raised")
+        return _finish(ctx, j, NOT_REPRODUCED if not bad.ok else FIX_FAILED)
     zb = [oracles.zero_count(f"original grad {n}", g) for n, g in bad.grads.items()]
     zf = [oracles.zero_count(f"fix grad {n}", g) for n, g in fix.grads.items()]
-    numbers["original"], numbers["fix"] = zb, zf
-    evidence += [z.describe() for z in zb + zf]
+    j.numbers["original"], j.numbers["fix"] = zb, zf
+    j.evidence += [z.describe() for z in zb + zf]
+    _gradients_kept(j, ctx, fix, bad)
     if not any(z.zeros for z in zb):
-        return ctx.result(NOT_REPRODUCED, evidence=evidence, numbers=numbers, reason="no gradient is exactly 0")
+        j.fail("no gradient is exactly 0")
+        return _finish(ctx, j, NOT_REPRODUCED)
     if sum(z.zeros for z in zf) >= sum(z.zeros for z in zb) or not fix.finite:
-        return ctx.result(FIX_FAILED, evidence=evidence, numbers=numbers, reason="the fix keeps the zero gradients")
-    return ctx.result(CONFIRMED, evidence=evidence, numbers=numbers)
+        j.fail("the fix keeps the zero gradients")
+    return _finish(ctx, j, CONFIRMED)
 
 
 def check_warn(ctx: ReproContext) -> Result:
+    j = Judgement()
     inputs = ctx.repro.adversarial(ctx) if ctx.repro.adversarial else {}
     bad, fix = _run_pair(ctx, inputs)
     db, df = oracles.deprecations(bad), oracles.deprecations(fix)
-    numbers = {"original_deprecations": db, "fix_deprecations": df,
-               "original_other_warnings": [w for w in bad.warnings if w not in db],
-               "fix_other_warnings": [w for w in fix.warnings if w not in df]}
-    evidence = [f"original: {len(db)} deprecation warning(s)" + (f": {db[0][:160]}" if db else ""),
-                f"fix: {len(df)} deprecation warning(s)" + (f": {df[0][:160]}" if df else "")]
+    j.numbers.update({"original_deprecations": db, "fix_deprecations": df,
+                      "original_other_warnings": [w for w in bad.warnings if w not in db],
+                      "fix_other_warnings": [w for w in fix.warnings if w not in df]})
+    j.evidence += [f"original: {len(db)} deprecation warning(s)" + (f": {db[0][:160]}" if db else ""),
+                   f"fix: {len(df)} deprecation warning(s)" + (f": {df[0][:160]}" if df else "")]
     if not bad.ok:
-        evidence.append(bad.describe())
+        j.evidence.append(bad.describe())
     if not fix.ok:
-        evidence.append(fix.describe())
-        return ctx.result(FIX_FAILED, evidence=evidence, numbers=numbers, reason="the fix raised")
+        j.evidence.append(fix.describe())
+        j.fail("the fix raised")
+        return _finish(ctx, j, FIX_FAILED)
     if bad.ok and bad.out is not None and fix.out is not None:
         same = oracles.worst(oracles.compare(fix, bad))
         if same is not None:
-            numbers["fix_vs_original"] = same
-            evidence.append(f"values: fix vs original {same.describe()} (tol {ctx.tol:g})")
+            j.numbers["fix_vs_original"] = same
+            j.evidence.append(f"values: fix vs original {same.describe()} (tol {ctx.tol:.2g})")
             if same.rel > ctx.tol and ctx.fix_safety == "SAFE":
-                return ctx.result(FIX_FAILED, evidence=evidence, numbers=numbers,
-                                  reason="the SAFE fix changes the values")
+                j.fail("the SAFE fix changes the values")
+                return _finish(ctx, j, FIX_FAILED)
     if not db:
-        return ctx.result(NOT_REPRODUCED, evidence=evidence, numbers=numbers, reason="no deprecation warning")
+        j.fail("no deprecation warning")
+        return _finish(ctx, j, NOT_REPRODUCED)
     if df:
-        return ctx.result(FIX_FAILED, evidence=evidence, numbers=numbers, reason="the fix still warns")
-    return ctx.result(CONFIRMED, evidence=evidence, numbers=numbers)
+        j.fail("the fix still warns")
+    return _finish(ctx, j, CONFIRMED)
 
 
 CHECKS: Dict[str, Callable[[ReproContext], Result]] = {
@@ -256,37 +364,51 @@ def select_codes(codes: Iterable[str], select: Optional[Sequence[str]]) -> List[
     return [c for c in codes if any(c.startswith(w) for w in wanted)]
 
 
+def fix_result(info: catalogue.RuleInfo, device: str, fixes: Sequence[Fixed]) -> Result:
+    """The rule's "FIX" row: does the linter's fix of every example equal the pinned text?"""
+    failed = [f for f in fixes if not f.ok]
+    return Result(info.code, info.name, device, "-", "FIX", info.safety, FIX_FAILED if failed else CONFIRMED,
+                  evidence=[f.describe() for f in fixes],
+                  reason=f"{len(failed)} of {len(fixes)} examples: the linter's fix is not the pinned one" if failed else "",
+                  threshold=f"the linter run on all {len(fixes)} examples, fixes applied")
+
+
 def verify(
     select: Optional[Sequence[str]] = None,
     device: str = "auto",
     dtypes: Optional[Sequence[str]] = None,
     rules: Optional[Dict[str, catalogue.RuleInfo]] = None,
-    repros: Optional[Dict[str, Repro]] = None,
+    repros: Optional[Dict[str, Tuple[Repro, ...]]] = None,
+    fixer: Fixer = real_fixes,
 ) -> List[Result]:
+    """Per selected rule: the FIX row, then each reproduced example in each applicable dtype, run
+    with the text `fixer` (the real linter) made of it."""
     rules = catalogue.load() if rules is None else rules
     repros = REPROS if repros is None else repros
     dev, why = resolve_device(device)
+    where = device if dev is None else str(dev)
     results: List[Result] = []
     for code in select_codes(rules, select):
         info = rules[code]
-        repro = repros.get(code)
-        if repro is None:
-            results.append(Result(code, info.name, device if dev is None else str(dev), "-", "-", info.safety,
-                                  NOT_REPRODUCED, reason="no reproduction is registered for this rule"))
+        fixes = fixer(info)
+        results.append(fix_result(info, where, fixes))
+        if not repros.get(code):
+            results.append(Result(code, info.name, where, "-", "-", info.safety, NOT_REPRODUCED,
+                                  reason="no reproduction is registered for this rule"))
             continue
-        wanted = [d for d in repro.dtypes if dtypes is None or d in dtypes]
-        if not wanted:
-            results.append(Result(code, info.name, device if dev is None else str(dev), ",".join(dtypes or ()),
-                                  repro.oracle, info.safety, SKIPPED,
-                                  reason=f"dtype not applicable (this rule runs in {', '.join(repro.dtypes)})"))
-            continue
-        for dtype_name in wanted:
-            if dev is None:
-                results.append(Result(code, info.name, device, dtype_name, repro.oracle, info.safety, SKIPPED,
-                                      reason=why))
+        for repro in repros[code]:
+            wanted = [d for d in repro.dtypes if dtypes is None or d in dtypes]
+            if not wanted:
+                results.append(Result(code, info.name, where, ",".join(dtypes or ()), repro.oracle, info.safety,
+                                      SKIPPED, example=repro.example + 1,
+                                      reason=f"dtype not applicable (this rule runs in {', '.join(repro.dtypes)})"))
                 continue
-            ctx = ReproContext(info, repro, dev, dtype_name)
-            results.append(run_one(ctx))
+            for dtype_name in wanted:
+                if dev is None:
+                    results.append(Result(code, info.name, device, dtype_name, repro.oracle, info.safety, SKIPPED,
+                                          example=repro.example + 1, reason=why))
+                    continue
+                results.append(run_one(ReproContext(info, repro, dev, dtype_name, fixes[repro.example].text)))
     return results
 
 
@@ -313,11 +435,26 @@ def exit_code(results: Sequence[Result]) -> int:
 
 
 LEGEND = (
-    "oracles: NF = the original gives NaN/Inf in the forward or a gradient, the fix is finite and "
-    "equal where the original is finite; ERR = the original raises; WV = the original is finite but "
-    "wrong against a float64 reference, the fix is right; ZG = gradients silently exactly 0; "
-    "WARN = the original warns (a deprecated API)"
+    "oracles: FIX = the linter's fix of every example equals its pinned text (the runs use the linter's); "
+    "NF = the original gives NaN/Inf in the forward or a gradient, the fix is finite; "
+    "ERR = the original raises; WV = the original is finite but wrong against the float64 reference; "
+    "ZG = gradients silently exactly 0; WARN = the original warns (a deprecated API). "
+    "Every fix is judged against the rule's mathematics in float64: it keeps every gradient, its code "
+    "run in float64 equals the reference (an UNSAFE fix: within its stated bound where its guard acts), "
+    "and in the run's dtype it is within a few ulps of the reference"
 )
+
+
+def _head(r: Result) -> str:
+    where = f"ex{r.example}" if r.example else "all"
+    return f"{r.code} {where:<4} {r.device:<6} {r.dtype:<9} {r.verdict:<15} {r.oracle:<4} {r.safety:<6} {r.name}"
+
+
+def _counts(results: Sequence[Result]) -> str:
+    counts: Dict[str, int] = {}
+    for r in results:
+        counts[r.verdict] = counts.get(r.verdict, 0) + 1
+    return ", ".join(f"{n} {v}" for v, n in counts.items()) or "none"
 
 
 def format_text(results: Sequence[Result], verbose: bool = True) -> str:
@@ -325,20 +462,14 @@ def format_text(results: Sequence[Result], verbose: bool = True) -> str:
     oracles. Quiet keeps only the verdicts (and why a check did not confirm)."""
     lines = []
     for r in results:
-        head = f"{r.code}  {r.device:<6} {r.dtype:<9} {r.verdict:<15} {r.oracle:<4} {r.safety:<6} {r.name}"
-        lines.append(head)
+        lines.append(_head(r))
         if verbose and r.threshold:
             lines.append(f"    inputs: {r.threshold}")
         if r.reason and (verbose or r.verdict != CONFIRMED):
             lines.append(f"    why: {r.reason}")
         if verbose:
-            for e in r.evidence:
-                lines.append(f"    - {e}")
-    counts: Dict[str, int] = {}
-    for r in results:
-        counts[r.verdict] = counts.get(r.verdict, 0) + 1
-    summary = ", ".join(f"{n} {v}" for v, n in counts.items())
-    lines.append(f"{len(results)} checks: {summary or 'none'}")
+            lines.extend(f"    - {e}" for e in r.evidence)
+    lines.append(f"{len(results)} checks: {_counts(results)}")
     if verbose:
         lines.append(LEGEND)
     return "\n".join(lines)
@@ -347,3 +478,31 @@ def format_text(results: Sequence[Result], verbose: bool = True) -> str:
 def format_json(results: Sequence[Result]) -> str:
     return json.dumps({"results": [r.as_dict() for r in results], "exit_code": exit_code(results),
                        "torch": torch.__version__}, indent=2)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def format_markdown(results: Sequence[Result], device_name: str) -> str:
+    """`docs/runtime-results.md`: the device, torch, and every verdict with the inputs it ran on."""
+    lines = [
+        "# Runtime verification results",
+        "",
+        "Generated by `torchnumlint verify --device %s --format markdown`; do not edit by hand."
+        % (results[0].device.split(":")[0] if results else "cpu"),
+        "",
+        f"- device: {device_name}",
+        f"- torch: {torch.__version__}",
+        f"- checks: {len(results)} ({_counts(results)})",
+        "",
+        LEGEND + ".",
+        "",
+        "| rule | example | dtype | oracle | fix | verdict | inputs | why / evidence |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        detail = r.reason or (r.evidence[-1] if r.evidence else "")
+        lines.append(f"| {r.code} {r.name} | {r.example or 'all'} | {r.dtype} | {r.oracle} | {r.safety} | "
+                     f"{r.verdict} | {_cell(r.threshold)} | {_cell(detail)} |")
+    return "\n".join(lines) + "\n"

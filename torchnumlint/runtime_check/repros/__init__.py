@@ -1,8 +1,10 @@
-"""One reproduction per rule code: the hazard of the rule's FIRST example, on a real device.
+"""The reproductions of each rule's examples, on a real device.
 
 The layout mirrors the rules': the reproduction of the rule in `rules/<family>/<rule_name>.py` is
-`REPRO`, a `context.Repro`, in `repros/<family>/<rule_name>.py`, beside its input builders and the
-measured thresholds they sit at. Input builders that several reproductions share are in
+`REPRO`, a `context.Repro` of its first example, in `repros/<family>/<rule_name>.py`, beside its
+input builders, the measured thresholds they sit at and the float64 mathematics the fix is judged
+against; a module reproduces further examples in `FURTHER` (a tuple of `Repro`, each naming its
+`example`). Input builders that several reproductions share are in
 `inputs.py`. This package imports every rule's module and gathers them into `REPROS`; the rule
 modules never import this package back, so the registry is complete once it is imported, whichever
 module is imported first.
@@ -15,7 +17,7 @@ below (`tests/runtime_check/test_repros.py` fails until both are done), then run
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Dict, Sequence
+from typing import Dict, Sequence, Tuple
 
 from torchnumlint.runtime_check.context import Repro
 from torchnumlint.runtime_check.repros.cross_entropy import bce_on_sigmoid, probabilities_into_cross_entropy
@@ -48,15 +50,20 @@ MODULES: Sequence[ModuleType] = (
 )
 
 
-def by_code(modules: Sequence[ModuleType]) -> Dict[str, Repro]:
-    """The `REPRO` of each module, by rule code; two reproductions of one code are an error."""
-    repros: Dict[str, Repro] = {}
+def by_code(modules: Sequence[ModuleType]) -> Dict[str, Tuple[Repro, ...]]:
+    """The reproductions of each module (`REPRO`, then `FURTHER`), by rule code; two modules of
+    one code, or two reproductions of one example, are an error."""
+    repros: Dict[str, Tuple[Repro, ...]] = {}
     for module in modules:
-        repro = module.REPRO
-        if repro.code in repros:
-            raise RuntimeError(f"duplicate reproduction {repro.code} in {module.__name__}")
-        repros[repro.code] = repro
+        code = module.REPRO.code
+        if code in repros:
+            raise RuntimeError(f"duplicate reproduction {code} in {module.__name__}")
+        found = (module.REPRO,) + tuple(getattr(module, "FURTHER", ()))
+        examples = [r.example for r in found]
+        if len(set(examples)) != len(examples) or any(r.code != code for r in found):
+            raise RuntimeError(f"{module.__name__}: one reproduction per example of {code}")
+        repros[code] = found
     return repros
 
 
-REPROS: Dict[str, Repro] = by_code(MODULES)
+REPROS: Dict[str, Tuple[Repro, ...]] = by_code(MODULES)

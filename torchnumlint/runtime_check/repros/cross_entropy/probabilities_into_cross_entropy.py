@@ -31,5 +31,4 @@ REPRO = Repro(
     "TNL113", "WV", "ce", FP32,
     adversarial=_logits(113, 3.0, True), benign=_logits(1131, 1.0, False), grad=("x",),
     thresholds={"*": "8 x 10 logits (randn x 3), one row with a wrong class 30 ahead; reference: the fix in float64"},
-    check_benign_equal=False,  # UNSAFE: the fix computes the intended (different) loss
 )

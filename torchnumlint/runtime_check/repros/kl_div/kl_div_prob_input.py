@@ -23,5 +23,4 @@ REPRO = Repro(
     "TNL102", "WV", "kl_loss", FP32,
     adversarial=_logits_and_target(102, 2.0), benign=_logits_and_target(1021, 0.5), grad=("a",),
     thresholds={"*": "8 x 10 logits (randn x 2) against a softmax target; reference: the fix in float64"},
-    check_benign_equal=False,  # UNSAFE: the fix computes the intended (different) loss
 )

@@ -20,9 +20,16 @@ def adversarial(ctx: ReproContext) -> Inputs:
     return put(ctx, logits=logits)
 
 
+def log_probabilities(logits: torch.Tensor) -> torch.Tensor:
+    """log p_i = x_i - log sum_j exp(x_j), the sum taken after the row's max is factored out."""
+    top = logits.max(-1, keepdim=True).values
+    return logits - top - torch.log(torch.exp(logits - top).sum(-1, keepdim=True))
+
+
 REPRO = Repro(
     "TNL103", "NF", "log_probs", PRECISION,
     adversarial=adversarial, benign=randn("logits", (4, 10), 2.0, 1031), grad=("logits",),
+    reference=log_probabilities,
     thresholds={d: f"4 x 10 logits; row 0 has one logit {v:g} below the rest (softmax underflows: "
                    f"log 0 = -inf), rows 1-3 randn" for d, v in LOG_SOFTMAX_SPREAD.items()},
 )

@@ -23,5 +23,4 @@ REPRO = Repro(
     "TNL301", "NF", "step", ("autocast",),
     adversarial=_scores(301, 1.0), benign=_scores(3011, 0.1), grad=("x", "w"),
     thresholds={"*": "scores = x @ w, x 32 x 16 randn, w 16 x 16 randn: gram = scores @ scores.T; gram * gram overflows float16 once a Gram entry passes 255"},
-    port_autocast=True,
 )

@@ -64,5 +64,5 @@ def check(ctx: ReproContext) -> Result:
 REPRO = Repro(
     "TNL302", "ZG", "train_step", ("autocast",),
     thresholds={"*": "w 64 x 64, x 8 x 64, loss = (x @ w).sum() * 1e-9 under float16 autocast"},
-    fixed_from="good", port_autocast=True, custom=check,
+    fixed_from="good", custom=check,
 )

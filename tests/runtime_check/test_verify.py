@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from torchnumlint.runtime_check import catalogue, cli, context, runner
-from torchnumlint.runtime_check.oracles import CONFIRMED, FIX_FAILED, NOT_REPRODUCED, SKIPPED
+from torchnumlint.runtime_check.oracles import CONFIRMED, NOT_REPRODUCED, SKIPPED
 from torchnumlint.runtime_check.repros import REPROS
 
 PACKAGE = Path(runner.__file__).resolve().parent
@@ -27,14 +27,29 @@ def test_every_registered_rule_has_a_reproduction():
     assert not sorted(set(REPROS) - set(registry())), "reproductions for rules that do not exist"
 
 
-@pytest.mark.parametrize("code", sorted(REPROS))
-def test_reproduction_names_the_example_function(code):
-    repro, info = REPROS[code], RULES[code]
-    ctx = context.ReproContext(info, repro, torch.device("cpu"), repro.dtypes[0])
-    for side in ("bad", repro.fixed_from):
-        if side == "good":
-            continue  # GUIDE rules call the good snippet's own function (custom check)
-        assert callable(ctx.load(side)), (code, side)
+ALL = [(code, repro) for code, repros in sorted(REPROS.items()) for repro in repros]
+
+
+def _id(case):
+    return f"{case[0]}-ex{case[1].example + 1}"
+
+
+@pytest.mark.parametrize("case", ALL, ids=[_id(c) for c in ALL])
+def test_reproduction_names_the_example_function_and_its_mathematics(case):
+    """Each reproduction runs a real example; a judged fix has a float64 reference to be judged
+    against, and an UNSAFE one the bound of its change."""
+    code, repro = case
+    info = RULES[code]
+    assert 0 <= repro.example < len(info.examples)
+    ctx = context.ReproContext(info, repro, torch.device("cpu"), repro.dtypes[0], info.examples[repro.example].fixed)
+    assert callable(ctx.load("bad"))
+    if repro.fixed_from == "fixed":
+        assert callable(ctx.load("fixed"))
+    if repro.custom is None and repro.oracle in ("NF", "WV", "ERR"):
+        assert callable(repro.reference), f"{code}: no float64 reference"
+        assert repro.reference.__doc__, f"{code}: say what the reference computes"
+        if ctx.fix_safety == "UNSAFE" and repro.oracle != "WV":
+            assert repro.bound is not None and repro.bound.why, f"{code}: an UNSAFE fix states its bound"
 
 
 @pytest.fixture(scope="module")
@@ -43,25 +58,35 @@ def cpu_results():
 
 
 def test_all_reproductions_confirm_on_cpu(cpu_results):
-    bad = [(r.code, r.dtype, r.verdict, r.reason, r.evidence) for r in cpu_results if r.verdict != CONFIRMED]
+    bad = [(r.code, r.example, r.dtype, r.verdict, r.reason, r.evidence) for r in cpu_results if r.verdict != CONFIRMED]
     assert not bad, bad
-    covered = {r.code for r in cpu_results}
-    assert covered == set(RULES)
+    assert {r.code for r in cpu_results} == set(RULES)
     assert runner.exit_code(cpu_results) == 0
+
+
+def test_every_example_is_linted_and_every_reproduced_example_runs(cpu_results):
+    rows = {r.code: r for r in cpu_results if r.oracle == "FIX"}
+    assert set(rows) == set(RULES)
+    for code, info in RULES.items():
+        assert len(rows[code].evidence) == len(info.examples), code
+        ran = {r.example for r in cpu_results if r.code == code and r.oracle != "FIX"}
+        assert ran == {repro.example + 1 for repro in REPROS[code]}, code
 
 
 def test_low_precision_dtypes_run_where_they_apply(cpu_results):
     dtypes = {(r.code, r.dtype) for r in cpu_results}
     assert {("TNL101", "float32"), ("TNL101", "float16"), ("TNL101", "bfloat16")} <= dtypes
     for r in cpu_results:
+        if r.oracle == "FIX":
+            continue
         if r.code.startswith("TNL3"):
             assert r.dtype == "autocast", r.code
         else:
-            assert ("%s" % r.code, "float32") in dtypes
+            assert (r.code, "float32") in dtypes
 
 
 def test_results_carry_numbers(cpu_results):
-    tnl101 = next(r for r in cpu_results if r.code == "TNL101" and r.dtype == "float32")
+    tnl101 = next(r for r in cpu_results if r.code == "TNL101" and r.example == 1 and r.dtype == "float32")
     counts = {c.name: c for c in tnl101.numbers["original"]}
     assert counts["grad s2"].nan == 32000 and counts["grad s2"].shape == (2, 32000)
     assert all(c.finite for c in tnl101.numbers["fix"])
@@ -69,52 +94,25 @@ def test_results_carry_numbers(cpu_results):
     json.dumps(tnl101.as_dict(), allow_nan=False)  # strict JSON: Inf/NaN numbers become strings
 
 
-def _with_fixed(code, fixed):
-    info = RULES[code]
-    first = dataclasses.replace(info.examples[0], fixed=fixed)
-    return {**RULES, code: dataclasses.replace(info, examples=(first,) + info.examples[1:])}
-
-
-TNL101_FIXED = RULES["TNL101"].examples[0].fixed
-
-
-def test_a_fix_that_changes_finite_values_fails():
-    wrong = TNL101_FIXED.replace("return F.kl_div(", "return 1.01 * F.kl_div(")
-    assert wrong != TNL101_FIXED
-    results = runner.verify(select=["TNL101"], device="cpu", dtypes=["float32"], rules=_with_fixed("TNL101", wrong))
-    assert [r.verdict for r in results] == [FIX_FAILED]
-    assert "SAFE fix changes values" in results[0].reason
-    assert runner.exit_code(results) == 1
-
-
-def test_a_fix_that_stays_nan_fails():
-    still_bad = RULES["TNL101"].examples[0].bad
-    results = runner.verify(select=["TNL101"], device="cpu", dtypes=["float32"],
-                            rules=_with_fixed("TNL101", still_bad))
-    assert [r.verdict for r in results] == [FIX_FAILED]
-    assert "not finite" in results[0].reason
-
-
-def test_cli_exits_nonzero_on_a_wrong_fix(monkeypatch, capsys):
-    wrong = TNL101_FIXED.replace("return F.kl_div(", "return 1.01 * F.kl_div(")
-    monkeypatch.setattr(catalogue, "load", lambda rules_dir=None: _with_fixed("TNL101", wrong))
-    code = cli.main(["--device", "cpu", "--select", "TNL101", "--dtype", "float32"])
-    assert code == 1
-    assert "FIX FAILED" in capsys.readouterr().out
+def test_where_a_safe_fix_differs_from_the_original_the_output_says_so(cpu_results):
+    tnl103 = next(r for r in cpu_results if r.code == "TNL103" and r.example == 1 and r.dtype == "float32")
+    said = [e for e in tnl103.evidence if "where the original is not finite" in e]
+    assert said and all("matches the reference" in e for e in said), tnl103.evidence
 
 
 def test_a_hazard_that_does_not_show_is_not_reproduced():
-    harmless = RULES["TNL101"].examples[0].fixed  # the fixed text as the "bad" side: nothing to see
     info = RULES["TNL101"]
-    first = dataclasses.replace(info.examples[0], bad=harmless)
-    rules = {"TNL101": dataclasses.replace(info, examples=(first,))}
-    results = runner.verify(select=["TNL101"], device="cpu", dtypes=["float32"], rules=rules)
-    assert results[0].verdict == NOT_REPRODUCED
+    harmless = dataclasses.replace(info.examples[0], bad=info.examples[0].fixed)  # nothing to see
+    rules = {"TNL101": dataclasses.replace(info, examples=(harmless,) + info.examples[1:])}
+    results = runner.verify(select=["TNL101"], device="cpu", dtypes=["float32"], rules=rules,
+                            repros={"TNL101": REPROS["TNL101"][:1]})
+    run = [r for r in results if r.oracle == "NF"]
+    assert run[0].verdict == NOT_REPRODUCED and "stays finite" in run[0].reason
 
 
-def test_rule_without_reproduction_fails(monkeypatch):
+def test_rule_without_reproduction_fails():
     results = runner.verify(select=["TNL101"], device="cpu", repros={})
-    assert [r.verdict for r in results] == [NOT_REPRODUCED]
+    assert [r.verdict for r in results] == [CONFIRMED, NOT_REPRODUCED]  # the FIX row, then no run
     assert runner.exit_code(results) == 1
 
 
@@ -127,8 +125,8 @@ def test_select_accepts_prefixes():
 def test_cuda_is_skipped_when_absent(monkeypatch):
     monkeypatch.setattr(runner.torch.cuda, "is_available", lambda: False)
     results = runner.verify(select=["TNL102"], device="cuda")
-    assert [r.verdict for r in results] == [SKIPPED]
-    assert "CUDA is not available" in results[0].reason
+    assert [r.verdict for r in results if r.oracle != "FIX"] == [SKIPPED]
+    assert "CUDA is not available" in results[-1].reason
     dev, _ = runner.resolve_device("auto")
     assert dev.type == "cpu"
 
@@ -141,12 +139,28 @@ def test_asking_for_cuda_where_it_is_absent_is_an_error(monkeypatch, capsys):
     assert "CUDA is not available" in captured.err and "CONFIRMED" not in captured.out
 
 
+def test_cli_exits_nonzero_on_a_wrong_fix(monkeypatch, capsys):
+    import torchnumlint.fixes as fixes
+
+    real = fixes.fix_text
+
+    def scaled(*args, **kwargs):
+        result = real(*args, **kwargs)
+        result.text = result.text.replace("return F.kl_div(", "return 1.01 * F.kl_div(")
+        return result
+
+    monkeypatch.setattr(fixes, "fix_text", scaled)
+    assert cli.main(["--device", "cpu", "--select", "TNL101", "--dtype", "float32"]) == 1
+    assert "FIX FAILED" in capsys.readouterr().out
+
+
 def test_cli_json_and_dtype_filter(capsys):
-    assert cli.main(["--device", "cpu", "--select", "TNL10", "--dtype", "float16", "--output-format", "json"]) == 0
+    assert cli.main(["--device", "cpu", "--select", "TNL10", "--dtype", "float16", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    by = {(r["code"], r["dtype"]): r["verdict"] for r in data["results"]}
-    assert by[("TNL101", "float16")] == CONFIRMED
-    assert by[("TNL102", "float16")] == SKIPPED  # TNL102 is not about precision: float32 only
+    by = {(r["code"], r["example"], r["dtype"]): r["verdict"] for r in data["results"]}
+    assert by[("TNL101", 1, "float16")] == CONFIRMED
+    assert by[("TNL102", 1, "float16")] == SKIPPED  # TNL102 is not about precision: float32 only
+    assert by[("TNL101", 0, "-")] == CONFIRMED  # the FIX row
     assert data["exit_code"] == 0
 
 
@@ -155,14 +169,26 @@ def test_cli_usage_errors(capsys):
     assert cli.main(["--dtype", "float8"]) == 2
 
 
-def test_port_to_cpu():
-    text = 'with torch.autocast("cuda"):\n@torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)\n'
-    text += 's = torch.amp.GradScaler("cuda")\nwith torch.autocast("cuda", dtype=torch.bfloat16):\n'
-    ported = context.port_to_cpu(text)
-    assert 'torch.autocast("cpu", dtype=torch.float16)' in ported
-    assert 'device_type="cpu"' in ported and 'GradScaler("cpu")' in ported
-    assert 'torch.autocast("cpu", dtype=torch.bfloat16)' in ported
-    assert '"cuda"' not in ported
+def test_markdown_records_device_torch_and_every_verdict(capsys):
+    assert cli.main(["--device", "cpu", "--select", "TNL102", "--format", "markdown"]) == 0
+    page = capsys.readouterr().out
+    assert page.startswith("## cpu: ") and torch.__version__ in page
+    rows = [line for line in page.splitlines() if line.startswith("| TNL102")]
+    assert len(rows) == 1 + len(REPROS["TNL102"]) and all("CONFIRMED" in row for row in rows)
+
+
+def test_the_results_page_lists_what_verify_runs(cpu_results):
+    """docs/runtime-results.md is generated by verify: its CPU section has a row, CONFIRMED, for
+    every check a run makes today (regenerate it when a reproduction is added)."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "runtime-results.md").read_text()
+    cpu = page.split("\n## cpu: ", 1)[1].split("\n## ", 1)[0]
+    rows = set()
+    for line in cpu.splitlines():
+        if line.startswith("| TNL"):
+            cells = [c.strip() for c in line.strip("|").split(" | ")]
+            rows.add((cells[0].split()[0], cells[1], cells[2], cells[5]))
+    expected = {(r.code, str(r.example or "all"), r.dtype, r.verdict) for r in cpu_results}
+    assert rows == expected
 
 
 ALLOWED = {"torch", "__future__"}
@@ -194,7 +220,7 @@ def test_importing_runtime_check_does_not_import_libcst_or_click():
         "import sys\n"
         "import torchnumlint, torchnumlint.runtime_check as rc\n"
         "assert 'torch' not in sys.modules, 'torch imported eagerly'\n"
-        "from torchnumlint.runtime_check import runner, repros, watch, cli, oracles, catalogue, context\n"
+        "from torchnumlint.runtime_check import runner, repros, watch, cli, oracles, catalogue, context, linted\n"
         "rc.verify, rc.nan_watch\n"
         "bad = [m for m in ('libcst', 'click', 'torchnumlint.engine', 'torchnumlint.rules') if m in sys.modules]\n"
         "assert not bad, bad\n"
@@ -203,7 +229,7 @@ def test_importing_runtime_check_does_not_import_libcst_or_click():
 
 
 def test_quiet_prints_only_verdicts_and_the_full_output_reads_without_the_source(capsys):
-    assert cli.main(["--device", "cpu", "--select", "TNL102", "--quiet"]) == 0
+    assert cli.main(["--device", "cpu", "--select", "TNL102", "-q"]) == 0
     quiet = capsys.readouterr().out.splitlines()
     assert quiet[0].startswith("TNL102") and "CONFIRMED" in quiet[0]
     assert not any(line.startswith("    ") for line in quiet), quiet

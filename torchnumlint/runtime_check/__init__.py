@@ -1,13 +1,15 @@
 """Runtime side of torchnumlint: prove the rules on a device, and find NaNs in training runs.
 
-- `verify(select=None, device="auto", dtypes=None)`: run every rule's reproduction (its own bad
-  example and the fix the linter produces) and return a verdict per rule x device x dtype; the
-  command line is `python -m torchnumlint.runtime_check` (and `torchnumlint verify`).
+- `verify(select=None, device="auto", dtypes=None)`: lint every rule's examples, apply the
+  linter's own fixes, and run each reproduced example and its fix against the rule's float64
+  mathematics; a verdict per rule x example x device x dtype. The command line is
+  `python -m torchnumlint.runtime_check` (and `torchnumlint verify`).
 - `nan_watch(model, mode="raise", every=1)`: hooks that catch the first NaN/Inf in the forward,
   the backward and the parameter gradients, and say where it came from.
 
-Needs torch and the standard library only (never libcst or click); torch itself is imported on
-first use of an attribute, so `import torchnumlint.runtime_check` stays cheap.
+Imports torch and the standard library only (never libcst or click); torch itself is imported on
+first use of an attribute, so `import torchnumlint.runtime_check` stays cheap. `verify` reaches the
+linter (libcst) when it runs, to make the fixes (`linted.py`).
 """
 
 from typing import TYPE_CHECKING

@@ -1,7 +1,10 @@
 """`python -m torchnumlint.runtime_check` / `torchnumlint verify`: argparse, torch and stdlib only.
 
     python -m torchnumlint.runtime_check [--device auto|cpu|cuda] [--dtype float32,float16,...]
-                                         [--select TNL101,TNL2] [--output-format text|json]
+                                         [--select TNL101,TNL2] [--format text|json|markdown] [-q]
+
+`--format markdown` writes the page `docs/runtime-results.md` is generated from: the device, the
+torch version and every verdict.
 
 Exit status: 0 when every selected check is CONFIRMED or legitimately SKIPPED, 1 otherwise,
 2 on a usage error or a device this machine lacks (`--device cuda` without CUDA).
@@ -33,8 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
                    % ", ".join(DTYPE_CHOICES))
     p.add_argument("--select", action="append", default=None, metavar="CODES",
                    help="comma-separated rule codes or prefixes (TNL1, TNL101); default: all")
-    p.add_argument("--output-format", choices=("text", "json"), default="text")
-    p.add_argument("--quiet", action="store_true", help="text: verdict lines only, no evidence")
+    p.add_argument("--format", "--output-format", dest="format", choices=("text", "json", "markdown"),
+                   default="text", help="markdown: the page docs/runtime-results.md is generated from")
+    p.add_argument("-q", "--quiet", action="store_true", help="text: verdict lines only, no evidence")
     return p
 
 
@@ -60,8 +64,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if select and not results:
         print(f"error: --select {','.join(select)} matches no rule", file=sys.stderr)
         return 2
-    if args.output_format == "json":
+    if args.format == "json":
         print(v.format_json(results))
+    elif args.format == "markdown":
+        print(v.format_markdown(results, v.describe_device(device)), end="")
     else:
         print(v.format_text(results, verbose=not args.quiet))
     return v.exit_code(results)

@@ -79,7 +79,7 @@ class _Policy(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if emulating() and "dtype" not in kwargs and "out" not in kwargs:
+        if emulating() and kwargs.get("dtype") is None and kwargs.get("out") is None:
             name = getattr(func, "__name__", "")
             if name.endswith("_") and not name.startswith("__"):
                 pass  # in-place ops are not autocast (torch's op eligibility)

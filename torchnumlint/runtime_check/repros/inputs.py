@@ -53,3 +53,13 @@ def below_rounding(name: str) -> Builder:
         return put(ctx, **{name: torch.logspace(-3, 0, 10) * 0.99 * limit})
 
     return build
+
+
+def spanning(shape: Tuple[int, ...], low: float, high: float, seed: int, signed: bool = True) -> torch.Tensor:
+    """Magnitudes log-uniform from `low` to `high` (random signs when `signed`): benign inputs that
+    span the scales where a wrong guard (an eps, a clamp, a threshold) would change the values."""
+    g = gen(seed)
+    u = torch.rand(*shape, generator=g)
+    magnitude = low * (high / low) ** u
+    sign = torch.where(torch.rand(*shape, generator=g) < 0.5, -1.0, 1.0) if signed else 1.0
+    return magnitude * sign

@@ -56,7 +56,7 @@ def test_only_the_integration_modules_import_a_framework():
 # ---- PyTorch Lightning -----------------------------------------------------------------------
 
 
-def _lightning_run(callback, poison_at=None, steps=4):
+def _lightning_run(callback, poison_at=None, steps=4, **trainer_options):
     pl = pytest.importorskip("lightning.pytorch", reason="the `lightning` extra is not installed")
 
     class Body(nn.Module):
@@ -92,7 +92,8 @@ def _lightning_run(callback, poison_at=None, steps=4):
     torch.manual_seed(0)
     model = Regressor()
     trainer = pl.Trainer(max_steps=steps, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-                         enable_progress_bar=False, enable_model_summary=False, callbacks=[callback])
+                         enable_progress_bar=False, enable_model_summary=False, callbacks=[callback],
+                         **trainer_options)
     return trainer, model
 
 
@@ -128,6 +129,20 @@ def test_lightning_record_mode_keeps_training_and_skips_unchecked_steps():
     assert first.nonfinite_params == ["body.inp.weight", "body.inp.bias"]
     assert {r.step for r in callback.reports} <= {4}  # step 5 is not checked; nothing before 4 was seen
     assert _hooked(model) == []
+
+
+def test_lightning_fp16_scaler_overflow_steps_are_not_incidents():
+    """precision 16-mixed with a GradScaler whose first scales overflow fp16: the scaler skips
+    those steps and halves its scale, as designed. The callback hands the trainer's scaler to the
+    watch, so the default raise mode lets the healthy run finish."""
+    from lightning.pytorch.plugins.precision import MixedPrecision
+
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**20)
+    callback = _lightning_callback()
+    trainer, model = _lightning_run(callback, steps=8, plugins=[MixedPrecision("16-mixed", "cpu", scaler=scaler)])
+    trainer.fit(model)
+    assert scaler.get_scale() == 2.0**15  # five overflow steps were skipped
+    assert trainer.global_step == 8 and callback.reports == []
 
 
 def test_lightning_clean_run_reports_nothing():

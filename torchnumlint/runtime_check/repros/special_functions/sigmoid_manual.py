@@ -1,27 +1,69 @@
 """TNL111 sigmoid-manual: the gradient of `1 / (1 + exp(-x))` is NaN once exp(-x) overflows;
-`torch.sigmoid(x)` is finite and gives the same values."""
+`torch.sigmoid(x)` is finite and gives the same values.
+
+Example 3 (`1.2 / (1 + exp(-(1 / 1.6) * x))`, a scaled and stretched sigmoid) is reproduced too,
+its overflow 1.6 times further out. Example 2 is not: its formula lives in the method
+`Gated.forward`, and a reproduction runs a module-level function of the example by name."""
 
 from __future__ import annotations
 
 import torch
 
-from torchnumlint.runtime_check.context import PRECISION, Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import put, randn
+from torchnumlint.runtime_check.context import PRECISION, Builder, Inputs, Repro, ReproContext
+from torchnumlint.runtime_check.repros.inputs import put, spanning
 
 # exp(-x) is Inf, and the gradient NaN, from x <= -88.723 float32, -89 bfloat16, -11.094 float16
-# (measured on torch 2.13, CPU)
+# (measured on torch 2.13, CPU); for example 3 from 1.6 times that: -141.96, -142, -17.75.
 EXP_OVERFLOW = {"float32": -88.723, "bfloat16": -89.0, "float16": -11.094}
+STRETCH = 1.6  # example 3's x / 1.6
 
 
-def adversarial(ctx: ReproContext) -> Inputs:
-    limit = EXP_OVERFLOW[ctx.dtype_name]
-    x = torch.cat([torch.linspace(-6.0, 6.0, 13), torch.tensor([limit - 1.0, 2 * limit, -120.0])])
-    return put(ctx, x=x)
+def sigmoid(x: torch.Tensor) -> torch.Tensor:
+    """1 / (1 + e^-x) by cases: as written for x >= 0, e^x / (1 + e^x) for x < 0, so the selected
+    exponential never exceeds 1 (the other branch stays finite in float64 for |x| < 709)."""
+    return torch.where(x >= 0, 1 / (1 + torch.exp(-x)), torch.exp(x) / (1 + torch.exp(x)))
+
+
+def shifted_sigmoid(x: torch.Tensor) -> torch.Tensor:
+    """1.2 sigmoid(x / 1.6): a sigmoid stretched 1.6 times along x and scaled to (0, 1.2)."""
+    return 1.2 * sigmoid(x / STRETCH)
+
+
+def overflowing(stretch: float) -> Builder:
+    """x in -6..6 plus three entries past the overflow of exp(-x / stretch)."""
+
+    def build(ctx: ReproContext) -> Inputs:
+        limit = EXP_OVERFLOW[ctx.dtype_name]
+        x = torch.cat([torch.linspace(-6.0, 6.0, 13), torch.tensor([limit - 1.0, 2 * limit, -120.0])])
+        return put(ctx, x=x * stretch)
+
+    return build
+
+
+def benign(stretch: float) -> Builder:
+    """x / stretch of magnitude 1e-3 to 10, either sign (exp(10) is finite in float16): sigmoids
+    from 4.5e-5 to 1 - 4.5e-5, where a clamp of x or of the result changes the values."""
+
+    def build(ctx: ReproContext) -> Inputs:
+        return put(ctx, x=spanning((64,), 1e-3, 10.0, 1111) * stretch)
+
+    return build
+
+
+def thresholds(stretch: float) -> dict:
+    return {d: f"x in {-6 * stretch:g}..{6 * stretch:g} plus {(v - 1.0) * stretch:g}, {2 * v * stretch:g}, "
+               f"{-120 * stretch:g} (exp overflows from x = {v * stretch:g} in {d})" for d, v in EXP_OVERFLOW.items()}
 
 
 REPRO = Repro(
     "TNL111", "NF", "gate", PRECISION,
-    adversarial=adversarial, benign=randn("x", (64,), 3.0, 1111), grad=("x",),
-    thresholds={d: f"x in -6..6 plus {v - 1.0:g}, {2 * v:g}, -120 (exp(-x) overflows from x = {v:g} in {d})"
-                for d, v in EXP_OVERFLOW.items()},
+    adversarial=overflowing(1.0), benign=benign(1.0), grad=("x",), reference=sigmoid, thresholds=thresholds(1.0),
+)
+
+FURTHER = (
+    Repro(
+        "TNL111", "NF", "shifted_sigmoid", PRECISION, example=2,
+        adversarial=overflowing(STRETCH), benign=benign(STRETCH), grad=("x",), reference=shifted_sigmoid,
+        thresholds=thresholds(STRETCH),
+    ),
 )

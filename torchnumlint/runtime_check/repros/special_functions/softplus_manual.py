@@ -18,10 +18,13 @@ EXP_OVERFLOW = {"float32": 88.72, "bfloat16": 88.72, "float16": 11.09}
 
 
 def softplus(x: torch.Tensor) -> torch.Tensor:
-    """ln(1 + e^x) by cases: x + ln(1 + e^-x) for x > 0, ln(1 + e^x) otherwise, so the selected
-    e^t has t <= 0 and ln(1 + u) of a small u keeps its precision (the branch not selected stays
-    finite in float64 for |x| < 709, and the inputs here stay below 180)."""
-    return torch.where(x > 0, x + log_one_plus(torch.exp(-x)), log_one_plus(torch.exp(x)))
+    """ln(1 + e^x) by cases: x + ln(1 + e^-x) for x > 0, ln(1 + e^x) otherwise, so e^t is only
+    taken of t <= 0 and ln(1 + u) of a small u keeps its precision. Each branch sees 0 where the
+    other is selected, so the branch not taken has a finite gradient (ln(1 + e^40) by the atanh
+    identity would be atanh(1) = inf, and 0 * inf = NaN through torch.where)."""
+    positive = x > 0
+    above, below = torch.where(positive, x, 0.0), torch.where(positive, 0.0, x)
+    return torch.where(positive, above + log_one_plus(torch.exp(-above)), log_one_plus(torch.exp(below)))
 
 
 def margin(pos: torch.Tensor, neg: torch.Tensor) -> torch.Tensor:

@@ -63,3 +63,10 @@ def spanning(shape: Tuple[int, ...], low: float, high: float, seed: int, signed:
     magnitude = low * (high / low) ** u
     sign = torch.where(torch.rand(*shape, generator=g) < 0.5, -1.0, 1.0) if signed else 1.0
     return magnitude * sign
+
+
+def rows_spanning(rows: int, cols: int, low: float, high: float, seed: int) -> torch.Tensor:
+    """`rows` x `cols` standard normal rows, row i scaled by the i-th of `rows` log-spaced factors
+    from `low` to `high`: benign inputs whose per-row spread (std, variance, norm) spans the scales
+    where a wrong guard on it (an eps, a clamp) would change the values."""
+    return torch.randn(rows, cols, generator=gen(seed)) * (low * (high / low) ** torch.linspace(0, 1, rows))[:, None]

@@ -64,24 +64,38 @@ def _rule_or_fail(code: str):
 @click.option("-q", "--quiet", is_flag=True, help="Findings only, no summary.")
 @click.option("--list-rules", is_flag=True, help="List every rule and exit.")
 @click.option("--explain", metavar="CODE", help="Print a rule's documentation and exit.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: every CPU).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False),
+    help="Keep the cache here (default: .torchnumlint_cache in each project's root).",
+)
 @click.version_option(__version__, "--version", prog_name="torchnumlint")
 def check(paths, fix, unsafe_fixes, diff, strict, select, extend_select, ignore, output_format, config_path,
-          exit_zero, statistics, quiet, list_rules, explain) -> None:
+          exit_zero, statistics, quiet, list_rules, explain, jobs, no_cache, cache_dir) -> None:
     """Lint PATHS (files or folders; default: the current folder) for numerically unsafe PyTorch."""
+    # the rules (and libcst) are imported only where needed: a fully cached run never needs them
     from torchnumlint import config as configuration
-    from torchnumlint.docs import explain as explain_rule
-    from torchnumlint.docs import rules_table
     from torchnumlint.report import FORMATS
-    from torchnumlint.rules.registry import all_rules
     from torchnumlint.runner import Options, run
+    from torchnumlint.workers import default_jobs
 
     if explain:
+        from torchnumlint.docs import explain as explain_rule
+
         click.echo(explain_rule(_rule_or_fail(explain)))
         return
     if list_rules:
+        from torchnumlint.docs import rules_table
+        from torchnumlint.rules.registry import all_rules
+
         click.echo(rules_table(all_rules()))
         return
-    options = Options(fix=fix, diff=diff, unsafe_fixes=unsafe_fixes, strict=strict)
+    options = Options(
+        fix=fix, diff=diff, unsafe_fixes=unsafe_fixes, strict=strict, jobs=jobs or default_jobs(),
+        cache=not no_cache, cache_dir=cache_dir,
+    )
     try:
         overrides = configuration.Overrides(
             select=tuple(_split(select)) or None,

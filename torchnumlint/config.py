@@ -123,6 +123,18 @@ class Settings:
         """The Config of the file at `path`."""
         return self.config_for(Path(os.path.abspath(path)).parent)
 
+    def selection_key(self, path: str) -> tuple:
+        """What decides `rules_for(path)`, without loading a rule (a cache key: the rules' own
+        code is keyed apart): the command line's selection, the file's config's, the codes its
+        per-file-ignores switch off; for `fixed` settings, the rules given."""
+        config = self.config_of(path)
+        if self._fixed is not None and id(config) in self._rules:
+            chosen: tuple = tuple(rule.code for rule in self._rules[id(config)])
+        else:
+            wanted = self._overrides
+            chosen = (wanted, config.select, config.extend_select, config.ignore)
+        return chosen, tuple(ignored_for(config, path))
+
     def rules_for(self, path: str) -> List[Type[Rule]]:
         """The rules enabled for the file at `path`: its config's selection with the command
         line's on top, less what its config's per-file-ignores switches off for it."""

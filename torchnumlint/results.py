@@ -16,6 +16,10 @@ class Options:
     unsafe_fixes: Optional[bool] = None  # None: as each file's config says
     diff: bool = False
     strict: Optional[bool] = None  # also findings without evidence; None: as each file's config says
+    jobs: Optional[int] = None  # worker processes; None: every file in this process, one after another
+    cache: bool = False  # answer unchanged files from the cache (and fill it)
+    cache_dir: Optional[str] = None  # None: `.torchnumlint_cache` in each file's project root
+    timeout: Optional[float] = 120.0  # seconds a worker may spend on one file before it is that file's error
 
 
 @dataclass
@@ -25,6 +29,7 @@ class FileOutcome:
     fixed: int = 0
     diff: str = ""
     text: Optional[str] = None  # the fixed text, once written
+    cacheable: bool = True  # False after an internal error: the next run tries again
 
 
 @dataclass

@@ -1,7 +1,9 @@
-"""One run over paths: discover, read, index, lint or fix each file, collect what to report.
+"""One run over paths: discover, index, lint or fix each file, collect what to report.
 
-Each file is processed by `process_file`, a function of plain, picklable inputs, so a later
-change can hand files to worker processes or a cache without touching the rest.
+Each file is processed by `process_file`, a function of plain, picklable inputs; `run` hands it
+to worker processes (`workers.py`, `Options.jobs`) and keeps what it gave in the cache
+(`cache.py`, `Options.cache`). Output does not depend on either: results are put back in the
+order a serial run gives, and a cached result is the result.
 
 Files are processed project by project (`discovery.project_root`). When an enabled rule reads the
 project index, the index of a project is built from all of that project's files, whichever of them
@@ -9,6 +11,16 @@ were passed (pre-commit passes only the staged ones): the files not passed are r
 skipping any that cannot be read, and are never linted. Files with no project root above them are
 one project made of exactly those files, and nothing else is read for them: without a marker there
 is no telling where their project ends.
+
+Sources are streamed: the parent reads a file only to know its digest (when the cache's manifest
+cannot vouch for it) and to decide whether the project index is needed, and keeps neither; the
+worker that lints a file reads it again. With the cache, a file whose entry is valid is never
+parsed, and a run where every entry is valid never imports the engine (nor libcst).
+
+A cache entry records whether the file's result read the project index; if it did, it holds the
+project's fingerprint (the digests of the files that can hold index facts), and a run whose
+fingerprint differs does not use it. A file's index facts are cached by content as well, so the
+index of a pre-commit run over one changed file is assembled, not re-parsed.
 """
 
 from __future__ import annotations
@@ -18,23 +30,28 @@ import difflib
 import os
 import traceback
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Type, Union
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Type, Union
 
+from torchnumlint import cache as caching
+from torchnumlint import summaries
 from torchnumlint.config import Config, Settings
 from torchnumlint.discovery import discover, project_files, project_root
-from torchnumlint.engine import ParseError, lint_text
-from torchnumlint.fixes import fix_text
-from torchnumlint.findings import Finding
+from torchnumlint.findings import Finding, fixable
+from torchnumlint.index import ProjectIndex, could_matter, index_file
 from torchnumlint.results import FileOutcome, Options, RunResult
-from torchnumlint.index import ProjectIndex, build_index
-from torchnumlint.rules.names import imports_torch
-from torchnumlint.rules.base import Rule
 from torchnumlint.source import SourceError, SourceFile, read_source, write_source
+from torchnumlint.workers import run_all
+
+if TYPE_CHECKING:
+    from torchnumlint.rules.base import Rule
 
 
 def process_file(
     source: SourceFile, rules: Sequence[Type[Rule]], index: ProjectIndex, options: Options
 ) -> FileOutcome:
+    from torchnumlint.engine import ParseError, lint_text
+    from torchnumlint.fixes import fix_text
+
     path = source.path
     outcome = FileOutcome()
     try:
@@ -48,6 +65,7 @@ def process_file(
     except Exception as exc:  # a bug in torchnumlint: say so, keep going with other files
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         outcome.errors.append(f"{path}: internal error in torchnumlint (please report it): {detail}")
+        outcome.cacheable = False
         return outcome
     outcome.findings = result.findings
     outcome.errors.extend(f"{path}: {message}" for message in result.errors)
@@ -85,23 +103,39 @@ def run(
     options = options or Options()
     result = RunResult()
     files, result.errors = discover(paths, settings)
-    sources: List[SourceFile] = []
-    for path in files:
-        try:
-            sources.append(read_source(path))
-        except SourceError as exc:
-            result.errors.append(f"{path}: {exc}")
-    result.files = len(sources)
-    unsafe = [_file_options(options, settings, s.path).unsafe_fixes for s in sources]
-    result.unsafe_fixes = all(unsafe) if unsafe else bool(options.unsafe_fixes)
+    walked = [os.path.abspath(p) for p in paths if os.path.isdir(p)]
     roots: Dict[Path, Optional[Path]] = {}
-    projects: Dict[Optional[Path], List[SourceFile]] = {}
-    for source in sources:
-        projects.setdefault(project_root(Path(os.path.abspath(source.path)).parent, roots), []).append(source)
+    projects: Dict[Optional[Path], List[Tuple[int, str]]] = {}
+    for position, path in enumerate(files):
+        projects.setdefault(project_root(Path(os.path.abspath(path)).parent, roots), []).append((position, path))
+    tally = _Tally(len(files))
     for root, members in projects.items():
-        _run_project(root, members, settings, options, result)
+        covered = root is not None and any(_is_within(str(root), top) for top in walked)
+        _Project(root, members, settings, options, covered).run(result, tally)
+    result.errors += [error for error in tally.read_errors if error is not None] + tally.project_errors
+    result.files = tally.readable
+    result.unsafe_fixes = all(tally.unsafe) if tally.unsafe else bool(options.unsafe_fixes)
     result.findings.sort(key=lambda f: f.sort_key)
     return result
+
+
+def _is_within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+@dataclasses.dataclass
+class _Tally:
+    """What a serial run used to learn while reading every file first: the read errors (reported
+    before any other, in the files' order), how many files could be read, their unsafe-fixes."""
+
+    files: int
+    read_errors: List[Optional[str]] = dataclasses.field(default_factory=list)
+    readable: int = 0
+    unsafe: List[bool] = dataclasses.field(default_factory=list)
+    project_errors: List[str] = dataclasses.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.read_errors = [None] * self.files
 
 
 def _file_options(options: Options, settings: Settings, path: str) -> Options:
@@ -116,70 +150,277 @@ def _file_options(options: Options, settings: Settings, path: str) -> Options:
     )
 
 
-def _run_project(
-    root: Optional[Path], members: List[SourceFile], settings: Settings, options: Options, result: RunResult
-) -> None:
-    """Lint or fix the files passed from one project against that project's index."""
-    rules = {source.path: settings.rules_for(source.path) for source in members}
-    # the whole project is read only when a passed file can hold a finding of a rule that reads
-    # its facts (a `forward` for TNL301, an `autocast` for TNL302), or of a rule that sees what
-    # the project's helpers produce (TNL103's `log(probs(z))` names no softmax: only the index
-    # can tell): a pre-commit run on a file that has none of these costs no project walk
-    needs_index = any(
-        rule.needs_index and (rule.produced or rule.could_fire(source.text))
-        for source in members
-        if imports_torch(source.text)
-        for rule in rules[source.path]
-    )
-    texts = [(source.path, source.text) for source in members]
-    index = build_index(_project_texts(root, texts, settings)) if needs_index else ProjectIndex.empty()
-    fixed_texts = {}
-    findings: List[Finding] = []
-    for source in members:
-        outcome = process_file(source, rules[source.path], index, _file_options(options, settings, source.path))
-        findings.extend(outcome.findings)
-        result.errors.extend(outcome.errors)
-        result.fixed += outcome.fixed
-        if outcome.diff:
-            result.diffs.append(outcome.diff)
-        if outcome.text is not None:
-            fixed_texts[source.path] = outcome.text
-    del index  # the relint below builds the project's index again
-    if needs_index and fixed_texts:
-        final = [(path, fixed_texts.get(path, text)) for path, text in texts]
-        strict = {path: bool(_file_options(options, settings, path).strict) for path, _ in texts}
-        findings = _relint_cross_file(findings, root, final, rules, settings, strict)
-    result.findings.extend(findings)
+def _reads_index(text: str, rules: Sequence[Type[Rule]]) -> bool:
+    """Whether the findings of `rules` in `text` can depend on the project index: it can hold a
+    finding of a rule that reads its facts (a `forward` for TNL301, an `autocast` for TNL302), or
+    of a rule that sees what the project's helpers produce (TNL103's `log(probs(z))` names no
+    softmax: only the index can tell). A pre-commit run on files that have none costs no project walk."""
+    from torchnumlint.rules.names import imports_torch
+
+    return imports_torch(text) and any(rule.needs_index and (rule.produced or rule.could_fire(text)) for rule in rules)
 
 
-def _project_texts(root: Optional[Path], texts: List[Tuple[str, str]], settings: Settings) -> Iterator[Tuple[str, str]]:
-    """(path, text) of every file of the project at `root`: `texts` for the files passed, the
-    others read from disk one at a time. Their paths take the form the passed files have
-    (relative to the working folder, or absolute), since findings name them."""
-    yield from texts
-    if root is None:
-        return
-    passed = {os.path.realpath(path) for path, _ in texts}
-    top = str(root) if os.path.isabs(texts[0][0]) else os.path.relpath(root)
-    for path in project_files(top, settings):
-        if os.path.realpath(path) in passed:
-            continue
+def _can_hold_facts(text: str) -> bool:
+    return could_matter(text) or summaries.could_matter(text)
+
+
+@dataclasses.dataclass
+class _Linted:
+    """What linting one file gave a worker: the outcome, or why the file could not be read."""
+
+    outcome: Optional[FileOutcome] = None
+    read_error: Optional[str] = None
+
+
+class _Project:
+    """The files passed from one project: each answered from the cache or linted (in workers)
+    against the project's index, their outcomes put back in the order they were passed."""
+
+    def __init__(self, root: Optional[Path], members: List[Tuple[int, str]], settings: Settings,
+                 options: Options, covered: bool) -> None:
+        self.root = root
+        self.members = members
+        self.settings = settings
+        self.options = options
+        self.covered = covered  # every file of the project was passed: no walk for the others
+        self.cache: Optional[caching.Cache] = None
+        self.manifest: Optional[caching.Manifest] = None
+        if options.cache:
+            folder = options.cache_dir or os.path.join(str(root) if root else os.getcwd(), caching.FOLDER_NAME)
+            self.cache = caching.Cache(folder)
+            self.manifest = caching.Manifest(self.cache, str(root) if root else f"files below {os.getcwd()}")
+        self.readable: Dict[str, None] = {}  # the passed files that could be read, in order
+        self.digests: Dict[str, Tuple[str, bool]] = {}  # path -> (digest, can hold facts)
+        self._paths: Optional[List[str]] = None
+        self._fingerprint: Optional[str] = None
+        self.hits_read_index = False
+
+    # -- what is known without parsing ----------------------------------------------------------
+    def _known(self, path: str) -> Optional[Tuple[str, bool]]:
+        """(digest, can hold facts) of `path` from the manifest, without reading it."""
+        if path not in self.digests and self.manifest is not None:
+            record = self.manifest.lookup(path, caching.stat_of(path))
+            if record is not None:
+                self.digests[path] = (record[1], record[2])
+        return self.digests.get(path)
+
+    def _read(self, path: str) -> SourceFile:
+        """The file's source; with the cache, its digest noted (and recorded in the manifest)."""
+        stat = caching.stat_of(path)
+        source = read_source(path)
+        if self.manifest is not None:
+            raw = caching.digest(source.raw)
+            matters = _can_hold_facts(source.text)
+            self.digests[path] = (raw, matters)
+            self.manifest.record(path, stat, raw, matters)
+        return source
+
+    def _project_paths(self) -> List[str]:
+        """Every file of the project: those passed, then the others (in the form the passed
+        files' paths have: findings name them)."""
+        if self._paths is None:
+            self._paths = passed = list(self.readable)
+            if self.root is not None and not self.covered and passed:
+                seen = {os.path.realpath(path) for path in passed}
+                top = str(self.root) if os.path.isabs(passed[0]) else os.path.relpath(self.root)
+                self._paths += [path for path in project_files(top, self.settings) if os.path.realpath(path) not in seen]
+        return self._paths
+
+    def fingerprint(self) -> str:
+        """The digests of the project's files that can hold index facts."""
+        if self._fingerprint is None:
+            parts = []
+            for path in self._project_paths():
+                known = self._known(path)
+                if known is None:
+                    try:
+                        self._read(path)
+                    except SourceError:
+                        continue  # adds no facts
+                    known = self.digests[path]
+                if known[1]:
+                    parts.append((path, known[0]))
+            self._fingerprint = caching.digest(caching.package_fingerprint(), parts)
+        return self._fingerprint
+
+    def _key(self, path: str, raw: str) -> str:
+        strict = bool(_file_options(self.options, self.settings, path).strict)
+        return caching.digest(caching.package_fingerprint(), "lint", path, raw, self.settings.selection_key(path), strict)
+
+    def _cached(self, path: str) -> Optional[FileOutcome]:
+        """The file's outcome from the cache, when its entry is valid and there is nothing to fix."""
+        known = self._known(path)
+        if self.cache is None or known is None:
+            return None
+        entry = self.cache.get("lint", self._key(path, known[0]))
+        if not isinstance(entry, tuple) or len(entry) != 3:
+            return None
+        fingerprint, findings, errors = entry
+        if fingerprint is not None:
+            if fingerprint != self.fingerprint():
+                return None
+            self.hits_read_index = True
+        if self.options.fix or self.options.diff:
+            unsafe = bool(_file_options(self.options, self.settings, path).unsafe_fixes)
+            if any(fixable(finding, unsafe) for finding in findings):
+                return None
+        return FileOutcome(findings=findings, errors=errors)
+
+    # -- the run --------------------------------------------------------------------------------
+    def run(self, result: RunResult, tally: _Tally) -> None:
+        reads_index: Dict[str, bool] = {}  # of the files read here: whether their rules read the index
+        for position, path in self.members:  # every passed file's digest first: the fingerprint reads them
+            if self._known(path) is None:
+                try:
+                    source = self._read(path)
+                except SourceError as exc:
+                    tally.read_errors[position] = f"{path}: {exc}"
+                    continue
+                reads_index[path] = _reads_index(source.text, self.settings.rules_for(path))
+                del source  # streamed: the worker that lints it reads it again
+            self.readable[path] = None
+            tally.readable += 1
+            tally.unsafe.append(bool(_file_options(self.options, self.settings, path).unsafe_fixes))
+        outcomes: Dict[int, FileOutcome] = {}
+        todo: List[Tuple[int, str]] = []
+        for position, path in self.members:
+            if path not in self.readable:
+                continue
+            outcome = self._cached(path)
+            if outcome is not None:
+                outcomes[position] = outcome
+                continue
+            if path not in reads_index:
+                try:
+                    reads_index[path] = _reads_index(read_source(path).text, self.settings.rules_for(path))
+                except SourceError as exc:
+                    tally.read_errors[position] = f"{path}: {exc}"
+                    continue
+            todo.append((position, path))
+        needs_index = any(reads_index[path] for _, path in todo)
+        if todo:
+            index = self._index() if needs_index else ProjectIndex.empty()
+            fingerprint = self.fingerprint() if needs_index and self.cache is not None else None
+            lint = _Linter(self, index, fingerprint)
+            paths = [path for _, path in todo]
+            for (position, path), linted in zip(todo, run_all(lint, paths, self.options.jobs, _failed, self.options.timeout)):
+                if linted.read_error is not None:
+                    tally.read_errors[position] = linted.read_error
+                else:
+                    outcomes[position] = linted.outcome
+            del index, lint
+        if self.manifest is not None:
+            self.manifest.save()
+        self._report(outcomes, needs_index, result, tally)
+
+    def _report(self, outcomes: Dict[int, FileOutcome], needs_index: bool, result: RunResult, tally: _Tally) -> None:
+        findings: List[Finding] = []
+        fixed_any = False
+        for position, _ in self.members:
+            outcome = outcomes.get(position)
+            if outcome is None:
+                continue
+            findings.extend(outcome.findings)
+            tally.project_errors.extend(outcome.errors)
+            result.fixed += outcome.fixed
+            if outcome.diff:
+                result.diffs.append(outcome.diff)
+            fixed_any = fixed_any or outcome.text is not None
+        if (needs_index or self.hits_read_index) and fixed_any:
+            findings = self._relint_cross_file(findings, [path for position, path in self.members if position in outcomes])
+        result.findings.extend(findings)
+
+    def _index(self) -> ProjectIndex:
+        """The project's index, each file's facts from the cache or parsed (in workers), merged in
+        the order a serial run reads the files."""
+        paths = self._project_paths()
+        parts: Dict[str, ProjectIndex] = {}
+        missing = []
+        for path in paths:
+            known = self._known(path)
+            found = self.cache.get("facts", self._facts_key(path, known[0])) if self.cache and known else None
+            if isinstance(found, ProjectIndex):
+                parts[path] = found
+            else:
+                missing.append(path)
+        for path, facts in zip(missing, run_all(_facts_of, missing, self.options.jobs, _no_facts, self.options.timeout)):
+            if facts is None:
+                continue
+            raw, matters, part = facts
+            parts[path] = part
+            self.digests.setdefault(path, (raw, matters))
+            if self.cache is not None:
+                self.cache.put("facts", self._facts_key(path, raw), part)
+        index = ProjectIndex.empty()
+        for path in paths:
+            if path in parts:
+                index.absorb(parts.pop(path))
+        index.finalize()
+        return index
+
+    @staticmethod
+    def _facts_key(path: str, raw: str) -> str:
+        return caching.digest(caching.package_fingerprint(), "facts", path, raw)
+
+    def _relint_cross_file(self, findings: List[Finding], linted: List[str]) -> List[Finding]:
+        """Fixes in one file change what rules that read the project index report in another (a
+        Function given `custom_fwd` is safe wherever it is called): report those rules' findings
+        against the project as fixed (now on disk), not as it was."""
+        from torchnumlint.engine import ParseError, lint_text
+
+        self.digests, self.readable, self._paths = {}, dict.fromkeys(linted), None
+        fresh = self._index()
+        rules = {path: self.settings.rules_for(path) for path in linted}
+        codes = {rule.code for chosen in rules.values() for rule in chosen if rule.needs_index}
+        kept = [f for f in findings if f.code not in codes]
+        for path in linted:
+            strict = bool(_file_options(self.options, self.settings, path).strict)
+            try:
+                text = read_source(path).text
+                kept.extend(lint_text(path, text, [r for r in rules[path] if r.needs_index], fresh, strict=strict))
+            except (ParseError, SourceError):
+                pass  # already reported for this file
+        return kept
+
+
+class _Linter:
+    """Lints one file by path (in a worker: the settings and index are inherited at the fork),
+    and stores its result in the cache."""
+
+    def __init__(self, project: _Project, index: ProjectIndex, fingerprint: Optional[str]) -> None:
+        self.project = project
+        self.index = index
+        self.fingerprint = fingerprint
+
+    def __call__(self, path: str) -> _Linted:
+        project = self.project
         try:
-            yield path, read_source(path).text
-        except SourceError:
-            pass  # not being linted: it just adds no facts
+            source = read_source(path)
+        except SourceError as exc:
+            return _Linted(read_error=f"{path}: {exc}")
+        rules = project.settings.rules_for(path)
+        options = _file_options(project.options, project.settings, path)
+        outcome = process_file(source, rules, self.index, options)
+        if project.cache is not None and outcome.cacheable and outcome.text is None and not outcome.diff:
+            reads = _reads_index(source.text, rules)
+            if not reads or self.fingerprint is not None:
+                entry = (self.fingerprint if reads else None, outcome.findings, outcome.errors)
+                project.cache.put("lint", project._key(path, caching.digest(source.raw)), entry)
+        return _Linted(outcome=outcome)
 
 
-def _relint_cross_file(findings, root, final, rules, settings, strict) -> List[Finding]:
-    """Fixes in one file change what rules that read the project index report in another (a
-    Function given `custom_fwd` is safe wherever it is called): report those rules' findings
-    against the project as fixed, not as it was."""
-    fresh = build_index(_project_texts(root, final, settings))
-    codes = {rule.code for chosen in rules.values() for rule in chosen if rule.needs_index}
-    kept = [f for f in findings if f.code not in codes]
-    for path, text in final:
-        try:
-            kept.extend(lint_text(path, text, [r for r in rules[path] if r.needs_index], fresh, strict=strict[path]))
-        except ParseError:
-            pass  # already reported for this file
-    return kept
+def _failed(path: str, why: str) -> _Linted:
+    return _Linted(outcome=FileOutcome(errors=[f"{path}: {why}"], cacheable=False))
+
+
+def _facts_of(path: str) -> Optional[Tuple[str, bool, ProjectIndex]]:
+    """(digest, can hold facts, facts) of a file of the project; None when it cannot be read."""
+    try:
+        source = read_source(path)
+    except SourceError:
+        return None
+    return caching.digest(source.raw), _can_hold_facts(source.text), index_file(path, source.text)
+
+
+def _no_facts(path: str, why: str) -> None:
+    return None  # a file whose facts cannot be had adds none, as one that does not parse

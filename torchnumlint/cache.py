@@ -1,0 +1,178 @@
+"""The on-disk cache: what a file gave last time, found again by what decides it.
+
+Why: a re-run over an unchanged project should cost a look-up per file, not a parse. Entries are
+keyed by everything their value depends on (the file's bytes, its path, its settings, the rules'
+code) and, when the file's rules read the project index, they record the project's fingerprint,
+which a look-up compares; a change to any of these misses.
+
+- `package_fingerprint()`: torchnumlint's version and the size and mtime of each of the linter's
+  source files, so an edited rule invalidates every entry even without a version bump.
+- An entry is one file, `<folder>/<kind>/<2 hex>/<rest of key>`: a magic tag, the payload's
+  length and its BLAKE2 digest, then the pickled payload. It is written to a temporary file in
+  the same folder and renamed over (`os.replace`), so a reader sees a whole entry or none; a
+  torn or foreign file fails its check and reads as a miss. Two runs writing the same key both
+  write whole entries of the same value; the last rename wins.
+- `Manifest`: per project, path -> (stat, digest, whether the file can hold index facts), so a
+  warm run trusts a file's digest from its stat instead of reading it. A stat taken within
+  `RACY_SECONDS` of the file's mtime is not trusted (a later write in the same clock tick would
+  keep the same stat), as git does.
+
+Importing this module loads no libcst: a fully cached run never does.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import pickle
+import struct
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, Optional, Tuple
+
+import torchnumlint
+
+FOLDER_NAME = ".torchnumlint_cache"
+_MAGIC = b"TNLC\x00\x01"
+_HEADER = struct.Struct(">6sQ16s")  # magic, payload length, payload digest
+RACY_SECONDS = 2.0
+
+Stat = Tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
+
+
+def digest(*parts: object) -> str:
+    """A hex digest of `parts` (bytes as they are, anything else by its repr)."""
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        data = part if isinstance(part, bytes) else repr(part).encode("utf-8", "surrogatepass")
+        h.update(len(data).to_bytes(8, "big"))
+        h.update(data)
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def package_fingerprint() -> str:
+    """torchnumlint's version and the stat of each of the linter's source files (the runtime
+    side, `runtime_check/`, decides no finding)."""
+    root = Path(torchnumlint.__file__).parent
+    files = []
+    for path in sorted(root.rglob("*.py")):
+        if path.relative_to(root).parts[0] == "runtime_check":
+            continue
+        info = path.stat()
+        files.append((path.relative_to(root).as_posix(), info.st_size, info.st_mtime_ns))
+    return digest(torchnumlint.__version__, files)
+
+
+def stat_of(path: str) -> Optional[Stat]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+
+
+class Cache:
+    """Entries under `folder` (created on the first write, with a CACHEDIR.TAG and a .gitignore)."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self._ready = False
+
+    def _path(self, kind: str, key: str) -> str:
+        return os.path.join(self.folder, kind, key[:2], key[2:])
+
+    def get(self, kind: str, key: str) -> Optional[object]:
+        """The value stored under `key`, or None when absent, torn or unreadable."""
+        try:
+            with open(self._path(kind, key), "rb") as handle:
+                data = handle.read()
+        except OSError:
+            return None
+        if len(data) < _HEADER.size:
+            return None
+        magic, length, check = _HEADER.unpack_from(data)
+        payload = data[_HEADER.size:]
+        if magic != _MAGIC or length != len(payload) or hashlib.blake2b(payload, digest_size=16).digest() != check:
+            return None
+        try:
+            return pickle.loads(payload)
+        except Exception:  # a class renamed since: the package fingerprint should have caught it
+            return None
+
+    def put(self, kind: str, key: str, value: object) -> None:
+        """Store `value` atomically; a cache that cannot be written is silently not written."""
+        payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        data = _HEADER.pack(_MAGIC, len(payload), hashlib.blake2b(payload, digest_size=16).digest()) + payload
+        target = self._path(kind, key)
+        try:
+            self._prepare()
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                os.replace(tmp, target)
+            except BaseException:
+                _unlink(tmp)
+                raise
+        except OSError:
+            pass
+
+    def _prepare(self) -> None:
+        if self._ready:
+            return
+        os.makedirs(self.folder, exist_ok=True)
+        for name, text in (
+            ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n# torchnumlint's cache\n"),
+            (".gitignore", "# created by torchnumlint\n*\n"),
+        ):
+            path = os.path.join(self.folder, name)
+            if not os.path.exists(path):
+                with open(path, "w", encoding="utf-8") as handle:
+                    handle.write(text)
+        self._ready = True
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+class Manifest:
+    """path -> (stat, digest of the bytes, whether the text can hold index facts), for one
+    project, stored as one entry keyed by the project and the package."""
+
+    Record = Tuple[Stat, str, bool]
+
+    def __init__(self, cache: Cache, project: str) -> None:
+        self.cache = cache
+        self.key = digest(package_fingerprint(), "manifest", project)
+        stored = cache.get("manifest", self.key)
+        self.records: Dict[str, Manifest.Record] = stored if isinstance(stored, dict) else {}
+        self.changed = False
+
+    def lookup(self, path: str, stat: Optional[Stat]) -> Optional[Record]:
+        """The record of `path` if its stat is still the one recorded."""
+        record = self.records.get(path)
+        return record if record is not None and stat is not None and record[0] == stat else None
+
+    def record(self, path: str, stat: Optional[Stat], raw_digest: str, matters: bool) -> None:
+        if stat is None or time.time() - stat[1] / 1e9 < RACY_SECONDS:
+            if path in self.records:  # never trust a stat that a write in the same tick would keep
+                del self.records[path]
+                self.changed = True
+            return
+        record = (stat, raw_digest, matters)
+        if self.records.get(path) != record:
+            self.records[path] = record
+            self.changed = True
+
+    def save(self) -> None:
+        if self.changed:
+            self.cache.put("manifest", self.key, self.records)
+            self.changed = False

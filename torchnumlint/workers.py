@@ -1,0 +1,184 @@
+"""Worker processes that run one function over many items, results in the items' order.
+
+Why a pool of our own rather than `multiprocessing.Pool`: a worker that segfaults (a deep
+expression in the C parser) or hangs must cost one item, not the run, and the item must be
+named. Each worker holds one item at a time; when it dies its item becomes a failure, when it
+runs past `timeout` it is killed and its item becomes a failure, and a fresh worker takes its
+place. Workers are forked, so the function and whatever it reads (settings, the project index)
+are inherited, never pickled; only items and results cross the pipes. Results come back in the
+order of the items whatever order the workers finish in, and items are drawn from their iterator
+only as workers free up, so a run never holds more than a few items' results at once beyond
+what the caller keeps.
+
+Where `fork` is not available, or `jobs` is None, items are processed here, one after another.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+import traceback
+from multiprocessing.connection import Connection, wait
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+Failure = Callable[[T, str], R]  # (item, what went wrong) -> the item's result
+
+
+def default_jobs() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def can_fork() -> bool:
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def run_all(
+    function: Callable[[T], R],
+    items: Iterable[T],
+    jobs: Optional[int],
+    on_failure: Failure,
+    timeout: Optional[float] = None,
+) -> Iterator[R]:
+    """`function(item)` for each item, in order. With `jobs`, in that many worker processes: a
+    worker that dies or exceeds `timeout` seconds on an item gives `on_failure(item, why)`. An
+    exception raised by `function` in a worker is that item's failure too."""
+    if jobs is None or not can_fork():
+        for item in items:
+            yield function(item)
+        return
+    yield from _Pool(function, max(1, jobs), on_failure, timeout).map(items)
+
+
+class _Worker:
+    def __init__(self, function: Callable) -> None:
+        context = multiprocessing.get_context("fork")
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(function, child), daemon=True)
+        self.process.start()
+        child.close()
+        self.task: Optional[Tuple[int, object, float]] = None  # (position, item, started)
+
+    def stop(self, kill: bool = False) -> None:
+        if kill and self.process.is_alive():
+            self.process.kill()
+        else:
+            try:
+                self.conn.send(None)
+            except OSError:
+                pass
+        self.process.join()
+        self.conn.close()
+
+
+def _serve(function: Callable, conn: Connection) -> None:
+    """A worker's loop: items in, (ok, result or traceback) out, until told to stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills us
+    while True:
+        try:
+            task = conn.recv()
+        except EOFError:
+            return
+        if task is None:
+            return
+        try:
+            reply = (True, function(task))
+        except BaseException as exc:  # the item's failure, reported by the parent
+            reply = (False, "".join(traceback.format_exception_only(type(exc), exc)).strip())
+        conn.send(reply)
+
+
+class _Pool:
+    def __init__(self, function: Callable, jobs: int, on_failure: Failure, timeout: Optional[float]) -> None:
+        self.function = function
+        self.jobs = jobs
+        self.on_failure = on_failure
+        self.timeout = timeout
+
+    def map(self, items: Iterable) -> Iterator:
+        source = iter(items)
+        workers: List[_Worker] = []
+        done: Dict[int, object] = {}
+        sent = emitted = 0
+        exhausted = False
+        try:
+            while True:
+                while not exhausted and sum(w.task is None for w in workers) + self.jobs - len(workers) > 0:
+                    item = next(source, _END)
+                    if item is _END:
+                        exhausted = True
+                        break
+                    worker = next((w for w in workers if w.task is None), None)
+                    if worker is None:
+                        worker = _Worker(self.function)
+                        workers.append(worker)
+                    worker.task = (sent, item, time.monotonic())
+                    worker.conn.send(item)
+                    sent += 1
+                while emitted in done:
+                    yield done.pop(emitted)
+                    emitted += 1
+                busy = [w for w in workers if w.task is not None]
+                if not busy:
+                    if exhausted:
+                        return
+                    continue
+                for worker in self._settle(busy):
+                    position, item, _ = worker.task
+                    worker.task = None
+                    done[position] = item
+                workers = [w for w in workers if w.process.is_alive() or w.task is not None]
+        finally:
+            for worker in workers:
+                worker.stop(kill=worker.task is not None)
+
+    def _settle(self, busy: List[_Worker]) -> List[_Worker]:
+        """Wait for at least one busy worker to finish, fail or time out; store what each gave
+        in place of its item (the caller moves it to `done`)."""
+        timeout = None
+        if self.timeout is not None:
+            first = min(w.task[2] for w in busy)
+            timeout = max(0.0, first + self.timeout - time.monotonic())
+        ready = wait([w.conn for w in busy], timeout)
+        finished = []
+        for worker in busy:
+            position, item, started = worker.task
+            if worker.conn in ready:
+                try:
+                    ok, value = worker.conn.recv()
+                    result = value if ok else self.on_failure(item, f"internal error in torchnumlint (please report it): {value}")
+                except (EOFError, OSError):
+                    worker.process.join()
+                    result = self.on_failure(item, _death(worker.process.exitcode))
+                    worker.conn.close()
+            elif self.timeout is not None and time.monotonic() - started >= self.timeout:
+                worker.process.kill()
+                worker.process.join()
+                worker.conn.close()
+                result = self.on_failure(item, f"gave up after {self.timeout:g} s (the time limit per file)")
+            else:
+                continue
+            worker.task = (position, result, started)
+            finished.append(worker)
+        return finished
+
+
+def _death(exitcode: Optional[int]) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"internal error in torchnumlint (please report it): the worker process died ({name})"
+    return f"internal error in torchnumlint (please report it): the worker process exited ({exitcode})"
+
+
+_END = object()

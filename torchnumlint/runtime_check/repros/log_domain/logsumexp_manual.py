@@ -51,8 +51,8 @@ def adversarial(ctx: ReproContext) -> Inputs:
 
 
 def benign_energies(ctx: ReproContext) -> Inputs:
-    """Energies of magnitude 1e-3 to 10, either sign (exp(10) is finite in float16): sums of
-    exponentials from ~1e-3 to ~1e5, where an eps or a clamp in the fix changes the values."""
+    """Energies of magnitude 1e-3 to 10, either sign (exp(10) is finite in float16): row sums of
+    e^-E from 9.0 to 1.1e3, where an eps or a clamp in the fix changes the values."""
     return put(ctx, energies=spanning((4, 10), 1e-3, 10.0, 1091))
 
 
@@ -64,7 +64,7 @@ def overflowing_critic(ctx: ReproContext) -> Inputs:
 
 
 def benign_critic(ctx: ReproContext) -> Inputs:
-    """Critic scores of magnitude 1e-3 to 8, either sign: means of e^t from ~1e-3 to ~1e3."""
+    """Critic scores of magnitude 1e-3 to 8, either sign: column means of e^t from 1.2 to 44."""
     return put(ctx, t_joint=spanning((16, 3), 1e-3, 8.0, 1094), t_marginal=spanning((16, 3), 1e-3, 8.0, 1095))
 
 

@@ -34,8 +34,8 @@ def adversarial(ctx: ReproContext) -> Inputs:
 
 
 def benign(ctx: ReproContext) -> Inputs:
-    """Logits of magnitude 1e-3 to 6, either sign: probabilities from ~1e-5 (nonzero in float16) to
-    nearly 1, where an eps or a clamp of the probabilities changes the values."""
+    """Logits of magnitude 1e-3 to 6, either sign: probabilities from 3.6e-4 to 0.66, where an eps
+    or a clamp of the probabilities changes the values."""
     return put(ctx, logits=spanning((4, 10), 1e-3, 6.0, 1031))
 
 

@@ -1,0 +1,68 @@
+"""Where a backward was called from, and on what: the loss of the failing step.
+
+A gradient hook runs inside `loss.backward()`; the thread that called it (the hook's own thread on
+the CPU, the blocked caller on an accelerator, whose engine runs hooks on its own threads) still
+has `Tensor.backward` / `torch.autograd.backward` on its stack, with the loss in its locals, and
+the caller's frame above it: the file where the loss was built. Frames of PyTorch itself and of
+the training drivers that call backward for the user (Lightning, accelerate, the Hugging Face
+Trainer) are skipped, so the site named is the user's code.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import torch
+
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+DRIVERS = ("lightning", "pytorch_lightning", "accelerate", "transformers")
+
+
+def _driver_dirs() -> Tuple[str, ...]:
+    """Source folders of PyTorch and of the imported training drivers."""
+    dirs = [_TORCH_DIR]
+    for name in DRIVERS:
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__file__", None):
+            dirs.append(os.path.dirname(os.path.abspath(module.__file__)) + os.sep)
+    return tuple(dirs)
+
+
+@dataclass
+class LossSite:
+    """The tensor backward was called on (None when not found) and the caller's file and line."""
+
+    loss: Optional[torch.Tensor]
+    path: str
+    line: int
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}" if self.path else ""
+
+
+def find_loss_site(thread_id: int) -> LossSite:
+    """The loss and call site of the backward running now on behalf of thread `thread_id`."""
+    frame = sys._getframe() if thread_id == threading.get_ident() else sys._current_frames().get(thread_id)
+    drivers = _driver_dirs()
+    loss: Optional[torch.Tensor] = None
+    in_backward = False
+    while frame is not None:
+        code = frame.f_code
+        path = os.path.abspath(code.co_filename)
+        if code.co_name == "backward" and path.startswith(_TORCH_DIR):
+            in_backward = True
+            local = frame.f_locals
+            candidate = local.get("self", local.get("tensors"))
+            if isinstance(candidate, (tuple, list)) and len(candidate) == 1:
+                candidate = candidate[0]
+            if isinstance(candidate, torch.Tensor):
+                loss = candidate
+        elif in_backward and not path.startswith(drivers) and not code.co_filename.startswith("<"):
+            return LossSite(loss, code.co_filename, frame.f_lineno)
+        frame = frame.f_back
+    return LossSite(loss, "", 0)

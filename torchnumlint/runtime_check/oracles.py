@@ -206,9 +206,11 @@ class Diff:
         return f"{self.name}: max|diff| {self.max_abs:.3g} (rel {self.rel:.3g}) over {self.compared}"
 
 
-def diff(name: str, a: torch.Tensor, b: torch.Tensor, mask: Optional[torch.Tensor] = None) -> Diff:
+def diff(name: str, a: torch.Tensor, b: torch.Tensor, mask: Optional[torch.Tensor] = None,
+         floor: float = 0.0) -> Diff:
     """Compare `a` to `b` (the reference side) where `b` is finite (and `mask` holds). Entries
-    compared where `a` is not finite count as an infinite difference."""
+    compared where `a` is not finite count as an infinite difference; differences at or below
+    `floor` (a dtype's smallest normal number: below it the grid is absolute, not relative) as 0."""
     a = a.detach().to(torch.float64).cpu()
     b = b.detach().to(torch.float64).cpu()
     if a.shape != b.shape:
@@ -222,7 +224,9 @@ def diff(name: str, a: torch.Tensor, b: torch.Tensor, mask: Optional[torch.Tenso
     da, db = a[keep], b[keep]
     if not bool(torch.isfinite(da).all()):
         return Diff(name, n, math.inf, float(db.abs().max()))
-    return Diff(name, n, float((da - db).abs().max()), float(db.abs().max()))
+    gap = (da - db).abs()
+    gap = torch.where(gap <= floor, torch.zeros_like(gap), gap)
+    return Diff(name, n, float(gap.max()), float(db.abs().max()))
 
 
 def fields(o: Outcome) -> Dict[str, torch.Tensor]:

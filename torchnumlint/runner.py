@@ -215,6 +215,18 @@ class _Project:
             self.manifest.record(path, stat, raw, matters)
         return source
 
+    def _digest(self, path: str) -> Optional[Tuple[str, bool]]:
+        """(digest, can hold facts) of `path`, read if the manifest cannot vouch for it; None
+        when it cannot be read (it adds no facts)."""
+        known = self._known(path)
+        if known is None:
+            try:
+                self._read(path)
+            except SourceError:
+                return None
+            known = self.digests[path]
+        return known
+
     def _project_paths(self) -> List[str]:
         """Every file of the project: those passed, then the others (in the form the passed
         files' paths have: findings name them)."""
@@ -231,14 +243,8 @@ class _Project:
         if self._fingerprint is None:
             parts = []
             for path in self._project_paths():
-                known = self._known(path)
-                if known is None:
-                    try:
-                        self._read(path)
-                    except SourceError:
-                        continue  # adds no facts
-                    known = self.digests[path]
-                if known[1]:
+                known = self._digest(path)
+                if known is not None and known[1]:
                     parts.append((path, known[0]))
             self._fingerprint = caching.digest(caching.package_fingerprint(), parts)
         return self._fingerprint
@@ -276,7 +282,8 @@ class _Project:
                 except SourceError as exc:
                     tally.read_errors[position] = f"{path}: {exc}"
                     continue
-                reads_index[path] = _reads_index(source.text, self.settings.rules_for(path))
+                if self.cache is None or self.cache.get("lint", self._key(path, self.digests[path][0])) is None:
+                    reads_index[path] = _reads_index(source.text, self.settings.rules_for(path))  # a miss
                 del source  # streamed: the worker that lints it reads it again
             self.readable[path] = None
             tally.readable += 1
@@ -337,8 +344,8 @@ class _Project:
         parts: Dict[str, ProjectIndex] = {}
         missing = []
         for path in paths:
-            known = self._known(path)
-            found = self.cache.get("facts", self._facts_key(path, known[0])) if self.cache and known else None
+            known = self._digest(path) if self.cache is not None else None
+            found = self.cache.get("facts", self._facts_key(path, known[0])) if known is not None else None
             if isinstance(found, ProjectIndex):
                 parts[path] = found
             else:

@@ -1,0 +1,113 @@
+"""Worker processes (`--jobs`): the same output, in the same order, as a serial run; a worker
+that crashes or hangs costs its file (named in the error), never the run."""
+
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from torchnumlint import runner
+from torchnumlint.cli import cli
+from torchnumlint.config import Settings
+from torchnumlint.runner import Options, run
+from torchnumlint.workers import can_fork
+
+pytestmark = pytest.mark.skipif(not can_fork(), reason="workers are forked")
+
+BAD = "import torch.nn.functional as F\ny = F.kl_div(a, F.softmax(b, -1))\n"
+
+
+def real_files(tmp_path, count=200, largest=40_000):
+    """`count` of the installed torch package's own sources, copied into a project of their own."""
+    import torch  # noqa: F401 - only to locate the sources
+
+    base = Path(torch.__file__).parent
+    picked = [p for p in sorted(base.rglob("*.py")) if "test" not in p.parts and p.stat().st_size < largest][:count]
+    for path in picked:
+        target = tmp_path / "project" / path.relative_to(base)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    (tmp_path / "project" / "setup.py").write_text("")
+    return tmp_path / "project"
+
+
+def test_workers_give_the_serial_output_in_the_same_order(tmp_path):
+    project = real_files(tmp_path)
+    for name in ("aa", "zz", "_vendor/mid"):  # findings and errors spread among them
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / f"{name}_bad.py").write_text(BAD)
+        (project / f"{name}_broken.py").write_text("import torch\nx = (\n")
+    serial = run([str(project)], Settings(), options=Options())
+    parallel = run([str(project)], Settings(), options=Options(jobs=2))
+    assert serial.files == parallel.files >= 150
+    assert len(serial.findings) >= 3 and parallel.findings == serial.findings
+    assert len(serial.errors) == 3 and parallel.errors == serial.errors
+    assert [f.noqa_lines for f in parallel.findings] == [f.noqa_lines for f in serial.findings]
+
+
+def write(folder, **files):
+    for name, body in files.items():
+        (folder / f"{name}.py").write_text(body)
+
+
+def _crash_on(name, how):
+    real = runner.process_file
+
+    def process_file(source, *args):
+        if source.path.endswith(name):
+            how()
+        return real(source, *args)
+
+    return process_file
+
+
+def test_a_worker_that_crashes_is_that_files_error(tmp_path, monkeypatch):
+    write(tmp_path, a=BAD, b="import torch\n", c=BAD)
+    monkeypatch.setattr(runner, "process_file", _crash_on("b.py", lambda: os.kill(os.getpid(), signal.SIGSEGV)))
+    result = run([str(tmp_path)], Settings(), options=Options(jobs=2))
+    assert sorted({Path(f.path).name for f in result.findings}) == ["a.py", "c.py"]
+    assert result.errors == [f"{tmp_path / 'b.py'}: internal error in torchnumlint (please report it): the worker process died (SIGSEGV)"]
+
+
+def test_a_worker_that_hangs_is_that_files_error(tmp_path, monkeypatch):
+    write(tmp_path, a=BAD, b="import torch\n", c=BAD)
+    monkeypatch.setattr(runner, "process_file", _crash_on("b.py", lambda: time.sleep(600)))
+    start = time.monotonic()
+    result = run([str(tmp_path)], Settings(), options=Options(jobs=2, timeout=2))
+    assert time.monotonic() - start < 60
+    assert sorted({Path(f.path).name for f in result.findings}) == ["a.py", "c.py"]
+    assert result.errors == [f"{tmp_path / 'b.py'}: gave up after 2 s (the time limit per file)"]
+
+
+def test_an_exception_around_the_engine_is_that_files_error(tmp_path, monkeypatch):
+    write(tmp_path, a=BAD, b="import torch\n")
+
+    def fail():
+        raise MemoryError("out of memory")
+
+    monkeypatch.setattr(runner, "process_file", _crash_on("b.py", fail))
+    result = run([str(tmp_path)], Settings(), options=Options(jobs=1))
+    assert {Path(f.path).name for f in result.findings} == {"a.py"}
+    assert result.errors == [f"{tmp_path / 'b.py'}: internal error in torchnumlint (please report it): MemoryError: out of memory"]
+
+
+def test_an_expression_too_big_for_the_parser_costs_at_most_its_file(tmp_path):
+    """A 10,000-term expression once ran for minutes, then segfaulted the whole run."""
+    write(tmp_path, a=BAD, huge="import torch\nx = " + " + ".join(f"torch.exp(v{i})" for i in range(10_000)) + "\n")
+    start = time.monotonic()
+    result = run([str(tmp_path)], Settings(), options=Options(jobs=2, timeout=20))
+    assert time.monotonic() - start < 120
+    assert any(f.path.endswith("a.py") for f in result.findings)
+    assert all(error.startswith(f"{tmp_path / 'huge.py'}: ") for error in result.errors)
+
+
+def test_cli_jobs_flag_gives_the_same_output(tmp_path):
+    write(tmp_path, a=BAD, b="import torch\nz = torch.log(torch.sigmoid(x))\n", c="x = (\n")
+    cli_runner = CliRunner()
+    outputs = [cli_runner.invoke(cli, [str(tmp_path), "--no-cache", *extra]) for extra in ([], ["-j", "1"], ["--jobs", "2"])]
+    assert {(o.exit_code, o.output) for o in outputs} == {(outputs[0].exit_code, outputs[0].output)}
+    assert outputs[0].exit_code == 2 and "a.py:2:" in outputs[0].output and "c.py: cannot parse" in outputs[0].output

@@ -12,6 +12,7 @@ device without CUDA).
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
@@ -135,8 +136,19 @@ class ReproContext:
 
     @property
     def emulated(self) -> bool:
-        """Does the example's CUDA autocast run under the emulated CUDA policy (no CUDA here)?"""
-        return self.device.type != "cuda" and cuda_policy.uses_cuda_autocast(self.example.bad)
+        """Does the example's CUDA autocast run under the emulated CUDA policy (no CUDA here)? Not
+        for a WARN check: the call that warns is the very spelling the emulation would replace."""
+        return (self.device.type != "cuda" and self.repro.oracle != "WARN"
+                and cuda_policy.uses_cuda_autocast(self.example.bad))
+
+    def autocast_region(self):
+        """Where the "autocast" dtype computes: CUDA autocast on CUDA, its emulation elsewhere;
+        for the other dtypes, no region."""
+        if self.dtype_name != "autocast":
+            return contextlib.nullcontext()
+        if self.device.type == "cuda":
+            return torch.autocast("cuda", dtype=torch.float16)
+        return cuda_policy.cuda_autocast()
 
     def load(self, side: str, func: Optional[str] = None) -> Callable:
         """Exec the side's text into a fresh namespace and return its function."""

@@ -123,9 +123,10 @@ def _formula(j: Judgement, ctx: ReproContext, inputs, ref: Outcome, guarded: boo
 def _precision(j: Judgement, ctx: ReproContext, inputs, bad: Outcome, fix: Outcome, ref: Outcome,
                guarded: bool) -> None:
     """The fix in the run's dtype against the reference: where the original is finite, and where it
-    is not. The allowance is derived, the largest of: 4 ulps of the dtype; the original's own
-    error where it is finite (a fix need not beat the code it replaces there); the error of the
-    rule's mathematics itself evaluated in the run's dtype; and, for a gradient, the forward's
+    is not. The allowance is derived: 4 ulps of the dtype (the fix's own rounding) on top of the
+    largest of the original's own error where it is finite (a fix need not beat the code it
+    replaces there), the error of the rule's mathematics itself evaluated in the run's dtype (under
+    the run's autocast policy), and, for a gradient, the forward's
     rounding (half an ulp at the forward's largest magnitude) taken as a relative error: a backward
     that exponentiates the difference of an input and its own rounded output (logsumexp, softmax,
     log_softmax) inherits the forward's absolute error as a relative one (measured: torch.logsumexp
@@ -133,7 +134,8 @@ def _precision(j: Judgement, ctx: ReproContext, inputs, bad: Outcome, fix: Outco
     Differences below the dtype's smallest normal number are rounding to the subnormal grid."""
     bound = ctx.repro.bound if ctx.fix_safety != "SAFE" and guarded else None
     floor = torch.finfo(ctx.compute_dtype).tiny
-    in_dtype = oracles.run("reference in the run's dtype", ctx.repro.reference, inputs, ctx.repro.grad)
+    in_dtype = oracles.run("reference in the run's dtype", ctx.repro.reference, inputs, ctx.repro.grad,
+                           ctx.autocast_region)
     fb, ff, fr, fd = oracles.fields(bad), oracles.fields(fix), oracles.fields(ref), oracles.fields(in_dtype)
     for name, r in fr.items():
         if name not in ff:
@@ -145,7 +147,7 @@ def _precision(j: Judgement, ctx: ReproContext, inputs, bad: Outcome, fix: Outco
         d = fd.get(name)
         math_err = oracles.diff(name, d, r, None, floor).rel if d is not None and d.shape == r.shape else 0.0
         carried = _forward_rounding(ctx, fr) if name.startswith("grad") else 0.0
-        allowance = max(ctx.tol, orig_err, math_err, carried)
+        allowance = ctx.tol + max(orig_err, math_err, carried)
         ok, text = _within(name, ff[name], r, finite, allowance, bound, floor)
         j.numbers[f"{name} fix vs reference"] = text
         why = (f"original's own error {orig_err:.2g}, the mathematics' in {ctx.dtype_name} {math_err:.2g}, "
@@ -165,8 +167,8 @@ def _precision(j: Judgement, ctx: ReproContext, inputs, bad: Outcome, fix: Outco
             if not ok:
                 j.fail(f"the fix is wrong where the original is not finite ({name})")
                 return
-    j.evidence.append(f"fix in {ctx.dtype_name} agrees with the float64 reference (within 4 ulps, the original's "
-                      "error where finite, or the mathematics' own error in this dtype)")
+    j.evidence.append(f"fix in {ctx.dtype_name} agrees with the float64 reference (within 4 ulps beyond the "
+                      "original's error where finite, or the mathematics' own error in this dtype)")
 
 
 def _forward_rounding(ctx: ReproContext, reference_fields: Dict[str, torch.Tensor]) -> float:

@@ -27,7 +27,7 @@ What it watches (hooks only; the model is not changed):
 - explosion: the global gradient norm of each checked step (`watch_history.py`); a spike against
   the run's recent history is reported before any NaN (never raised: it warns in raise mode), and
   every report shows the last norms, so "12 -> 295 -> 2e4 -> NaN" is visible.
-- scaler: under a GradScaler (`scaler=`, or found in the run), non-finite gradients of a backward
+- scaler: under a GradScaler (`scaler=`, or found on the stack that called backward), non-finite gradients of a backward
   whose loss is finite are the scaler's overflow steps: counted (`watch.scaler.skips`), not
   reported; `max_skips` checked backwards in a row is a scale collapse, an incident
   (`watch_scaler.py`).
@@ -85,7 +85,7 @@ from torch import nn
 
 from torchnumlint.runtime_check import watch_dist
 from torchnumlint.runtime_check.watch_history import NormHistory, total_norm
-from torchnumlint.runtime_check.watch_loss import LossSite, find_loss_site
+from torchnumlint.runtime_check.watch_loss import LossSite, caller_frames, find_loss_site
 from torchnumlint.runtime_check.watch_report import (
     NanReport,
     NonFiniteError,
@@ -459,7 +459,8 @@ class NanWatch:
         loss, self._loss = self._loss or LossSite(None, "", 0), None
         loss_flag, self._loss_flag = self._loss_flag, None
         step = self.counter.index
-        scaled = self.scaler.active(search=True)
+        self.scaler.search(lambda: caller_frames(self._thread), nonfinite=False)
+        scaled = self.scaler.active()
         norm = total_norm([p.grad for p in self._params if p.grad is not None], self.scaler.scale() if scaled else None)
         values = [e.flag for e in events] + [x for x in (loss_flag, norm) if x is not None]
         read = torch.stack([v.to(values[0].device, torch.float64) for v in values]).cpu().tolist() if values else []
@@ -468,6 +469,9 @@ class NanWatch:
         baseline = self.history.add(step, read[-1]) if norm is not None else None
         flagged = [e for e, f in zip(events, flags) if f and _has_nonfinite(e.tensor)]
         forward_seen = self._reported.get((step, "forward"), False)
+        if flagged and not scaled:
+            self.scaler.search(lambda: caller_frames(self._thread), nonfinite=True)
+            scaled = self.scaler.active()
         if loss_bad and self._check_forward and not forward_seen:
             self._emit(self._loss_report(loss))
         elif flagged and scaled and not loss_bad and not forward_seen:
@@ -513,21 +517,21 @@ class NanWatch:
                                 what=f"gradient w.r.t. {label}", stats=stats, inputs=inputs, hint=hint,
                                 step=record.step)
         inputs = [(f"forward value of {record.label}", TensorStats.of(value))] if value is not None else []
-        producer = record.producers[0] if record.producers else self.model
+        producer = self._names.get(id(record.producers[0] if record.producers else self.model), "")
         outermost = self._names.get(id(record.producers[-1]), "") if record.producers else ""
-        if outermost:  # an intermediate value of the module holding it, used by its own forward code
+        if outermost:  # an intermediate value of the module holding it, used by that module's own code
             holder = outermost.rpartition(".")[0]
             hint = (f"the gradient arriving here is already non-finite and no submodule consumed this "
-                    f"{record.label}: it is created by the forward code of `{holder or 'the model'}` "
-                    "that uses it between its submodules")
-        else:
-            hint = ("the gradient arriving here is already non-finite and no watched module further down the "
-                    f"graph saw it: it is created by the code that consumes this "
-                    f"{'output' if 'output' in record.label else 'input'} outside any module (typically the "
-                    "loss; see where backward was called)")
-        return self._report("backward", stats.kind, self._names.get(id(producer), ""),
-                            what=f"gradient w.r.t. {record.label}", stats=stats, inputs=inputs, hint=hint,
-                            step=record.step)
+                    f"{record.label} of `{producer}`: it is created in the backward of the forward code of "
+                    f"`{holder or 'the model'}` that uses it between its submodules")
+            return self._report("backward", stats.kind, holder, what=f"gradient w.r.t. `{producer}` {record.label}",
+                                stats=stats, inputs=inputs, hint=hint, step=record.step)
+        hint = ("the gradient arriving here is already non-finite and no watched module further down the "
+                f"graph saw it: it is created by the code that consumes this "
+                f"{'output' if 'output' in record.label else 'input'} outside any module (typically the "
+                "loss; see where backward was called)")
+        return self._report("backward", stats.kind, producer, what=f"gradient w.r.t. {record.label}", stats=stats,
+                            inputs=inputs, hint=hint, step=record.step)
 
     # ---- reports -----------------------------------------------------------------------------
 

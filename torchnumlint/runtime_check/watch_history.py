@@ -2,10 +2,10 @@
 
 A NaN is often the end of an explosion: the gradient grows 12 -> 295 -> 2e4 -> 4e12 -> NaN over a
 few steps. The norm of all parameter gradients together is taken at the end of each checked
-backward (`torch.nn.utils.get_total_norm`: foreach kernels, one value), divided by the GradScaler's
-scale when there is one, and kept for the last `keep` checked steps. A step whose norm exceeds
-`spike` times the median of the earlier steps (at least `warmup` of them) is a spike; every
-incident report shows the last norms.
+backward (`torch._foreach_norm` in float64, so a GradScaler's scaled gradients do not overflow it),
+divided by the GradScaler's scale when there is one, and kept for the last `keep` checked steps. A
+step whose norm exceeds `spike` times the median of the earlier steps (at least `warmup` of them)
+is a spike; every incident report shows the last norms.
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ def total_norm(grads: Sequence[torch.Tensor], scale: Optional[torch.Tensor] = No
     """The 2-norm of all `grads` together, as a 0-dim tensor on their device (no synchronisation)."""
     if not grads:
         return None
-    norm = torch.nn.utils.get_total_norm(grads, norm_type=2.0, error_if_nonfinite=False).to(torch.float64)
-    return norm / scale.to(norm.device, torch.float64) if scale is not None else norm
+    norms = torch._foreach_norm(list(grads), 2, dtype=torch.float64)  # float64: a scaled norm does not overflow
+    device = norms[0].device
+    norm = torch.linalg.vector_norm(torch.stack([n.to(device) for n in norms]))
+    return norm / scale.to(device, torch.float64) if scale is not None else norm
 
 
 class NormHistory:
@@ -33,13 +35,15 @@ class NormHistory:
         self.spike = spike
         self.warmup = warmup
         self._norms: Deque[Tuple[int, float]] = deque(maxlen=keep)
+        self._spiking = False  # the previous step was a spike: an explosion already reported
 
     @property
     def norms(self) -> List[Tuple[int, float]]:
         return list(self._norms)
 
     def add(self, step: int, norm: float) -> Optional[float]:
-        """Keep the norm of `step`; the baseline (median of earlier steps) when it is a spike."""
+        """Keep the norm of `step`; the baseline (median of earlier steps) when it starts a spike
+        (the steps of an explosion that go on rising are not new spikes)."""
         if self._norms and self._norms[-1][0] == step:
             self._norms.pop()
         earlier = [n for _, n in self._norms if math.isfinite(n)]
@@ -47,7 +51,9 @@ class NormHistory:
         if len(earlier) < self.warmup or not math.isfinite(norm):
             return None
         baseline = statistics.median(earlier)
-        return baseline if norm > self.spike * baseline else None
+        starts = norm > self.spike * baseline and not self._spiking
+        self._spiking = norm > self.spike * baseline
+        return baseline if starts else None
 
     def growing(self) -> bool:
         """Whether the latest norms rose past `spike` times the median of the earlier ones (or

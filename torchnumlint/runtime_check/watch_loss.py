@@ -14,7 +14,8 @@ import os
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from types import FrameType
+from typing import Iterator, Optional, Tuple
 
 import torch
 
@@ -45,13 +46,20 @@ class LossSite:
         return f"{self.path}:{self.line}" if self.path else ""
 
 
+def caller_frames(thread_id: int) -> Iterator[FrameType]:
+    """The frames of thread `thread_id` (this one, or the caller blocked in backward), innermost first."""
+    frame = sys._getframe(1) if thread_id == threading.get_ident() else sys._current_frames().get(thread_id)
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+
+
 def find_loss_site(thread_id: int) -> LossSite:
     """The loss and call site of the backward running now on behalf of thread `thread_id`."""
-    frame = sys._getframe() if thread_id == threading.get_ident() else sys._current_frames().get(thread_id)
     drivers = _driver_dirs()
     loss: Optional[torch.Tensor] = None
     in_backward = False
-    while frame is not None:
+    for frame in caller_frames(thread_id):
         code = frame.f_code
         path = os.path.abspath(code.co_filename)
         if code.co_name == "backward" and path.startswith(_TORCH_DIR):
@@ -64,5 +72,4 @@ def find_loss_site(thread_id: int) -> LossSite:
                 loss = candidate
         elif in_backward and not path.startswith(drivers) and not code.co_filename.startswith("<"):
             return LossSite(loss, code.co_filename, frame.f_lineno)
-        frame = frame.f_back
     return LossSite(loss, "", 0)

@@ -142,6 +142,8 @@ class NanReport:
         if self.phase == "scaler":
             return f"{rank}GradScaler scale collapse at step {self.step}: {self.what} of {where}{cls}"
         label = "NaN" if self.kind == "nan" else "Inf"
+        if self.name == "loss" and not self.module_class:
+            return f"{rank}{label} in the loss at step {self.step} (the model's outputs are finite)"
         return f"{rank}{label} in {self.phase} at step {self.step}: {self.what} of {where}{cls}"
 
     def __str__(self) -> str:

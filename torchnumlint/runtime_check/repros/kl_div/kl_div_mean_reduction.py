@@ -1,35 +1,77 @@
 """TNL114 kl-div-mean-reduction: `F.kl_div` with its default `reduction="mean"` divides the
-summed KL by batch x classes; the reference is the KL per sample (the rule's first good snippet,
-`sum(p * (log p - log q), -1).mean()`) in float64. Measured with torch 2.13 on the CPU: the
-original is exactly 1/classes of it (1/10 here), in the loss and in the gradient."""
+summed KL by batch x classes; the mathematics is the KL per sample, sum_i p_i (ln p_i - ln q_i)
+averaged over the batch, in float64. Measured with torch 2.13 on the CPU: the original is exactly
+1/classes of it (1/10 here), in the loss and in the gradients. The fix changes the values
+everywhere, so it has no guarded region and no bound: it must equal the mathematics to the dtype's
+precision on every input.
+
+Example 3 (`reduction='mean'` spelled out, the teacher's probabilities first) is reproduced too.
+Example 2 (`Distiller.forward`) is not: it is a method of an nn.Module whose student is a module
+the example does not define, and a reproduction runs a function of tensors."""
 
 from __future__ import annotations
 
 import torch
 
 from torchnumlint.runtime_check.context import FP32, Builder, Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import gen, put
+from torchnumlint.runtime_check.repros.inputs import put
+from torchnumlint.runtime_check.repros.kl_div.kl_div_prob_input import logits_and_target
+from torchnumlint.runtime_check.repros.kl_div.kl_div_prob_target import kl_divergence
+from torchnumlint.runtime_check.repros.log_domain.log_of_softmax import log_probabilities
 
-BATCH, CLASSES = 8, 10
+BATCH, CLASSES = 8, 10  # the shape of logits_and_target
 
 
-def _student_and_teacher(seed: int, classes: int, scale: float) -> Builder:
+def kl_per_sample(student_logits: torch.Tensor, teacher_probs: torch.Tensor) -> torch.Tensor:
+    """KL(teacher || softmax(student)) over the last dimension, averaged over the rows."""
+    return kl_divergence(teacher_probs, log_probabilities(student_logits)).mean()
+
+
+def consistency_kl(p_clean: torch.Tensor, logits_aug: torch.Tensor) -> torch.Tensor:
+    """KL(p_clean || softmax(logits_aug)) over the last dimension, averaged over the rows."""
+    return kl_per_sample(logits_aug, p_clean)
+
+
+def student_and_teacher(seed: int, low: float, high: float) -> Builder:
+    """TNL102's logits and target distribution, as the student's logits and the teacher's
+    probabilities."""
+
     def build(ctx: ReproContext) -> Inputs:
-        g = gen(seed)
-        student_logits = torch.randn(BATCH, classes, generator=g) * scale
-        teacher_probs = torch.softmax(torch.randn(BATCH, classes, generator=g) * scale, -1)
+        student_logits, teacher_probs = logits_and_target(seed, low, high)
         return put(ctx, student_logits=student_logits, teacher_probs=teacher_probs)
 
     return build
 
 
+def swapped(build: Builder) -> Builder:
+    """Example 3's argument order: the teacher's probabilities first."""
+
+    def swap(ctx: ReproContext) -> Inputs:
+        inputs = build(ctx)
+        return {"p_clean": inputs["teacher_probs"], "logits_aug": inputs["student_logits"]}
+
+    return swap
+
+
+# Any number of classes above 1 scales the loss by 1/classes; 10 makes the original 90 % off on
+# every input. Magnitudes 1e-3 to 3 (adversarial) and 1e-3 to 10 (benign: probabilities from 8.9e-8
+# to 0.9989 predicted, 1.1e-6 to 0.995 for the teacher, measured), where a clamp or an eps of either
+# would change the values.
+ADVERSARIAL = student_and_teacher(114, 1e-3, 3.0)
+BENIGN = student_and_teacher(1021, 1e-3, 10.0)
+THRESHOLD = (f"{BATCH} x {CLASSES} logits against a softmax target: 'mean' divides by {BATCH * CLASSES}, the "
+             f"KL per sample by {BATCH}; reference: the KL per sample in float64")
+
 REPRO = Repro(
     "TNL114", "WV", "distill_loss", FP32,
-    # any number of classes above 1 scales the loss by 1/classes; 10 makes the original 90 % off
-    adversarial=_student_and_teacher(114, CLASSES, 2.0),
-    # one class: "mean" and "batchmean" divide by the same count (a degenerate distribution)
-    benign=_student_and_teacher(1141, 1, 1.0),
-    grad=("student_logits",),
-    thresholds={"*": f"{BATCH} x {CLASSES} logits (randn x 2) against a softmax target: 'mean' divides by "
-                     f"{BATCH * CLASSES}, the KL per sample by {BATCH}; reference: the KL per sample in float64"},
+    adversarial=ADVERSARIAL, benign=BENIGN, grad=("student_logits", "teacher_probs"), reference=kl_per_sample,
+    thresholds={"*": THRESHOLD},
+)
+
+FURTHER = (
+    Repro(
+        "TNL114", "WV", "consistency", FP32, example=2,
+        adversarial=swapped(ADVERSARIAL), benign=swapped(BENIGN), grad=("p_clean", "logits_aug"),
+        reference=consistency_kl, thresholds={"*": THRESHOLD},
+    ),
 )

@@ -308,10 +308,14 @@ def test_a_multiline_decorator_keeps_its_indentation():
     assert '    @torch.amp.custom_fwd(\n        device_type="cuda",\n        cast_inputs=torch.float32,\n    )\n' in out
 
 
-def test_deeply_nested_expressions_are_a_clear_error():
-    code = "import torch\nx = torch.log(torch.sigmoid(" + "a+" * 3000 + "a))\n"
-    with pytest.raises(ParseError, match="nested too deeply"):
-        lint_text("x.py", code, [registry()["TNL104"]])
+def test_a_statement_nested_too_deeply_is_skipped_with_a_warning_and_the_rest_linted():
+    code = "import torch\nx = torch.log(torch.sigmoid(" + "a+" * 3000 + "a))\ny = torch.log(torch.sigmoid(b))\n"
+    warnings = []
+    findings = lint_text("x.py", code, [registry()["TNL104"]], warnings=warnings)
+    assert [f.line for f in findings] == [3]
+    assert warnings == [
+        "line 2: statement nested too deeply to analyse (depth 3004 > 1500); skipped, the rest of the file is linted"
+    ]
 
 
 def test_module_level_ifs_of_any_shape_are_read():

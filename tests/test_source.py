@@ -75,3 +75,60 @@ def test_a_bom_with_another_cookie_is_refused_like_cpython_does(tmp_path):
     path.write_bytes(codecs.BOM_UTF8 + b"# coding: latin-1\nx = 1\n")
     with pytest.raises(SourceError, match="encoding problem"):
         read_source(str(path))
+
+
+def _source_file(tmp_path, name="m.py", text="x = 1\n"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("mode", [0o444, 0o400])
+def test_a_read_only_file_is_not_written_even_by_root(tmp_path, mode):
+    path = _source_file(tmp_path)
+    os.chmod(path, mode)
+    source = read_source(str(path))
+    with pytest.raises(SourceError, match="^not written: the file is read-only$"):
+        write_source(source, "x = 2\n")
+    assert path.read_text() == "x = 1\n" and stat.S_IMODE(os.stat(path).st_mode) == mode
+
+
+def test_fix_reports_a_read_only_file_in_one_line_and_leaves_it(tmp_path):
+    from torchnumlint.config import Config
+    from torchnumlint.results import Options
+    from torchnumlint.rules.registry import registry
+    from torchnumlint.runner import run
+
+    path = _source_file(tmp_path, text="import torch\ny = torch.log(torch.sigmoid(x))\n")
+    os.chmod(path, 0o444)
+    result = run([str(path)], Config(), [registry()["TNL104"]], Options(fix=True, cache=False))
+    assert result.errors == [f"{path}: not written: the file is read-only"]
+    assert path.read_text() == "import torch\ny = torch.log(torch.sigmoid(x))\n"
+
+
+def test_a_hard_linked_file_is_written_through_every_link(tmp_path):
+    path = _source_file(tmp_path)
+    other = tmp_path / "other.py"
+    os.link(path, other)
+    write_source(read_source(str(path)), "x = 2\n")
+    assert other.read_text() == "x = 2\n"
+    assert os.stat(path).st_ino == os.stat(other).st_ino and os.stat(path).st_nlink == 2
+
+
+def test_a_symlink_stays_a_link_and_its_target_keeps_mode(tmp_path):
+    target = _source_file(tmp_path, "real.py")
+    os.chmod(target, 0o640)
+    link = tmp_path / "link.py"
+    link.symlink_to(target)
+    write_source(read_source(str(link)), "x = 2\n")
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_text() == "x = 2\n" and stat.S_IMODE(os.stat(target).st_mode) == 0o640
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file away needs root")
+def test_the_owner_survives_a_rewrite(tmp_path):
+    path = _source_file(tmp_path)
+    os.chown(path, 12345, 23456)
+    write_source(read_source(str(path)), "x = 2\n")
+    info = os.stat(path)
+    assert (info.st_uid, info.st_gid) == (12345, 23456) and path.read_text() == "x = 2\n"

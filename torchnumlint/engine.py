@@ -9,12 +9,13 @@ loop is `fixes.py`.
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Sequence, Type
+import time
+from typing import Dict, List, Optional, Sequence, Tuple, Type
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # the one private import: see _code_in_block
 
-from torchnumlint import suppression
+from torchnumlint import prepass, suppression
 from torchnumlint.context import FileContext
 from torchnumlint.findings import Edit, Finding, Fix
 from torchnumlint.index import ProjectIndex, build_index
@@ -22,6 +23,11 @@ from torchnumlint.positions import Spans
 from torchnumlint.rules.base import Rule
 from torchnumlint.rules.names import imports_torch
 from torchnumlint.walk import Visitor
+
+# Seconds one file's analysis (each pass of a fix) may take before the file is given up.
+TIME_LIMIT = 120.0
+# The walk looks at the clock once per this many nodes.
+_CLOCK_EVERY = 4096
 
 
 class ParseError(Exception):
@@ -31,9 +37,11 @@ class ParseError(Exception):
 class _Dispatcher(Visitor):
     """One traversal; each node goes to the enabled rules that have a visitor for its type."""
 
-    def __init__(self, ctx: FileContext, rules: Sequence[Rule]) -> None:
+    def __init__(self, ctx: FileContext, rules: Sequence[Rule], deadline: "_Deadline") -> None:
         super().__init__()
         self.ctx = ctx
+        self.deadline = deadline
+        self.count = 0
         self.visits: Dict[str, list] = {}
         self.leaves: Dict[str, list] = {}
         for rule in rules:
@@ -44,6 +52,9 @@ class _Dispatcher(Visitor):
                     self.leaves.setdefault(attr[6:], []).append(getattr(rule, attr))
 
     def on_visit(self, node: cst.CSTNode) -> bool:
+        self.count += 1
+        if self.count % _CLOCK_EVERY == 0:
+            self.deadline.check()
         self.ctx.stack.append(node)
         for handler in self.visits.get(type(node).__name__, ()):
             handler(node)
@@ -79,36 +90,96 @@ def _first_line(message: str) -> str:
     return message.strip().splitlines()[0] if message.strip() else "syntax error"
 
 
-def check_syntax(text: str, path: str) -> None:
-    """The cheap syntax check for files no rule needs to parse."""
+def check_syntax(text: str, path: str) -> ast.Module:
+    """CPython's tree of `text`: the syntax check every file gets, and the pre-pass's input."""
     try:
-        ast.parse(text, filename=path)
+        return prepass.parse(text, path)
     except SyntaxError as exc:
         raise ParseError(f"line {exc.lineno}, column {exc.offset}: {exc.msg}") from None
-    except (ValueError, RecursionError, MemoryError) as exc:
+    except (ValueError, MemoryError, prepass.TooDeep) as exc:
         raise ParseError(str(exc)) from None
 
 
+class _Deadline:
+    """The time a file's analysis may take, checked every few thousand nodes of the walk."""
+
+    def __init__(self, seconds: Optional[float]) -> None:
+        self.seconds = seconds
+        self.at = None if seconds is None else time.monotonic() + seconds
+
+    def check(self) -> None:
+        if self.at is not None and time.monotonic() > self.at:
+            raise ParseError(f"analysis stopped after {self.seconds:g} s; the file is not linted")
+
+
 def lint_text(
-    path: str, text: str, rules: Sequence[Type[Rule]], index: Optional[ProjectIndex] = None, strict: bool = False
+    path: str,
+    text: str,
+    rules: Sequence[Type[Rule]],
+    index: Optional[ProjectIndex] = None,
+    strict: bool = False,
+    *,
+    warnings: Optional[List[str]] = None,
+    time_limit: Optional[float] = TIME_LIMIT,
 ) -> List[Finding]:
-    """All findings of `rules` in `text`, noqa-suppressed ones removed. Raises ParseError."""
-    active = candidate_rules(text, rules, index)
-    if not active:
-        check_syntax(text, path)
-        return []
-    module = parse(text)
-    if index is None:  # linting one text alone: it is its own project
-        index = build_index([(path, text)]) if any(r.needs_index for r in active) else ProjectIndex.empty()
-    ctx = FileContext(path, text, module, index, strict, frozenset(rule.code for rule in active))
-    try:
-        _Dispatcher(ctx, [rule(ctx) for rule in active]).walk(module)
-    except RecursionError:
-        raise ParseError("expression nested too deeply to analyse") from None
-    if not ctx.reports:
-        return []
-    findings = _to_findings(ctx)
+    """All findings of `rules` in `text`, noqa-suppressed ones removed. Raises ParseError.
+
+    Statements that cannot be analysed (nested too deeply, or beyond LibCST's parser) are skipped:
+    each adds a line to `warnings` ("line N: ..."), and the rest of the file is linted. The
+    analysis stops (ParseError) after `time_limit` seconds."""
+    deadline = _Deadline(time_limit)
+    with prepass.recursion_limit():
+        tree = check_syntax(text, path)
+        active = candidate_rules(text, rules, index)
+        if not active:
+            return []
+        masked, skipped = _masked(text, tree)
+        module, more = _parse_masked(masked, tree)
+        if warnings is not None:
+            warnings.extend(f"line {line}: {why}; skipped, the rest of the file is linted" for line, why in sorted(skipped + more))
+        if index is None:  # linting one text alone: it is its own project
+            index = build_index([(path, text)]) if any(r.needs_index for r in active) else ProjectIndex.empty()
+        ctx = FileContext(path, text, module, index, strict, frozenset(rule.code for rule in active))
+        try:
+            _Dispatcher(ctx, [rule(ctx) for rule in active], deadline).walk(module)
+        except RecursionError:
+            raise ParseError("expression nested too deeply to analyse") from None
+        if not ctx.reports:
+            return []
+        findings = _to_findings(ctx)
     return suppression.filter_findings(findings, text)
+
+
+def _masked(text: str, tree: ast.Module) -> Tuple[str, List[Tuple[int, str]]]:
+    """`text` with the statements too deep for LibCST masked (`prepass.mask`), and (line, why) for each."""
+    lines = prepass.Lines(text)
+    deep = prepass.deep_statements(tree)
+    warnings = [
+        (stmt.lineno, f"statement nested too deeply to analyse (depth {depth} > {prepass.MAX_DEPTH})")
+        for stmt, depth in deep
+    ]
+    return prepass.mask(text, [lines.span(stmt) for stmt, _ in deep]), warnings
+
+
+def _parse_masked(masked: str, tree: ast.Module) -> Tuple[cst.Module, List[Tuple[int, str]]]:
+    """LibCST's tree of `masked`. CPython accepted the text, so where LibCST fails it is LibCST's
+    limit (a 10,000-piece implicit string concatenation): the top-level statements it cannot
+    parse alone are masked, each with a warning, and the rest is parsed."""
+    try:
+        return cst.parse_module(masked), []
+    except (cst.ParserSyntaxError, RecursionError):
+        pass
+    lines = prepass.Lines(masked)
+    spans, warnings = [], []
+    for stmt in tree.body:
+        start, end = lines.span(stmt)
+        try:
+            cst.parse_module(masked[start:end])
+        except (cst.ParserSyntaxError, RecursionError) as exc:
+            spans.append((start, end))
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else "beyond LibCST's parser"
+            warnings.append((stmt.lineno, f"statement {reason}"))
+    return parse(prepass.mask(masked, spans)), warnings
 
 
 def _to_findings(ctx: FileContext) -> List[Finding]:

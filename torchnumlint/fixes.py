@@ -16,7 +16,6 @@ from torchnumlint.rules.base import Rule
 MAX_FIX_PASSES = 10
 
 
-
 def apply_fixes(text: str, findings: Iterable[Finding]) -> Tuple[str, int]:
     """Apply every fix whose edits do not overlap an earlier one; the rest wait for the next pass.
 
@@ -60,8 +59,12 @@ def fix_text(
     unsafe: bool = False,
     strict: bool = False,
 ) -> FixResult:
-    """Apply fixes until nothing changes (at most MAX_FIX_PASSES), re-parsing after each pass."""
-    findings = lint_text(path, text, rules, index, strict)
+    """Apply fixes until nothing changes (at most MAX_FIX_PASSES), re-parsing after each pass.
+
+    The statements the first pass could not analyse are named in `errors` (as warnings); fixes
+    never touch them."""
+    warnings: List[str] = []
+    findings = lint_text(path, text, rules, index, strict, warnings=warnings)
     applied = 0
     for _ in range(MAX_FIX_PASSES):
         todo = [f for f in findings if fixable(f, unsafe)]
@@ -75,7 +78,7 @@ def fix_text(
         try:
             new_findings = lint_text(path, new_text, rules, index, strict)
         except ParseError as exc:  # a bug in a rule's fix: keep the last good text
-            return FixResult(text, findings, applied, [f"a fix produced invalid code ({exc}); not applied"])
+            return FixResult(text, findings, applied, warnings + [f"a fix produced invalid code ({exc}); not applied"])
         applied += count
         text, findings = new_text, new_findings
-    return FixResult(text, findings, applied)
+    return FixResult(text, findings, applied, warnings)

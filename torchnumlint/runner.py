@@ -56,7 +56,9 @@ def process_file(
     outcome = FileOutcome()
     try:
         if not (options.fix or options.diff):
-            outcome.findings = lint_text(path, source.text, rules, index, strict=bool(options.strict))
+            skipped: List[str] = []  # statements the engine could not analyse (the rest is linted)
+            outcome.findings = lint_text(path, source.text, rules, index, strict=bool(options.strict), warnings=skipped)
+            outcome.errors.extend(f"{path}: {message}" for message in skipped)
             return outcome
         result = fix_text(path, source.text, rules, index, unsafe=bool(options.unsafe_fixes), strict=bool(options.strict))
     except ParseError as exc:

@@ -1,9 +1,10 @@
 """Reading sources faithfully and writing them back without ever losing user code.
 
 Bytes -> text keeps what a round trip must keep: the PEP 263 encoding, a UTF-8 BOM, and the
-file's own line endings (we decode bytes, never translate newlines). Writes are atomic (a
-temporary file in the same folder, then `os.replace`), keep the file mode, go through symlinks
-to their target, and are refused if the file changed since it was read.
+file's own line endings (we decode bytes, never translate newlines). Writes keep what the file
+is: they go through symlinks to their target, keep hard links, the mode and the owner, are
+atomic where that allows (`write_source`), and are refused for a read-only file or one that
+changed since it was read.
 """
 
 from __future__ import annotations
@@ -67,34 +68,65 @@ def encode(source: SourceFile, text: str) -> bytes:
 
 
 def write_source(source: SourceFile, text: str) -> None:
-    """Atomically replace the file's contents with `text`, in the file's own encoding."""
+    """Replace the file's contents with `text`, in the file's own encoding.
+
+    Refused (SourceError, one line) for a file the user cannot write, or one without any write
+    permission bit (root may write anything: a read-only file is still the user's "do not touch"),
+    and for a file that changed since it was read. A symlink is written through to its target.
+    The write is atomic (a temporary file, then `os.replace`) where that keeps what the file is:
+    a file with other hard links, or whose owner we cannot give to a new file, is rewritten in
+    place instead, so the links and the owner survive. The mode always does."""
     target = os.path.realpath(source.path)
-    folder = os.path.dirname(target) or "."
     try:
         data = encode(source, text)
     except UnicodeEncodeError as exc:
         raise SourceError(f"not written: the fixed text cannot be encoded as {source.encoding} ({exc.reason})") from None
     try:
         info = os.stat(target)
+        if not os.access(target, os.W_OK) or not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+            raise SourceError("not written: the file is read-only")
         with open(target, "rb") as handle:
             if handle.read() != source.raw:
                 raise SourceError("not written: the file changed while it was being linted")
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".torchnumlint-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, stat.S_IMODE(info.st_mode))
-            if hasattr(os, "chown"):
-                try:
-                    os.chown(tmp, info.st_uid, info.st_gid)
-                except OSError:
-                    pass
-            os.replace(tmp, target)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        if info.st_nlink > 1 or not _replace_atomically(target, data, info):
+            _rewrite_in_place(target, data)
     except OSError as exc:
         raise SourceError(f"cannot write: {exc.strerror or exc}") from None
+
+
+def _replace_atomically(target: str, data: bytes, info: os.stat_result) -> bool:
+    """Write `data` to a temporary file beside `target`, with its mode and owner, then move it
+    over `target`. False (nothing changed) where the owner cannot be kept."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target) or ".", prefix=".torchnumlint-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, stat.S_IMODE(info.st_mode))
+        if hasattr(os, "chown") and (info.st_uid, info.st_gid) != _owner(tmp):
+            try:
+                os.chown(tmp, info.st_uid, info.st_gid)
+            except OSError:
+                os.unlink(tmp)
+                return False
+        os.replace(tmp, target)
+        return True
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _owner(path: str) -> tuple:
+    info = os.stat(path)
+    return info.st_uid, info.st_gid
+
+
+def _rewrite_in_place(target: str, data: bytes) -> None:
+    """Overwrite the file itself (its inode: links, owner and mode stay), then cut it to length."""
+    with open(target, "r+b") as handle:
+        handle.write(data)
+        handle.truncate()
+        handle.flush()
+        os.fsync(handle.fileno())

@@ -1,0 +1,139 @@
+"""The `ast` pre-pass: what of a file LibCST must see, found with CPython's own parser.
+
+CPython parses a file about ten times faster than LibCST, and it survives inputs that LibCST
+does not: a valid 10,000-term sum crashes LibCST's native parser (a segfault, not an exception),
+and nesting a few thousand levels deep makes it slow (its cost grows with the square of the
+depth). So every file is parsed here first, and LibCST is given a *masked* copy of the text:
+
+- statements nested deeper than `MAX_DEPTH` are replaced by `pass` (each one skipped is named
+  in a warning, file and line; the rest of the file is linted);
+- top-level functions and classes in which no enabled rule can fire are replaced too (see
+  `candidates.py`), so LibCST parses only what can match.
+
+A masked statement keeps its length and its line breaks (`pass`, then spaces), so every offset,
+line and column LibCST gives for the text around it is the original text's: findings and fixes
+need no mapping back.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator, List, Optional, Tuple
+
+# Deepest expression (in `ast` levels below its statement) handed to LibCST. LibCST's parse of a
+# 1,500-deep sum takes ~0.4 s and its walk needs ~10,000 Python frames; the native parser
+# crashes somewhere between 5,000 and 10,000 levels.
+MAX_DEPTH = 1500
+# The Python recursion limit while a file is parsed and analysed: enough for MAX_DEPTH levels of
+# LibCST's recursive codegen and of our walk (3.11 keeps pure-Python frames off the C stack).
+RECURSION_LIMIT = 30_000
+_NEWLINE = re.compile(r"(\r\n|\r|\n)")  # the line breaks of Python's tokenizer (not str.splitlines')
+
+class TooDeep(Exception):
+    """The file is nested beyond what even CPython's parser builds at RECURSION_LIMIT."""
+
+
+@contextmanager
+def recursion_limit(limit: int = RECURSION_LIMIT) -> Iterator[None]:
+    """Raise (never lower) the recursion limit for the duration of the block."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, limit))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def parse(text: str, path: str) -> ast.Module:
+    """CPython's tree of `text`. Raises SyntaxError (with CPython's message), ValueError, or
+    TooDeep where the tree cannot be built."""
+    try:
+        with recursion_limit():
+            return ast.parse(text, filename=path)
+    except RecursionError:
+        raise TooDeep("the file is nested too deeply to parse") from None
+
+
+@dataclass
+class Lines:
+    """Character offsets of line starts, and the UTF-8 byte columns `ast` gives turned into
+    character offsets."""
+
+    text: str
+    starts: List[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.starts = [0] + [m.end() for m in _NEWLINE.finditer(self.text)]
+
+    def offset(self, line: int, byte_col: int) -> int:
+        start = self.starts[line - 1]
+        row = self.text[start : start + byte_col]
+        if row.isascii():
+            return start + byte_col
+        return start + len(row.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+    def span(self, node: ast.stmt) -> Tuple[int, int]:
+        """The statement's characters, decorators included."""
+        first = min([node] + list(getattr(node, "decorator_list", ())), key=lambda n: (n.lineno, n.col_offset))
+        start = self.offset(first.lineno, first.col_offset)
+        if first is not node:
+            start = self.text.rindex("@", 0, start)
+        assert node.end_lineno is not None and node.end_col_offset is not None
+        return start, self.offset(node.end_lineno, node.end_col_offset)
+
+
+def deep_statements(tree: ast.Module) -> List[Tuple[ast.stmt, int]]:
+    """The outermost statements whose own expressions (not those of the statements in their
+    blocks) nest deeper than MAX_DEPTH, with that depth. Iterative: the tree may be deep."""
+    depth_of: dict = {}
+    owners: List[ast.stmt] = []
+    stack: List[Tuple[ast.AST, int, Optional[ast.stmt]]] = [(tree, 0, None)]
+    while stack:
+        node, depth, owner = stack.pop()
+        if isinstance(node, ast.stmt):
+            owner, depth = node, 0
+            owners.append(node)
+        elif owner is not None and depth > depth_of.get(id(owner), 0):
+            depth_of[id(owner)] = depth
+        for child in ast.iter_child_nodes(node):
+            stack.append((child, depth + 1, owner))
+    found: List[Tuple[ast.stmt, int]] = []
+    inside: set = set()  # statements within one already masked
+    for stmt in owners:  # parents come before their children
+        if id(stmt) in inside:
+            continue
+        depth = depth_of.get(id(stmt), 0)
+        if depth > MAX_DEPTH:
+            found.append((stmt, depth))
+            inside.update(id(n) for n in _nested_statements(stmt))
+    return found
+
+
+def _nested_statements(stmt: ast.stmt) -> Iterator[ast.stmt]:
+    return (node for node in ast.walk(stmt) if isinstance(node, ast.stmt))  # iterative
+
+
+def mask(text: str, spans: List[Tuple[int, int]]) -> str:
+    """`text` with each span replaced by `pass` and spaces, line breaks kept: same length, same
+    lines. Spans must not overlap and each must start where a statement may."""
+    parts: List[str] = []
+    at = 0
+    for start, end in sorted(spans):
+        parts.append(text[at:start])
+        parts.append(_blank(text[start:end]))
+        at = end
+    parts.append(text[at:])
+    return "".join(parts)
+
+
+def _blank(segment: str) -> str:
+    rows = _NEWLINE.split(segment)  # rows at even indices, the line breaks between them
+    first = rows[0]
+    # `pass` where it fits (a statement's first line can be as short as `x=(`)
+    rows[0] = "pass".ljust(len(first)) if len(first) >= 4 else "0".ljust(len(first))
+    return "".join(row if i % 2 else " " * len(row) if i else row for i, row in enumerate(rows))
+

@@ -88,7 +88,10 @@ class Lines:
 
 def deep_statements(tree: ast.Module) -> List[Tuple[ast.stmt, int]]:
     """The outermost statements whose own expressions (not those of the statements in their
-    blocks) nest deeper than MAX_DEPTH, with that depth. Iterative: the tree may be deep."""
+    blocks) nest deeper than MAX_DEPTH, with that depth as LibCST will nest them (at most).
+    Iterative: the tree may be deep. (An implicit concatenation of strings is one `ast` node but
+    as deep as its pieces in LibCST; its parser refuses 6,000 pieces and more, cleanly, and
+    `engine` masks what it refuses.)"""
     depth_of: dict = {}
     owners: List[ast.stmt] = []
     stack: List[Tuple[ast.AST, int, Optional[ast.stmt]]] = [(tree, 0, None)]
@@ -99,8 +102,10 @@ def deep_statements(tree: ast.Module) -> List[Tuple[ast.stmt, int]]:
             owners.append(node)
         elif owner is not None and depth > depth_of.get(id(owner), 0):
             depth_of[id(owner)] = depth
+        # LibCST nests `a and b and c` two deep where `ast` keeps one flat list of values
+        step = len(node.values) if isinstance(node, ast.BoolOp) else 1
         for child in ast.iter_child_nodes(node):
-            stack.append((child, depth + 1, owner))
+            stack.append((child, depth + step, owner))
     found: List[Tuple[ast.stmt, int]] = []
     inside: set = set()  # statements within one already masked
     for stmt in owners:  # parents come before their children

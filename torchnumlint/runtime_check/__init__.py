@@ -4,8 +4,9 @@
   linter's own fixes, and run each reproduced example and its fix against the rule's float64
   mathematics; a verdict per rule x example x device x dtype. The command line is
   `python -m torchnumlint.runtime_check` (and `torchnumlint verify`).
-- `nan_watch(model, mode="raise", every=1)`: hooks that catch the first NaN/Inf in the forward,
-  the backward and the parameter gradients, and say where it came from.
+- `nan_watch(model, mode="raise", every=1, scaler=None, scope="modules")`: hooks that catch the
+  first NaN/Inf in the data, the forward, the backward and the parameter gradients (and gradient
+  spikes before it), and say which module made it (`watch.py`).
 
 Imports torch and the standard library only (never libcst or click); torch itself is imported on
 first use of an attribute, so `import torchnumlint.runtime_check` stays cheap. `verify` reaches the

@@ -18,6 +18,7 @@ to judge by; the generic checks here (one per oracle) judge a fix three ways:
 from __future__ import annotations
 
 import json
+import math
 import time
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -106,7 +107,9 @@ def _formula(j: Judgement, ctx: ReproContext, inputs, ref: Outcome, guarded: boo
     bound = ctx.repro.bound if unsafe and guarded else None
     if unsafe and guarded and bound is None:
         raise ReproError(f"{ctx.info.code}: an {ctx.fix_safety} fix needs the bound of its change (Repro.bound)")
-    tol = ctx.tol if unsafe and not guarded else oracles.FORMULA_TOL
+    # away from its guard an UNSAFE fix must not change a value that float32, the widest training
+    # dtype, can resolve (its eps may move values by far less: + 1e-8 on a divisor of 1)
+    tol = oracles.tolerance("float32") if unsafe and not guarded else oracles.FORMULA_TOL
     fields, refs = oracles.fields(fix64), oracles.fields(ref)
     for name, r in refs.items():
         if name not in fields:
@@ -146,6 +149,8 @@ def _precision(j: Judgement, ctx: ReproContext, inputs, bad: Outcome, fix: Outco
         orig_err = oracles.diff(name, o, r, finite, floor).rel if comparable else 0.0
         d = fd.get(name)
         math_err = oracles.diff(name, d, r, None, floor).rel if d is not None and d.shape == r.shape else 0.0
+        if not math.isfinite(math_err):  # the mathematics overflows in this dtype: it allows nothing
+            math_err = 0.0
         carried = _forward_rounding(ctx, fr) if name.startswith("grad") else 0.0
         allowance = ctx.tol + max(orig_err, math_err, carried)
         ok, text = _within(name, ff[name], r, finite, allowance, bound, floor)

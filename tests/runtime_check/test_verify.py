@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from torchnumlint.runtime_check import catalogue, cli, context, runner
+from torchnumlint.runtime_check import catalogue, cli, context, linted, runner
 from torchnumlint.runtime_check.oracles import CONFIRMED, NOT_REPRODUCED, SKIPPED
 from torchnumlint.runtime_check.repros import REPROS
 
@@ -79,7 +79,7 @@ def test_low_precision_dtypes_run_where_they_apply(cpu_results):
     for r in cpu_results:
         if r.oracle == "FIX":
             continue
-        if r.code.startswith("TNL3"):
+        if r.code.startswith("TNL3") and r.example == 1:
             assert r.dtype == "autocast", r.code
         else:
             assert (r.code, "float32") in dtypes
@@ -104,8 +104,9 @@ def test_a_hazard_that_does_not_show_is_not_reproduced():
     info = RULES["TNL101"]
     harmless = dataclasses.replace(info.examples[0], bad=info.examples[0].fixed)  # nothing to see
     rules = {"TNL101": dataclasses.replace(info, examples=(harmless,) + info.examples[1:])}
+    pinned = lambda info: tuple(linted.Fixed(i, e.fixed, e.fixed) for i, e in enumerate(info.examples))  # noqa: E731
     results = runner.verify(select=["TNL101"], device="cpu", dtypes=["float32"], rules=rules,
-                            repros={"TNL101": REPROS["TNL101"][:1]})
+                            repros={"TNL101": REPROS["TNL101"][:1]}, fixer=pinned)
     run = [r for r in results if r.oracle == "NF"]
     assert run[0].verdict == NOT_REPRODUCED and "stays finite" in run[0].reason
 
@@ -205,7 +206,11 @@ def _top_level_imports(path):
             continue
 
 
-@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+# integrations/ are extras of their own (lightning, hf): each imports its framework, nothing imports them
+TORCH_ONLY = sorted(p for p in PACKAGE.rglob("*.py") if "integrations" not in p.relative_to(PACKAGE).parts)
+
+
+@pytest.mark.parametrize("path", TORCH_ONLY, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_runtime_check_imports_only_torch_and_stdlib(path):
     for name in _top_level_imports(path):
         root = name.split(".")[0]

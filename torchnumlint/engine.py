@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Type
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # the one private import: see _code_in_block
 
-from torchnumlint import prepass, suppression
+from torchnumlint import candidates, prepass, suppression
 from torchnumlint.context import FileContext
 from torchnumlint.findings import Edit, Finding, Fix
 from torchnumlint.index import ProjectIndex, build_index
@@ -121,8 +121,12 @@ def lint_text(
     *,
     warnings: Optional[List[str]] = None,
     time_limit: Optional[float] = TIME_LIMIT,
+    partial: bool = True,
 ) -> List[Finding]:
     """All findings of `rules` in `text`, noqa-suppressed ones removed. Raises ParseError.
+
+    With `partial`, LibCST parses only the top-level statements that can hold a finding
+    (`candidates.py`); the findings are the same as without.
 
     Statements that cannot be analysed (nested too deeply, or beyond LibCST's parser) are skipped:
     each adds a line to `warnings` ("line N: ..."), and the rest of the file is linted. The
@@ -133,7 +137,9 @@ def lint_text(
         active = candidate_rules(text, rules, index)
         if not active:
             return []
-        masked, skipped = _masked(text, tree)
+        masked, skipped = _masked(text, tree, active if partial else (), index)
+        if masked is None:  # no statement can hold a finding
+            return []
         module, more = _parse_masked(masked, tree)
         if warnings is not None:
             warnings.extend(f"line {line}: {why}; skipped, the rest of the file is linted" for line, why in sorted(skipped + more))
@@ -150,15 +156,26 @@ def lint_text(
     return suppression.filter_findings(findings, text)
 
 
-def _masked(text: str, tree: ast.Module) -> Tuple[str, List[Tuple[int, str]]]:
-    """`text` with the statements too deep for LibCST masked (`prepass.mask`), and (line, why) for each."""
+def _masked(
+    text: str, tree: ast.Module, active: Sequence[Type[Rule]], index: Optional[ProjectIndex]
+) -> Tuple[Optional[str], List[Tuple[int, str]]]:
+    """`text` with the statements LibCST need not see masked (`prepass.mask`): those too deep
+    for it, with (line, why) for each, and, given `active` rules, the top-level ones no rule can
+    fire in. None where no statement can hold a finding."""
     lines = prepass.Lines(text)
-    deep = prepass.deep_statements(tree)
-    warnings = [
-        (stmt.lineno, f"statement nested too deeply to analyse (depth {depth} > {prepass.MAX_DEPTH})")
-        for stmt, depth in deep
-    ]
-    return prepass.mask(text, [lines.span(stmt) for stmt, _ in deep]), warnings
+    spans: List[Tuple[int, int]] = []
+    if active:
+        unneeded = candidates.unneeded(text, tree, lines, active, index)
+        if unneeded is None:
+            return None, []
+        spans = unneeded
+    warnings = []
+    for stmt, depth in prepass.deep_statements(tree):
+        start, end = lines.span(stmt)
+        if not any(a <= start and end <= b for a, b in spans):  # not already masked: needs saying
+            spans.append((start, end))
+            warnings.append((stmt.lineno, f"statement nested too deeply to analyse (depth {depth} > {prepass.MAX_DEPTH})"))
+    return prepass.mask(text, spans), warnings
 
 
 def _parse_masked(masked: str, tree: ast.Module) -> Tuple[cst.Module, List[Tuple[int, str]]]:

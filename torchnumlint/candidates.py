@@ -1,0 +1,136 @@
+"""Which top-level statements of a file LibCST must see: the rest is masked (`prepass.mask`).
+
+A file reaches LibCST when a rule can fire somewhere in it (`Rule.could_fire` on the whole text);
+most torch files do, since `exp`, `log` or `/` appear in nearly all of them. But a finding sits in
+one top-level statement, and what a rule reads around it is reached by name: an import alias
+(`from torch.nn.functional import softmax as sm`), a module-level helper or class it calls or
+inherits, the call sites of the function it is in. So a top-level function or class is kept when
+
+a rule can fire (`could_fire`, the same test as for the file) on the text of its *group*: the
+statements linked to it by name, transitively (one uses a name another binds: a helper, a base
+class, a module-level value, a caller), with the imports binding a name the group uses (`sm(x)`
+under the alias above). A rule's test may need parts from several statements
+(`criterion = nn.BCELoss()` ... `criterion(predict(x), y)` where `predict` returns a sigmoid), and
+what a rule reads beyond the statement holding its finding it reaches by those names.
+
+Every other top-level statement (imports, assignments, `if`/`try` blocks) is always kept: they
+bind what names resolve to, and they are few. A file in which no statement is needed is not
+parsed by LibCST at all. `tests/test_prefilter_on_real_code.py` keeps proving, on a large real
+tree, that the findings are those of a full parse.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import List, Optional, Sequence, Set, Tuple, Type
+
+from torchnumlint.prepass import Lines
+from torchnumlint.rules.base import Rule
+
+_MASKABLE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_WORD = re.compile(r"[^\W\d]\w*")
+
+
+class _Statement:
+    __slots__ = ("span", "text", "maskable", "is_import", "words", "binds", "links")
+
+    def __init__(self, node: ast.stmt, span: Tuple[int, int], text: str, maskable: bool) -> None:
+        self.span = span
+        self.text = text
+        self.maskable = maskable
+        self.is_import = isinstance(node, (ast.Import, ast.ImportFrom))
+        self.words: Set[str] = set(_WORD.findall(text))
+        self.binds = _bound_names(node)
+        self.links = True  # set by `_groups`
+
+
+def _bound_names(node: ast.stmt) -> Set[str]:
+    """The names a top-level statement binds at module level (a function or class: its name)."""
+    if isinstance(node, _MASKABLE):
+        return {node.name}
+    names = set()
+    stack: List[ast.AST] = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).partition(".")[0] for alias in current.names)
+        elif isinstance(current, ast.Name) and isinstance(current.ctx, ast.Store):
+            names.add(current.id)
+        elif isinstance(current, _MASKABLE):
+            names.add(current.name)
+            continue  # its body binds nothing at module level
+        stack.extend(ast.iter_child_nodes(current))
+    return names
+
+
+def unneeded(
+    text: str, tree: ast.Module, lines: Lines, rules: Sequence[Type[Rule]], index: Optional[object] = None
+) -> Optional[List[Tuple[int, int]]]:
+    """The spans of the top-level statements LibCST need not see (to be masked), or None where no
+    statement can hold a finding of `rules` (LibCST need not parse the file at all)."""
+    statements = _statements(text, tree, lines)
+    groups = _groups(statements)
+    context = [s for s in statements if not s.links]
+    masked: List[Tuple[int, int]] = []
+    any_needed = False
+    for group in groups:
+        words = set().union(*(s.words for s in group))
+        seen = "\n".join([s.text for s in group] + [c.text for c in context if c.binds & words and c not in group])
+        if any(rule.could_fire(seen, index) for rule in rules):
+            any_needed = True
+        else:
+            masked.extend(s.span for s in group if s.maskable)
+    return masked if any_needed else None
+
+
+def _groups(statements: List[_Statement]) -> List[List[_Statement]]:
+    """The statements linked by name (one uses a name the other binds), transitively: the parts
+    of a file a rule may read together. Imports, and module-level statements that name no
+    function or class of the file, link nothing (every function uses `torch`, many a module-level
+    `logger`): each is a group of its own, and its text joins the test of any group that uses a
+    name it binds (`unneeded`)."""
+    parent = list(range(len(statements)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    defined = set().union(*(s.binds for s in statements if s.maskable))
+    for statement in statements:  # a module-level value links its users only if it names a function or class
+        statement.links = statement.maskable or (not statement.is_import and bool(statement.words & defined))
+    binder: dict = {}
+    for i, statement in enumerate(statements):
+        if statement.links:
+            for name in statement.binds:
+                binder.setdefault(name, []).append(i)
+    for i, statement in enumerate(statements):
+        if not statement.links:
+            continue
+        for word in statement.words & binder.keys():
+            for j in binder[word]:
+                parent[root(i)] = root(j)
+    groups: dict = {}
+    for i, statement in enumerate(statements):
+        groups.setdefault(root(i), []).append(statement)
+    return list(groups.values())
+
+
+def _statements(text: str, tree: ast.Module, lines: Lines) -> List[_Statement]:
+    """The top-level statements with their spans; one that shares a line with another is never
+    masked (masking replaces whole lines' worth of it)."""
+    spans = [lines.span(node) for node in tree.body]
+    out = []
+    for i, node in enumerate(tree.body):
+        start, end = spans[i]
+        alone = (i == 0 or tree.body[i - 1].end_lineno < _first_line(node)) and (
+            i + 1 == len(tree.body) or tree.body[i + 1].lineno > (node.end_lineno or node.lineno)
+        )
+        out.append(_Statement(node, (start, end), text[start:end], alone and isinstance(node, _MASKABLE)))
+    return out
+
+
+def _first_line(node: ast.stmt) -> int:
+    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import re
 import sys
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator, List, Optional, Tuple
@@ -52,7 +53,8 @@ def parse(text: str, path: str) -> ast.Module:
     """CPython's tree of `text`. Raises SyntaxError (with CPython's message), ValueError, or
     TooDeep where the tree cannot be built."""
     try:
-        with recursion_limit():
+        with recursion_limit(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # CPython's SyntaxWarnings (`"\d"`) are not ours to print
             return ast.parse(text, filename=path)
     except RecursionError:
         raise TooDeep("the file is nested too deeply to parse") from None

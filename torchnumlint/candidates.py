@@ -30,6 +30,7 @@ from torchnumlint.rules.base import Rule
 
 _MASKABLE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _WORD = re.compile(r"[^\W\d]\w*")
+_IMPORT = re.compile(r"\bimport\b")
 
 
 class _Statement:
@@ -41,14 +42,20 @@ class _Statement:
         self.maskable = maskable
         self.is_import = isinstance(node, (ast.Import, ast.ImportFrom))
         self.words: Set[str] = set(_WORD.findall(text))
-        self.binds = _bound_names(node)
+        self.binds = _bound_names(node, text)
         self.links = True  # set by `_groups`
 
 
-def _bound_names(node: ast.stmt) -> Set[str]:
-    """The names a top-level statement binds at module level (a function or class: its name)."""
+def _bound_names(node: ast.stmt, text: str) -> Set[str]:
+    """The names a top-level statement binds at module level (a function or class: its name),
+    and those it imports anywhere: `ImportMap` resolves a name imported in one function in all."""
     if isinstance(node, _MASKABLE):
-        return {node.name}
+        names = {node.name}
+        if _IMPORT.search(text):
+            for inner in ast.walk(node):
+                if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                    names.update((alias.asname or alias.name).partition(".")[0] for alias in inner.names)
+        return names
     names = set()
     stack: List[ast.AST] = [node]
     while stack:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from torchnumlint.runtime_check import catalogue
+from torchnumlint import catalogue
 
 
 def test_loader_view_equals_the_registry():
@@ -17,6 +17,7 @@ def test_loader_view_equals_the_registry():
         assert info.name == rule.name
         assert info.safety == rule.safety.name
         assert info.default == rule.default
+        assert info.rationale == rule.rationale
         assert len(info.examples) == len(rule.examples), code
         for mine, theirs in zip(info.examples, rule.examples):
             assert mine.bad == theirs.bad

@@ -7,7 +7,8 @@ import dataclasses
 import torch
 import torch.nn.functional as F
 
-from torchnumlint.runtime_check import catalogue, cuda_policy, runner
+from torchnumlint import catalogue
+from torchnumlint.runtime_check import cuda_policy, runner
 from torchnumlint.runtime_check.context import Repro
 from torchnumlint.runtime_check.oracles import CONFIRMED, NOT_REPRODUCED
 from torchnumlint.runtime_check.repros import REPROS

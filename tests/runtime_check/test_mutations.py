@@ -11,7 +11,8 @@ from typing import Callable, NamedTuple, Optional, Sequence
 
 import pytest
 
-from torchnumlint.runtime_check import catalogue, linted, runner
+from torchnumlint import catalogue
+from torchnumlint.runtime_check import linted, runner
 from torchnumlint.runtime_check.oracles import CONFIRMED, FIX_FAILED
 
 RULES = catalogue.load()

@@ -6,7 +6,8 @@ from types import ModuleType
 
 import pytest
 
-from torchnumlint.runtime_check import catalogue, repros
+from torchnumlint import catalogue
+from torchnumlint.runtime_check import repros
 from torchnumlint.runtime_check.repros import MODULES, REPROS
 
 RULES = catalogue.load()

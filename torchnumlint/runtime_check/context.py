@@ -18,7 +18,8 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 import torch
 
-from torchnumlint.runtime_check import catalogue, cuda_policy, oracles
+import torchnumlint.catalogue as catalogue
+from torchnumlint.runtime_check import cuda_policy, oracles
 from torchnumlint.runtime_check.oracles import Result
 
 # The dtype a run's inputs are built in ("autocast": float32 inputs, autocast casts inside).

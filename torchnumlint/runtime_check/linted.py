@@ -16,7 +16,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Callable, Optional, Tuple
 
-from torchnumlint.runtime_check.catalogue import RuleInfo
+from torchnumlint.catalogue import RuleInfo
 
 PATH = "example.py"
 

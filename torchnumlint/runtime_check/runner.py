@@ -24,7 +24,8 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
 
-from torchnumlint.runtime_check import catalogue, oracles
+import torchnumlint.catalogue as catalogue
+from torchnumlint.runtime_check import oracles
 from torchnumlint.runtime_check.context import Repro, ReproContext, ReproError
 from torchnumlint.runtime_check.linted import Fixed, Fixer, real_fixes
 from torchnumlint.runtime_check.oracles import CONFIRMED, FIX_FAILED, NOT_REPRODUCED, SKIPPED, Outcome, Result

@@ -1,10 +1,12 @@
 """The rules' own examples, read with `ast` from `torchnumlint/rules/**/*.py` without importing them.
 
 The rule modules import libcst; a GPU box that has torch alone must still be able to run the very
-text that the linter's tests pin (`Example.bad` and `Example.fixed`). Rule classes keep their
-examples as plain literals (see CONTRIBUTING.md), so this reads them statically: every class with a
-`code = "TNL..."` attribute gives a `RuleInfo` with its code, name, safety, default state,
-examples and good snippets. A test asserts that this view equals the live registry's.
+text that the linter's tests pin (`Example.bad` and `Example.fixed`), and the reporters (SARIF's
+rule descriptors) run without libcst. Standard library only: `runtime_check` and `report` share it.
+Rule classes keep their examples as plain literals (see CONTRIBUTING.md), so this reads them
+statically: every class with a `code = "TNL..."` attribute gives a `RuleInfo` with its code, name,
+safety, default state, examples, good snippets and rationale (the SARIF reporter's help text). A
+test asserts that this view equals the live registry's.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
-RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
+RULES_DIR = Path(__file__).resolve().parent / "rules"
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class RuleInfo:
     good: Tuple[str, ...]
     path: str
     line: int
+    rationale: str = ""
 
 
 class CatalogueError(ValueError):
@@ -115,7 +118,8 @@ def _rules_in(path: Path) -> Dict[str, RuleInfo]:
         name = name_node.value if isinstance(name_node, ast.Constant) else ""
         if code in found:
             raise CatalogueError(f"{where}: duplicate rule code {code}")
-        found[code] = RuleInfo(code, name, safety, default, examples, good, str(path), cls.lineno)
+        rationale = ast.literal_eval(attrs["rationale"]) if "rationale" in attrs else ""
+        found[code] = RuleInfo(code, name, safety, default, examples, good, str(path), cls.lineno, rationale)
     return found
 
 

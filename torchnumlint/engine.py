@@ -123,7 +123,8 @@ def lint_text(
     time_limit: Optional[float] = TIME_LIMIT,
     partial: bool = True,
 ) -> List[Finding]:
-    """All findings of `rules` in `text`, noqa-suppressed ones removed. Raises ParseError.
+    """All findings of `rules` in `text`, noqa-suppressed ones removed, and those of enabled rules
+    about the noqa comments themselves (TNL900: `suppression.filter_findings`). Raises ParseError.
 
     With `partial`, LibCST parses only the top-level statements that can hold a finding
     (`candidates.py`); the findings are the same as without.
@@ -136,10 +137,10 @@ def lint_text(
         tree = check_syntax(text, path)
         active = candidate_rules(text, rules, index)
         if not active:
-            return []
+            return suppression.filter_findings([], text, rules, path)
         masked, skipped = _masked(text, tree, active if partial else (), index)
         if masked is None:  # no statement can hold a finding
-            return []
+            return suppression.filter_findings([], text, rules, path)
         module, more = _parse_masked(masked, tree)
         if warnings is not None:
             warnings.extend(f"line {line}: {why}; skipped, the rest of the file is linted" for line, why in sorted(skipped + more))
@@ -151,9 +152,9 @@ def lint_text(
         except RecursionError:
             raise ParseError("expression nested too deeply to analyse") from None
         if not ctx.reports:
-            return []
+            return suppression.filter_findings([], text, rules, path)
         findings = _to_findings(ctx)
-    return suppression.filter_findings(findings, text)
+    return suppression.filter_findings(findings, text, rules, path)
 
 
 def _masked(

@@ -12,7 +12,9 @@ runs a case through the real engine and fixer and asserts everything a user reli
 - a look-alike gives no finding;
 - with `together`, the rules a user's run enables with it: a site two of them recognise is still
   reported once, by the rule under test, and a look-alike is silent for all of them;
-- with `message`, a phrase every finding's message contains (the evidence it names, "strict mode").
+- with `message`, a phrase every finding's message contains (the evidence it names, "strict mode");
+- with `enabled`, rules enabled in every run of the case (TNL900 judges the noqa codes of enabled
+  rules only), whose findings must all be suppressed.
 
 `params(code, flagged, silent)` turns the tables into pytest parameters with readable ids.
 """
@@ -38,7 +40,7 @@ class Flagged:
     after `--fix --unsafe-fixes` (None: no fix is offered); `safe` whether plain `--fix` applies
     it (None: as the rule's safety says). `strict` runs in strict mode; `path` names the file;
     `together` other rules enabled with it, which must not report the same findings; `message` a
-    phrase every finding's message contains."""
+    phrase every finding's message contains; `enabled` rules on in every run of the case."""
 
     source: str
     lines: Tuple[int, ...]
@@ -48,6 +50,7 @@ class Flagged:
     path: str = "example.py"
     together: Tuple[str, ...] = ()
     message: Optional[str] = None
+    enabled: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -72,9 +75,10 @@ def findings(code: str, source: str, strict: bool = False, path: str = "example.
 
 def check_flagged(code: str, case: Flagged) -> None:
     rule = _rule(code)
+    rules = [rule] + [_rule(other) for other in case.enabled]
     source = textwrap.dedent(case.source)
     fixed = textwrap.dedent(case.fixed) if case.fixed is not None else None
-    found = lint_text(case.path, source, [rule], strict=case.strict)
+    found = lint_text(case.path, source, rules, strict=case.strict)
     assert sorted(f.line for f in found) == sorted(case.lines), [(f.line, f.message) for f in found]
     assert all(f.code == code for f in found)
     if case.message is not None:
@@ -86,19 +90,19 @@ def check_flagged(code: str, case: Flagged) -> None:
         ]
     assert candidate_rules(source, [rule]) == [rule], "the pre-filter drops a flagged source"
 
-    result = fix_text(case.path, source, [rule], unsafe=True, strict=case.strict)
+    result = fix_text(case.path, source, rules, unsafe=True, strict=case.strict)
     assert not result.errors
     assert result.text == (fixed if fixed is not None else source)
     if fixed is None:
         assert all(f.fix is None for f in found), "a fix is offered"
         return
     ast.parse(result.text)
-    assert lint_text(case.path, result.text, [rule], strict=case.strict) == [], "the fixed text is still flagged"
-    again = fix_text(case.path, result.text, [rule], unsafe=True, strict=case.strict)
+    assert lint_text(case.path, result.text, rules, strict=case.strict) == [], "the fixed text is still flagged"
+    again = fix_text(case.path, result.text, rules, unsafe=True, strict=case.strict)
     assert again.text == result.text, "a second --fix changes the text"
 
     safe = case.safe if case.safe is not None else rule.safety is Safety.SAFE
-    plain = fix_text(case.path, source, [rule], unsafe=False, strict=case.strict).text
+    plain = fix_text(case.path, source, rules, unsafe=False, strict=case.strict).text
     assert plain == (fixed if safe else source), "plain --fix applied an unsafe fix" if not safe else "a safe fix needs --unsafe-fixes"
     fixes = [f.fix for f in found if f.fix is not None]
     assert fixes and all((fix.safety is Safety.SAFE) == safe for fix in fixes)

@@ -16,6 +16,7 @@ from torchnumlint.rules import (  # noqa: F401
     log_domain,
     masking,
     mixed_precision,
+    noqa,
     roots,
     special_functions,
 )

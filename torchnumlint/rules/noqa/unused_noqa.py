@@ -153,9 +153,9 @@ def _removal(text: str, noqa: Noqa, unused: Set[int]) -> Edit:
     start, end = noqa.directive
     before = text[comment_start:start].rstrip()
     after = text[end:comment_end]
-    if before:  # `# type: ignore  # noqa: TNL103`: the comment's own text stays
+    if before:  # a type-ignore comment before the directive: the comment's own text stays
         return _edit(text, noqa, comment_start + len(before), end, "")
-    if after.strip():  # `# noqa: TNL103 reason`
+    if after.strip():  # a reason written after the codes stays, as a comment
         return _edit(text, noqa, comment_start, comment_end, "# " + after.strip())
     if noqa.alone:
         return _edit(text, noqa, *noqa.line_span, "")

@@ -53,3 +53,28 @@ def test_per_file_ignores(tmp_path):
     assert len(run([str(tmp_path)], Config(root=tmp_path), rules, Options()).findings) == 1
     config = Config(root=tmp_path, per_file_ignores={"a.py": ["TNL1"]})
     assert run([str(tmp_path)], config, rules, Options()).findings == []
+
+
+def test_sources_are_streamed_not_all_held(tmp_path, monkeypatch):
+    """However many files, a run holds a few sources at a time (read, used, dropped)."""
+    import gc
+    import weakref
+
+    from torchnumlint import runner
+
+    write(tmp_path, **{f"m{i}": "import torch\ny = torch.log(torch.sigmoid(x))\n" for i in range(30)})
+    alive = weakref.WeakSet()
+    most = []
+    real = runner.read_source
+
+    def read_source(path):
+        gc.collect()
+        source = real(path)
+        alive.add(source)
+        most.append(len(alive))
+        return source
+
+    monkeypatch.setattr(runner, "read_source", read_source)
+    result = run([str(tmp_path)], Config(root=tmp_path), [registry()["TNL104"]], Options())
+    assert len(result.findings) == 30 and len(most) >= 30
+    assert max(most) <= 2

@@ -54,12 +54,12 @@ def digest(*parts: object) -> str:
 
 @functools.lru_cache(maxsize=None)
 def package_fingerprint() -> str:
-    """torchnumlint's version and the stat of each of the linter's source files (the runtime
-    side, `runtime_check/`, decides no finding)."""
+    """torchnumlint's version and the stat of each of the linter's source files (neither the
+    runtime side, `runtime_check/`, nor the reporters, `report/`, decide a finding)."""
     root = Path(torchnumlint.__file__).parent
     files = []
     for path in sorted(root.rglob("*.py")):
-        if path.relative_to(root).parts[0] == "runtime_check":
+        if path.relative_to(root).parts[0] in ("runtime_check", "report"):
             continue
         info = path.stat()
         files.append((path.relative_to(root).as_posix(), info.st_size, info.st_mtime_ns))

@@ -143,7 +143,9 @@ def lint_text(
             return suppression.filter_findings([], text, rules, path)
         module, more = _parse_masked(masked, tree)
         if warnings is not None:
-            warnings.extend(f"line {line}: {why}; skipped, the rest of the file is linted" for line, why in sorted(skipped + more))
+            warnings.extend(
+                f"line {line}: {why}; skipped, the rest of the file is linted" for line, why in sorted(skipped + more)
+            )
         if index is None:  # linting one text alone: it is its own project
             index = build_index([(path, text)]) if any(r.needs_index for r in active) else ProjectIndex.empty()
         ctx = FileContext(path, text, module, index, strict, frozenset(rule.code for rule in active))

@@ -1,6 +1,7 @@
 """Paths -> the Python files to lint, and each file's project.
 
-Folders are walked for `.py`/`.pyi`, skipping hidden folders, virtualenvs, caches and build output,
+Folders are walked for `.py`/`.pyi` and Jupyter notebooks (`.ipynb`, linted through
+`notebook.py`), skipping hidden folders, virtualenvs, caches and build output,
 the `exclude` globs and what `.gitignore` files ignore. Exclude globs come from the config of the
 folder being walked and are relative to that config's folder. A file named on the command line (as
 pre-commit does) is linted unless the user's own `exclude`/`extend-exclude` patterns name it.
@@ -26,7 +27,7 @@ DEFAULT_EXCLUDE = [
     "build", "dist", "node_modules", "site-packages", ".mypy_cache", ".pytest_cache", ".ruff_cache",
     "_build", "buck-out", "__pypackages__", ".ipynb_checkpoints",
 ]
-SUFFIXES = (".py", ".pyi")
+SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
 class _GitIgnore:

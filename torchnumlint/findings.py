@@ -51,10 +51,17 @@ class Finding:
     # Lines whose noqa comment suppresses this finding (its own, and the first and last
     # line of the statement that holds it).
     noqa_lines: Tuple[int, ...] = field(default=(), compare=False, repr=False)
+    # In a notebook, the 1-based number of the cell; rows (here and in the fix) are the cell's.
+    cell: Optional[int] = None
 
     @property
     def sort_key(self):
-        return (self.path, self.line, self.col, self.code)
+        return (self.path, self.cell or 0, self.line, self.col, self.code)
+
+    @property
+    def where(self) -> str:
+        """`line:col`, or `cell N:line:col` in a notebook, as ruff writes them after the path."""
+        return f"{self.line}:{self.col}" if self.cell is None else f"cell {self.cell}:{self.line}:{self.col}"
 
 
 def fixable(finding: Finding, unsafe: bool) -> bool:

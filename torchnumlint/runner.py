@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 from torchnumlint import cache as caching
-from torchnumlint import summaries
+from torchnumlint import notebook, summaries
 from torchnumlint.config import Config, Settings
 from torchnumlint.discovery import discover, project_files, project_root
 from torchnumlint.findings import Finding, fixable
@@ -47,6 +47,13 @@ if TYPE_CHECKING:
 
 
 def process_file(
+    source: SourceFile, rules: Sequence[Type[Rule]], index: ProjectIndex, options: Options
+) -> FileOutcome:
+    """Lint or fix one file; a notebook's findings and errors are located in its cells."""
+    return notebook.locate(source, _lint_or_fix(source, rules, index, options))
+
+
+def _lint_or_fix(
     source: SourceFile, rules: Sequence[Type[Rule]], index: ProjectIndex, options: Options
 ) -> FileOutcome:
     from torchnumlint.engine import ParseError, lint_text
@@ -73,7 +80,10 @@ def process_file(
     outcome.errors.extend(f"{path}: {message}" for message in result.errors)
     if result.text != source.text:
         if options.diff:
-            outcome.diff = unified_diff(path, source.text, result.text)
+            if isinstance(source, notebook.NotebookSource):
+                outcome.diff = notebook.diff(source, result.text)
+            else:
+                outcome.diff = unified_diff(path, source.text, result.text)
         else:
             try:
                 write_source(source, result.text)
@@ -385,8 +395,9 @@ class _Project:
         for path in linted:
             strict = bool(_file_options(self.options, self.settings, path).strict)
             try:
-                text = read_source(path).text
-                kept.extend(lint_text(path, text, [r for r in rules[path] if r.needs_index], fresh, strict=strict))
+                source = read_source(path)
+                found = lint_text(path, source.text, [r for r in rules[path] if r.needs_index], fresh, strict=strict)
+                kept.extend(notebook.locate_findings(source, found))
             except (ParseError, SourceError):
                 pass  # already reported for this file
         return kept

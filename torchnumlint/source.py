@@ -41,6 +41,10 @@ def read_source(path: str) -> SourceFile:
 
 
 def decode(path: str, raw: bytes) -> SourceFile:
+    if path.endswith(".ipynb"):  # its code cells as one module (notebook.py)
+        from torchnumlint import notebook
+
+        return notebook.decode(path, raw)
     if b"\x00" in raw:
         raise SourceError("cannot parse: source contains a NUL byte")
     bom = raw.startswith(codecs.BOM_UTF8)
@@ -63,6 +67,10 @@ def decode(path: str, raw: bytes) -> SourceFile:
 
 
 def encode(source: SourceFile, text: str) -> bytes:
+    from torchnumlint import notebook
+
+    if isinstance(source, notebook.NotebookSource):  # the fixed cells spliced into its JSON
+        return notebook.encode(source, text)
     data = text.encode(source.encoding)
     return codecs.BOM_UTF8 + data if source.bom else data
 

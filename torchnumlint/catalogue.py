@@ -38,6 +38,7 @@ class RuleInfo:
     path: str
     line: int
     rationale: str = ""
+    meta: bool = False  # about the linter's own comments: nothing to reproduce at runtime
 
 
 class CatalogueError(ValueError):
@@ -119,7 +120,8 @@ def _rules_in(path: Path) -> Dict[str, RuleInfo]:
         if code in found:
             raise CatalogueError(f"{where}: duplicate rule code {code}")
         rationale = ast.literal_eval(attrs["rationale"]) if "rationale" in attrs else ""
-        found[code] = RuleInfo(code, name, safety, default, examples, good, str(path), cls.lineno, rationale)
+        meta = bool(ast.literal_eval(attrs["meta"])) if "meta" in attrs else False
+        found[code] = RuleInfo(code, name, safety, default, examples, good, str(path), cls.lineno, rationale, meta)
     return found
 
 

@@ -45,6 +45,9 @@ class Rule:
     rationale: ClassVar[str]
     safety: ClassVar[Safety]
     default: ClassVar[bool] = True
+    # A rule about the linter's own comments (TNL900 unused-noqa), not a numerical hazard: it has
+    # no runtime reproduction, and `verify` has nothing to prove for it.
+    meta: ClassVar[bool] = False
     # Whether the rule reads the project index (cross-file facts); the engine builds it only then.
     needs_index: ClassVar[bool] = False
     # Pre-filter: the rule cannot fire unless the source contains one of these strings (and, when

@@ -91,7 +91,7 @@ def test_json_output_is_documented_shape(project):
     data = json.loads(out.stdout)
     assert [d["code"] for d in data] == ["TNL101", "TNL102"]
     first = data[0]
-    assert set(first) == {"code", "name", "message", "filename", "location", "end_location", "fix"}
+    assert set(first) == {"code", "name", "message", "filename", "cell", "location", "end_location", "fix"}
     assert first["location"] == {"row": 6, "column": 48}
     assert first["fix"]["applicability"] == "safe"
     edit = first["fix"]["edits"][0]

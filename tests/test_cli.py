@@ -37,7 +37,10 @@ def project(tmp_path):
 
 
 def test_findings_exit_1_with_ruff_like_lines(project):
-    out = run(".", cwd=project)
+    full = run(".", cwd=project)
+    assert full.returncode == 1, full.stderr
+    assert "train.py:6:48: TNL101 " in full.stdout and "^" in full.stdout  # the line, marked under the span
+    out = run("--output-format", "concise", ".", cwd=project)
     assert out.returncode == 1, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].startswith("train.py:6:48: TNL101 ") and lines[0].endswith("[*]")
@@ -72,10 +75,10 @@ def test_diff_writes_nothing(project):
 
 
 def test_select_ignore_exit_zero_quiet_statistics(project):
-    assert run("--select", "TNL102", "-q", ".", cwd=project).stdout.count("TNL") == 1
+    assert run("--select", "TNL102", "-q", "--output-format", "concise", ".", cwd=project).stdout.count("TNL") == 1
     assert run("--ignore", "TNL1", ".", cwd=project).returncode == 0
     assert run("--exit-zero", ".", cwd=project).returncode == 0
-    quiet = run("-q", ".", cwd=project).stdout
+    quiet = run("-q", "--output-format", "concise", ".", cwd=project).stdout
     assert "Found" not in quiet and quiet.count("\n") == 2
     stats = run("--statistics", ".", cwd=project).stdout.splitlines()
     assert stats[0].split()[:3] == ["1", "TNL101", "[*]"]
@@ -84,6 +87,12 @@ def test_select_ignore_exit_zero_quiet_statistics(project):
 def test_unknown_selector_is_a_usage_error(project):
     out = run("--select", "TNL999", ".", cwd=project)
     assert out.returncode == 2 and "unknown rule selector 'TNL999'" in out.stderr
+
+
+def test_output_file_takes_the_report(project):
+    out = run("--output-format", "sarif", "--output-file", "report.sarif", ".", cwd=project)
+    assert out.returncode == 1 and out.stdout == ""
+    assert '"version": "2.1.0"' in (project / "report.sarif").read_text()
 
 
 def test_json_output_is_documented_shape(project):
@@ -175,15 +184,15 @@ def test_each_file_takes_the_config_nearest_to_it_not_the_working_folders(tmp_pa
         (tmp_path / name / "train.py").write_text(UNSAFE)
         if settings:
             (tmp_path / name / "pyproject.toml").write_text(f"[tool.torchnumlint]\n{settings}\n")
-    out = run("-q", ".", cwd=tmp_path)
+    out = run("-q", "--output-format", "concise", ".", cwd=tmp_path)
     assert [line.split(":")[0] + " " + line.split()[1] for line in out.stdout.splitlines()] == [
         "a/train.py TNL101", "b/train.py TNL101", "b/train.py TNL102", "c/train.py TNL101", "c/train.py TNL102"
     ]
     # from inside a, c is linted without a's settings
-    assert run("-q", "../c", cwd=tmp_path / "a").stdout.count("TNL102") == 1
+    assert run("-q", "--output-format", "concise", "../c", cwd=tmp_path / "a").stdout.count("TNL102") == 1
     # --config gives every file the same settings
     (tmp_path / "tnl.toml").write_text('select = ["TNL102"]\n')
-    assert run("-q", "--config", "tnl.toml", ".", cwd=tmp_path).stdout.count("TNL102") == 3
+    assert run("-q", "--output-format", "concise", "--config", "tnl.toml", ".", cwd=tmp_path).stdout.count("TNL102") == 3
     # b's unsafe-fixes applies to b only
     out = run("--fix", ".", cwd=tmp_path)
     assert out.stdout.splitlines()[-1] == "Fixed 4 findings, 1 remaining (1 more with --unsafe-fixes)."

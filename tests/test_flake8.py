@@ -16,8 +16,6 @@ import pytest
 pytest.importorskip("flake8")
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "unsafe_training.py"
-# flake8 finds the extension through a local-plugins table until the package declares the entry point
-LOCAL_PLUGIN = "[flake8:local-plugins]\nextension =\n    TNL = torchnumlint.flake8_plugin:TorchNumLint\n"
 
 TRAIN = textwrap.dedent(
     """\
@@ -37,10 +35,9 @@ TRAIN = textwrap.dedent(
 
 
 def _flake8(folder: Path, *args: str) -> list:
-    """flake8's findings as (path, line, col, code); `--isolated` (no user configuration) unless
-    the folder has the local-plugins table."""
-    isolated = [] if (folder / "setup.cfg").exists() else ["--isolated"]
-    out = subprocess.run([sys.executable, "-m", "flake8", *isolated, *args], capture_output=True, text=True, cwd=folder)
+    """flake8's findings as (path, line, col, code), with no user configuration (`--isolated`):
+    the extension comes from the installed package's `flake8.extension` entry point."""
+    out = subprocess.run([sys.executable, "-m", "flake8", "--isolated", *args], capture_output=True, text=True, cwd=folder)
     assert out.returncode in (0, 1), out.stderr
     return re.findall(r"^(.+?):(\d+):(\d+): (\w+) ", out.stdout, re.M)
 
@@ -53,8 +50,7 @@ def _torchnumlint(folder: Path, name: str) -> list:
     return sorted((f["location"]["row"], f["location"]["column"], f["code"]) for f in json.loads(out.stdout))
 
 
-def _with_local_plugin(tmp_path: Path, *files: Path) -> Path:
-    (tmp_path / "setup.cfg").write_text(LOCAL_PLUGIN)
+def _copied(tmp_path: Path, *files: Path) -> Path:
     for path in files:
         shutil.copy(path, tmp_path / path.name)
     return tmp_path
@@ -65,7 +61,7 @@ def _found(rows: list, name: str) -> list:
 
 
 def test_same_line_and_column_as_torchnumlint(tmp_path):
-    _with_local_plugin(tmp_path, EXAMPLE)
+    _copied(tmp_path, EXAMPLE)
     (tmp_path / "train.py").write_text(TRAIN)
     for name in ("unsafe_training.py", "train.py"):
         ours = _torchnumlint(tmp_path, name)
@@ -76,7 +72,7 @@ def test_same_line_and_column_as_torchnumlint(tmp_path):
 
 
 def test_flake8_selection_and_its_own_noqa(tmp_path):
-    _with_local_plugin(tmp_path)
+    _copied(tmp_path)
     (tmp_path / "train.py").write_text(TRAIN.replace("(1 + x)", "(1 + x)  # noqa: TNL106"))
     assert _found(_flake8(tmp_path, "--select", "TNL", "train.py"), "train.py") == [(6, 10, "TNL103")]
     assert _found(_flake8(tmp_path, "--select", "TNL", "--extend-ignore", "TNL103", "train.py"), "train.py") == []
@@ -84,18 +80,12 @@ def test_flake8_selection_and_its_own_noqa(tmp_path):
 
 
 def test_a_file_that_is_not_python_gets_e999_only(tmp_path):
-    _with_local_plugin(tmp_path)
+    _copied(tmp_path)
     (tmp_path / "broken.py").write_text("import torch\ndef f(x:\n    return torch.log(torch.softmax(x, -1))\n")
     codes = [code for _, _, _, code in _flake8(tmp_path, "--select", "TNL,E999", "broken.py")]
     assert codes == ["E999"]
 
 
-def _entry_point_installed() -> bool:
-    return any(ep.name == "TNL" for ep in metadata.entry_points(group="flake8.extension"))
-
-
-@pytest.mark.skipif(not _entry_point_installed(), reason="the flake8.extension entry point TNL is not installed (pip install -e .)")
-def test_installed_entry_point_needs_no_configuration(tmp_path):
-    shutil.copy(EXAMPLE, tmp_path / EXAMPLE.name)
-    theirs = _found(_flake8(tmp_path, "--select", "TNL", EXAMPLE.name), EXAMPLE.name)
-    assert theirs == _torchnumlint(tmp_path, EXAMPLE.name) and theirs
+def test_the_package_declares_the_flake8_entry_point():
+    assert any(ep.name == "TNL" and ep.value == "torchnumlint.flake8_plugin:TorchNumLint"
+               for ep in metadata.entry_points(group="flake8.extension"))

@@ -8,6 +8,7 @@ from typing import List, Optional, Sequence
 import click
 
 from torchnumlint import __version__
+from torchnumlint.report import FORMATS  # the reporters import neither libcst nor the engine
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -57,7 +58,11 @@ def _rule_or_fail(code: str):
 @click.option("--select", multiple=True, help="Rule codes or prefixes to enable (replaces the default set).")
 @click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable in addition.")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
-@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--output-format", type=click.Choice(list(FORMATS)), default="text", show_default=True,
+              help="text: each finding with its source line and fix; concise: one line each; json; sarif "
+              "(GitHub code scanning); github (workflow annotations); gitlab (Code Quality); junit.")
+@click.option("--output-file", type=click.Path(dir_okay=False, writable=True),
+              help="Write the report to this file instead of standard output.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Read settings from this file.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--statistics", is_flag=True, help="Count findings per rule.")
@@ -72,12 +77,11 @@ def _rule_or_fail(code: str):
     help="Keep the cache here (default: .torchnumlint_cache in each project's root).",
 )
 @click.version_option(__version__, "--version", prog_name="torchnumlint")
-def check(paths, fix, unsafe_fixes, diff, strict, select, extend_select, ignore, output_format, config_path,
-          exit_zero, statistics, quiet, list_rules, explain, jobs, no_cache, cache_dir) -> None:
+def check(paths, fix, unsafe_fixes, diff, strict, select, extend_select, ignore, output_format, output_file,
+          config_path, exit_zero, statistics, quiet, list_rules, explain, jobs, no_cache, cache_dir) -> None:
     """Lint PATHS (files or folders; default: the current folder) for numerically unsafe PyTorch."""
     # the rules (and libcst) are imported only where needed: a fully cached run never needs them
     from torchnumlint import config as configuration
-    from torchnumlint.report import FORMATS
     from torchnumlint.runner import Options, run
     from torchnumlint.workers import default_jobs
 
@@ -116,7 +120,9 @@ def check(paths, fix, unsafe_fixes, diff, strict, select, extend_select, ignore,
         click.echo("".join(result.diffs), nl=False)
     else:
         output = FORMATS[output_format](result, options, quiet=quiet, statistics=statistics)
-        if output:
+        if output_file:
+            _write_report(output_file, output)
+        elif output:
             click.echo(output)
     for error in result.errors:
         click.echo(error, err=True)
@@ -128,6 +134,26 @@ def check(paths, fix, unsafe_fixes, diff, strict, select, extend_select, ignore,
     if diff:
         sys.exit(EXIT_FINDINGS if result.diffs else EXIT_CLEAN)
     sys.exit(EXIT_FINDINGS if result.findings else EXIT_CLEAN)
+
+
+def _write_report(path: str, output: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(output + ("\n" if output and not output.endswith("\n") else ""))
+    except OSError as exc:
+        click.echo(f"torchnumlint: cannot write the report to {path}: {exc.strerror}", err=True)
+        sys.exit(EXIT_ERROR)
+
+
+@cli.command("server")
+def server_command() -> None:
+    """Run the language server on standard input/output (editors; needs torchnumlint[server])."""
+    try:
+        from torchnumlint.server import main as serve
+    except ImportError as exc:
+        click.echo(f"torchnumlint server needs pygls: pip install 'torchnumlint[server]' ({exc})", err=True)
+        sys.exit(EXIT_ERROR)
+    serve()
 
 
 @cli.command("rule")

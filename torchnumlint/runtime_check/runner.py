@@ -424,7 +424,8 @@ def verify(
     fixer: Fixer = real_fixes,
 ) -> List[Result]:
     """Per selected rule: the FIX row, then each reproduced example in each applicable dtype, run
-    with the text `fixer` (the real linter) made of it."""
+    with the text `fixer` (the real linter) made of it. Rules marked `meta` (TNL900 unused-noqa,
+    about the linter's own comments) have no numerical hazard and nothing to prove here."""
     rules = catalogue.load() if rules is None else rules
     rules = {code: info for code, info in rules.items() if not info.meta}  # no numerical hazard to prove
     repros = REPROS if repros is None else repros

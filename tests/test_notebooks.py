@@ -283,3 +283,19 @@ def test_virtual_module_joins_code_cells_with_boundaries(tmp_path):
     (tmp_path / "v3.ipynb").write_text('{"nbformat": 3}', encoding="utf-8")
     with pytest.raises(SourceError, match="nbformat 3"):
         read_source(str(tmp_path / "v3.ipynb"))
+
+
+def test_a_fix_that_adds_an_import_line_to_an_earlier_cell_keeps_every_magic(tmp_path):
+    # the import goes after the last import, in cell 1, which gains a line: the cells are still
+    # told apart and each one's magics come back where they were
+    path = write(tmp_path / "train.ipynb", notebook(
+        code("%load_ext autoreload\n", "from torch import log, sigmoid, randn\n", "!nvidia-smi\n", "x = randn(3)", count=1),
+        code("%time y = 1\n", "b = log(sigmoid(x))\n", "!echo done", count=2),
+    ))
+    assert run("--fix", "train.ipynb", cwd=tmp_path).returncode == 0
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    assert [cell["source"] for cell in cells] == [
+        ["%load_ext autoreload\n", "from torch import log, sigmoid, randn\n", "import torch.nn.functional as F\n",
+         "!nvidia-smi\n", "x = randn(3)"],
+        ["%time y = 1\n", "b = F.logsigmoid(x)\n", "!echo done"],
+    ]

@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.results import FileOutcome
 
 SUFFIX = ".ipynb"
-BOUNDARY = "# %% torchnumlint: cell boundary"
+BOUNDARY = "# %% (torchnumlint cell boundary)"
 
 # Cell magics whose body IPython runs as Python: only their first line is masked.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "python", "python3", "pypy"})

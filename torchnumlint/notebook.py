@@ -42,7 +42,6 @@ from torchnumlint.source import SourceError, SourceFile
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.results import FileOutcome
 
-SUFFIX = ".ipynb"
 BOUNDARY = "# %% (torchnumlint cell boundary)"
 
 # Cell magics whose body IPython runs as Python: only their first line is masked.
@@ -57,10 +56,6 @@ _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
 
-def is_notebook(path: str) -> bool:
-    return path.endswith(SUFFIX)
-
-
 @dataclass(frozen=True)
 class Cell:
     """One code cell: where it is in the notebook, in its JSON and in the virtual module."""
@@ -70,7 +65,6 @@ class Cell:
     masked: str  # the source as the rules see it
     first_line: int  # of the virtual module, 1-based
     offset: int  # of its first character in the virtual module
-    lines: int  # how many lines it takes there
     span: Optional[Tuple[int, int]]  # the `source` value in the JSON text; None when absent
 
 
@@ -147,10 +141,9 @@ def _assemble(path: str, raw: bytes, bom: bool, document: str,
             line, offset = line + 1, offset + len(BOUNDARY) + 1
         masked = mask(text)
         segment = masked if masked == "" or masked.endswith(("\n", "\r")) else masked + "\n"
-        count = len(_NEWLINE.findall(segment))
-        cells.append(Cell(number, text, masked, line, offset, count, span))
+        cells.append(Cell(number, text, masked, line, offset, span))
         parts.append(segment)
-        line, offset = line + count, offset + len(segment)
+        line, offset = line + len(_NEWLINE.findall(segment)), offset + len(segment)
     return NotebookSource(path, raw, "".join(parts), "utf-8", bom, document=document, cells=tuple(cells))
 
 

@@ -13,7 +13,7 @@ from torchnumlint.results import Options, RunResult
 
 def headline(finding: Finding, options: Options) -> str:
     mark = " [*]" if fixable(finding, bool(options.unsafe_fixes)) else ""
-    return f"{finding.path}:{finding.line}:{finding.col}: {finding.code} {finding.message}{mark}"
+    return f"{finding.path}:{finding.where}: {finding.code} {finding.message}{mark}"
 
 
 def render(result: RunResult, options: Options, quiet: bool = False, statistics: bool = False) -> str:

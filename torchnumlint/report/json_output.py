@@ -37,6 +37,7 @@ def render(result: RunResult, options: Options, quiet: bool = False, statistics:
                 "name": f.name,
                 "message": f.message,
                 "filename": f.path,
+                "cell": f.cell,
                 "location": {"row": f.line, "column": f.col},
                 "end_location": {"row": f.end_line, "column": f.end_col},
                 "fix": fix,

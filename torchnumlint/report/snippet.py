@@ -16,6 +16,7 @@ import unicodedata
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from torchnumlint.findings import Edit, Finding, Safety
+from torchnumlint.notebook import cell_text
 from torchnumlint.source import SourceError, read_source
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # the engine's line breaks (positions.py)
@@ -44,18 +45,18 @@ class Text:
 
 
 class Sources:
-    """Each file's text, read once per report."""
+    """Each file's text (a notebook's: each cell's), read once per report."""
 
     def __init__(self) -> None:
-        self._texts: Dict[str, Optional[Text]] = {}
+        self._texts: Dict[Tuple[str, Optional[int]], Optional[Text]] = {}
 
-    def get(self, path: str) -> Optional[Text]:
-        if path not in self._texts:
+    def get(self, path: str, cell: Optional[int] = None) -> Optional[Text]:
+        if (path, cell) not in self._texts:
             try:
-                self._texts[path] = Text(read_source(path).text)
-            except (SourceError, OSError):
-                self._texts[path] = None
-        return self._texts[path]
+                self._texts[path, cell] = Text(cell_text(read_source(path), cell))
+            except (SourceError, OSError, KeyError):
+                self._texts[path, cell] = None
+        return self._texts[path, cell]
 
 
 def _width(char: str) -> str:

@@ -18,7 +18,7 @@ def render(result: RunResult, options: Options, quiet: bool = False, statistics:
     sources = Sources()
     lines: List[str] = []
     for finding in result.findings:
-        text = sources.get(finding.path)
+        text = sources.get(finding.path, finding.cell)
         lines.append(concise.headline(finding, options))
         lines += snippet(finding, text)
         lines += fix_diff(finding, text)

@@ -99,6 +99,19 @@ def test_json_gives_the_cell_and_the_line_in_it(tmp_path):
         "train.ipynb", 5, {"row": 4, "column": 12}, {"row": 4, "column": 28})
 
 
+def test_every_machine_format_names_the_cell(tmp_path):
+    """The line of a notebook finding counts within its cell, so each format says which cell."""
+    write(tmp_path / "train.ipynb", TRAIN)
+    sarif = json.loads(run("--output-format", "sarif", "train.ipynb", cwd=tmp_path).stdout)
+    [result] = sarif["runs"][0]["results"]
+    assert result["properties"] == {"cell": 5} and result["message"]["text"].startswith("cell 5: ")
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 4
+    assert "train.ipynb:cell 5:4:12: TNL103" in run("--output-format", "github", "train.ipynb", cwd=tmp_path).stdout
+    [issue] = json.loads(run("--output-format", "gitlab", "train.ipynb", cwd=tmp_path).stdout)
+    assert issue["description"].startswith("TNL103 cell 5: ")
+    assert "cell 5, line 4, col 12, TNL103" in run("--output-format", "junit", "train.ipynb", cwd=tmp_path).stdout
+
+
 def test_a_python_file_has_no_cell(tmp_path):
     (tmp_path / "train.py").write_text("import torch\n" + SOFTMAX_LOG + "\n")
     [item] = json.loads(run("--output-format", "json", "train.py", cwd=tmp_path).stdout)

@@ -46,7 +46,8 @@ def render(result: RunResult, options: Options, quiet: bool = False, statistics:
     issues = []
     for f in result.findings:
         issues.append(_issue(
-            f.code, f"{f.code} {f.message}", _relative(f.path), {"line": f.line, "column": f.col},
+            f.code, f"{f.code} " + (f"cell {f.cell}: " if f.cell is not None else "") + f.message,
+            _relative(f.path), {"line": f.line, "column": f.col},
             {"line": f.end_line, "column": f.end_col}, "major", seen,
         ))
     for p in problems(result):

@@ -37,7 +37,8 @@ def render(result: RunResult, options: Options, quiet: bool = False, statistics:
             case = ET.SubElement(suite, "testcase", name=f"torchnumlint.{f.code}", classname=path, file=path,
                                  line=str(f.line))
             failure = ET.SubElement(case, "failure", message=f.message, type=f.code)
-            failure.text = f"line {f.line}, col {f.col}, {f.code} {f.message}"
+            cell = f"cell {f.cell}, " if f.cell is not None else ""
+            failure.text = f"{cell}line {f.line}, col {f.col}, {f.code} {f.message}"
         for p in errors:
             case = ET.SubElement(suite, "testcase", name="torchnumlint.error", classname=path, file=path)
             if p.line is not None:

@@ -85,12 +85,16 @@ def _fix(finding: Finding) -> Optional[dict]:
     }
 
 
+def _in_cell(finding: Finding) -> str:
+    return f"cell {finding.cell}: " if finding.cell is not None else ""
+
+
 def _result(finding: Finding, index: Dict[str, int]) -> dict:
     result = {
         "ruleId": finding.code,
         "ruleIndex": index[finding.code],
         "level": "error",
-        "message": {"text": finding.message},
+        "message": {"text": _in_cell(finding) + finding.message},
         "locations": [
             {
                 "physicalLocation": {
@@ -100,6 +104,8 @@ def _result(finding: Finding, index: Dict[str, int]) -> dict:
             }
         ],
     }
+    if finding.cell is not None:  # a notebook: the region's lines count within this cell
+        result["properties"] = {"cell": finding.cell}
     fix = _fix(finding)
     if fix is not None:
         result["fixes"] = [fix]

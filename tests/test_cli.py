@@ -141,9 +141,10 @@ def test_rule_docs_and_list(project):
     assert out.returncode == 0
     assert out.stdout.startswith("TNL101 (kl-div-prob-target)")
     assert 'F.log_softmax(s2, dim=-1), reduction="batchmean", log_target=True' in out.stdout
-    assert run("--explain", "tnl101", cwd=project).stdout == out.stdout
-    listing = run("--list-rules", cwd=project).stdout
+    assert run("rule", "tnl101", cwd=project).stdout == out.stdout
+    listing = run("rule", "--all", cwd=project).stdout
     assert "TNL101  kl-div-prob-target" in listing
+    assert run("rule", cwd=project).returncode == 2  # a CODE or --all
     bad = run("rule", "TNL999", cwd=project)
     assert bad.returncode == 2 and "unknown rule" in bad.stderr
 

@@ -1,8 +1,16 @@
-"""The `torchnumlint` command: options -> Config -> run -> report -> exit code."""
+"""The `torchnumlint` command: options -> Config -> run -> report -> exit code.
+
+One way to call each thing: `torchnumlint [OPTIONS] [PATHS]...` lints (there is no `check`
+word), `torchnumlint rule CODE` / `rule --all` prints rule docs, `torchnumlint verify` proves the
+rules at runtime, `torchnumlint server` is the language server. A first word naming a command
+runs it; a folder named like a command is linted after `--` (`torchnumlint -- server`).
+"""
 
 from __future__ import annotations
 
+import os
 import sys
+from collections import Counter
 from typing import List, Optional, Sequence
 
 import click
@@ -17,38 +25,41 @@ def _split(values: Sequence[str]) -> List[str]:
     return [part.strip().upper() for value in values for part in value.split(",") if part.strip()]
 
 
-class _DefaultGroup(click.Group):
-    """`torchnumlint PATHS...` means `torchnumlint check PATHS...`, as users of ruff/flake8 expect."""
-
-    def parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
-        if not args or args[0] not in self.commands:
-            args = ["check", *args]
-        return super().parse_args(ctx, args)
-
-
-@click.group(cls=_DefaultGroup)
-def cli() -> None:
-    """Find and fix numerically unsafe PyTorch code."""
-
-
 def _rule_or_fail(code: str):
     from torchnumlint.rules.registry import registry
 
     rule = registry().get(code.strip().upper())
     if rule is None:
-        raise click.BadParameter(f"unknown rule {code!r} (see --list-rules)")
+        raise click.BadParameter(f"unknown rule {code!r} (see `torchnumlint rule --all`)")
     return rule
 
 
-@cli.command(
-    "check",
-    epilog="Other commands: `torchnumlint rule CODE` (a rule's docs), `torchnumlint verify` "
-    "(prove every rule at runtime on this machine's device; needs torch).",
+class _Torchnumlint(click.Command):
+    """The lint command, which hands the arguments to another command when the first names one."""
+
+    def main(self, args: Optional[Sequence[str]] = None, prog_name: Optional[str] = None, **extra):
+        args = list(sys.argv[1:] if args is None else args)
+        if args and args[0] in COMMANDS:
+            return COMMANDS[args[0]].main(args=args[1:], prog_name=f"torchnumlint {args[0]}", **extra)
+        return super().main(args=args, prog_name=prog_name or "torchnumlint", **extra)
+
+
+@click.command(
+    cls=_Torchnumlint,
+    epilog="Other commands: `torchnumlint rule CODE` (a rule's docs; `rule --all`: every rule), "
+    "`torchnumlint verify` (prove every rule at runtime on this machine's device; needs torch), "
+    "`torchnumlint server` (the language server, for editors; needs torchnumlint[server]). "
+    "Exit codes: 0 nothing found, 1 findings, 2 an error (a usage error, a file that cannot be "
+    "read or parsed, no Python files under the paths named).",
 )
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--fix", is_flag=True, help="Apply safe fixes.")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Also apply fixes that change results.")
+@click.option("--fix-only", is_flag=True, help="Apply fixes and report nothing else; exit 0 whatever remains.")
+@click.option("--show-fixes", is_flag=True, help="With --fix or --fix-only: list the fixes applied, per file and rule.")
 @click.option("--diff", is_flag=True, help="Print the changes --fix would make; write nothing.")
+@click.option("--add-noqa", is_flag=True,
+              help="Add `# noqa: CODE` to every line with a finding (merged with its noqa comment); exit 0.")
 @click.option(
     "--strict/--no-strict",
     default=None,
@@ -64,11 +75,15 @@ def _rule_or_fail(code: str):
 @click.option("--output-file", type=click.Path(dir_okay=False, writable=True),
               help="Write the report to this file instead of standard output.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Read settings from this file.")
+@click.option("--stdin-filename", metavar="PATH",
+              help="With `-` as the path: lint standard input as the file PATH (its config and per-file "
+              "ignores); with --fix the fixed source goes to stdout, the report to stderr.")
+@click.option("--force-exclude", is_flag=True,
+              help="Apply excludes and .gitignore to files named explicitly too (by default a file you "
+              "name is linted even if excluded or ignored; pre-commit's hook sets this).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--statistics", is_flag=True, help="Count findings per rule.")
-@click.option("-q", "--quiet", is_flag=True, help="Findings only, no summary.")
-@click.option("--list-rules", is_flag=True, help="List every rule and exit.")
-@click.option("--explain", metavar="CODE", help="Print a rule's documentation and exit.")
+@click.option("-q", "--quiet", is_flag=True, help="Findings only: no summary, no progress.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: every CPU).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
 @click.option(
@@ -77,29 +92,25 @@ def _rule_or_fail(code: str):
     help="Keep the cache here (default: .torchnumlint_cache in each project's root).",
 )
 @click.version_option(__version__, "--version", prog_name="torchnumlint")
-def check(paths, fix, unsafe_fixes, diff, strict, select, extend_select, ignore, output_format, output_file,
-          config_path, exit_zero, statistics, quiet, list_rules, explain, jobs, no_cache, cache_dir) -> None:
-    """Lint PATHS (files or folders; default: the current folder) for numerically unsafe PyTorch."""
+def cli(paths, fix, unsafe_fixes, fix_only, show_fixes, diff, add_noqa, strict, select, extend_select, ignore,
+        output_format, output_file, config_path, stdin_filename, force_exclude, exit_zero, statistics, quiet,
+        jobs, no_cache, cache_dir) -> None:
+    """Lint PATHS (files or folders; default: the current folder; `-`: standard input) for
+    numerically unsafe PyTorch. Folders are searched for .py, .pyi and .ipynb files, skipping
+    excluded and gitignored ones; a file named is linted as named (see --force-exclude). A run
+    over more than a few hundred files shows its progress on stderr when that is a terminal."""
     # the rules (and libcst) are imported only where needed: a fully cached run never needs them
     from torchnumlint import config as configuration
     from torchnumlint.runner import Options, run
     from torchnumlint.workers import default_jobs
 
-    if explain:
-        from torchnumlint.docs import explain as explain_rule
-
-        click.echo(explain_rule(_rule_or_fail(explain)))
-        return
-    if list_rules:
-        from torchnumlint.docs import rules_table
-        from torchnumlint.rules.registry import all_rules
-
-        click.echo(rules_table(all_rules()))
-        return
+    stdin = "-" in paths
+    _check_usage(paths, stdin, stdin_filename, fix or fix_only, diff, add_noqa, show_fixes)
     options = Options(
-        fix=fix, diff=diff, unsafe_fixes=unsafe_fixes, strict=strict, jobs=jobs or default_jobs(),
-        cache=not no_cache, cache_dir=cache_dir,
+        fix=fix or fix_only, diff=diff, unsafe_fixes=unsafe_fixes, strict=strict, jobs=jobs or default_jobs(),
+        cache=not no_cache, cache_dir=cache_dir, force_exclude=force_exclude,
     )
+    fixed_source: Optional[bytes] = None
     try:
         overrides = configuration.Overrides(
             select=tuple(_split(select)) or None,
@@ -109,31 +120,96 @@ def check(paths, fix, unsafe_fixes, diff, strict, select, extend_select, ignore,
         for selector in (overrides.select or ()) + overrides.extend_select + overrides.ignore:
             configuration.check_selector(selector, "command line")
         # each file's settings come from the config nearest to it, read as the run reaches it
-        result = run(list(paths) or ["."], configuration.Settings(overrides, config_path), options=options)
+        settings = configuration.Settings(overrides, config_path)
+        if stdin:
+            from torchnumlint.stdin import run_stdin
+
+            raw = click.get_binary_stream("stdin").read()
+            result, fixed_source = run_stdin(raw, stdin_filename or "-", settings, options)
+        else:
+            from torchnumlint.progress import Progress
+
+            progress = Progress(sys.stderr if sys.stderr.isatty() and not quiet else None)
+            result = run(list(paths) or ["."], settings, options=options, progress=progress)
     except configuration.ConfigError as exc:
         click.echo(f"torchnumlint: {exc}", err=True)
         sys.exit(EXIT_ERROR)
     if unsafe_fixes is None:  # the files' configs decided: findings are marked fixable as they did
         options.unsafe_fixes = result.unsafe_fixes
+    if add_noqa:
+        sys.exit(_add_noqa(result, quiet))
 
+    # with --fix on standard input, stdout carries the fixed source: everything else goes to stderr
+    to_stderr = fixed_source is not None
+    if fixed_source is not None:
+        sys.stdout.buffer.write(fixed_source)
+        sys.stdout.flush()
+    nothing = result.found == 0
     if diff:
         click.echo("".join(result.diffs), nl=False)
+    elif fix_only:
+        if not quiet:
+            click.echo(f"Fixed {result.fixed} {'finding' if result.fixed == 1 else 'findings'}.", err=to_stderr)
     else:
-        output = FORMATS[output_format](result, options, quiet=quiet, statistics=statistics)
+        output = FORMATS[output_format](result, options, quiet=quiet or nothing, statistics=statistics)
         if output_file:
             _write_report(output_file, output)
         elif output:
-            click.echo(output)
+            click.echo(output, err=to_stderr)
+    if show_fixes and result.fixed_by_file:
+        click.echo(_fixes_applied(result), err=to_stderr)
     for error in result.errors:
         click.echo(error, err=True)
 
     if result.errors:
         sys.exit(EXIT_ERROR)
-    if exit_zero:
+    if nothing and not (force_exclude and paths and all(os.path.isfile(path) for path in paths)):
+        # (under --force-exclude, named files that the excludes drop are what was asked: pre-commit)
+        named = ", ".join(paths) if paths else "the current folder"
+        click.echo(f"warning: no Python files found under {named}", err=True)
+        sys.exit(EXIT_ERROR if paths else EXIT_CLEAN)
+    if exit_zero or fix_only:
         sys.exit(EXIT_CLEAN)
     if diff:
         sys.exit(EXIT_FINDINGS if result.diffs else EXIT_CLEAN)
     sys.exit(EXIT_FINDINGS if result.findings else EXIT_CLEAN)
+
+
+def _check_usage(paths: Sequence[str], stdin: bool, stdin_filename: Optional[str], fix: bool, diff: bool,
+                 add_noqa: bool, show_fixes: bool) -> None:
+    """The combinations of options that have no meaning, as usage errors (exit 2)."""
+    if stdin and len(paths) > 1:
+        raise click.UsageError("`-` (standard input) cannot be combined with other paths")
+    if stdin_filename and not stdin:
+        raise click.UsageError("--stdin-filename names the source given on standard input: pass `-` as the path")
+    if add_noqa and (fix or diff or stdin):
+        raise click.UsageError("--add-noqa edits the files named; it cannot be combined with --fix, --diff or `-`")
+    if show_fixes and not fix:
+        raise click.UsageError("--show-fixes lists the fixes applied: use it with --fix or --fix-only")
+
+
+def _add_noqa(result, quiet: bool) -> int:
+    """Write the directives that silence every finding; the exit code (2 where a file could not
+    be linted or written, else 0: nothing is left to report)."""
+    from torchnumlint.noqa_edit import add_noqa
+    from torchnumlint.rules.registry import registry
+
+    meta = [code for code, rule in registry().items() if rule.meta]  # a noqa for an unused noqa is no fix
+    added, errors = add_noqa(result.findings, skip=meta)
+    if not quiet:
+        click.echo(f"Added {added} noqa {'directive' if added == 1 else 'directives'}.", err=True)
+    for error in result.errors + errors:
+        click.echo(error, err=True)
+    return EXIT_ERROR if result.errors or errors else EXIT_CLEAN
+
+
+def _fixes_applied(result) -> str:
+    """--show-fixes: `Fixed findings:` then per file `path:` and `  N × CODE (name)` lines."""
+    lines = ["Fixed findings:"]
+    for path, fixed in sorted(result.fixed_by_file.items()):
+        lines.append(f"{path}:")
+        lines += [f"  {count} × {code} ({name})" for (code, name), count in sorted(Counter(fixed).items())]
+    return "\n".join(lines)
 
 
 def _write_report(path: str, output: str) -> None:
@@ -145,7 +221,7 @@ def _write_report(path: str, output: str) -> None:
         sys.exit(EXIT_ERROR)
 
 
-@cli.command("server")
+@click.command("server")
 def server_command() -> None:
     """Run the language server on standard input/output (editors; needs torchnumlint[server])."""
     try:
@@ -156,16 +232,25 @@ def server_command() -> None:
     serve()
 
 
-@cli.command("rule")
-@click.argument("code")
-def rule_command(code: str) -> None:
-    """Print the documentation of rule CODE (e.g. TNL101)."""
+@click.command("rule")
+@click.argument("code", required=False)
+@click.option("--all", "every", is_flag=True, help="List every rule (code, name, default, fix).")
+def rule_command(code: Optional[str], every: bool) -> None:
+    """Print the documentation of rule CODE (e.g. TNL101), or with --all the table of every rule."""
+    if every == bool(code):
+        raise click.UsageError("give a rule CODE or --all")
+    if every:
+        from torchnumlint.docs import rules_table
+        from torchnumlint.rules.registry import all_rules
+
+        click.echo(rules_table(all_rules()))
+        return
     from torchnumlint.docs import explain
 
     click.echo(explain(_rule_or_fail(code)))
 
 
-@cli.command(
+@click.command(
     "verify",
     context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []},
     add_help_option=False,
@@ -179,6 +264,9 @@ def verify(ctx: click.Context) -> None:
         click.echo(f"torchnumlint verify needs torch: pip install 'torchnumlint[runtime]' ({exc})", err=True)
         sys.exit(EXIT_ERROR)
     sys.exit(runtime_main(list(ctx.args)))
+
+
+COMMANDS = {"rule": rule_command, "verify": verify, "server": server_command}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

@@ -3,8 +3,9 @@
 Folders are walked for `.py`/`.pyi` and Jupyter notebooks (`.ipynb`, linted through
 `notebook.py`), skipping hidden folders, virtualenvs, caches and build output,
 the `exclude` globs and what `.gitignore` files ignore. Exclude globs come from the config of the
-folder being walked and are relative to that config's folder. A file named on the command line (as
-pre-commit does) is linted unless the user's own `exclude`/`extend-exclude` patterns name it.
+folder being walked and are relative to that config's folder. A file named on the command line is
+linted whatever excludes or ignores it (ruff's convention: naming it is asking for it), unless
+`force_exclude` (pre-commit's hook, which names every staged file) applies them to it too.
 
 A file's project is the nearest folder above it holding pyproject.toml, setup.py, setup.cfg or .git;
 `project_files` lists a project's files by the same rules, leaving out nested projects (a folder
@@ -87,20 +88,21 @@ class _Walker:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.gitignore = _GitIgnore()
-        self._specs: Dict[Tuple[int, bool], pathspec.PathSpec] = {}
+        self._specs: Dict[int, pathspec.PathSpec] = {}
 
-    def spec(self, config: Config, defaults: bool = True) -> pathspec.PathSpec:
-        """`config`'s exclude patterns; without `defaults`, the user's own only."""
-        key = (id(config), defaults)  # configs live as long as the Settings that hands them out
+    def spec(self, config: Config) -> pathspec.PathSpec:
+        """`config`'s exclude patterns."""
+        key = id(config)  # configs live as long as the Settings that hands them out
         if key not in self._specs:
-            base = config.exclude if config.exclude is not None else (DEFAULT_EXCLUDE if defaults else [])
+            base = config.exclude if config.exclude is not None else DEFAULT_EXCLUDE
             self._specs[key] = pathspec.GitIgnoreSpec.from_lines(base + config.extend_exclude)
         return self._specs[key]
 
     def named_file_excluded(self, path: Path) -> bool:
-        """A file named explicitly is left out by the user's own patterns only."""
+        """Whether the excludes or a .gitignore leave out `path` or a folder above it (asked of
+        a file named explicitly only under `force_exclude`)."""
         config = self.settings.config_for(path.parent)
-        return _excluded(self.spec(config, defaults=False), path, config.root, False)
+        return _excluded(self.spec(config), path, config.root, False) or self.gitignore.ignored(path, False)
 
     def walk(self, top: str, into_projects: bool) -> Iterator[str]:
         """The Python files under `top`, paths joined onto `top` as given; below `top`, folders
@@ -136,8 +138,9 @@ def _excluded(spec: pathspec.PathSpec, path: Path, root: Path, is_dir: bool) -> 
     return spec.match_file(rel + suffix) or spec.match_file(path.name + suffix)
 
 
-def discover(paths: Iterable[str], settings: Settings) -> Tuple[List[str], List[str]]:
-    """(files to lint, in a stable order; errors for paths that do not exist)."""
+def discover(paths: Iterable[str], settings: Settings, force_exclude: bool = False) -> Tuple[List[str], List[str]]:
+    """(files to lint, in a stable order; errors for paths that do not exist). A file named in
+    `paths` is linted even where excluded or ignored, unless `force_exclude`."""
     walker = _Walker(settings)
     files: List[str] = []
     errors: List[str] = []
@@ -148,7 +151,8 @@ def discover(paths: Iterable[str], settings: Settings) -> Tuple[List[str], List[
             errors.append(f"{given}: no such file or directory")
             continue
         if path.is_file():
-            found: Iterable[str] = [] if walker.named_file_excluded(Path(os.path.abspath(given))) else [given]
+            excluded = force_exclude and walker.named_file_excluded(Path(os.path.abspath(given)))
+            found: Iterable[str] = [] if excluded else [given]
         else:
             found = walker.walk(given, into_projects=True)
         for file in found:

@@ -16,10 +16,10 @@ from torchnumlint.rules.base import Rule
 MAX_FIX_PASSES = 10
 
 
-def apply_fixes(text: str, findings: Iterable[Finding]) -> Tuple[str, int]:
+def apply_fixes(text: str, findings: Iterable[Finding], applied: Optional[List[Finding]] = None) -> Tuple[str, int]:
     """Apply every fix whose edits do not overlap an earlier one; the rest wait for the next pass.
 
-    Returns the new text and how many fixes went in."""
+    Returns the new text and how many fixes went in (their findings appended to `applied`)."""
     taken: List[Edit] = []
     count = 0
     for finding in sorted(findings, key=lambda f: f.fix.edits[0].start if f.fix else 0):
@@ -30,6 +30,8 @@ def apply_fixes(text: str, findings: Iterable[Finding]) -> Tuple[str, int]:
             continue
         taken.extend(new)
         count += 1
+        if applied is not None:
+            applied.append(finding)
     for edit in sorted(taken, key=lambda e: (e.start, e.end), reverse=True):
         text = text[: edit.start] + edit.content + text[edit.end :]
     return text, count
@@ -49,6 +51,7 @@ class FixResult:
     findings: List[Finding]
     applied: int = 0
     errors: List[str] = field(default_factory=list)
+    fixed: List[Finding] = field(default_factory=list)  # the findings whose fixes went in (--show-fixes)
 
 
 def fix_text(
@@ -66,11 +69,13 @@ def fix_text(
     warnings: List[str] = []
     findings = lint_text(path, text, rules, index, strict, warnings=warnings)
     applied = 0
+    fixed: List[Finding] = []
     for _ in range(MAX_FIX_PASSES):
         todo = [f for f in findings if fixable(f, unsafe)]
         if not todo:
             break
-        new_text, count = apply_fixes(text, todo)
+        this_pass: List[Finding] = []
+        new_text, count = apply_fixes(text, todo, this_pass)
         if new_text == text:
             break
         if index is not None and any(rule.needs_index for rule in rules):
@@ -78,7 +83,8 @@ def fix_text(
         try:
             new_findings = lint_text(path, new_text, rules, index, strict)
         except ParseError as exc:  # a bug in a rule's fix: keep the last good text
-            return FixResult(text, findings, applied, warnings + [f"a fix produced invalid code ({exc}); not applied"])
+            return FixResult(text, findings, applied, warnings + [f"a fix produced invalid code ({exc}); not applied"], fixed)
         applied += count
+        fixed += this_pass
         text, findings = new_text, new_findings
-    return FixResult(text, findings, applied, warnings)
+    return FixResult(text, findings, applied, warnings, fixed)

@@ -5,7 +5,7 @@ without importing the engine (or libcst).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from torchnumlint.findings import Finding
 
@@ -20,6 +20,8 @@ class Options:
     cache: bool = False  # answer unchanged files from the cache (and fill it)
     cache_dir: Optional[str] = None  # None: `.torchnumlint_cache` in each file's project root
     timeout: Optional[float] = 120.0  # seconds a worker may spend on one file before it is that file's error
+    write: bool = True  # False: a fixed text is kept in the outcome, not written (standard input)
+    force_exclude: bool = False  # files named explicitly are excluded too (ruff's --force-exclude)
 
 
 @dataclass
@@ -27,8 +29,9 @@ class FileOutcome:
     findings: List[Finding] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)
     fixed: int = 0
+    fixed_codes: List[Tuple[str, str]] = field(default_factory=list)  # (code, name) of each fix applied
     diff: str = ""
-    text: Optional[str] = None  # the fixed text, once written
+    text: Optional[str] = None  # the fixed text (written unless Options.write is False)
     cacheable: bool = True  # False after an internal error: the next run tries again
 
 
@@ -37,6 +40,8 @@ class RunResult:
     findings: List[Finding] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)
     fixed: int = 0
+    fixed_by_file: Dict[str, List[Tuple[str, str]]] = field(default_factory=dict)  # --show-fixes
     diffs: List[str] = field(default_factory=list)
+    found: int = 0  # files the paths gave (0: nothing was linted, which is no clean result)
     files: int = 0
     unsafe_fixes: bool = False  # unsafe fixes were on for every file (the report calls them fixable)

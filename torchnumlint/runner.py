@@ -38,6 +38,7 @@ from torchnumlint.config import Config, Settings
 from torchnumlint.discovery import discover, project_files, project_root
 from torchnumlint.findings import Finding, fixable
 from torchnumlint.index import ProjectIndex, could_matter, index_file
+from torchnumlint.progress import Progress
 from torchnumlint.results import FileOutcome, Options, RunResult
 from torchnumlint.source import SourceError, SourceFile, read_source, write_source
 from torchnumlint.workers import run_all
@@ -86,8 +87,10 @@ def _lint_or_fix(
                 outcome.diff = unified_diff(path, source.text, result.text)
         else:
             try:
-                write_source(source, result.text)
+                if options.write:
+                    write_source(source, result.text)
                 outcome.fixed = result.applied
+                outcome.fixed_codes = [(finding.code, finding.name) for finding in result.fixed]
                 outcome.text = result.text
             except SourceError as exc:
                 outcome.errors.append(f"{path}: {exc}")
@@ -107,23 +110,27 @@ def run(
     settings: Union[Settings, Config],
     rules: Sequence[Type[Rule]] = (),
     options: Optional[Options] = None,
+    progress: Optional[Progress] = None,
 ) -> RunResult:
     """Lint (or fix) `paths`. `settings` finds each file's config and rules; a plain `Config` with
-    `rules` applies to every file."""
+    `rules` applies to every file. `progress` is told of each file done."""
     if isinstance(settings, Config):
         settings = Settings.fixed(settings, rules)
     options = options or Options()
     result = RunResult()
-    files, result.errors = discover(paths, settings)
+    files, result.errors = discover(paths, settings, force_exclude=options.force_exclude)
+    result.found = len(files)
     walked = [os.path.abspath(p) for p in paths if os.path.isdir(p)]
     roots: Dict[Path, Optional[Path]] = {}
     projects: Dict[Optional[Path], List[Tuple[int, str]]] = {}
     for position, path in enumerate(files):
         projects.setdefault(project_root(Path(os.path.abspath(path)).parent, roots), []).append((position, path))
-    tally = _Tally(len(files))
+    tally = _Tally(len(files), progress or Progress(None))
+    tally.progress.start(len(files))
     for root, members in projects.items():
         covered = root is not None and any(_is_within(str(root), top) for top in walked)
         _Project(root, members, settings, options, covered).run(result, tally)
+    tally.progress.finish()
     result.errors += [error for error in tally.read_errors if error is not None] + tally.project_errors
     result.files = tally.readable
     result.unsafe_fixes = all(tally.unsafe) if tally.unsafe else bool(options.unsafe_fixes)
@@ -141,6 +148,7 @@ class _Tally:
     before any other, in the files' order), how many files could be read, their unsafe-fixes."""
 
     files: int
+    progress: Progress
     read_errors: List[Optional[str]] = dataclasses.field(default_factory=list)
     readable: int = 0
     unsafe: List[bool] = dataclasses.field(default_factory=list)
@@ -150,7 +158,7 @@ class _Tally:
         self.read_errors = [None] * self.files
 
 
-def _file_options(options: Options, settings: Settings, path: str) -> Options:
+def file_options(options: Options, settings: Settings, path: str) -> Options:
     """`options` with what the command line left open taken from the file's own config."""
     if options.unsafe_fixes is not None and options.strict is not None:
         return options
@@ -162,7 +170,7 @@ def _file_options(options: Options, settings: Settings, path: str) -> Options:
     )
 
 
-def _reads_index(text: str, rules: Sequence[Type[Rule]]) -> bool:
+def reads_project_index(text: str, rules: Sequence[Type[Rule]]) -> bool:
     """Whether the findings of `rules` in `text` can depend on the project index: it can hold a
     finding of a rule that reads its facts (a `forward` for TNL301, an `autocast` for TNL302), or
     of a rule that sees what the project's helpers produce (TNL103's `log(probs(z))` names no
@@ -262,7 +270,7 @@ class _Project:
         return self._fingerprint
 
     def _key(self, path: str, raw: str) -> str:
-        strict = bool(_file_options(self.options, self.settings, path).strict)
+        strict = bool(file_options(self.options, self.settings, path).strict)
         return caching.digest(caching.package_fingerprint(), "lint", path, raw, self.settings.selection_key(path), strict)
 
     def _cached(self, path: str) -> Optional[FileOutcome]:
@@ -279,7 +287,7 @@ class _Project:
                 return None
             self.hits_read_index = True
         if self.options.fix or self.options.diff:
-            unsafe = bool(_file_options(self.options, self.settings, path).unsafe_fixes)
+            unsafe = bool(file_options(self.options, self.settings, path).unsafe_fixes)
             if any(fixable(finding, unsafe) for finding in findings):
                 return None
         return FileOutcome(findings=findings, errors=errors)
@@ -293,13 +301,14 @@ class _Project:
                     source = self._read(path)
                 except SourceError as exc:
                     tally.read_errors[position] = f"{path}: {exc}"
+                    tally.progress.advance()
                     continue
                 if self.cache is None or self.cache.get("lint", self._key(path, self.digests[path][0])) is None:
-                    reads_index[path] = _reads_index(source.text, self.settings.rules_for(path))  # a miss
+                    reads_index[path] = reads_project_index(source.text, self.settings.rules_for(path))  # a miss
                 del source  # streamed: the worker that lints it reads it again
             self.readable[path] = None
             tally.readable += 1
-            tally.unsafe.append(bool(_file_options(self.options, self.settings, path).unsafe_fixes))
+            tally.unsafe.append(bool(file_options(self.options, self.settings, path).unsafe_fixes))
         outcomes: Dict[int, FileOutcome] = {}
         todo: List[Tuple[int, str]] = []
         for position, path in self.members:
@@ -308,12 +317,14 @@ class _Project:
             outcome = self._cached(path)
             if outcome is not None:
                 outcomes[position] = outcome
+                tally.progress.advance()
                 continue
             if path not in reads_index:
                 try:
-                    reads_index[path] = _reads_index(read_source(path).text, self.settings.rules_for(path))
+                    reads_index[path] = reads_project_index(read_source(path).text, self.settings.rules_for(path))
                 except SourceError as exc:
                     tally.read_errors[position] = f"{path}: {exc}"
+                    tally.progress.advance()
                     continue
             todo.append((position, path))
         needs_index = any(reads_index[path] for _, path in todo)
@@ -327,6 +338,7 @@ class _Project:
                     tally.read_errors[position] = linted.read_error
                 else:
                     outcomes[position] = linted.outcome
+                tally.progress.advance()
             del index, lint
         if self.manifest is not None:
             self.manifest.save()
@@ -335,13 +347,15 @@ class _Project:
     def _report(self, outcomes: Dict[int, FileOutcome], needs_index: bool, result: RunResult, tally: _Tally) -> None:
         findings: List[Finding] = []
         fixed_any = False
-        for position, _ in self.members:
+        for position, path in self.members:
             outcome = outcomes.get(position)
             if outcome is None:
                 continue
             findings.extend(outcome.findings)
             tally.project_errors.extend(outcome.errors)
             result.fixed += outcome.fixed
+            if outcome.fixed_codes:
+                result.fixed_by_file[path] = outcome.fixed_codes
             if outcome.diff:
                 result.diffs.append(outcome.diff)
             fixed_any = fixed_any or outcome.text is not None
@@ -393,7 +407,7 @@ class _Project:
         codes = {rule.code for chosen in rules.values() for rule in chosen if rule.needs_index}
         kept = [f for f in findings if f.code not in codes]
         for path in linted:
-            strict = bool(_file_options(self.options, self.settings, path).strict)
+            strict = bool(file_options(self.options, self.settings, path).strict)
             try:
                 source = read_source(path)
                 found = lint_text(path, source.text, [r for r in rules[path] if r.needs_index], fresh, strict=strict)
@@ -419,10 +433,10 @@ class _Linter:
         except SourceError as exc:
             return _Linted(read_error=f"{path}: {exc}")
         rules = project.settings.rules_for(path)
-        options = _file_options(project.options, project.settings, path)
+        options = file_options(project.options, project.settings, path)
         outcome = process_file(source, rules, self.index, options)
         if project.cache is not None and outcome.cacheable and outcome.text is None and not outcome.diff:
-            reads = _reads_index(source.text, rules)
+            reads = reads_project_index(source.text, rules)
             if not reads or self.fingerprint is not None:
                 entry = (self.fingerprint if reads else None, outcome.findings, outcome.errors)
                 project.cache.put("lint", project._key(path, caching.digest(source.raw)), entry)

@@ -25,7 +25,7 @@ def _csv(value: str) -> List[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m torchnumlint.runtime_check",
+        prog="torchnumlint verify",
         description="Run every rule's reproduction on a device: the rule's own bad example and the "
         "fix the linter produces, on adversarial and benign inputs, with the verdict and its numbers.",
     )

@@ -37,7 +37,7 @@ from json.decoder import scanstring
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from torchnumlint.findings import Edit, Finding, Fix
-from torchnumlint.source import SourceError, SourceFile
+from torchnumlint.sourcefile import SourceError, SourceFile
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.results import FileOutcome

@@ -15,20 +15,11 @@ import os
 import stat
 import tempfile
 import tokenize
-from dataclasses import dataclass
 
+from torchnumlint import notebook
+from torchnumlint.sourcefile import SourceError, SourceFile
 
-class SourceError(Exception):
-    """The file cannot be read or decoded; the message is the cause, for one line of output."""
-
-
-@dataclass(frozen=True)
-class SourceFile:
-    path: str
-    raw: bytes
-    text: str
-    encoding: str
-    bom: bool
+__all__ = ["SourceError", "SourceFile", "read_source", "decode", "encode", "write_source"]
 
 
 def read_source(path: str) -> SourceFile:
@@ -42,8 +33,6 @@ def read_source(path: str) -> SourceFile:
 
 def decode(path: str, raw: bytes) -> SourceFile:
     if path.endswith(".ipynb"):  # its code cells as one module (notebook.py)
-        from torchnumlint import notebook
-
         return notebook.decode(path, raw)
     if b"\x00" in raw:
         raise SourceError("cannot parse: source contains a NUL byte")
@@ -67,8 +56,6 @@ def decode(path: str, raw: bytes) -> SourceFile:
 
 
 def encode(source: SourceFile, text: str) -> bytes:
-    from torchnumlint import notebook
-
     if isinstance(source, notebook.NotebookSource):  # the fixed cells spliced into its JSON
         return notebook.encode(source, text)
     data = text.encode(source.encoding)

@@ -1,16 +1,38 @@
-"""The real `pre-commit` tool runs our hook (.pre-commit-hooks.yaml) on a temporary git repository:
-it fails on an unsafe file, and with `args: [--fix]` it fixes the file and then passes."""
+"""The real `pre-commit` tool runs torchnumlint's hooks in temporary git repositories.
 
+Two forms a user writes are run as written: the README's `repo: local` snippet (read from README.md,
+not copied here), and `repo: <a clone of this repository>` with `rev: <commit>`, which installs the
+hooks of .pre-commit-hooks.yaml the way a published `rev:` will. Both run offline: the local hook
+runs the torchnumlint installed beside the test's Python, and pre-commit's pip installs the clone
+from a wheelhouse packed from the distributions installed here (PIP_NO_INDEX).
+"""
+
+import importlib.metadata
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
-PRE_COMMIT = Path(sys.executable).with_name("pre-commit")
+BIN = Path(sys.executable).parent
+PRE_COMMIT = BIN / "pre-commit"
+
+pytestmark = [
+    pytest.mark.skipif(not PRE_COMMIT.exists(), reason=f"pre-commit is not installed at {PRE_COMMIT} (dev extra)"),
+    pytest.mark.skipif(shutil.which("git") is None, reason="git is not on PATH"),
+]
 
 UNSAFE = '''import torch
 import torch.nn.functional as F
@@ -19,6 +41,22 @@ import torch.nn.functional as F
 def distill_loss(s1, s2):
     return F.kl_div(F.log_softmax(s1, dim=-1), F.softmax(s2, dim=-1), reduction="batchmean")
 '''
+FIXED_LINE = 'F.log_softmax(s2, dim=-1), reduction="batchmean", log_target=True)'
+
+NOTEBOOK = {
+    "cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# Eval"]},
+        {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [],
+         "source": ["import torch\n", "probs = torch.softmax(torch.randn(4, 10), dim=-1)"]},
+        {"cell_type": "code", "execution_count": 2, "metadata": {},
+         "outputs": [{"name": "stdout", "output_type": "stream", "text": ["tensor(-2.3)\n"]}],
+         "source": ["print(torch.log(probs).mean())"]},
+    ],
+    "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+                 "language_info": {"name": "python"}},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
 
 
 def git(*args, cwd):
@@ -27,54 +65,135 @@ def git(*args, cwd):
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True, env=env).stdout
 
 
-def snapshot_of_this_repo(dest: Path) -> str:
-    """This checkout's files as they are now (tracked and untracked-not-ignored), committed."""
+def readme_snippet() -> str:
+    """The first ```yaml block of the README's `## pre-commit` section, as a user would paste it."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = re.search(r"^## pre-commit\n(.*?)(?=^## )", readme, re.S | re.M)
+    assert section, "README.md has no '## pre-commit' section"
+    block = re.search(r"^```yaml\n(.*?)^```", section.group(1), re.S | re.M)
+    assert block, "the README's pre-commit section has no ```yaml block"
+    return block.group(1)
+
+
+def pack_installed(dist: importlib.metadata.Distribution, dest: Path) -> None:
+    """Write an installed distribution back as a wheel: its files as installed, its dist-info, its tag."""
+    wheel_meta = dist.read_text("WHEEL") or ""
+    tag = re.search(r"^Tag: (\S+)", wheel_meta, re.M).group(1)
+    name = re.sub(r"[-_.]+", "_", dist.metadata["Name"])
+    with zipfile.ZipFile(dest / f"{name}-{dist.version}-{tag}.whl", "w") as wheel:
+        for file in dist.files:
+            path = Path(dist.locate_file(file))
+            if file.parts[0] != ".." and "__pycache__" not in file.parts and path.is_file():
+                wheel.write(path, file.as_posix())
+
+
+def runtime_closure(requirements) -> set:
+    """The installed distributions that `requirements` need at run time (no extras), transitively."""
+    needed, todo = set(), [Requirement(r) for r in requirements]
+    while todo:
+        requirement = todo.pop()
+        if requirement.marker and not requirement.marker.evaluate({"extra": ""}):
+            continue
+        name = requirement.name.lower()
+        if name not in needed:
+            needed.add(name)
+            todo += [Requirement(r) for r in importlib.metadata.requires(name) or []]
+    return needed
+
+
+@pytest.fixture(scope="module")
+def offline(tmp_path_factory):
+    """Environment for pre-commit: its own cache, pip with no index but a wheelhouse of what is installed
+    here (torchnumlint's dependencies and its build backend), and this venv's bin first on PATH."""
+    wheelhouse = tmp_path_factory.mktemp("wheelhouse")
+    build = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    for name in runtime_closure(importlib.metadata.requires("torchnumlint")) | runtime_closure(build):
+        pack_installed(importlib.metadata.distribution(name), wheelhouse)
+    return dict(os.environ, PRE_COMMIT_HOME=str(tmp_path_factory.mktemp("pre-commit-home")),
+                PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheelhouse), PIP_DISABLE_PIP_VERSION_CHECK="1",
+                PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory):
+    """This checkout's files as they are now (tracked and untracked-not-ignored), committed: (path, commit)."""
+    dest = tmp_path_factory.mktemp("torchnumlint-clone")
     listed = git("ls-files", "-co", "--exclude-standard", "-z", cwd=ROOT).split("\0")
     for name in filter(None, listed):
         source = ROOT / name
         if source.is_file():
-            target = dest / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target)
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
     git("init", "-q", cwd=dest)
     git("add", "-A", cwd=dest)
     git("commit", "-q", "-m", "snapshot", cwd=dest)
-    return git("rev-parse", "HEAD", cwd=dest).strip()
+    return dest, git("rev-parse", "HEAD", cwd=dest).strip()
 
 
-def pre_commit(project: Path, cache: Path):
-    env = dict(os.environ, PRE_COMMIT_HOME=str(cache))
-    return subprocess.run([str(PRE_COMMIT), "run", "--all-files"], cwd=project, capture_output=True,
-                          text=True, env=env, timeout=600)
+def project(tmp_path: Path, config: str, files: dict) -> Path:
+    """A git repository with `config` as .pre-commit-config.yaml and `files` staged."""
+    root = tmp_path / "project"
+    root.mkdir()
+    git("init", "-q", cwd=root)
+    (root / ".pre-commit-config.yaml").write_text(config)
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    git("add", "-A", cwd=root)
+    return root
 
 
-@pytest.mark.skipif(not PRE_COMMIT.exists(), reason="pre-commit is part of the dev extra")
-def test_hook_fails_on_unsafe_code_and_passes_after_fix(tmp_path):
-    hook_repo = tmp_path / "hook"
-    hook_repo.mkdir()
-    rev = snapshot_of_this_repo(hook_repo)
-    project = tmp_path / "project"
-    project.mkdir()
-    git("init", "-q", cwd=project)
-    (project / "train.py").write_text(UNSAFE)
-    config = "repos:\n- repo: {repo}\n  rev: {rev}\n  hooks:\n  - id: torchnumlint\n{args}"
-    (project / ".pre-commit-config.yaml").write_text(config.format(repo=hook_repo, rev=rev, args=""))
-    git("add", "-A", cwd=project)
+def pre_commit(root: Path, env: dict, *args: str):
+    return subprocess.run([str(PRE_COMMIT), "run", *args], cwd=root, capture_output=True, text=True,
+                          env=env, timeout=300)
 
-    cache = tmp_path / "cache"
-    checked = pre_commit(project, cache)
+
+def clone_config(clone, hook_id: str) -> str:
+    path, rev = clone
+    return f"repos:\n- repo: {path}\n  rev: {rev}\n  hooks:\n  - id: {hook_id}\n"
+
+
+def test_readme_snippet_verbatim_fails_on_staged_unsafe_code_and_its_fix_hook_fixes_it(tmp_path, offline):
+    root = project(tmp_path, readme_snippet(), {"train.py": UNSAFE})
+
+    checked = pre_commit(root, offline)  # what `git commit` runs: the staged files
     assert checked.returncode == 1, checked.stdout + checked.stderr
     assert "train.py:6:48: TNL101" in checked.stdout
-    assert (project / "train.py").read_text() == UNSAFE
+    assert (root / "train.py").read_text() == UNSAFE
 
-    (project / ".pre-commit-config.yaml").write_text(config.format(repo=hook_repo, rev=rev, args="    args: [--fix]\n"))
-    git("add", "-A", cwd=project)
-    fixing = pre_commit(project, cache)
-    assert fixing.returncode == 1  # pre-commit fails a run that modified files
-    assert "log_target=True" in (project / "train.py").read_text()
-    git("add", "-A", cwd=project)
-    again = pre_commit(project, cache)
-    assert again.returncode == 0, again.stdout + again.stderr
+    fixing = pre_commit(root, offline, "--hook-stage", "manual", "torchnumlint-fix", "--all-files")
+    assert fixing.returncode == 1, fixing.stdout + fixing.stderr  # pre-commit fails a run that modified files
+    assert "files were modified by this hook" in fixing.stdout
+    assert FIXED_LINE in (root / "train.py").read_text()
+
+    git("add", "-A", cwd=root)
+    passed = pre_commit(root, offline)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+
+
+def test_published_hooks_from_a_clone_at_a_commit(tmp_path, offline, clone):
+    """.pre-commit-hooks.yaml as a `rev:` installs it: notebooks are linted, the project's excludes hold
+    for the files pre-commit names, and torchnumlint-fix fixes."""
+    files = {
+        "train.py": UNSAFE,
+        "eval.ipynb": json.dumps(NOTEBOOK, indent=1) + "\n",
+        "vendored/old.py": UNSAFE,
+        "pyproject.toml": '[tool.torchnumlint]\nextend-exclude = ["vendored"]\n',
+    }
+    root = project(tmp_path, clone_config(clone, "torchnumlint"), files)
+
+    checked = pre_commit(root, offline, "--all-files")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert "train.py:6:48: TNL101" in checked.stdout
+    assert "eval.ipynb:cell 3:1:7: TNL103" in checked.stdout
+    assert "vendored" not in checked.stdout
+
+    (root / ".pre-commit-config.yaml").write_text(clone_config(clone, "torchnumlint-fix"))
+    git("add", "-A", cwd=root)
+    fixing = pre_commit(root, offline, "--all-files")
+    assert fixing.returncode == 1, fixing.stdout + fixing.stderr
+    assert FIXED_LINE in (root / "train.py").read_text()
+    assert (root / "vendored/old.py").read_text() == UNSAFE
 
 
 TRAIN = '''import torch
@@ -89,30 +208,18 @@ def train_step(model, optimizer, loss_fn, x, y):
 '''
 
 
-@pytest.mark.skipif(not PRE_COMMIT.exists(), reason="pre-commit is part of the dev extra")
-def test_staged_file_is_linted_against_the_committed_project(tmp_path):
+def test_staged_file_is_linted_against_the_committed_project(tmp_path, offline, clone):
     """pre-commit passes only the staged train.py: the GradScaler in the unchanged utils.py counts."""
-    hook_repo = tmp_path / "hook"
-    hook_repo.mkdir()
-    rev = snapshot_of_this_repo(hook_repo)
-    project = tmp_path / "project"
-    project.mkdir()
-    git("init", "-q", cwd=project)
-    (project / ".pre-commit-config.yaml").write_text(
-        f"repos:\n- repo: {hook_repo}\n  rev: {rev}\n  hooks:\n  - id: torchnumlint\n"
-    )
-    (project / "utils.py").write_text('import torch\n\nscaler = torch.amp.GradScaler("cuda")\n')
-    git("add", "-A", cwd=project)
-    git("commit", "-q", "-m", "utils", cwd=project)
-    (project / "train.py").write_text(TRAIN)
-    git("add", "train.py", cwd=project)
+    root = project(tmp_path, clone_config(clone, "torchnumlint"),
+                   {"utils.py": 'import torch\n\nscaler = torch.amp.GradScaler("cuda")\n'})
+    git("commit", "-q", "-m", "utils", cwd=root)
+    (root / "train.py").write_text(TRAIN)
+    git("add", "train.py", cwd=root)
 
-    env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path / "cache"))
-    staged = [str(PRE_COMMIT), "run"]  # no --all-files: only the staged files
-    passed = subprocess.run(staged, cwd=project, capture_output=True, text=True, env=env, timeout=600)
+    passed = pre_commit(root, offline)  # no --all-files: only the staged files
     assert passed.returncode == 0 and "TNL302" not in passed.stdout, passed.stdout + passed.stderr
 
-    (project / "utils.py").write_text("import torch\n")
-    git("commit", "-q", "-m", "no scaler", "utils.py", cwd=project)
-    failed = subprocess.run(staged, cwd=project, capture_output=True, text=True, env=env, timeout=600)
+    (root / "utils.py").write_text("import torch\n")
+    git("commit", "-q", "-m", "no scaler", "utils.py", cwd=root)
+    failed = pre_commit(root, offline)
     assert failed.returncode == 1 and "train.py:6:10: TNL302" in failed.stdout, failed.stdout + failed.stderr

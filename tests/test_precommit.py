@@ -108,7 +108,10 @@ def offline(tmp_path_factory):
     wheelhouse = tmp_path_factory.mktemp("wheelhouse")
     build = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
     for name in runtime_closure(importlib.metadata.requires("torchnumlint")) | runtime_closure(build):
-        pack_installed(importlib.metadata.distribution(name), wheelhouse)
+        try:
+            pack_installed(importlib.metadata.distribution(name), wheelhouse)
+        except importlib.metadata.PackageNotFoundError:
+            pytest.fail(f"{name} must be installed beside pre-commit: the offline wheelhouse is packed from it")
     return dict(os.environ, PRE_COMMIT_HOME=str(tmp_path_factory.mktemp("pre-commit-home")),
                 PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheelhouse), PIP_DISABLE_PIP_VERSION_CHECK="1",
                 PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")

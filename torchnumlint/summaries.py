@@ -34,6 +34,7 @@ project files: no fact, so the answer is None.
 from __future__ import annotations
 
 import ast
+import functools
 import posixpath
 import re
 from typing import Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Set, Tuple
@@ -100,6 +101,7 @@ def could_matter(text: str) -> bool:
     return any(needle in text for needle in NEEDLES)
 
 
+@functools.lru_cache(maxsize=65536)
 def module_stem(path: str) -> Tuple[str, bool]:
     """The path without `.py`, "/"-separated (`pkg/__init__.py` is `pkg`), and whether it is a
     package's `__init__` (its relative imports start at its own folder)."""
@@ -470,6 +472,14 @@ class Summaries:
         self._stems: Optional[Dict[str, List[str]]] = None  # every suffix of every stem -> paths
         self._subclasses: Optional[Dict[str, List[Instance]]] = None  # a base's last name -> classes
         self._producers: Dict[FrozenSet[str], Optional["re.Pattern[str]"]] = {}
+        self._forget()
+
+    def _forget(self) -> None:
+        """Drop the answers derived from `files` (memoised: the producer names of a project ask
+        the same resolutions and subclass questions hundreds of thousands of times)."""
+        self._resolved: Dict[Tuple[str, str, int], Optional[Tuple[str, str, str]]] = {}
+        self._modules: Dict[Tuple[str, str], Optional[str]] = {}
+        self._overrides: Dict[Tuple[Instance, str], bool] = {}
 
     def __getstate__(self):
         return {"files": self.files}
@@ -484,6 +494,7 @@ class Summaries:
         self.files.update(other.files)
         self._stems = self._subclasses = None
         self._producers = {}
+        self._forget()
 
     def with_file(self, path: str, summary: Optional[FileSummary]) -> "Summaries":
         return Summaries({**self.files, path: summary})
@@ -603,6 +614,12 @@ class Summaries:
 
     def _overridden(self, cls: Instance, name: str) -> bool:
         """Whether a project class deriving from `cls` (at any depth) defines or assigns `name`."""
+        key = (cls, name)
+        if key not in self._overrides:
+            self._overrides[key] = self._find_override(cls, name)
+        return self._overrides[key]
+
+    def _find_override(self, cls: Instance, name: str) -> bool:
         if self._subclasses is None:
             self._subclasses = {}
             for path, summary in self.files.items():
@@ -629,6 +646,12 @@ class Summaries:
     def _resolve(self, path: str, dotted: str, depth: int) -> Optional[Tuple[str, str, str]]:
         """("function" | "class" | "value", path, name) that `dotted` names in the file at `path`,
         through its imports into other project files; None when unknown or ambiguous."""
+        key = (path, dotted, depth)
+        if key not in self._resolved:
+            self._resolved[key] = self._resolve_name(path, dotted, depth)
+        return self._resolved[key]
+
+    def _resolve_name(self, path: str, dotted: str, depth: int) -> Optional[Tuple[str, str, str]]:
         summary = self.files.get(path)
         if summary is None or depth > _DEPTH:
             return None
@@ -653,6 +676,12 @@ class Summaries:
     def _module_path(self, anchor: str, module: str) -> Optional[str]:
         """The one project file that is `module` (a "/"-separated path) relative to `anchor`, or
         anywhere (as a suffix) for an absolute import."""
+        key = (anchor, module)
+        if key not in self._modules:
+            self._modules[key] = self._find_module(anchor, module)
+        return self._modules[key]
+
+    def _find_module(self, anchor: str, module: str) -> Optional[str]:
         if self._stems is None:
             self._stems = {}
             for path in self.files:

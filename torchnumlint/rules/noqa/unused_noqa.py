@@ -3,7 +3,7 @@ suppressed no finding in this run, or that names no rule.
 
 A code is judged only when its rule is enabled in the run (a `--select TNL103` run says nothing
 about a `# noqa: TNL201`, which may well be needed in the full run), or when no rule has it (a
-typo: `TNL130` for `TNL103`). Bare `# noqa`, other tools' codes (`E501`) and TNL900 itself are
+typo: `TNL1003` for `TNL103`). Bare `# noqa`, other tools' codes (`E501`) and TNL900 itself are
 never judged. The judgement comes after the walk, from the directives `suppression.py` parsed and
 the (directive, code) pairs that silenced a finding (`judge_noqa`, which `suppression.filter_findings`
 calls for an enabled rule that has one); the walk itself has nothing for this rule to visit.
@@ -40,7 +40,7 @@ class UnusedNoqa(Rule):
         "A `# noqa: TNL...` that suppresses nothing hides the next real finding on that line: "
         "when the code changes and the hazard appears there, the stale comment keeps it silent. "
         "After adopting torchnumlint on legacy code with `--add-noqa`, fixing a finding leaves its "
-        "noqa behind; a typo (`TNL130` for `TNL103`) suppresses nothing from the start. Only codes "
+        "noqa behind; a typo (`TNL1003` for `TNL103`) suppresses nothing from the start. Only codes "
         "of rules enabled in the run are judged, and codes no rule has."
     )
     safety = Safety.SAFE
@@ -54,7 +54,7 @@ class UnusedNoqa(Rule):
                 "\n"
                 "\n"
                 "def log_probs(logits):\n"
-                "    return torch.log_softmax(logits, dim=-1)  # noqa: TNL130\n"
+                "    return torch.log_softmax(logits, dim=-1)  # noqa: TNL1003\n"
             ),
             lines=(5,),
             fixed=(
@@ -71,7 +71,7 @@ class UnusedNoqa(Rule):
                 "\n"
                 "\n"
                 "def log_probs(logits):\n"
-                "    return torch.log_softmax(logits, dim=-1)  # noqa: E501, TNL013\n"
+                "    return torch.log_softmax(logits, dim=-1)  # noqa: E501, TNL0103\n"
             ),
             lines=(5,),
             fixed=(

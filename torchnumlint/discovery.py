@@ -32,10 +32,14 @@ SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
 class _GitIgnore:
-    """The .gitignore files that apply to a folder: its own and its ancestors' up to the repo root."""
+    """The .gitignore files that apply to a folder: its own and its ancestors' up to the repo root.
+
+    Each folder's chain of (folder, spec) for the ancestors that have a .gitignore is worked out
+    once, so a file costs one match per .gitignore above it, not a walk up its folders."""
 
     def __init__(self) -> None:
         self._specs: Dict[Path, Optional[pathspec.PathSpec]] = {}
+        self._chains: Dict[Path, Tuple[Tuple[str, pathspec.PathSpec], ...]] = {}
 
     def _spec(self, folder: Path) -> Optional[pathspec.PathSpec]:
         if folder not in self._specs:
@@ -50,17 +54,23 @@ class _GitIgnore:
             self._specs[folder] = spec
         return self._specs[folder]
 
-    def ignored(self, path: Path, is_dir: bool) -> bool:
-        folder = path.parent
-        while True:
+    def _chain(self, folder: Path) -> Tuple[Tuple[str, pathspec.PathSpec], ...]:
+        """(folder as a posix string, its spec) for `folder` and its ancestors up to the repo root
+        (the first holding .git) or the file system's root, nearest first."""
+        if folder not in self._chains:
             spec = self._spec(folder)
-            if spec is not None:
-                rel = path.relative_to(folder).as_posix() + ("/" if is_dir else "")
-                if spec.match_file(rel):
-                    return True
-            if (folder / ".git").exists() or folder.parent == folder:
-                return False
-            folder = folder.parent
+            own = ((folder.as_posix(), spec),) if spec is not None else ()
+            last = (folder / ".git").exists() or folder.parent == folder
+            self._chains[folder] = own + (() if last else self._chain(folder.parent))
+        return self._chains[folder]
+
+    def ignored(self, path: Path, is_dir: bool) -> bool:
+        target = path.as_posix()
+        for base, spec in self._chain(path.parent):
+            rel = target[len(base):].lstrip("/") + ("/" if is_dir else "")
+            if spec.match_file(rel):
+                return True
+        return False
 
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")

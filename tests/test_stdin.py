@@ -58,3 +58,15 @@ def test_stdin_usage_errors(tmp_path):
     assert run("-", "other.py", cwd=tmp_path, input="").returncode == 2
     named_only = run("--stdin-filename", "m.py", cwd=tmp_path, input="")
     assert named_only.returncode == 2 and "pass `-`" in named_only.stderr
+
+
+def test_the_text_report_shows_the_buffer_not_the_file_on_disk(tmp_path):
+    """An editor's unsaved buffer differs from the file on disk: the source lines come from the
+    buffer the findings refer to."""
+    project = _project(tmp_path)
+    (project / "src").mkdir()
+    (project / "src" / "model.py").write_text("# the saved version\n" * 10)
+    out = run("-", "--stdin-filename", "src/model.py", cwd=project, input=SOFTMAX_LOG)
+    assert out.returncode == 1, out.stderr
+    assert "6 |     return torch.log(F.softmax(x, dim=-1))" in out.stdout
+    assert "the saved version" not in out.stdout

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from torchnumlint.findings import Finding
+from torchnumlint.sourcefile import SourceFile
 
 
 @dataclass
@@ -45,3 +46,5 @@ class RunResult:
     found: int = 0  # files the paths gave (0: nothing was linted, which is no clean result)
     files: int = 0
     unsafe_fixes: bool = False  # unsafe fixes were on for every file (the report calls them fixable)
+    # the text a path's findings refer to where it is not the file on disk (standard input)
+    sources: Dict[str, SourceFile] = field(default_factory=dict)

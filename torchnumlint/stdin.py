@@ -44,6 +44,8 @@ def run_stdin(raw: bytes, path: str, settings: Settings, options: Options) -> Tu
     result.diffs = [outcome.diff] if outcome.diff else []
     result.unsafe_fixes = bool(options.unsafe_fixes)
     fixed = encode(source, outcome.text) if outcome.text is not None else raw
+    # the report's source lines: the text given (after --fix, the fixed text the findings refer to)
+    result.sources[path] = decode(path, fixed) if options.fix else source
     return result, fixed if options.fix else None
 
 

@@ -13,11 +13,12 @@ import bisect
 import difflib
 import re
 import unicodedata
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from torchnumlint.findings import Edit, Finding, Safety
 from torchnumlint.notebook import cell_text
 from torchnumlint.source import SourceError, read_source
+from torchnumlint.sourcefile import SourceFile
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # the engine's line breaks (positions.py)
 _SPAN_LINES = 4  # a longer span shows its first and last two lines
@@ -47,13 +48,15 @@ class Text:
 class Sources:
     """Each file's text (a notebook's: each cell's), read once per report."""
 
-    def __init__(self) -> None:
+    def __init__(self, given: Optional[Mapping[str, SourceFile]] = None) -> None:
         self._texts: Dict[Tuple[str, Optional[int]], Optional[Text]] = {}
+        self._given = dict(given or {})  # texts that are not the file on disk (standard input)
 
     def get(self, path: str, cell: Optional[int] = None) -> Optional[Text]:
         if (path, cell) not in self._texts:
             try:
-                self._texts[path, cell] = Text(cell_text(read_source(path), cell))
+                source = self._given[path] if path in self._given else read_source(path)
+                self._texts[path, cell] = Text(cell_text(source, cell))
             except (SourceError, OSError, KeyError):
                 self._texts[path, cell] = None
         return self._texts[path, cell]

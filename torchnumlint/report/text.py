@@ -15,7 +15,7 @@ from torchnumlint.results import Options, RunResult
 def render(result: RunResult, options: Options, quiet: bool = False, statistics: bool = False) -> str:
     if statistics:
         return concise.render(result, options, quiet=quiet, statistics=True)
-    sources = Sources()
+    sources = Sources(result.sources)
     lines: List[str] = []
     for finding in result.findings:
         text = sources.get(finding.path, finding.cell)

@@ -114,6 +114,24 @@ def module_stem(path: str) -> Tuple[str, bool]:
     return stem, package
 
 
+_WORD = re.compile(r"\w+")
+
+
+def _questions(path: str, summary: Optional[FileSummary]) -> Iterator[Tuple[str, tuple]]:
+    """(name, what to ask of it) for every callable of a file that may produce a kind: its
+    functions, module values, classes (their `forward`) and class members."""
+    if summary is None:
+        return
+    for name, results in summary.functions.items():
+        yield name, ("function", path, name, results)
+    for name, callee in summary.values.items():
+        yield name, ("value", path, name, callee)
+    for cls_name, info in summary.classes.items():
+        yield cls_name, ("class", path, cls_name, None)
+        for member in (*info.methods, *info.attrs):
+            yield member, ("member", path, member, cls_name)
+
+
 def summarize(path: str, tree: ast.Module) -> FileSummary:
     """The facts of one parsed file."""
     stem, package = module_stem(path)
@@ -471,12 +489,13 @@ class Summaries:
         self.files: Dict[str, Optional[FileSummary]] = dict(files or {})
         self._stems: Optional[Dict[str, List[str]]] = None  # every suffix of every stem -> paths
         self._subclasses: Optional[Dict[str, List[Instance]]] = None  # a base's last name -> classes
-        self._producers: Dict[FrozenSet[str], Optional["re.Pattern[str]"]] = {}
         self._forget()
 
     def _forget(self) -> None:
         """Drop the answers derived from `files` (memoised: the producer names of a project ask
         the same resolutions and subclass questions hundreds of thousands of times)."""
+        self._named: Optional[Dict[str, List[tuple]]] = None  # a name -> the callables so named
+        self._producers: Dict[Tuple[FrozenSet[str], str], bool] = {}  # (kinds, name) -> produces
         self._resolved: Dict[Tuple[str, str, int], Optional[Tuple[str, str, str]]] = {}
         self._modules: Dict[Tuple[str, str], Optional[str]] = {}
         self._overrides: Dict[Tuple[Instance, str], bool] = {}
@@ -493,7 +512,6 @@ class Summaries:
     def absorb(self, other: "Summaries") -> None:
         self.files.update(other.files)
         self._stems = self._subclasses = None
-        self._producers = {}
         self._forget()
 
     def with_file(self, path: str, summary: Optional[FileSummary]) -> "Summaries":
@@ -506,32 +524,35 @@ class Summaries:
     def mentions_producer(self, text: str, kinds: FrozenSet[str]) -> bool:
         """Whether `text` names a project callable that produces one of `kinds` (a function, a
         class whose `forward` does, a method, an attribute or module value holding an activation):
-        a file that names none cannot call one. The pre-filter of rules that read producers."""
-        if kinds not in self._producers:
-            names = self._producer_names(kinds)
-            self._producers[kinds] = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(names)))) if names else None
-        pattern = self._producers[kinds]
-        return pattern is not None and pattern.search(text) is not None
+        a file that names none cannot call one. The pre-filter of rules that read producers.
 
-    def _producer_names(self, kinds: FrozenSet[str]) -> Set[str]:
-        found: Set[str] = set()
-        for path, summary in self.files.items():
-            if summary is None:
-                continue
-            for name, results in summary.functions.items():
-                if (self._returns_kind(path, None, results, 0) or ("",))[0] in kinds:
-                    found.add(name)
-            for name, callee in summary.values.items():
-                if (self.callee_kind(path, None, callee) or ("",))[0] in kinds:
-                    found.add(name)
-            for cls_name, info in summary.classes.items():
-                instance = (path, cls_name)
-                if (self._forward_kind(instance, 0) or ("",))[0] in kinds:
-                    found.add(cls_name)
-                for member in (*info.methods, *info.attrs):
-                    if (self._member_kind(instance, member, 0) or ("",))[0] in kinds:
-                        found.add(member)
-        return found
+        Only the names that occur in `text` are judged (each once per project and kinds): a
+        pre-commit run asks this of one file, and judging every callable of a large project
+        costs more than linting that file."""
+        if self._named is None:
+            self._named = {}
+            for path, summary in self.files.items():
+                for name, question in _questions(path, summary):
+                    self._named.setdefault(name, []).append(question)
+        for word in set(_WORD.findall(text)) & self._named.keys():
+            key = (kinds, word)
+            if key not in self._producers:
+                self._producers[key] = any((self._answer(question) or ("",))[0] in kinds
+                                           for question in self._named[word])
+            if self._producers[key]:
+                return True
+        return False
+
+    def _answer(self, question: tuple) -> Optional[Kind]:
+        """The kind a producer candidate gives (see `_questions`)."""
+        what, path, name, fact = question
+        if what == "function":
+            return self._returns_kind(path, None, fact, 0)
+        if what == "value":
+            return self.callee_kind(path, None, fact)
+        if what == "class":
+            return self._forward_kind((path, name), 0)
+        return self._member_kind((path, fact), name, 0)
 
     def callee_kind(self, path: str, instance: Optional[Instance], callee: Optional[tuple], depth: int = 0) -> Optional[Kind]:
         """The kind that calling `callee` (names resolved in the file at `path`; `self` an instance

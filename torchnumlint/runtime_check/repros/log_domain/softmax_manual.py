@@ -10,10 +10,8 @@ import torch
 
 from torchnumlint.runtime_check.context import PRECISION, Inputs, Repro, ReproContext
 from torchnumlint.runtime_check.repros.inputs import gen, put, spanning
-from torchnumlint.runtime_check.repros.log_domain.logsumexp_manual import log_sum_exp
+from torchnumlint.runtime_check.repros.log_domain.logsumexp_manual import EXP_OVERFLOW, log_sum_exp
 
-# the logit from which exp is inf, measured on torch 2.13 (CPU): 88.73 fp32, 89.0 bf16, 11.09 fp16
-OVERFLOW_LOGIT = {"float32": 88.75, "bfloat16": 89.0, "float16": 11.1}
 # example 2: cosine similarities (at most 1) over a temperature of 0.01 reach 100, past every overflow
 COLD, WARM = 0.01, 0.5
 
@@ -33,7 +31,7 @@ def adversarial(ctx: ReproContext) -> Inputs:
     Its softmax is spread over several entries, so its gradient is of order 0.1 (one score alone
     that high would make the row one-hot and its gradient e^-88: nothing but rounding to compare)."""
     scores = torch.randn(4, 10, generator=gen(110))
-    scores[0] += OVERFLOW_LOGIT[ctx.dtype_name]
+    scores[0] += EXP_OVERFLOW[ctx.dtype_name]
     return put(ctx, scores=scores)
 
 
@@ -59,7 +57,7 @@ REPRO = Repro(
     "TNL110", "NF", "attention_weights", PRECISION,
     adversarial=adversarial, benign=benign, grad=("scores",), reference=probabilities,
     thresholds={d: f"4 x 10 scores, randn; row 0 randn + {v:g} (exp is inf from {v:g})"
-                for d, v in OVERFLOW_LOGIT.items()},
+                for d, v in EXP_OVERFLOW.items()},
 )
 
 FURTHER = (

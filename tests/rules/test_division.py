@@ -477,7 +477,7 @@ SHAPE_STEPS_FLAGGED = [
         def masked_mean(hidden, attention_mask: torch.Tensor):
             summed = (hidden * attention_mask[..., None]).sum(1)
             return summed / attention_mask.sum(1).float()[:, None].clamp_min(1e-12)
-        """),
+        """, strict=True),
     # a boolean count: clamped at 1, exact
     Flagged("""
         import torch
@@ -489,7 +489,7 @@ SHAPE_STEPS_FLAGGED = [
         def token_mean(loss, labels: torch.Tensor):
             n = (labels != -100).sum(-1)
             return loss.sum(-1) / n.to(loss.dtype).view(-1).clamp_min(1)
-        """, safe=True),
+        """, safe=True, strict=True),
     # metric learning: a relu embedding normalised by a reshaped norm
     Flagged("""
         import torch

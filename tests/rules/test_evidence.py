@@ -49,8 +49,21 @@ REACHES_ZERO = [
      def masked_mean(hidden, attention_mask):
          m = attention_mask.unsqueeze(-1).float()
          return (hidden * m).sum(1) / m.sum(1).clamp_min(1e-12)
-     """, message="when nothing is selected")),
-    # a comparison's count: clamped at 1, exact, SAFE
+     """, strict=True, message="strict mode")),
+    # ... a padding mask is no evidence (empty only for a sequence with no tokens); a selection is:
+    # labels compared with a class, which a batch can lack
+    ("TNL201", flagged("""
+     import torch
+     def class_mean(hidden, labels, c):
+         m = (labels == c).unsqueeze(-1).float()
+         return (hidden * m).sum(0) / m.sum(0)
+     """, (5,), """
+     import torch
+     def class_mean(hidden, labels, c):
+         m = (labels == c).unsqueeze(-1).float()
+         return (hidden * m).sum(0) / m.sum(0).clamp_min(1)
+     """, safe=True, message="`labels == c` (line 4) picks one class, which a batch can lack")),
+    # a comparison's count: clamped at 1, exact, SAFE (an ignore index is padding: strict mode)
     ("TNL201", flagged("""
      import torch
      def token_loss(losses, labels: torch.Tensor):
@@ -59,7 +72,16 @@ REACHES_ZERO = [
      import torch
      def token_loss(losses, labels: torch.Tensor):
          return losses.sum() / (labels != -100).sum().clamp_min(1)
-     """, safe=True)),
+     """, safe=True, strict=True)),
+    ("TNL201", flagged("""
+     import torch
+     def confident_loss(losses, scores: torch.Tensor, thr: float):
+         return losses.sum() / (scores > thr).sum()
+     """, (4,), """
+     import torch
+     def confident_loss(losses, scores: torch.Tensor, thr: float):
+         return losses.sum() / (scores > thr).sum().clamp_min(1)
+     """, safe=True, message="`scores > thr` (line 4) keeps the values past a threshold")),
     # standardising data that can be constant (equal rewards in a sparse-reward episode); `adv`
     # is not known to be a tensor: no torch-only fix
     ("TNL201", flagged("""
@@ -363,19 +385,19 @@ VALUE_KINDS = [
     """, (4,))),
     # a count of a mask whose type the code does not show: reported, but `clamp_min` is a tensor
     # method, so no fix
-    ("TNL201", flagged(MASK_COUNT, (4,))),
+    ("TNL201", flagged(MASK_COUNT, (4,), strict=True)),
     # a mask by name can be soft (a sum of 0.5 must stay 0.5): clamped at eps, UNSAFE
     ("TNL201", flagged(ANNOTATED_MASK_COUNT, (4,), """
     import torch
     def mean_over(values, mask: torch.Tensor):
         return values.sum() / mask.sum().clamp_min(1e-12)
-    """)),
+    """, strict=True)),
     # a comparison's sum is an integer count: clamped at 1, exact, SAFE
     ("TNL201", flagged(ANNOTATED_MASK_COUNT.replace("mask.sum()", "(mask > 0).sum()"), (4,), """
     import torch
     def mean_over(values, mask: torch.Tensor):
         return values.sum() / (mask > 0).sum().clamp_min(1)
-    """, safe=True)),
+    """, safe=True, strict=True)),
 ]
 
 
@@ -575,15 +597,15 @@ REGRESSIONS = [
     """)),
     # mask words are whole words (`keep_prob`, `invalid_pos` are none), a compound mask word counts
     ("TNL201", silent(DROPOUT_SCALE)),
-    ("TNL201", flagged(DROPOUT_SCALE.replace("invalid_pos", "invalid_mask"), (4,), """
+    ("TNL201", flagged(DROPOUT_SCALE.replace("invalid_pos", "matched_mask"), (4,), """
     import torch
-    def dropout_scale(x, keep_prob: torch.Tensor, invalid_mask: torch.Tensor):
-        return x / keep_prob.sum(dim=-1) + x / invalid_mask.sum(dim=-1).clamp_min(1e-12)
+    def dropout_scale(x, keep_prob: torch.Tensor, matched_mask: torch.Tensor):
+        return x / keep_prob.sum(dim=-1) + x / matched_mask.sum(dim=-1).clamp_min(1e-12)
     """)),
-    ("TNL201", flagged(DROPOUT_SCALE.replace("invalid_pos", "cmasks"), (4,), """
+    ("TNL201", flagged(DROPOUT_SCALE.replace("invalid_pos", "fg_masks"), (4,), """
     import torch
-    def dropout_scale(x, keep_prob: torch.Tensor, cmasks: torch.Tensor):
-        return x / keep_prob.sum(dim=-1) + x / cmasks.sum(dim=-1).clamp_min(1e-12)
+    def dropout_scale(x, keep_prob: torch.Tensor, fg_masks: torch.Tensor):
+        return x / keep_prob.sum(dim=-1) + x / fg_masks.sum(dim=-1).clamp_min(1e-12)
     """)),
     # a mask that SELECTS rows keeps them whole: here it drops the self-loops, whose vectors are
     # the zero ones, so it is the guard (pytorch_geometric's edge directions)
@@ -609,7 +631,21 @@ REGRESSIONS = [
         def forward(self, feats, mask):
             kept = feats * mask[..., None]
             return torch.nn.functional.normalize(kept, dim=-1)
-    """, message="for rows that a mask zeroes entirely")),
+    """, strict=True)),
+    # ... and by default where the mask is a selection that can zero every row it touches
+    ("TNL202", flagged("""
+    import torch
+    class VisibleDirections(torch.nn.Module):
+        def forward(self, feats, visible_mask):
+            kept = feats * visible_mask[..., None]
+            return kept / torch.linalg.vector_norm(kept, dim=-1, keepdim=True)
+    """, (6,), """
+    import torch
+    class VisibleDirections(torch.nn.Module):
+        def forward(self, feats, visible_mask):
+            kept = feats * visible_mask[..., None]
+            return torch.nn.functional.normalize(kept, dim=-1)
+    """, message="when a mask zeroes a whole row: `visible_mask` selects by its name")),
 ]
 
 

@@ -496,15 +496,15 @@ SELECTIONS_OTHERS = harness.params("TNL104", flagged=[
     Flagged("""\
         import torch
 
-        def mean_pool(h, mask):
-            n = mask.sum(1)
-            return (h * mask[..., None]).sum(1) / n.unsqueeze(-1)
+        def mean_pool(h, valid_mask):
+            n = valid_mask.sum(1)
+            return (h * valid_mask[..., None]).sum(1) / n.unsqueeze(-1)
         """, (5,), """\
         import torch
 
-        def mean_pool(h, mask):
-            n = mask.sum(1)
-            return (h * mask[..., None]).sum(1) / n.unsqueeze(-1).clamp_min(1e-12)
+        def mean_pool(h, valid_mask):
+            n = valid_mask.sum(1)
+            return (h * valid_mask[..., None]).sum(1) / n.unsqueeze(-1).clamp_min(1e-12)
         """),
 ])
 
@@ -527,21 +527,21 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
     Flagged("""\
         import torch
 
-        def masked_mean(h, mask, soft):
+        def masked_mean(h, pos_mask, soft):
             if soft:
-                n = mask.sum(1, keepdim=True) + 1e-6
+                n = pos_mask.sum(1, keepdim=True) + 1e-6
             else:
-                n = mask.sum(1, keepdim=True)
-            return (h * mask).sum(1, keepdim=True) / n
+                n = pos_mask.sum(1, keepdim=True)
+            return (h * pos_mask).sum(1, keepdim=True) / n
         """, (8,), together=DIVISION, message="a count, as `n` is assigned on line 7, which is 0 when nothing is selected"),
     # a conditional expression: its else value is the unguarded one
     Flagged("""\
         import torch
 
         class Pool(torch.nn.Module):
-            def forward(self, h, mask):
-                n = mask.sum(1, keepdim=True).clamp_min(1) if self.soft else (mask > 0).sum(1, keepdim=True)
-                return (h * mask).sum(1, keepdim=True) / n
+            def forward(self, h, fg_mask):
+                n = fg_mask.sum(1, keepdim=True).clamp_min(1) if self.soft else (fg_mask > 0).sum(1, keepdim=True)
+                return (h * fg_mask).sum(1, keepdim=True) / n
         """, (6,), together=DIVISION, message=", the else value of the conditional on line 5"),
     # numpy on one branch, torch on the other: reported for the torch one, no torch-only fix
     Flagged("""\
@@ -601,7 +601,8 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
             loss = ((out - y) ** 2 * w).sum() / w.sum()
             loss.backward()
             opt.step()
-        """, (10,), together=DIVISION, message="when nothing is selected, as `w` is assigned on line 7"),
+        """, (10,), together=DIVISION,
+        message="when nothing is selected: `y > 0` (line 7) keeps the values past a threshold, which can be none, as `w` is assigned on line 7"),
     # a boolean mask on either branch: its sum is an integer count, clamped at 1 (exact)
     Flagged("""\
         import torch
@@ -627,7 +628,7 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
                     counted = labels != self.pad_id
                 per_token = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none")
                 return (per_token * counted).sum() / counted.sum().clamp_min(1)
-        """, safe=True, together=DIVISION),
+        """, safe=True, together=DIVISION, strict=True),
     # the first iteration divides by the relu sum assigned before the loop
     Flagged("""\
         import torch

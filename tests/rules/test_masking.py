@@ -3,6 +3,8 @@ forward, a helper, a training step; in place, through `.data`, index assignment,
 constants and attributes) with exact fixes, and the look-alikes left alone (causal masks,
 re-zeroed outputs, finite fills, fills that never reach a softmax)."""
 
+from dataclasses import replace
+
 import pytest
 
 from tests.rules import harness
@@ -423,7 +425,12 @@ TNL401_SILENT = [
 ]
 
 
-@pytest.mark.parametrize("code, case", harness.params("TNL401", TNL401_FLAGGED, TNL401_SILENT))
+# The forms of a fill, most with a mask the function is given and nothing more: a parameter or a
+# padding mask is no evidence by itself that a whole row is masked, so the forms are checked under
+# --strict; the default mode's evidence is EVIDENCE_FLAGGED's.
+@pytest.mark.parametrize(
+    "code, case", harness.params("TNL401", [replace(case, strict=True) for case in TNL401_FLAGGED], TNL401_SILENT)
+)
 def test_tnl401(code, case):
     harness.check(code, case)
 
@@ -563,7 +570,7 @@ EVIDENCE_FLAGGED = [
                 e = e.masked_fill(~keep, torch.finfo(e.dtype).min)
                 return (e.softmax(-1).unsqueeze(-1) * h).sum(1)
         """,
-        message="the mask comes from `lengths`, given to `forward`",
+        strict=True, message="only for an input with no tokens (strict mode: `torch.arange(T",
     ),
     # an attribute set from an argument of another method (a decoder's memory mask)
     Flagged(
@@ -598,7 +605,7 @@ EVIDENCE_FLAGGED = [
                 scores.masked_fill_(self.blank, torch.finfo(scores.dtype).min)
                 return F.softmax(scores, dim=1)
         """,
-        message="`memory_lengths`, given to `init_memory`",
+        strict=True, message="is a padding or length mask",
     ),
     # a mask from a helper that takes nothing, which says by its name that it is one
     Flagged(
@@ -617,7 +624,7 @@ EVIDENCE_FLAGGED = [
             pad_mask = self.current_padding()
             return s.masked_fill(pad_mask, torch.finfo(s.dtype).min).softmax(-1)
         """,
-        message="`pad_mask` is a mask by its name",
+        strict=True, message="(strict mode: `pad_mask` is a padding or length mask)",
     ),
     # a causal mask written as a comparison of positions (named `mask`: its construction is seen),
     # and a window from a helper given only sizes
@@ -625,7 +632,95 @@ EVIDENCE_FLAGGED = [
             strict=True, message=STRICT),
 ]
 
-EVIDENCE_SILENT = [Silent(LOCAL_WINDOW), Silent(WINDOW_PARAMETER), Silent(CACHE_STEP), Silent(SHAPE_ONLY_MASK)]
+# Selections that real inputs leave empty for a whole row: a point with no neighbour inside the
+# radius, an image without the class, keys dropped at random, a query no box matched.
+NEIGHBOURS = """\
+    import torch
+
+    def neighbour_attention(q, k, v, pos, radius):
+        dist = torch.cdist(pos, pos)
+        scores = q @ k.transpose(-2, -1)
+        scores = scores.masked_fill(dist > radius, float("-inf"))
+        return torch.softmax(scores, dim=-1) @ v
+    """
+CLASS_POOL = """\
+    import torch.nn.functional as F
+
+    def class_pool(feats, logits, seg, c):
+        logits = logits.masked_fill(seg != c, float("-inf"))
+        w = F.softmax(logits.flatten(1), dim=1)
+        return (w.unsqueeze(-1) * feats.flatten(1, 2)).sum(1)
+    """
+KEY_DROP = """\
+    import torch
+
+    def drop_keys(scores, p):
+        dropped = torch.rand_like(scores) < p
+        return scores.masked_fill(dropped, float("-inf")).softmax(-1)
+    """
+MATCHED = """\
+    import torch
+    from torch import nn
+
+    class QueryPool(nn.Module):
+        def forward(self, scores, matched):
+            scores = scores.masked_fill(~matched, float("-inf"))
+            return scores.softmax(-1)
+    """
+EVIDENCE_FLAGGED += [
+    Flagged(NEIGHBOURS, (6,), NEIGHBOURS.replace('float("-inf")', "torch.finfo(scores.dtype).min"),
+            message="`dist > radius` (line 6) keeps the values past a threshold"),
+    Flagged(CLASS_POOL, (4,), CLASS_POOL.replace('float("-inf")', "torch.finfo(logits.dtype).min").replace(
+        "import torch.nn.functional as F\n", "import torch.nn.functional as F\n    import torch\n"),
+            message="`seg != c` (line 4) picks one class"),
+    Flagged(KEY_DROP, (5,), KEY_DROP.replace('float("-inf")', "torch.finfo(scores.dtype).min"),
+            message="is a random draw"),
+    Flagged(MATCHED, (6,), MATCHED.replace('float("-inf")', "torch.finfo(scores.dtype).min"),
+            message="`matched` selects by its name"),
+]
+
+# Padding and length masks: empty only for a sequence with no tokens at all (judging.md).
+PADDING_SILENT = [
+    Silent("""\
+    import torch
+
+    class SelfAttention(torch.nn.Module):
+        def forward(self, q, k, v, key_padding_mask):
+            s = q @ k.transpose(-2, -1)
+            s = s.masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
+            return s.softmax(-1) @ v
+    """),
+    Silent("""\
+    import torch
+
+    def pool(h, scores, lengths):
+        pad = torch.arange(h.size(1), device=h.device)[None, :] >= lengths[:, None]
+        scores = scores.masked_fill(pad, float("-inf"))
+        return (scores.softmax(-1).unsqueeze(-1) * h).sum(1)
+    """),
+    Silent("""\
+    import torch
+
+    def attend(scores, input_ids, pad_token_id):
+        scores = scores.masked_fill((input_ids == pad_token_id)[:, None, :], float("-inf"))
+        return torch.softmax(scores, dim=-1)
+    """),
+    Silent("""\
+    import torch
+
+    def attend(scores, attention_mask):
+        scores = scores.masked_fill(attention_mask[:, None, None, :] == 0, float("-inf"))
+        return torch.softmax(scores, dim=-1)
+    """),
+    Silent("""\
+    import torch
+
+    def attend(scores, mask):
+        return scores.masked_fill(mask, float("-inf")).softmax(-1)
+    """),
+]
+
+EVIDENCE_SILENT = [Silent(LOCAL_WINDOW), Silent(WINDOW_PARAMETER), Silent(CACHE_STEP), Silent(SHAPE_ONLY_MASK)] + PADDING_SILENT
 
 
 @pytest.mark.parametrize("code, case", harness.params("TNL401", EVIDENCE_FLAGGED, EVIDENCE_SILENT))

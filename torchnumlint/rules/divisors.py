@@ -25,7 +25,8 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Rule
 from torchnumlint.rules.boxes import box_divisor
-from torchnumlint.rules.evidence import row_evidence, standardises, summand_evidence
+from torchnumlint.rules.edge_tests import edge_test
+from torchnumlint.rules.evidence import mask_evidence, row_evidence, standardises, summand_evidence
 from torchnumlint.rules.guards import (
     branches,
     is_constant,
@@ -137,16 +138,19 @@ def zero_kind(ctx: "FileContext", d: cst.BaseExpression) -> Optional[Divisor]:
     return None
 
 
-_COUNT_EVIDENCE = "when nothing is selected"
 _STANDARDISING = "for constant data (a constant feature, equal rewards, a blank input)"
 
 
 def zero_evidence(
-    ctx: "FileContext", found: Divisor, numerator: Optional[cst.BaseExpression]
+    ctx: "FileContext", found: Divisor, numerator: Optional[cst.BaseExpression], *written: cst.BaseExpression
 ) -> Tuple[Optional[str], bool]:
     """(why the divisor `found` reaches 0 for real inputs, or None when nothing in the code says
-    it does; whether it is never negative, so that a clamp keeps every value it can take)."""
+    it does; whether it is never negative, so that a clamp keeps every value it can take). The
+    code's own tensor test of the divisor, as `found` or as `written` (`torch.where(n > 0, x / n,
+    0)`), is evidence too (`edge_tests`)."""
     why, non_negative = _zero_evidence(ctx, found, numerator)
+    if why is None:
+        why = edge_test(ctx, found.value, *written)
     return why, non_negative and not found.several
 
 
@@ -155,7 +159,8 @@ def _zero_evidence(
 ) -> Tuple[Optional[str], bool]:
     kind, v = found.kind, strip_parens(found.value)
     if kind == "count":
-        return _COUNT_EVIDENCE, True
+        counted = match_call(ctx.imports, v, "sum", "count_nonzero")
+        return (mask_evidence(ctx, counted.input) if counted is not None else None), True
     if kind == "box":
         _, why, non_negative = box_divisor(ctx, v)  # type: ignore[misc]
         return why, non_negative

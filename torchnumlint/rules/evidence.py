@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
+from torchnumlint.rules.mask_origin import origin
 from torchnumlint.rules.guards import (
     branches,
     every_way,
@@ -464,19 +465,30 @@ def _learned(ctx: "FileContext", value: cst.CSTNode) -> bool:
     return False
 
 
-def _is_masked(ctx: "FileContext", expr: cst.BaseExpression, selected: bool = True) -> bool:
-    """Values zeroed by a mask (`x * mask`, `x.masked_fill(m, 0)`), or, with `selected`, chosen by
-    one (`x[mask]`, `x.masked_select(m)`: empty when it selects nothing). A selection keeps whole
-    rows, so it is no reason for a row to be zero (`v[mask] / v[mask].norm(dim=1)`, where the mask
-    drops the self-loops whose vectors are zero, is the guard, not the hazard)."""
+def _mask_of(ctx: "FileContext", expr: cst.BaseExpression, selected: bool = True) -> Optional[cst.BaseExpression]:
+    """The mask that zeroes values (`x * mask`, `x.masked_fill(m, 0)`), or, with `selected`, that
+    chooses them (`x[mask]`, `x.masked_select(m)`: empty when it selects nothing); None when
+    `expr` is neither. A selection keeps whole rows, so it is no reason for a row to be zero
+    (`v[mask] / v[mask].norm(dim=1)`, where the mask drops the self-loops whose vectors are zero,
+    is the guard, not the hazard)."""
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
-        return is_mask(ctx, expr.left) or is_mask(ctx, expr.right)
+        return next((side for side in (expr.left, expr.right) if is_mask(ctx, side)), None)
     if isinstance(expr, cst.Subscript):
-        return selected and any(isinstance(e.slice, cst.Index) and is_mask(ctx, e.slice.value) for e in expr.slice)
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        if not selected:
+            return None
+        return next((e.slice.value for e in expr.slice if isinstance(e.slice, cst.Index) and is_mask(ctx, e.slice.value)), None)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.args:
         zeroing = ("masked_fill", "masked_fill_")
-        return expr.func.attr.value in (zeroing + ("masked_select",) if selected else zeroing)
-    return False
+        if expr.func.attr.value in (zeroing + ("masked_select",) if selected else zeroing):
+            return expr.args[0].value
+    return None
+
+
+def mask_evidence(ctx: "FileContext", mask: cst.BaseExpression, what: str = "nothing is selected") -> Optional[str]:
+    """Why `mask` can select nothing, as `when <what>: <its origin>`, or None: a padding or
+    length mask, a bounded one, or one whose origin is unknown here (`mask_origin`)."""
+    found = origin(ctx, mask)
+    return f"when {what}: {found.why}" if found.why is not None else None
 
 
 def _is_non_negative_op(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[str]:
@@ -509,8 +521,9 @@ def row_evidence(ctx: "FileContext", expr: cst.CSTNode, strong: bool = False) ->
     for origin in _origins(ctx, expr):
         if isinstance(origin, cst.BinaryOperation) and isinstance(origin.operator, cst.Subtract):
             return difference_evidence(ctx, origin, strong)
-        if _is_masked(ctx, origin, selected=False):
-            return "for rows that a mask zeroes entirely"
+        zeroing = _mask_of(ctx, origin, selected=False)
+        if zeroing is not None:
+            return mask_evidence(ctx, zeroing, "a mask zeroes a whole row")
         what = _is_non_negative_op(ctx, origin)
         if what is not None:
             return f"where all the {what} are 0"
@@ -534,9 +547,10 @@ def summand_evidence(ctx: "FileContext", summed: cst.BaseExpression) -> Tuple[Op
         if branches(ctx, origin) is not None and not is_mask(ctx, origin):
             return some_way(ctx, origin, lambda value: _summand_reason(ctx, value)), False
         if is_mask(ctx, origin):
-            return "when nothing is selected", True
-        if _is_masked(ctx, origin):
-            return "when the mask selects nothing", False
+            return mask_evidence(ctx, origin), True
+        chosen = _mask_of(ctx, origin)
+        if chosen is not None:
+            return mask_evidence(ctx, chosen, "the mask selects nothing"), False
         what = _is_non_negative_op(ctx, origin)
         if what is not None:
             return f"when all the {what} are 0", True

@@ -91,18 +91,18 @@ class UnguardedDivision(DivisionRule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def masked_mean(h, mask):\n"
-                "    n = mask.sum(dim=1, keepdim=True)\n"
-                "    return (h * mask).sum(dim=1, keepdim=True) / n\n"
+                "def masked_mean(h, valid):\n"
+                "    n = valid.sum(dim=1, keepdim=True)\n"
+                "    return (h * valid).sum(dim=1, keepdim=True) / n\n"
             ),
             lines=(6,),
             fixed=(
                 "import torch\n"
                 "\n"
                 "\n"
-                "def masked_mean(h, mask):\n"
-                "    n = mask.sum(dim=1, keepdim=True)\n"
-                "    return (h * mask).sum(dim=1, keepdim=True) / n.clamp_min(1e-12)\n"
+                "def masked_mean(h, valid):\n"
+                "    n = valid.sum(dim=1, keepdim=True)\n"
+                "    return (h * valid).sum(dim=1, keepdim=True) / n.clamp_min(1e-12)\n"
             ),
         ),
         Example(
@@ -110,9 +110,9 @@ class UnguardedDivision(DivisionRule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def token_loss(losses, targets: torch.Tensor, ignore_index=-100):\n"
+                "def positive_loss(losses, labels: torch.Tensor):\n"
                 "    total = losses.sum()\n"
-                "    total /= (targets != ignore_index).sum()\n"
+                "    total /= (labels > 0).sum()\n"
                 "    return total\n"
             ),
             lines=(6,),
@@ -120,9 +120,9 @@ class UnguardedDivision(DivisionRule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def token_loss(losses, targets: torch.Tensor, ignore_index=-100):\n"
+                "def positive_loss(losses, labels: torch.Tensor):\n"
                 "    total = losses.sum()\n"
-                "    total /= (targets != ignore_index).sum().clamp_min(1)\n"
+                "    total /= (labels > 0).sum().clamp_min(1)\n"
                 "    return total\n"
             ),
             safety="safe",
@@ -208,7 +208,7 @@ class UnguardedDivision(DivisionRule):
             return  # `if var > 0: x /= torch.sqrt(var)`
         if is_not_torch(ctx, found.value):
             return  # numpy or Python numbers: not this linter's business, and no clamp_min
-        why, non_negative = zero_evidence(ctx, found, x)
+        why, non_negative = zero_evidence(ctx, found, x, d, through_shape(ctx, d, names=False))
         if why is None:
             if not ctx.strict:
                 return

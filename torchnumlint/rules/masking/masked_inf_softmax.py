@@ -11,12 +11,14 @@ zeroes the masked entries), `F.scaled_dot_product_attention` (no softmax is writ
 finite fills (`-1e9`, `torch.finfo(...).min`), whose float16 overflow is another rule's.
 
 Evidence before a report: by default a fill is reported only when its mask can cover a whole
-row by evidence (`masking.mask_origin`): it comes from data the code is given (an argument, a
-batch field, an attribute set from one), says it is a mask by its name, or is a triangle that
-masks the whole first row (`fills.masks_first_row`); a `torch.full(..., -inf)` covers every row.
-A mask built only from constants and shapes (a local-window map stored in `__init__`,
-`arange(n).ge(step)` of a cache step, a triangle) is what its author chose: reported only in
-strict mode, saying so.
+row by evidence (`mask_origin`): a selection that real batches can leave empty (labels compared
+with a class, values past a threshold such as a neighbourhood radius, a random drop, a mask whose
+name says it selects: `matched`, `fg`, `visible`), or a triangle that masks the whole first row
+(`fills.masks_first_row`); a `torch.full(..., -inf)` covers every row. A padding or length mask
+(`key_padding_mask`, `arange(T) >= lengths`, `ids == pad_id`) covers a row only for a sequence with
+no tokens at all, and a mask built only from constants and shapes (a local-window map stored in
+`__init__`, `arange(n).ge(step)` of a cache step) is what its author chose: both are reported only
+in strict mode, saying so.
 
 The fix fills with `torch.finfo(x.dtype).min` where the filled tensor `x` is written plainly and
 the fill reaches the softmax directly: a fully masked row is then uniform instead of NaN, and
@@ -35,7 +37,7 @@ from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.evidence import STRICT_WHY
 from torchnumlint.rules.guards import gradient_note, module_call, strip_parens
 from torchnumlint.rules.masking.fills import InfFill, inf_fills, masks_first_row, rezeroed
-from torchnumlint.rules.masking.mask_origin import origin
+from torchnumlint.rules.mask_origin import origin
 from torchnumlint.rules.names import is_plain, match_call
 
 _SOFTMAX_MODULES = ("torch.nn.Softmax", "torch.nn.LogSoftmax")
@@ -71,8 +73,8 @@ class MaskedInfSoftmax(Rule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def attend(scores, mask, v):\n"
-                "    scores = scores.masked_fill(mask, float(\"-inf\"))\n"
+                "def attend(scores, drop_mask, v):\n"
+                "    scores = scores.masked_fill(drop_mask, float(\"-inf\"))\n"
                 "    return scores.softmax(-1) @ v\n"
             ),
             lines=(5,),
@@ -80,8 +82,8 @@ class MaskedInfSoftmax(Rule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def attend(scores, mask, v):\n"
-                "    scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)\n"
+                "def attend(scores, drop_mask, v):\n"
+                "    scores = scores.masked_fill(drop_mask, torch.finfo(scores.dtype).min)\n"
                 "    return scores.softmax(-1) @ v\n"
             ),
         ),
@@ -91,9 +93,9 @@ class MaskedInfSoftmax(Rule):
                 "import torch.nn.functional as F\n"
                 "\n"
                 "\n"
-                "def pool(h, w, pad):\n"
+                "def pool(h, w, background):\n"
                 "    logits = h @ w\n"
-                "    logits[pad] = -math.inf\n"
+                "    logits[background] = -math.inf\n"
                 "    weights = F.softmax(logits, dim=1)\n"
                 "    return (weights.unsqueeze(-1) * h).sum(1)\n"
             ),
@@ -104,9 +106,9 @@ class MaskedInfSoftmax(Rule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def pool(h, w, pad):\n"
+                "def pool(h, w, background):\n"
                 "    logits = h @ w\n"
-                "    logits[pad] = torch.finfo(logits.dtype).min\n"
+                "    logits[background] = torch.finfo(logits.dtype).min\n"
                 "    weights = F.softmax(logits, dim=1)\n"
                 "    return (weights.unsqueeze(-1) * h).sum(1)\n"
             ),
@@ -116,8 +118,8 @@ class MaskedInfSoftmax(Rule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def attention(q, k, key_padding):\n"
-                "    bias = torch.zeros(key_padding.shape).masked_fill(key_padding, float(\"-inf\"))\n"
+                "def attention(q, k, outlier_mask):\n"
+                "    bias = torch.zeros(outlier_mask.shape).masked_fill(outlier_mask, float(\"-inf\"))\n"
                 "    scores = q @ k.transpose(-2, -1) + bias[:, None, :]\n"
                 "    return torch.log_softmax(scores, dim=-1)\n"
             ),
@@ -176,7 +178,7 @@ class MaskedInfSoftmax(Rule):
             hazard = self._hazard(fill, zeroed)
             if hazard is None:
                 continue
-            hazard += f" ({why})" if why is not None else f"; a whole row is masked {STRICT_WHY}"
+            hazard += f" ({why})" if why is not None else f"; a whole row is masked {self._strict_why(fill)}"
             reported.add(id(fill.node))
             self.report(fill.node, self._fix(fill), softmax=kind, where=where, hazard=hazard,
                         advice=self._advice(fill))
@@ -188,6 +190,14 @@ class MaskedInfSoftmax(Rule):
         if fill.form != "where" and masks_first_row(self.ctx, fill.mask):  # a where's condition may be kept
             return "the triangle masks the whole first row"
         return origin(self.ctx, fill.mask).why
+
+    def _strict_why(self, fill: InfFill) -> str:
+        """Strict mode's reason, naming a padding mask: it covers a row only for an input with no
+        tokens at all."""
+        padding = origin(self.ctx, fill.mask).padding if fill.mask is not None else None
+        if padding is None:
+            return STRICT_WHY
+        return f"only for an input with no tokens (strict mode: {padding})"
 
     def _hazard(self, fill: InfFill, zeroed: bool) -> Optional[str]:
         if not zeroed:

@@ -1,7 +1,8 @@
 """TNL201 unguarded-division: standardising by a row's std is 0/0 = NaN on a constant row.
 
-Example 2 (a masked mean, divided by the count of its mask) and example 3 (a token loss divided
-by the count of tokens that are not ignored) are reproduced too: an empty row, an all-ignored batch.
+Example 2 (a masked mean, divided by the count of its validity flags) and example 3 (a loss divided
+by the count of positive labels) are reproduced too: a row with no valid entry, a batch with no
+positive.
 Example 4 (`Scaled.forward`) is not: it is a method of an nn.Module, and a reproduction runs a
 function the example defines.
 
@@ -45,11 +46,11 @@ def masked_average(h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.where(some, (h * m).sum(1, keepdim=True) / torch.where(some, count, torch.ones_like(count)), 0.0)
 
 
-def per_token_loss(losses: torch.Tensor, targets: torch.Tensor, ignore_index: int = -100) -> torch.Tensor:
-    """The batch's summed loss per counted token (targets != ignore_index); a batch with no counted
-    token has nothing to average over: its loss is its sum as it stands (0 where ignored tokens
-    carry no loss, as cross_entropy's ignore_index gives) and so is its gradient."""
-    counted = int((targets != ignore_index).sum())
+def per_positive_loss(losses: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """The batch's summed loss per positive label (labels > 0); a batch with no positive has
+    nothing to average over: its loss is its sum as it stands (0 where background samples carry
+    no loss) and so is its gradient."""
+    counted = int((labels > 0).sum())
     total = losses.sum()
     return total / counted if counted else total
 
@@ -73,19 +74,19 @@ def masked_rows(empty: bool, seed: int) -> Builder:
     return build
 
 
-def token_losses(all_ignored: bool, seed: int) -> Builder:
-    """64 per-token losses (0 where the target is ignored, as cross_entropy's ignore_index gives),
-    targets -100 (ignored) or a class; `all_ignored`: every target ignored (0 tokens: 0/0 = NaN),
-    else 5 counted tokens (a count clamped above 5 changes it)."""
+def labelled_losses(no_positive: bool, seed: int) -> Builder:
+    """64 per-sample losses (0 for background, label 0), labels 0 or a class 1..9; `no_positive`:
+    every label background (0 positives: 0/0 = NaN), else 5 positives (a count clamped above 5
+    changes it)."""
 
     def build(ctx: ReproContext) -> Inputs:
         g = gen(seed)
-        targets = torch.randint(0, 10, (64,), generator=g)
-        targets[5:] = -100
-        if all_ignored:
-            targets[:5] = -100
-        losses = torch.rand(64, generator=g) * 5 * (targets != -100)
-        return put(ctx, losses=losses, targets=targets)
+        labels = torch.randint(1, 10, (64,), generator=g)
+        labels[5:] = 0
+        if no_positive:
+            labels[:5] = 0
+        losses = torch.rand(64, generator=g) * 5 * (labels > 0)
+        return put(ctx, losses=losses, labels=labels)
 
     return build
 
@@ -105,9 +106,9 @@ FURTHER = (
         thresholds={"*": "h 8 x 16, mask row i selects i + 1 entries, row 1 none (count 0: 0/0 = NaN)"},
     ),
     Repro(
-        "TNL201", "NF", "token_loss", FP32, example=2,
-        adversarial=token_losses(True, 2014), benign=token_losses(False, 2015), grad=("losses",),
-        reference=per_token_loss,
-        thresholds={"*": "64 token losses, every target ignore_index (0 counted tokens: 0/0 = NaN)"},
+        "TNL201", "NF", "positive_loss", FP32, example=2,
+        adversarial=labelled_losses(True, 2014), benign=labelled_losses(False, 2015), grad=("losses",),
+        reference=per_positive_loss,
+        thresholds={"*": "64 sample losses, every label background (0 positives: 0/0 = NaN)"},
     ),
 )

@@ -785,3 +785,85 @@ NOT_GUARDS = [
 @pytest.mark.parametrize("code, case", family_params(NOT_GUARDS))
 def test_selecting_or_overwriting_the_result_is_no_guard(code, case):
     harness.check(code, case)
+
+
+# Crashes and broken fixes found on real code: a function comparing a shape with `()` that holds
+# a root candidate (LibCST refuses a bare empty tuple), and `m.softmax(x)` of a module, whose
+# `log_softmax` may not exist (Tensor.softmax takes a dim, not a tensor).
+MODULE_SOFTMAX = """\
+    import torch
+    import torch.nn.functional as F
+
+    def step(rnn, x, y):
+        return F.nll_loss(torch.log(rnn.softmax(x)), y) + F.cross_entropy(rnn.decoder.softmax(x), y)
+    """
+CRASHES = [
+    ("TNL206", silent("""
+    import torch
+    def rmse(pred, target):
+        loss = torch.sqrt(((pred - target) ** 2).mean())
+        assert loss.shape == ()
+        return loss
+    """)),
+    ("TNL103", silent(MODULE_SOFTMAX)),
+    ("TNL113", silent(MODULE_SOFTMAX)),
+    # ... while a tensor's softmax over a named dim is still the method form
+    ("TNL103", flagged("""
+    import torch
+    def nll(logits, y, dim):
+        return -torch.log(logits.softmax(dim)).gather(dim, y).mean()
+    """, (4,), """
+    import torch
+    def nll(logits, y, dim):
+        return -logits.log_softmax(dim).gather(dim, y).mean()
+    """)),
+]
+
+
+@pytest.mark.parametrize("code, case", family_params(CRASHES))
+def test_crashes_and_module_softmaxes(code, case):
+    harness.check(code, case)
+
+
+# Evidence from callers: a helper's mask parameter is what the calls in its file pass. One caller's
+# selection makes the finding, named with its line; callers that pass padding masks make none.
+HELPER = """
+    import torch
+    def masked_mean(x, mask):
+        return (x * mask).sum(0) / mask.sum(0)
+    """
+CALLERS = [
+    ("TNL201", flagged(HELPER + """
+    def per_class(feats, labels, num_classes):
+        return [masked_mean(feats, (labels == c).float()[:, None]) for c in range(num_classes)]
+    def pooled(h, attention_mask):
+        return masked_mean(h, attention_mask[..., None])
+    """, (4,), message="passed to `masked_mean` by the call (line 7)")),
+    ("TNL201", silent(HELPER + """
+    def pooled(h, attention_mask):
+        return masked_mean(h, attention_mask[..., None])
+    def tokens(h, ids, pad_id):
+        return masked_mean(h, (ids != pad_id).float())
+    """)),
+    # a method's callers through `self.`
+    ("TNL401", flagged("""
+    import torch
+    class Matcher(torch.nn.Module):
+        def attend(self, scores, keep):
+            return scores.masked_fill(~keep, float("-inf")).softmax(-1)
+        def forward(self, scores, iou, thr):
+            return self.attend(scores, iou > thr)
+    """, (5,), """
+    import torch
+    class Matcher(torch.nn.Module):
+        def attend(self, scores, keep):
+            return scores.masked_fill(~keep, torch.finfo(scores.dtype).min).softmax(-1)
+        def forward(self, scores, iou, thr):
+            return self.attend(scores, iou > thr)
+    """, message="passed to `attend` by the call (line 7)")),
+]
+
+
+@pytest.mark.parametrize("code, case", family_params(CALLERS))
+def test_a_parameter_is_what_its_callers_pass(code, case):
+    harness.check(code, case)

@@ -385,3 +385,67 @@ MODULE_LEVEL_LOSS = """\
 )
 def test_tnl101_a_module_level_loss_instance_counts_like_a_local_one(code, case):
     harness.check(code, case)
+
+
+# Gradient flow, not names: a target named like a teacher but computed by the student's own model
+# (prompt tuning's self-distillation: the same weights with and without the prompt) carries the
+# gradient of the parameters both share; a helper whose callers in the file pass such logits too.
+SELF_DISTILL = """\
+    import torch
+    import torch.nn.functional as F
+
+
+    def self_distill(model, prompt, x, T=2.0):
+        student_logits = model(torch.cat([prompt, x], 1))
+        teacher_logits = model(x)
+        return F.kl_div(F.log_softmax(student_logits / T, -1), F.softmax(teacher_logits / T, -1), reduction="batchmean")
+    """
+HELPER_KD = """\
+    import torch.nn.functional as F
+
+
+    def kd_loss(student_logits, teacher_logits):
+        return F.kl_div(F.log_softmax(student_logits, -1), F.softmax(teacher_logits, -1), reduction="batchmean")
+
+
+    def step(model, prompt, x):
+        return kd_loss(model(prompt + x), model(x))
+    """
+SEPARATE_TEACHER = """\
+    import torch
+    import torch.nn.functional as F
+
+
+    def distill(student, teacher, x):
+        teacher_logits = teacher(x)
+        return F.kl_div(F.log_softmax(student(x), -1), F.softmax(teacher_logits, -1), reduction="batchmean")
+
+
+    def kd_loss(student_logits, teacher_logits):
+        return F.kl_div(F.log_softmax(student_logits, -1), F.softmax(teacher_logits, -1), reduction="batchmean")
+
+
+    def step(model, teacher, x):
+        with torch.no_grad():
+            t = teacher(x)
+        return kd_loss(model(x), t)
+    """
+
+
+@pytest.mark.parametrize(
+    "code, case",
+    harness.params(
+        "TNL101",
+        [
+            Flagged(SELF_DISTILL, (8,), SELF_DISTILL.replace(
+                'F.softmax(teacher_logits / T, -1), reduction="batchmean")',
+                'F.log_softmax(teacher_logits / T, -1), reduction="batchmean", log_target=True)')),
+            Flagged(HELPER_KD, (5,), HELPER_KD.replace(
+                'F.softmax(teacher_logits, -1), reduction="batchmean")',
+                'F.log_softmax(teacher_logits, -1), reduction="batchmean", log_target=True)')),
+        ],
+        [Silent(SEPARATE_TEACHER)],
+    ),
+)
+def test_tnl101_a_teacher_by_name_that_shares_the_students_model_carries_gradients(code, case):
+    harness.check(code, case)

@@ -142,9 +142,18 @@ _COUNT_WORDS = frozenset({"n", "num", "count", "counts", "cnt", "length", "lengt
                           "duration", "durations"})
 
 
+# Words that make a count-like name something else: `log_dur_pred` is a log of a prediction.
+_NOT_COUNT_WORDS = frozenset({"log", "logs", "pred", "preds", "prediction", "predictions", "predicted", "logit",
+                              "logits", "mean", "std", "ratio", "prob", "probs", "frac", "emb", "embedding", "hat"})
+
+
 def says_count(ident: Optional[str]) -> bool:
-    """`num_items`, `lengths`, `node_deg`, `n`: a name that says it counts."""
-    return ident is not None and any(word in _COUNT_WORDS for word in ident.lower().split("_"))
+    """`num_items`, `lengths`, `node_deg`, `n`: a name that says it counts (`log_dur_pred`, a log
+    of a predicted duration, does not)."""
+    if ident is None:
+        return False
+    words = ident.lower().split("_")
+    return any(word in _COUNT_WORDS for word in words) and not any(word in _NOT_COUNT_WORDS for word in words)
 
 
 def is_integer_valued(ctx: "FileContext", expr: cst.BaseExpression) -> bool:

@@ -70,6 +70,11 @@ def base_names(cls: cst.ClassDef) -> List[str]:
 _BELOW_AUTOGRAD_DECORATORS = frozenset({"register_decomposition"})
 
 
+# Calls that take a gradient, whatever their arguments are called (a gradient penalty, a
+# meta-learning step): the function that makes them trains like one that calls `.backward()`.
+_DIFFERENTIATING = frozenset({"torch.autograd.grad", "torch.autograd.backward", "torch.autograd.functional.jacobian",
+                              "torch.autograd.functional.vjp", "torch.autograd.functional.hessian"})
+
 def _below_autograd(func: cst.FunctionDef) -> bool:
     """Registered as a decomposition of an op (`@register_decomposition(...)`, any spelling)."""
     for deco in func.decorators:
@@ -150,7 +155,10 @@ class _FunctionFacts(Visitor):
             callee = func.value
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
             callee = func.attr.value
-        if isinstance(func, cst.Attribute) and func.attr.value == "backward" and self._functions and not self._no_grad:
+        differentiates = (isinstance(func, cst.Attribute) and func.attr.value == "backward") or (
+            self.ctx.imports.qualname(func) in _DIFFERENTIATING  # `torch.autograd.grad(outputs=..., inputs=...)`
+        )
+        if differentiates and self._functions and not self._no_grad:
             self.training.add(self._functions[-1].name.value)
         if callee is not None:
             if self._no_grad:

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
+from torchnumlint.rules.callers import argument_for, callers_of
 from torchnumlint.rules.evidence import lineage
 from torchnumlint.rules.guards import gradient_free, is_detached, is_python_number, module_call, strip_parens
 from torchnumlint.rules.names import CallMatch, Op, is_literal, match_call
-from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext
@@ -151,15 +151,35 @@ def target_sources(ctx: "FileContext", expr: cst.BaseExpression) -> Iterator[cst
     return lineage(ctx, expr, step, limit=12)
 
 
-def from_teacher(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
+def from_teacher(ctx: "FileContext", expr: cst.BaseExpression, student: Optional[cst.BaseExpression] = None) -> bool:
     """The author calls the value's source a teacher (`teacher_logits`, `self.teacher(x)`,
     `out_teacher.logits`): a model this loss does not train. Its logits' NaN gradient, if any,
-    never reaches the student's."""
+    never reaches the student's. A name is no proof of that: logits computed by the same model
+    as the `student`'s (`teacher_logits = model(x)` beside `student_logits = model(prompt + x)`,
+    prompt tuning's self-distillation) carry the gradient of the parameters they share."""
     for source in target_sources(ctx, expr):
         ident = source.value if isinstance(source, cst.Name) else source.attr.value if isinstance(source, cst.Attribute) else ""
         if "teacher" in ident.lower():
-            return True
+            return student is None or not same_model(ctx, expr, student)
     return False
+
+
+def model_of(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[str]:
+    """The code of the callee whose output `expr` is (`model`, `self.encoder`), through names,
+    temperatures, attributes and indexing (`model(x).logits / T`); None when no call is met."""
+    for source in target_sources(ctx, expr):
+        if isinstance(source, cst.Call):
+            qual = ctx.qualname(source.func)
+            if qual is not None and qual.startswith("torch.") and source.args:
+                return model_of(ctx, source.args[0].value)  # `F.log_softmax(model(x))`: the model's
+            return ctx.module.code_for_node(strip_parens(source.func))
+    return None
+
+
+def same_model(ctx: "FileContext", a: cst.BaseExpression, b: cst.BaseExpression) -> bool:
+    """Whether `a` and `b` are outputs of one callee (the same model called twice)."""
+    first, second = model_of(ctx, a), model_of(ctx, b)
+    return first is not None and first == second
 
 
 def target_param(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[cst.Param]:
@@ -174,87 +194,45 @@ def target_param(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[cst.P
     return None
 
 
-class CallSites(Visitor):
-    """Every call in a module by what it calls, with its ancestors: a module-level function by
-    its bare name (`f(...)`), a method by `self.f(...)` / `cls.f(...)` inside its own class (an
-    unrelated `log.f(...)` is not a call of either). Calls from other files are not seen: a
-    function they call with gradients is missed here."""
-
-    def __init__(self, module: cst.Module) -> None:
-        super().__init__()
-        self.stack: List[cst.CSTNode] = []
-        self.functions: Dict[str, List[Tuple[cst.CSTNode, ...]]] = {}
-        self.methods: Dict[Tuple[int, str], List[Tuple[cst.CSTNode, ...]]] = {}
-        self.walk(module)
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        self.stack.append(node)
-        if isinstance(node, cst.Call):
-            func = node.func
-            if isinstance(func, cst.Name):
-                self.functions.setdefault(func.value, []).append(tuple(self.stack))
-            elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
-                cls = next((n for n in reversed(self.stack) if isinstance(n, cst.ClassDef)), None)
-                if cls is not None:
-                    self.methods.setdefault((id(cls), func.attr.value), []).append(tuple(self.stack))
-        return True
-
-    def on_leave(self, node: cst.CSTNode) -> None:
-        self.stack.pop()
-
-    def of(self, function: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> List[Tuple[cst.CSTNode, ...]]:
-        """The calls of `function` (a method of `cls`, or a module-level function when None)."""
-        if cls is not None:
-            return self.methods.get((id(cls), function.name.value), [])
-        return self.functions.get(function.name.value, [])
+def _no_gradient_here(ctx: "FileContext", value: cst.BaseExpression, student: Optional[cst.BaseExpression]) -> bool:
+    return gradient_free(ctx) or is_detached(ctx, value) or from_teacher(ctx, value, student)
 
 
-def argument_for(call: cst.Call, function: cst.FunctionDef, param: cst.Param) -> Optional[cst.Arg]:
-    """The argument `call` passes for `param` of `function`; None when unknown (*args, **kwargs,
-    not passed: the default)."""
-    if any(a.star for a in call.args):
-        return None
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == param.name.value:
-            return arg
-    ordered = list(function.params.posonly_params) + list(function.params.params)
-    if param not in ordered:
-        return None
-    index = ordered.index(param)
-    bound = isinstance(call.func, cst.Attribute) and ordered and ordered[0].name.value in ("self", "cls")
-    index -= 1 if bound else 0
-    positional = [a for a in call.args if a.keyword is None]
-    return positional[index] if 0 <= index < len(positional) else None
-
-
-def _no_gradient_here(ctx: "FileContext", value: cst.BaseExpression) -> bool:
-    return gradient_free(ctx) or is_detached(ctx, value) or from_teacher(ctx, value)
-
-
-def target_without_gradient(ctx: "FileContext", target: cst.BaseExpression, logits: cst.BaseExpression) -> bool:
+def target_without_gradient(
+    ctx: "FileContext", target: cst.BaseExpression, logits: cst.BaseExpression, student: Optional[cst.BaseExpression] = None
+) -> bool:
     """No gradient reaches `logits`, from which the loss's `target` is computed: the code runs
-    without one, the target is detached, the logits are a teacher's, or they are a parameter
-    that every call of the enclosing function in this file (one at least) passes without one."""
-    if gradient_free(ctx) or is_detached(ctx, target) or from_teacher(ctx, logits):
+    without one, the target is detached, the logits are a teacher's (not the `student`'s own
+    model under another name), or they are a parameter that every call of the enclosing function
+    in this file (one at least) passes without one; a parameter named like a teacher whose
+    callers are seen is judged by what they pass."""
+    if gradient_free(ctx) or is_detached(ctx, target):
         return True
     param = target_param(ctx, logits)
-    return param is not None and _callers_pass_no_gradient(ctx, param)
+    if param is not None:
+        callers = _callers_pass_no_gradient(ctx, param, student)
+        if callers is not None:
+            return callers
+    return from_teacher(ctx, logits, student)
 
 
-def _callers_pass_no_gradient(ctx: "FileContext", param: cst.Param) -> bool:
+def _callers_pass_no_gradient(
+    ctx: "FileContext", param: cst.Param, student: Optional[cst.BaseExpression]
+) -> Optional[bool]:
+    """Whether every call of the enclosing function in this file passes `param` without a
+    gradient; None when no call is seen. The `student`'s parameter, where it is one, is read at
+    each call too, so that a teacher by name is checked against the student's model there."""
     function = ctx.enclosing(cst.FunctionDef)
-    if function is None:
-        return False
-    at = ctx.stack.index(function)
-    cls = ctx.stack[at - 2] if at >= 2 and isinstance(ctx.stack[at - 2], cst.ClassDef) else None
-    paths = ctx.per_file("losses-call-sites", lambda c: CallSites(c.module)).of(function, cls)
-    if not paths:
-        return False
+    paths = callers_of(ctx)
+    if function is None or not paths:
+        return None
+    student_param = target_param(ctx, student) if student is not None else None
     for path in paths:
         arg = argument_for(path[-1], function, param)  # type: ignore[arg-type]
         if arg is None:
             return False
+        other = argument_for(path[-1], function, student_param) if student_param is not None else None  # type: ignore[arg-type]
         with ctx.visiting(path + (arg, arg.value)):
-            if not _no_gradient_here(ctx, arg.value):
+            if not _no_gradient_here(ctx, arg.value, other.value if other is not None else None):
                 return False
     return True

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set
 
 import libcst as cst
 
+from torchnumlint.rules.callers import argument_for, callers_of
 from torchnumlint.rules.guards import says_mask, strip_parens, ways
 from torchnumlint.rules.names import all_params, is_literal
 from torchnumlint.walk import Visitor
@@ -114,8 +115,8 @@ _LABEL_WORDS = frozenset(
 )
 # Words that make a compared value a threshold (`scores > self.score_thresh`).
 _THRESHOLD_WORDS = frozenset(
-    {"thr", "thresh", "threshold", "thresholds", "thres", "margin", "radius", "cutoff", "conf", "confidence",
-     "iou", "tol", "tolerance", "limit", "prob", "rate", "ratio", "quantile", "eps"}
+    {"thr", "thresh", "threshold", "thresholds", "thres", "margin", "radius", "cutoff",
+     "tol", "tolerance", "limit", "rate", "ratio", "quantile", "eps"}
 )
 _RANDOM = frozenset(
     {"torch.rand", "torch.rand_like", "torch.randn", "torch.randn_like", "torch.bernoulli", "torch.randint",
@@ -261,7 +262,25 @@ class _Search:
         named = _named(name, UNKNOWN)
         if named.why is not None:
             return Origin(why=f"{named.why}; it is given to `{func.name.value}`")
-        return named
+        if named.padding is not None:
+            return named
+        return self.from_callers(func, param)
+
+    def from_callers(self, func: cst.FunctionDef, param: cst.Param) -> Origin:
+        """A parameter is what its callers in the file pass: one caller's selection is evidence,
+        named with the caller's line; padding or constants from every caller are what they are."""
+        ctx = self.ctx
+        passed: List[Origin] = []
+        for path in callers_of(ctx):
+            arg = argument_for(path[-1], func, param)  # type: ignore[arg-type]
+            if arg is None:
+                return UNKNOWN
+            with ctx.visiting(path + (arg, arg.value)):
+                found = _Search(ctx).of(arg.value, 0)
+            if found.why is not None:
+                return Origin(why=f"{found.why}, passed to `{func.name.value}` by the call{_line(ctx, path[-1])}")
+            passed.append(found)
+        return _combine(passed) if passed else UNKNOWN
 
     def comparison(self, node: cst.BaseExpression, operands: Sequence[cst.BaseExpression], equality: bool,
                    depth: int) -> Origin:

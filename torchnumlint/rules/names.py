@@ -302,9 +302,39 @@ def match_call(imports: ImportMap, node: cst.CSTNode, *names: Union[str, Op]) ->
             and not is_literal(func.value, "self")  # `self.softmax(x)`: a module's own, not Tensor.softmax
         ):
             params = op.method_params if op.method_params is not None else op.params
-            if len([a for a in node.args if a.keyword is None and not a.star]) <= len(params):
+            positional = [a for a in node.args if a.keyword is None and not a.star]
+            if positional and op.method in _MODULE_NAMED and not _dim_like(positional[0].value):
+                continue  # `rnn.softmax(x)`: a module's softmax given a tensor, not Tensor.softmax(dim)
+            if len(positional) <= len(params):
                 return _bind(op, node, node.args, func.value, "method")
     return None
+
+
+# Tensor methods that modules also have under the same name (`self.softmax = nn.Softmax(-1)`).
+_MODULE_NAMED = frozenset({"softmax", "log_softmax"})
+
+
+def _dim_like(expr: cst.BaseExpression) -> bool:
+    """Whether `expr` can be a dimension: an integer (`-1`), a name or attribute that says so
+    (`dim`, `self.axis`, `d`), `len(...)`, `x.dim()`/`x.ndim`, or arithmetic of those. A tensor
+    name (`x`, `logits`) is not: `m.softmax(x)` calls a module, whose `log_softmax` may not exist."""
+    if isinstance(expr, cst.Integer):
+        return True
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        return all(_dim_like(element.value) for element in expr.elements)
+    if isinstance(expr, cst.UnaryOperation):
+        return _dim_like(expr.expression)
+    if isinstance(expr, cst.BinaryOperation):
+        return _dim_like(expr.left) or _dim_like(expr.right)
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        ident = (expr.value if isinstance(expr, cst.Name) else expr.attr.value).lower()
+        return ident in ("d", "ax", "ndim") or "dim" in ident or "axis" in ident or "axes" in ident
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        return (isinstance(func, cst.Name) and func.value == "len") or (
+            isinstance(func, cst.Attribute) and func.attr.value in ("dim", "ndimension")
+        )
+    return False
 
 
 def _bind(op: Op, call: cst.Call, args: Sequence[cst.Arg], receiver, form: str) -> Optional[CallMatch]:

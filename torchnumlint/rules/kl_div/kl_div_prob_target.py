@@ -121,7 +121,7 @@ class KlDivProbTarget(Rule):
             return
         target = site.target.value
         softmax = softmax_call(ctx, target)
-        if softmax is None or target_without_gradient(ctx, target, softmax.input):
+        if softmax is None or target_without_gradient(ctx, target, softmax.input, site.input.value):
             return
         fix, renamed = None, None
         if site.inline:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import libcst as cst
 
+from torchnumlint.rules import vocabulary
 from torchnumlint.rules import guards
 from torchnumlint.rules.guards import number_value, strip_parens
 from torchnumlint.rules.evidence import is_torch_value
@@ -127,9 +128,7 @@ _COUNTING = frozenset({"torch.count_nonzero", "torch.bincount", "torch.numel", "
 _COUNTING_METHODS = frozenset({"count_nonzero", "bincount", "numel", "size", "argmax", "argmin", "argsort",
                                "nelement", "dim"})
 # `.float()` / `.to(x.dtype)` keep an integer an integer; a sum or product of integers is one.
-_KEEPING = frozenset({"float", "double", "half", "to", "type_as", "view", "reshape", "unsqueeze", "squeeze",
-                      "expand", "expand_as", "flatten", "clone", "sum", "cumsum", "abs", "clamp", "clamp_min",
-                      "clip", "permute", "transpose", "contiguous", "repeat", "t"})
+_KEEPING = vocabulary.SAME_VALUES | vocabulary.REPEATS | {"sum", "cumsum", "abs", "clamp", "clamp_min", "clip"}
 # Functions whose result holds the values of their first argument (a tensor, or a list of them).
 _GATHERING = frozenset({"torch.stack", "torch.cat", "torch.concat", "torch.meshgrid", "torch.flatten", "torch.abs",
                         "einops.rearrange", "einops.repeat"})

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
+from torchnumlint.rules import vocabulary
 from torchnumlint.rules.mask_origin import origin
 from torchnumlint.rules.guards import (
     branches,
@@ -41,11 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext
 
 # Methods that keep the zeros (and the origin) of their receiver.
-SHAPE_METHODS = frozenset(
-    {"view", "reshape", "unsqueeze", "squeeze", "expand", "expand_as", "permute", "transpose", "contiguous",
-     "flatten", "float", "double", "half", "bfloat16", "to", "type_as", "view_as", "reshape_as", "clone",
-     "narrow", "select", "index_select", "gather", "masked_select", "repeat", "t", "cuda", "cpu"}
-)
+SHAPE_METHODS = vocabulary.SAME_VALUES | vocabulary.SELECTIONS | vocabulary.REPEATS
 # Methods that only a torch tensor has (numpy arrays and Python numbers do not).
 _TENSOR_ONLY_METHODS = frozenset(
     {"norm", "detach", "float", "half", "bfloat16", "cuda", "to", "type_as", "clamp", "clamp_min", "masked_fill",

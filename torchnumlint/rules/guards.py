@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple, Ty
 
 import libcst as cst
 
+from torchnumlint.rules import vocabulary
 from torchnumlint.rules.gradients import runs_with_grad, runs_without_grad
 from torchnumlint.rules.names import OPS, Binding, CallMatch, match_call, selection_of
 from torchnumlint.rules.producers import call_kind
@@ -42,8 +43,7 @@ _BOOL_METHODS = {"eq", "ne", "gt", "lt", "ge", "le", "logical_and", "logical_or"
                  "isnan", "isinf", "bool"}
 _MASK_WORDS = frozenset({"mask", "masks", "valid", "keep"})
 # Methods that change a mask's shape, not what it selects.
-_RESHAPES = frozenset({"view", "reshape", "unsqueeze", "squeeze", "expand", "expand_as", "permute", "transpose",
-                       "contiguous", "flatten", "repeat", "t", "to", "type", "type_as", "cuda", "cpu"})
+_RESHAPES = vocabulary.SHAPE_ONLY | vocabulary.REPEATS | vocabulary.DEVICE_MOVES | {"to", "type", "type_as"}
 # words that make a mask-like name a number: `keep_prob`, `mask_ratio`
 _NOT_MASK_WORDS = frozenset({"prob", "probs", "rate", "ratio", "p"})
 _POSITIVE = ("exp", "softmax", "sigmoid", "softplus")

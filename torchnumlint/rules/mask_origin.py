@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set
 
 import libcst as cst
 
+from torchnumlint.rules import vocabulary
 from torchnumlint.rules.callers import argument_for, callers_of
 from torchnumlint.rules.guards import says_mask, strip_parens, ways
 from torchnumlint.rules.names import all_params, is_literal
@@ -68,13 +69,11 @@ _CONSTRUCTORS = frozenset(
 )
 _NEW_TENSOR = frozenset({"new_ones", "new_zeros", "new_full", "new_empty"})
 # What only reads a size: constant whatever tensor it is asked of.
-_SIZE_METHODS = frozenset({"size", "dim", "numel", "nelement"})
-_SIZE_ATTRIBUTES = frozenset({"shape", "ndim", "device", "dtype", "is_cuda"})
+_SIZE_METHODS = vocabulary.SIZE_METHODS
+_SIZE_ATTRIBUTES = vocabulary.SIZE_ATTRIBUTES
 # Steps that keep the entries of their receiver (casts, reshapes, copies): only it matters.
-_KEEPS_RECEIVER = frozenset(
-    {"bool", "byte", "long", "int", "float", "half", "double", "to", "type", "type_as", "clone", "contiguous",
-     "detach", "view", "view_as", "reshape", "reshape_as", "unsqueeze", "squeeze", "expand", "expand_as",
-     "permute", "transpose", "flatten", "repeat", "repeat_interleave", "t", "cuda", "cpu", "flip"}
+_KEEPS_RECEIVER = (
+    vocabulary.SAME_VALUES | vocabulary.OTHER_CASTS | vocabulary.DETACH | vocabulary.REPEATS | {"flip"}
 )
 # Element-wise logic: constant operands give a constant mask.
 _ELEMENTWISE_METHODS = frozenset(

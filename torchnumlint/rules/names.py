@@ -13,6 +13,7 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tup
 
 import libcst as cst
 
+from torchnumlint.rules import vocabulary
 from torchnumlint.rules.flow import Reaching
 from torchnumlint.walk import Visitor
 
@@ -620,11 +621,10 @@ class ScopeTable(Visitor):
 # same of `p` as of what these steps make of it; a float cast keeps probabilities probabilities.
 
 _SELECT = ("gather", "index_select", "narrow", "masked_select", "take_along_dim")
-_RESHAPE = ("unsqueeze", "squeeze", "view", "reshape", "expand", "expand_as", "permute", "transpose", "t",
-            "contiguous", "flatten", "clone")
-_STEP_METHODS = frozenset(_SELECT + _RESHAPE + ("float", "double", "half", "bfloat16", "to"))
+_RESHAPE = tuple(sorted(vocabulary.SHAPE_ONLY | vocabulary.COPIES))
+_STEP_METHODS = frozenset(_SELECT + _RESHAPE) | vocabulary.FLOAT_CASTS - {"type_as"}
 _STEP_FUNCTIONS = frozenset(_SELECT + _RESHAPE)
-_STEP_ATTRS = frozenset({"T", "mT", "H", "mH"})
+_STEP_ATTRS = vocabulary.SHAPE_ATTRIBUTES
 # `.to(torch.long)` rounds probabilities to 0: no longer the same values
 _INTEGER_DTYPES = frozenset(f"torch.{t}" for t in (
     "long", "int", "int64", "int32", "int16", "int8", "uint8", "bool", "short"))

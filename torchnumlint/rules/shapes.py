@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import libcst as cst
 
+from torchnumlint.rules import vocabulary
 from torchnumlint.rules.guards import is_constant, is_guarded, is_positive, number_value, same_code, strip_parens
 from torchnumlint.rules.names import CallMatch, is_plain, match_call
 
@@ -34,12 +35,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # Methods and attributes that change a tensor's shape, dtype or device, never a value's zero:
 # a norm stays a norm under them. (Reductions, `repeat` with sums, `clamp` are not here.)
-SHAPE_STEPS = frozenset(
-    {"unsqueeze", "squeeze", "view", "reshape", "expand", "expand_as", "permute", "transpose", "contiguous",
-     "view_as", "reshape_as", "flatten", "t", "float", "double", "half", "bfloat16", "to", "type_as", "detach",
-     "clone", "cuda", "cpu"}
-)
-SHAPE_ATTRIBUTES = frozenset({"T", "mT"})
+SHAPE_STEPS = vocabulary.SAME_VALUES | vocabulary.DETACH
+SHAPE_ATTRIBUTES = vocabulary.SHAPE_ATTRIBUTES
 
 
 def shape_step(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:

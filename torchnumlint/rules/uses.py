@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Un
 
 import libcst as cst
 
+from torchnumlint.rules import vocabulary
 from torchnumlint.rules.guards import gradient_free
 from torchnumlint.rules.names import match_call
 from torchnumlint.walk import Visitor
@@ -37,11 +38,9 @@ _RANKING = frozenset({"topk", "sort", "msort", "max", "min", "kthvalue"})
 _INDEXING = frozenset({"argmax", "argmin", "argsort"})
 _TORCH_RANKING = {f"torch.{name}": "rank" for name in _RANKING} | {f"torch.{name}": "index" for name in _INDEXING}
 # methods whose result holds the same values, or a selection of them: the use is the result's
-_SAME_VALUES = frozenset({
-    "view", "reshape", "squeeze", "unsqueeze", "permute", "transpose", "t", "contiguous", "flatten",
-    "expand", "expand_as", "repeat", "float", "double", "half", "to", "type_as", "clone", "cpu",
-    "cuda", "detach", "gather", "index_select", "masked_fill",
-})
+_SAME_VALUES = (
+    vocabulary.SAME_VALUES | vocabulary.REPEATS | vocabulary.DETACH | {"gather", "index_select", "masked_fill"}
+)
 _SHAPE = frozenset({"shape", "size", "dim", "ndim", "dtype", "device", "numel"})
 _REDUCTIONS = frozenset({"sum", "mean"})
 _TORCH_REDUCTIONS = frozenset({"torch.sum", "torch.mean"})

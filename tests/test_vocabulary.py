@@ -1,0 +1,34 @@
+"""One vocabulary per fact: every matcher's set of value-keeping steps is composed from
+`rules/vocabulary.py`, so they agree on the shape-only steps (`view_as`, `movedim`, ...) and on
+what each deliberately adds or leaves out."""
+
+import pytest
+
+from torchnumlint.rules import elementary, evidence, guards, mask_origin, names, shapes, uses, vocabulary
+
+COMPOSED = {
+    "evidence.SHAPE_METHODS": evidence.SHAPE_METHODS,
+    "guards._RESHAPES": guards._RESHAPES,
+    "names._STEP_METHODS": names._STEP_METHODS,
+    "elementary._KEEPING": elementary._KEEPING,
+    "uses._SAME_VALUES": uses._SAME_VALUES,
+    "shapes.SHAPE_STEPS": shapes.SHAPE_STEPS,
+    "mask_origin._KEEPS_RECEIVER": mask_origin._KEEPS_RECEIVER,
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPOSED))
+def test_every_value_keeping_set_keeps_every_shape_only_step(name):
+    assert vocabulary.SHAPE_ONLY <= COMPOSED[name], sorted(vocabulary.SHAPE_ONLY - COMPOSED[name])
+
+
+def test_only_the_mask_question_takes_casts_that_change_values():
+    # `.long()` of a probability is 0: a value question must not see through it; a mask stays a mask
+    for name, found in COMPOSED.items():
+        if name != "mask_origin._KEEPS_RECEIVER":
+            assert not found & (vocabulary.OTHER_CASTS - {"type"}), name
+    assert vocabulary.OTHER_CASTS <= mask_origin._KEEPS_RECEIVER
+
+
+def test_shape_attributes_are_one_set():
+    assert names._STEP_ATTRS is vocabulary.SHAPE_ATTRIBUTES is shapes.SHAPE_ATTRIBUTES

@@ -867,3 +867,30 @@ CALLERS = [
 @pytest.mark.parametrize("code, case", family_params(CALLERS))
 def test_a_parameter_is_what_its_callers_pass(code, case):
     harness.check(code, case)
+
+
+# A sum of counts or sums (a Dice or IoU denominator) is 0 when every part is: reported with
+# evidence for each part (a class absent from both the prediction and the labels), strict otherwise.
+DICE = """
+    import torch
+    def class_dice(pred_labels, labels, c):
+        p = pred_labels == c
+        t = labels == c
+        return 2 * (p & t).sum() / (p.sum() + t.sum())
+    """
+TOTALS = [
+    ("TNL201", flagged(DICE, (6,), message="`pred_labels == c` (line 4) picks one class, which a batch can lack, "
+                                           "and `labels == c` (line 5) picks one class")),
+    ("TNL201", silent("""
+    import torch
+    def dice(probs, target, eps=1.0):
+        return 2 * (probs * target).sum() / (probs.sum() + target.sum() + eps)
+    def token_share(a_mask, b_mask):
+        return a_mask.sum() / (a_mask.sum() + b_mask.sum())
+    """)),
+]
+
+
+@pytest.mark.parametrize("code, case", family_params(TOTALS))
+def test_a_sum_of_counts_is_zero_when_every_part_is(code, case):
+    harness.check(code, case)

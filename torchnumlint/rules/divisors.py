@@ -66,6 +66,7 @@ _KIND_WORDS = {
     "var": "a variance",
     "sqrt": "a square root",
     "product": "a product of norms or sums",
+    "total": "a sum of counts or sums",
 }
 
 
@@ -122,6 +123,13 @@ def zero_kind(ctx: "FileContext", d: cst.BaseExpression) -> Optional[Divisor]:
         if is_positive(ctx, inner):
             return None
         return _divisor("count" if is_mask(ctx, inner) else "sum", v)
+    if isinstance(v, cst.BinaryOperation) and isinstance(v.operator, cst.Add):
+        # `pred.sum() + target.sum()` (a Dice or IoU denominator): 0 when both are; only sums
+        # and counts, which are never negative when their terms are not, qualify
+        parts = [zero_kind(ctx, side) for side in (v.left, v.right)]
+        if all(part is not None and part.kind in ("sum", "count") for part in parts):
+            return _divisor("total", v)
+        return None
     if isinstance(v, cst.BinaryOperation) and isinstance(v.operator, cst.Multiply):
         # `a.norm(dim=-1) * b.norm(dim=-1)`: 0 as soon as one factor is
         if any(zero_kind(ctx, factor) is not None for factor in (v.left, v.right)):
@@ -164,6 +172,14 @@ def _zero_evidence(
     if kind == "box":
         _, why, non_negative = box_divisor(ctx, v)  # type: ignore[misc]
         return why, non_negative
+    if kind == "total":
+        # both parts must reach 0 together: evidence for each, and the same selection at best
+        parts = [zero_evidence(ctx, zero_kind(ctx, side), numerator) for side in (v.left, v.right)]  # type: ignore[arg-type, attr-defined]
+        if any(why is None for why, _ in parts):
+            return None, all(nonneg for _, nonneg in parts)
+        first, second = parts[0][0], parts[1][0]
+        why = first if first == second else f"{first}, and {second.split(': ', 1)[-1]}"
+        return why, all(nonneg for _, nonneg in parts)
     if kind == "product":
         factors = [zero_kind(ctx, f) for f in (v.left, v.right)]  # type: ignore[attr-defined]
         evidence = [zero_evidence(ctx, f, numerator) for f in factors if f is not None]

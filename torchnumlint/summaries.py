@@ -39,6 +39,8 @@ import posixpath
 import re
 from typing import Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Set, Tuple
 
+from torchnumlint.rules import vocabulary
+
 Kind = Tuple[str, Optional[int]]  # (kind, dim)
 Target = Tuple[str, str]  # (anchor, dotted): anchor "" is an absolute import, else the folder a relative one starts at
 
@@ -296,6 +298,9 @@ class _Exprs:
             return self.result(value, depth + 1) if value is not None else None
         if not isinstance(expr, ast.Call):
             return None
+        func = expr.func
+        if isinstance(func, ast.Attribute) and func.attr in vocabulary.SAME_VALUES and self.qualname(func) is None:
+            return self.result(func.value, depth + 1)  # `return p.unsqueeze(1).float()`: the same values
         kind = FUNCTIONS.get(self.qualname(expr.func) or "")
         if kind is not None:
             return ("kind", kind, _dim(expr, 1) if "softmax" in kind else None)
@@ -313,7 +318,9 @@ class _Exprs:
 
     def callee(self, func: ast.AST, depth: int = 0) -> Optional[tuple]:
         """What calling `func` means: an instance called right away, a local holding one, `self.x`,
-        or a module-level / imported name."""
+        or a module-level / imported name; `m.forward` is calling `m`."""
+        if isinstance(func, ast.Attribute) and func.attr == "forward" and depth <= _DEPTH:
+            return self.callee(func.value, depth + 1)
         if isinstance(func, ast.Call):
             return self.instance(func)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":

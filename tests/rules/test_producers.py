@@ -996,3 +996,49 @@ LOG_OF_SIGMOID = harness.params(
 @pytest.mark.parametrize("code, case", LOG_OF_SOFTMAX + LOG_OF_SIGMOID)
 def test_log_domain_rules_through_producers(code, case):
     harness.check(code, case)
+
+
+# Stronger summaries (issue 16 item 3): a helper whose return is a shape-only or cast step of a
+# softmax still returns a softmax; `model.forward(x)` is `model(x)`.
+@pytest.mark.parametrize(
+    "code, case",
+    harness.params(
+        "TNL103",
+        [
+            harness.Flagged("""\
+                import torch
+                import torch.nn.functional as F
+
+                def probs(z):
+                    return F.softmax(z, dim=-1).unsqueeze(1).float()
+
+                def nll(z, y):
+                    return -torch.log(probs(z)).mean()
+                """, (8,)),
+            harness.Flagged("""\
+                import torch
+                from torch import nn
+
+                class Head(nn.Module):
+                    def forward(self, h):
+                        return torch.softmax(h, dim=-1)
+
+                def loss(h, y):
+                    head = Head()
+                    return torch.nn.functional.nll_loss(torch.log(head.forward(h)), y)
+                """, (10,)),
+        ],
+        [harness.Silent("""\
+            import torch
+            import torch.nn.functional as F
+
+            def scores(z):
+                return F.softmax(z, dim=-1).sum(-1)
+
+            def nll(z):
+                return -torch.log(scores(z)).mean()
+            """)],
+    ),
+)
+def test_returns_through_shape_steps_and_explicit_forward(code, case):
+    harness.check(code, case)

@@ -894,3 +894,43 @@ TOTALS = [
 @pytest.mark.parametrize("code, case", family_params(TOTALS))
 def test_a_sum_of_counts_is_zero_when_every_part_is(code, case):
     harness.check(code, case)
+
+
+# A range (max - min) is 0 for constant data: min-max scaling of an input (a blank image) is
+# reported; of a model's output only in strict mode; a guarded range is silent.
+RANGES = [
+    ("TNL201", flagged("""
+    import torch
+    def normalize_image(img: torch.Tensor):
+        return (img - img.min()) / (img.max() - img.min())
+    """, (4,), """
+    import torch
+    def normalize_image(img: torch.Tensor):
+        return (img - img.min()) / (img.max() - img.min()).clamp_min(1e-12)
+    """, message="a range (max - min), which is 0 for constant data")),
+    ("TNL201", flagged("""
+    import torch
+    def scale_scores(model, x):
+        s = model(x)
+        lo = s.amin(-1, keepdim=True)
+        return (s - lo) / (s.amax(-1, keepdim=True) - lo)
+    """, (6,), """
+    import torch
+    def scale_scores(model, x):
+        s = model(x)
+        lo = s.amin(-1, keepdim=True)
+        return (s - lo) / (s.amax(-1, keepdim=True) - lo).clamp_min(1e-12)
+    """, strict=True)),
+    ("TNL201", silent("""
+    import torch
+    def normalize_image(img, eps=1e-6):
+        return (img - img.min()) / (img.max() - img.min() + eps)
+    def spread(x, y):
+        return x / (x.max() - y.min())
+    """)),
+]
+
+
+@pytest.mark.parametrize("code, case", family_params(RANGES))
+def test_a_range_is_zero_for_constant_data(code, case):
+    harness.check(code, case)

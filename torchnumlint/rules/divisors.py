@@ -26,7 +26,7 @@ from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Rule
 from torchnumlint.rules.boxes import box_divisor
 from torchnumlint.rules.edge_tests import edge_test
-from torchnumlint.rules.evidence import mask_evidence, row_evidence, standardises, summand_evidence
+from torchnumlint.rules.evidence import is_data, mask_evidence, row_evidence, standardises, summand_evidence
 from torchnumlint.rules.guards import (
     branches,
     is_constant,
@@ -67,6 +67,7 @@ _KIND_WORDS = {
     "sqrt": "a square root",
     "product": "a product of norms or sums",
     "total": "a sum of counts or sums",
+    "range": "a range (max - min)",
 }
 
 
@@ -123,6 +124,8 @@ def zero_kind(ctx: "FileContext", d: cst.BaseExpression) -> Optional[Divisor]:
         if is_positive(ctx, inner):
             return None
         return _divisor("count" if is_mask(ctx, inner) else "sum", v)
+    if _value_range(ctx, v) is not None:
+        return _divisor("range", v)
     if isinstance(v, cst.BinaryOperation) and isinstance(v.operator, cst.Add):
         # `pred.sum() + target.sum()` (a Dice or IoU denominator): 0 when both are; only sums
         # and counts, which are never negative when their terms are not, qualify
@@ -146,7 +149,38 @@ def zero_kind(ctx: "FileContext", d: cst.BaseExpression) -> Optional[Divisor]:
     return None
 
 
+_CONSTANT_RANGE = "for constant data (a blank image, a flat signal: its max equals its min)"
 _STANDARDISING = "for constant data (a constant feature, equal rewards, a blank input)"
+
+
+def _value_range(ctx: "FileContext", v: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """`x` of `x.max() - x.min()` (also `amax`/`amin`, `torch.max(x)`, with any dim): the range
+    of one tensor, never negative, 0 exactly when it is constant along the reduced dims."""
+    if not (isinstance(v, cst.BinaryOperation) and isinstance(v.operator, cst.Subtract)):
+        return None
+    high, low = (_reduced_by(ctx, strip_parens(side), names) for side, names in ((v.left, ("max", "amax")), (v.right, ("min", "amin"))))
+    if high is None or low is None or not same_code(ctx, high, low):
+        return None
+    return high
+
+
+def _reduced_by(ctx: "FileContext", expr: cst.BaseExpression, names: Tuple[str, ...]) -> Optional[cst.BaseExpression]:
+    """The tensor `expr` reduces by one of `names` (`x.max(-1).values`, `x.amax(dim=1)`,
+    `torch.max(x)`), or None."""
+    expr = strip_parens(ctx.resolve(expr))
+    if isinstance(expr, cst.Attribute) and expr.attr.value in ("values", "values_"):
+        expr = strip_parens(expr.value)
+    if isinstance(expr, cst.Subscript):  # `x.max(1)[0]`
+        expr = strip_parens(expr.value)
+    if not isinstance(expr, cst.Call):
+        return None
+    func = expr.func
+    qual = ctx.qualname(func)
+    if qual is not None and qual.rpartition(".")[2] in names and qual.startswith("torch.") and expr.args:
+        return expr.args[0].value
+    if isinstance(func, cst.Attribute) and func.attr.value in names and qual is None:
+        return func.value
+    return None
 
 
 def zero_evidence(
@@ -172,6 +206,11 @@ def _zero_evidence(
     if kind == "box":
         _, why, non_negative = box_divisor(ctx, v)  # type: ignore[misc]
         return why, non_negative
+    if kind == "range":
+        # min-max scaling: 0/0 for a constant input, which data can be (a blank image, a flat
+        # signal, equal scores); a learned or computed value is left to strict mode
+        data = _value_range(ctx, v)
+        return (_CONSTANT_RANGE if data is not None and is_data(ctx, data) else None), True
     if kind == "total":
         # both parts must reach 0 together: evidence for each, and the same selection at best
         parts = [zero_evidence(ctx, zero_kind(ctx, side), numerator) for side in (v.left, v.right)]  # type: ignore[arg-type, attr-defined]

@@ -67,7 +67,7 @@ class UnguardedDivision(DivisionRule):
     # a denominator that can be 0 is built by one of these (directly or through a name); a box's
     # side is a difference of coordinates taken by indexing (`b[:, 2] - b[:, 0]`, corners
     # `b[..., :2]`, `b[..., 2:]`) or unpacking (`b.unbind(-1)`), an area may be `box_area`'s
-    pattern = r"norm|sum|std|var|count_nonzero|sqrt|\*\*|pow|\]\s*-|:2|2:|unbind|chunk|split|box_area"
+    pattern = r"norm|sum|std|var|count_nonzero|sqrt|\*\*|pow|\]\s*-|:2|2:|unbind|chunk|split|box_area|max"
     examples = (
         Example(
             bad=(

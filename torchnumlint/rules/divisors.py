@@ -29,6 +29,7 @@ from torchnumlint.rules.edge_tests import edge_test
 from torchnumlint.rules.evidence import is_data, mask_evidence, row_evidence, standardises, summand_evidence
 from torchnumlint.rules.guards import (
     branches,
+    gradient_free,
     is_constant,
     is_guarded,
     is_mask,
@@ -191,7 +192,7 @@ def zero_evidence(
     code's own tensor test of the divisor, as `found` or as `written` (`torch.where(n > 0, x / n,
     0)`), is evidence too (`edge_tests`)."""
     why, non_negative = _zero_evidence(ctx, found, numerator)
-    if why is None:
+    if why is None and not gradient_free(ctx):  # without a gradient, a mended forward is no hazard
         why = edge_test(ctx, found.value, *written)
     return why, non_negative and not found.several
 

@@ -104,7 +104,7 @@ _SELECTION_WORDS = frozenset(
 # (`pos_mask`, `keep_inds`: `pos` alone is a position).
 _STRONG_SELECTION_WORDS = frozenset(
     {"positive", "positives", "negative", "negatives", "fg", "foreground", "bg", "background", "matched",
-     "inlier", "inliers", "visible", "valid", "selected", "sampled"}
+     "inlier", "inliers", "visible"}
 )
 _MASK_LIKE = frozenset({"mask", "masks", "idx", "inds", "ind", "index", "indices", "flag", "flags", "sel"})
 # Words that make a compared value a label or class, so `==`/`!=` selects a class.
@@ -298,8 +298,12 @@ class _Search:
         line = self.line(node)
         if any(says_mask(_identifier(o)) or self._range(o) for o in operands):
             return _combine(known)  # `attention_mask > 0`, `mask == 1`: the mask as it was
-        if equality and any((_number(o) or 0) < 0 for o in operands):
-            return Origin(padding=f"`{text}` leaves out an ignore index")
+        if (equality or _non_negative_test(node)) and any((_number(o) or 0) < 0 for o in operands) or (
+            _non_negative_test(node) and any(_number(o) == 0 for o in operands)
+        ):
+            return Origin(padding=f"`{text}` leaves out an ignore index")  # `labels != -100`, `idx >= 0`
+        if not equality and _tolerance(operands):
+            equality = True  # `(a - b).abs() < 1e-6`: a test of equality, not a threshold
         if equality:
             if any(words(_identifier(o)) & _LABEL_WORDS for o in operands):
                 return Origin(why=f"`{text}`{line} picks one class, which a batch can lack")
@@ -394,8 +398,17 @@ class _Search:
             if method in _ELEMENTWISE_METHODS:
                 return self.all_of([func.value] + args, depth)
             parts = args if isinstance(func.value, cst.Name) and func.value.value == "self" else [func.value] + args
-            return _helper(self.all_of(parts, depth))
-        return _helper(self.all_of(args, depth))
+            return self.helper(self.all_of(parts, depth))
+        return self.helper(self.all_of(args, depth))
+
+    def helper(self, known: Origin) -> Origin:
+        """A call of something unknown (a helper, a submodule): evidence from its arguments, but a
+        constant argument says nothing of what the helper makes of it, except in `__init__`,
+        where a helper of options (`self._normalize(weights)`) makes configuration."""
+        if known.constant:
+            function = self.ctx.enclosing(cst.FunctionDef)
+            return CONSTANT if function is not None and function.name.value == "__init__" else UNKNOWN
+        return _helper(known)
 
     def assignments(self, attr: str) -> List[List[cst.CSTNode]]:
         """The paths (ancestors, value last) of every value `self.<attr>` is given in the class
@@ -554,3 +567,28 @@ def _sets_every_row(value: cst.CSTNode) -> bool:
     fixed = [isinstance(p, cst.Index) and isinstance(strip_parens(p.value), (cst.Integer, cst.UnaryOperation, cst.Name))
              for p in parts]
     return len(parts) >= 2 and whole[0] and any(fixed[1:])
+
+
+def _non_negative_test(node: cst.BaseExpression) -> bool:
+    """`x >= 0` or `x > -1` (operator form): the entries that are not an ignore marker."""
+    if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+        operator = node.comparisons[0].operator
+        right = _number(node.comparisons[0].comparator)
+        return (isinstance(operator, cst.GreaterThanEqual) and right == 0) or (
+            isinstance(operator, cst.GreaterThan) and right == -1
+        )
+    return False
+
+
+def _tolerance(operands: Sequence[cst.BaseExpression]) -> bool:
+    """`(a - b).abs() < tol` / `torch.abs(a - b) < 1e-6`: closeness of two values."""
+    first = strip_parens(operands[0])
+    if not isinstance(first, cst.Call):
+        return False
+    func = first.func
+    inner = None
+    if isinstance(func, cst.Attribute) and func.attr.value == "abs" and not first.args:
+        inner = strip_parens(func.value)
+    elif isinstance(func, (cst.Attribute, cst.Name)) and _identifier(func) == "abs" and first.args:
+        inner = strip_parens(first.args[0].value)
+    return isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract)

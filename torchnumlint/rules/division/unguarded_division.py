@@ -91,18 +91,18 @@ class UnguardedDivision(DivisionRule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def masked_mean(h, valid):\n"
-                "    n = valid.sum(dim=1, keepdim=True)\n"
-                "    return (h * valid).sum(dim=1, keepdim=True) / n\n"
+                "def masked_mean(h, valid_mask):\n"
+                "    n = valid_mask.sum(dim=1, keepdim=True)\n"
+                "    return (h * valid_mask).sum(dim=1, keepdim=True) / n\n"
             ),
             lines=(6,),
             fixed=(
                 "import torch\n"
                 "\n"
                 "\n"
-                "def masked_mean(h, valid):\n"
-                "    n = valid.sum(dim=1, keepdim=True)\n"
-                "    return (h * valid).sum(dim=1, keepdim=True) / n.clamp_min(1e-12)\n"
+                "def masked_mean(h, valid_mask):\n"
+                "    n = valid_mask.sum(dim=1, keepdim=True)\n"
+                "    return (h * valid_mask).sum(dim=1, keepdim=True) / n.clamp_min(1e-12)\n"
             ),
         ),
         Example(

@@ -63,10 +63,10 @@ class SqrtOfSumOfSquares(RootRule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def distance_loss(a, h, valid):\n"
+                "def distance_loss(a, h, valid_mask):\n"
                 "    d = a - a.mean(0)\n"
                 "    r = torch.sqrt(torch.sum(d * d, dim=1))\n"
-                "    g = (h * valid).pow(2).sum(1, True).sqrt()\n"
+                "    g = (h * valid_mask).pow(2).sum(1, True).sqrt()\n"
                 "    return r + g.squeeze(1) + torch.square(torch.relu(a)).sum() ** 0.5\n"
             ),
             lines=(6, 7, 8),
@@ -74,10 +74,10 @@ class SqrtOfSumOfSquares(RootRule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def distance_loss(a, h, valid):\n"
+                "def distance_loss(a, h, valid_mask):\n"
                 "    d = a - a.mean(0)\n"
                 "    r = torch.linalg.vector_norm(d, dim=1)\n"
-                "    g = torch.linalg.vector_norm(h * valid, dim=1, keepdim=True)\n"
+                "    g = torch.linalg.vector_norm(h * valid_mask, dim=1, keepdim=True)\n"
                 "    return r + g.squeeze(1) + torch.linalg.vector_norm(torch.relu(a))\n"
             ),
         ),

@@ -48,7 +48,7 @@ class _Torchnumlint(click.Command):
     cls=_Torchnumlint,
     epilog="Other commands: `torchnumlint rule CODE` (a rule's docs; `rule --all`: every rule), "
     "`torchnumlint verify` (prove every rule at runtime on this machine's device; needs torch), "
-    "`torchnumlint server` (the language server, for editors; needs torchnumlint[server]). "
+    "`torchnumlint server` (the language server, for editors; needs the server extra). "
     "Exit codes: 0 nothing found, 1 findings, 2 an error (a usage error, a file that cannot be "
     "read or parsed, no Python files under the paths named).",
 )
@@ -227,7 +227,7 @@ def server_command() -> None:
     try:
         from torchnumlint.server import main as serve
     except ImportError as exc:
-        click.echo(f"torchnumlint server needs pygls: pip install 'torchnumlint[server]' ({exc})", err=True)
+        click.echo(f"torchnumlint server needs pygls: pip install \".[server]\" in a clone of torchnumlint ({exc})", err=True)
         sys.exit(EXIT_ERROR)
     serve()
 
@@ -261,7 +261,7 @@ def verify(ctx: click.Context) -> None:
     try:
         from torchnumlint.runtime_check.cli import main as runtime_main
     except ImportError as exc:
-        click.echo(f"torchnumlint verify needs torch: pip install 'torchnumlint[runtime]' ({exc})", err=True)
+        click.echo(f"torchnumlint verify needs torch: pip install \".[runtime]\" in a clone of torchnumlint ({exc})", err=True)
         sys.exit(EXIT_ERROR)
     sys.exit(runtime_main(list(ctx.args)))
 

@@ -40,6 +40,9 @@ class Config:
     strict: bool = False
     root: Path = field(default_factory=Path.cwd)  # patterns are relative to this folder
     source: Optional[Path] = None
+    # Why `source` could not be used (not UTF-8, bad TOML, a bad key): the files under it are not
+    # linted and this is their error; folders are still walked with the default excludes.
+    error: Optional[str] = None
 
 
 _LIST_KEYS = {"select", "extend-select", "ignore", "exclude", "extend-exclude"}
@@ -49,9 +52,16 @@ _KEYS = _LIST_KEYS | {"per-file-ignores", "unsafe-fixes", "strict"}
 def _read_toml(path: Path) -> dict:
     try:
         with open(path, "rb") as handle:
-            return tomllib.load(handle)
+            raw = handle.read()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:  # TOML is UTF-8 by definition
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: cannot read: not UTF-8 (byte 0x{raw[exc.start]:02x} on line {line})") from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
 
@@ -109,19 +119,41 @@ class Settings:
         return settings
 
     def config_for(self, folder: Path) -> Config:
-        """The Config of the files directly in `folder` (an absolute path)."""
+        """The Config of the files directly in `folder` (an absolute path). A pyproject.toml that
+        cannot be used gives a Config carrying its `error` (walking on needs no exception)."""
         if self._fixed is not None:
             return self._fixed
         if folder not in self._by_folder:
-            found = _pyproject_config(folder)
+            try:
+                found = _pyproject_config(folder)
+            except ConfigError as exc:
+                found = Config(root=folder, source=folder / "pyproject.toml", error=str(exc))
             if found is None:
                 found = self._default if folder.parent == folder else self.config_for(folder.parent)
             self._by_folder[folder] = found
         return self._by_folder[folder]
 
     def config_of(self, path: str) -> Config:
-        """The Config of the file at `path`."""
-        return self.config_for(Path(os.path.abspath(path)).parent)
+        """The Config of the file at `path`; ConfigError when the config that governs it cannot be used."""
+        config = self.config_for(Path(os.path.abspath(path)).parent)
+        if config.error is not None:
+            raise ConfigError(config.error)
+        return config
+
+    def usable(self, files: Sequence[str]) -> Tuple[List[str], List[str]]:
+        """(the files whose config can be used, one error per config that cannot, saying how
+        many files under it are left unlinted): a broken config stops its own files only."""
+        kept: List[str] = []
+        left_out: Dict[str, int] = {}
+        for path in files:
+            error = self.config_for(Path(os.path.abspath(path)).parent).error
+            if error is None:
+                kept.append(path)
+            else:
+                left_out[error] = left_out.get(error, 0) + 1
+        errors = [f"{error} ({count} {'file' if count == 1 else 'files'} under it not linted)"
+                  for error, count in left_out.items()]
+        return kept, errors
 
     def selection_key(self, path: str) -> tuple:
         """What decides `rules_for(path)`, without loading a rule (a cache key: the rules' own

@@ -119,6 +119,8 @@ def run(
     options = options or Options()
     result = RunResult()
     files, result.errors = discover(paths, settings, force_exclude=options.force_exclude)
+    files, unusable = settings.usable(files)  # files under a config that cannot be read are not linted
+    result.errors += unusable
     result.found = len(files)
     walked = [os.path.abspath(p) for p in paths if os.path.isdir(p)]
     roots: Dict[Path, Optional[Path]] = {}

@@ -24,9 +24,10 @@ def wrong_input(a, t):
 '''
 
 
-def run(*args, cwd, input=None):
-    """The installed command in `cwd` (text in and out; `input` is its standard input)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+def run(*args, cwd, input=None, env=None):
+    """The installed command in `cwd` (text in and out; `input` is its standard input; `env`
+    instead of this process's environment)."""
+    env = {k: v for k, v in (os.environ if env is None else env).items() if not k.startswith("PYTEST")}
     return subprocess.run([str(EXE), *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=120,
                           input=input)
 

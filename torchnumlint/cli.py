@@ -334,10 +334,14 @@ def verify(ctx: click.Context) -> None:
     """Run every rule's reproduction on this machine's device (see `torchnumlint verify --help`)."""
     try:
         from torchnumlint.runtime_check.cli import main as runtime_main
-    except ImportError as exc:
+
+        code = runtime_main(list(ctx.args))
+    except ModuleNotFoundError as exc:  # torch is imported once the arguments are read
+        if (exc.name or "").split(".")[0] != "torch":
+            raise  # a bug in torchnumlint: its traceback is the report
         click.echo(f"torchnumlint verify needs torch: pip install \".[runtime]\" in a clone of torchnumlint ({exc})", err=True)
         sys.exit(EXIT_ERROR)
-    sys.exit(runtime_main(list(ctx.args)))
+    sys.exit(code)
 
 
 COMMANDS = {"rule": rule_command, "verify": verify, "server": server_command, "clean": clean_command}

@@ -220,8 +220,9 @@ def cli(paths, fix, unsafe_fixes, fix_only, show_fixes, diff, add_noqa, strict, 
 
     if result.errors:
         sys.exit(EXIT_ERROR)
-    if nothing and not (force_exclude and paths and all(os.path.isfile(path) for path in paths)):
-        # (under --force-exclude, named files that the excludes drop are what was asked: pre-commit)
+    if nothing and not (force_exclude and paths and all(path == "-" or os.path.isfile(path) for path in paths)):
+        # (under --force-exclude, named files that the excludes drop are what was asked: pre-commit,
+        # and so is a --stdin-filename they drop)
         named = ", ".join(paths) if paths else "the current folder"
         click.echo(f"warning: no Python files found under {named}", err=True)
         sys.exit(EXIT_ERROR if paths else EXIT_CLEAN)

@@ -31,7 +31,8 @@ def test_explain_is_generated_from_the_examples():
 
 def test_every_install_line_installs_from_the_clone():
     """torchnumlint is on no package index: each `pip install` the README shows installs this
-    clone (`.`, `".[extra]"` with an extra pyproject.toml defines) or the pinned torch."""
+    clone (`.`, `".[extra]"` with an extra pyproject.toml defines, or the clone's path from
+    another project) or the pinned torch."""
     import sys
 
     if sys.version_info >= (3, 11):
@@ -46,7 +47,7 @@ def test_every_install_line_installs_from_the_clone():
     for line in lines:
         for target in line.split():
             target = target.strip("\"'")
-            if target in (".", "torch==2.13.0") or target.startswith("-"):
+            if target in (".", "/path/to/torchnumlint", "torch==2.13.0") or target.startswith("-"):
                 continue
-            match = re.fullmatch(r"\.\[([a-z,]+)\]", target)
+            match = re.fullmatch(r"(?:\.|/path/to/torchnumlint)\[([a-z,]+)\]", target)
             assert match and set(match.group(1).split(",")) <= extras, line

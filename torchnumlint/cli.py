@@ -322,7 +322,7 @@ def rule_command(code: Optional[str], every: bool) -> None:
         return
     from torchnumlint.docs import explain
 
-    click.echo(explain(_rule_or_fail(code)))
+    click.echo(explain(_rule_or_fail(code or "")))
 
 
 @click.command(

@@ -237,13 +237,14 @@ class Settings:
     def selection_key(self, path: str) -> tuple:
         """What decides `rules_for(path)`, without loading a rule (a cache key: the rules' own
         code is keyed apart): the command line's selection, the file's config's, the codes its
-        per-file-ignores switch off; for `fixed` settings, the rules given."""
+        per-file-ignores switch off (for `fixed` settings, the rules given), and its fix settings."""
         config = self.config_of(path)
         if self._fixed is not None and id(config) in self._rules:
             chosen: tuple = tuple(rule.code for rule in self._rules[id(config)])
         else:
             wanted = self._overrides
-            chosen = (wanted, config.select, config.extend_select, config.ignore)
+            # (the working folder and excludes are no part of it: they decide which files, not what rules)
+            chosen = (wanted.select, wanted.extend_select, wanted.ignore, config.select, config.extend_select, config.ignore)
         return chosen, tuple(ignored_for(config, path)), config.fix_policy
 
     def rules_for(self, path: str) -> List[Type[Rule]]:

@@ -111,3 +111,13 @@ def test_a_prefix_in_a_noqa_is_no_unknown_code_for_tnl900(project):
     (project / "typo.py").write_text(SOFTMAX_LOG.replace("dim=-1))", "dim=-1))  # noqa: TNL1003"))
     out = run("--output-format", "concise", "--no-cache", "--extend-select", "TNL900", "typo.py", cwd=project)
     assert "TNL900 unused noqa code TNL1003: TNL1003 is not a rule" in out.stdout
+
+
+def test_flake8_says_when_the_config_cannot_be_read(tmp_path):
+    pytest.importorskip("flake8")
+    (tmp_path / "pyproject.toml").write_bytes(b"[project]\nname = 'caf\xe9'\n")
+    (tmp_path / "m.py").write_text(SOFTMAX_LOG)
+    out = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select", "TNL", "m.py"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert out.stdout.startswith("m.py:1:1: TNL000 ") and "pyproject.toml: cannot read: not UTF-8" in out.stdout
+    assert "Traceback" not in out.stderr

@@ -75,7 +75,7 @@ def test_sources_are_streamed_not_all_held(tmp_path, monkeypatch):
         return source
 
     monkeypatch.setattr(runner, "read_source", read_source)
-    # what the session already holds (torch, hypothesis: millions of objects late in a full run)
+    # what the session already holds (torch, hypothesis and the rest, late in a full run)
     # is no part of the question: frozen, each collect scans only what the run made (unfrozen, this
     # test took 143 s late in a loaded full run)
     gc.freeze()

@@ -24,9 +24,10 @@ def wrong_input(a, t):
 '''
 
 
-def run(*args, cwd, input=None):
-    """The installed command in `cwd` (text in and out; `input` is its standard input)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+def run(*args, cwd, input=None, env=None):
+    """The installed command in `cwd` (text in and out; `input` is its standard input; `env`
+    instead of this process's environment)."""
+    env = {k: v for k, v in (os.environ if env is None else env).items() if not k.startswith("PYTEST")}
     return subprocess.run([str(EXE), *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=120,
                           input=input)
 
@@ -218,3 +219,39 @@ def test_strict_mode_from_the_command_line_and_from_the_config(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.torchnumlint]\nstrict = 1\n")
     out = run(".", cwd=tmp_path)
     assert out.returncode == 2 and "tool.torchnumlint.strict: must be true or false" in out.stderr
+
+
+def test_the_summary_counts_what_fix_will_fix_under_the_flags_given(tmp_path):
+    """With --unsafe-fixes, "N fixable with --fix" counts the unsafe fixes too: N is what
+    `--fix --unsafe-fixes` then fixes (on the bundled example: 21, where it once said 15)."""
+    shutil.copy(Path(__file__).resolve().parents[1] / "examples" / "unsafe_training.py", tmp_path)
+    said = run("--no-cache", "--unsafe-fixes", "--output-format", "concise", ".", cwd=tmp_path).stdout.splitlines()[-1]
+    count = int(said.split("(")[1].split()[0])
+    assert said.endswith(f"({count} fixable with --fix).")
+    done = run("--no-cache", "--fix", "--unsafe-fixes", ".", cwd=tmp_path).stdout.splitlines()[-1]
+    assert done.startswith(f"Fixed {count} findings, ")
+
+
+def test_rule_docs_show_messages_as_reported():
+    """`rule CODE` and `rule --all` print each message as a finding reads, never a placeholder
+    (`<note>`) or a `...` fragment."""
+    from torchnumlint.rules.registry import registry
+
+    listing = run("rule", "--all", cwd=Path.cwd()).stdout
+    assert "<note>" not in listing and "{" not in listing
+    for code in registry():
+        assert code in listing
+    flat = " ".join(listing.split())
+    assert ("log of a softmax is -inf once a probability underflows to 0 (then NaN in 0 * log 0 and in the "
+            "gradient); use `log_softmax`") in flat  # whole, where it once read "log of a softmax ...; use ..."
+    docs = run("rule", "TNL101", cwd=Path.cwd()).stdout
+    assert "<note>" not in docs and "Message (as reported on example 1):" in docs
+
+
+def test_verify_without_torch_is_one_line_and_exit_2(tmp_path):
+    """A `torch` that cannot be imported (a module on PYTHONPATH that raises as a missing one does)."""
+    (tmp_path / "torch.py").write_text('raise ModuleNotFoundError("No module named \'torch\'", name="torch")\n')
+    out = run("verify", cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines() == [
+        "torchnumlint verify needs torch: pip install \".[runtime]\" in a clone of torchnumlint (No module named 'torch')"]

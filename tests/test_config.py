@@ -91,8 +91,9 @@ def test_an_explicit_config_file_is_every_files_config(tmp_path):
 )
 def test_bad_settings_name_the_key(tmp_path, body, message):
     write(tmp_path, body)
+    assert nearest(tmp_path).error is not None  # walking on is not an error; the files under it are
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace("[", r"\[")):
-        nearest(tmp_path)
+        Settings().config_of(str(tmp_path / "a.py"))
 
 
 def test_explicit_config_file(tmp_path):

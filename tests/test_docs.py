@@ -27,3 +27,27 @@ def test_explain_is_generated_from_the_examples():
         assert text.startswith(f"{rule.code} ({rule.name})")
         for example in rule.examples:
             assert example.bad.splitlines()[-1].strip() in text
+
+
+def test_every_install_line_installs_from_the_clone():
+    """torchnumlint is on no package index: each `pip install` the README shows installs this
+    clone (`.`, `".[extra]"` with an extra pyproject.toml defines, or the clone's path from
+    another project) or the pinned torch."""
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    extras = set(tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    lines = re.findall(r"pip install ([^`\n&|#]+)", README)
+    assert len(lines) >= 5
+    for line in lines:
+        for target in line.split():
+            target = target.strip("\"'")
+            if target in (".", "/path/to/torchnumlint", "torch==2.13.0") or target.startswith("-"):
+                continue
+            match = re.fullmatch(r"(?:\.|/path/to/torchnumlint)\[([a-z,]+)\]", target)
+            assert match and set(match.group(1).split(",")) <= extras, line

@@ -85,7 +85,8 @@ def test_names_follow_across_cells_and_findings_name_the_cell(tmp_path):
     assert out.returncode == 1, out.stderr
     assert lines_of(out) == [
         "train.ipynb:cell 5:4:12: TNL103 log of a softmax is -inf once a probability underflows to 0 "
-        "(then NaN in 0 * log 0 and in the gradient); use `log_softmax`"
+        "(then NaN in 0 * log 0 and in the gradient); use `log_softmax` (the fix makes `probs` hold "
+        "log-probabilities) [*]"
     ]
     # the snippet is the cell's own line, numbered as in the cell
     assert "4 |     logp = torch.log(probs)" in out.stdout
@@ -312,3 +313,38 @@ def test_a_fix_that_adds_an_import_line_to_an_earlier_cell_keeps_every_magic(tmp
          "!nvidia-smi\n", "x = randn(3)"],
         ["%time y = 1\n", "b = F.logsigmoid(x)\n", "!echo done"],
     ]
+
+
+def test_a_softmax_in_one_cell_feeding_kl_div_in_another_is_fixed(tmp_path):
+    """A notebook's top-level names are the program's own (nothing imports a notebook), so a
+    fix rewrites the softmax's one assignment in its cell as it would a function's local."""
+    nb = notebook(
+        code("import torch\n", "import torch.nn.functional as F\n", count=1),
+        code("s = torch.randn(4, 10, requires_grad=True)\n", "t = torch.randn(4, 10, requires_grad=True)\n",
+             "p = F.softmax(t, dim=-1)\n", count=2),
+        code('loss = F.kl_div(F.log_softmax(s, dim=-1), p, reduction="batchmean")\n', "loss.backward()", count=3),
+    )
+    (tmp_path / "distill.ipynb").write_text(json.dumps(nb, indent=1))
+    out = run("--output-format", "concise", "distill.ipynb", cwd=tmp_path)
+    assert out.stdout.splitlines()[0].startswith("distill.ipynb:cell 3:1:43: TNL101 ")
+    assert out.stdout.splitlines()[0].endswith("(the fix makes `p` hold log-probabilities) [*]")
+    assert run("--fix", "distill.ipynb", cwd=tmp_path).returncode == 0
+    cells = ["".join(c["source"]) for c in json.loads((tmp_path / "distill.ipynb").read_text())["cells"]]
+    assert "p = F.log_softmax(t, dim=-1)\n" in cells[1]
+    assert cells[2].startswith('loss = F.kl_div(F.log_softmax(s, dim=-1), p, reduction="batchmean", log_target=True)\n')
+    # the same code in a module: a global can be imported elsewhere, so its assignment stays
+    source = "".join("".join(c["source"]) + "\n" for c in nb["cells"])
+    (tmp_path / "distill.py").write_text(source)
+    assert not run("--output-format", "concise", "distill.py", cwd=tmp_path).stdout.splitlines()[0].endswith("[*]")
+
+
+def test_a_top_level_name_read_in_two_cells_keeps_its_assignment(tmp_path):
+    nb = notebook(
+        code("import torch\n", "import torch.nn.functional as F\n", "x = torch.randn(4, 10, requires_grad=True)\n",
+             "probs = F.softmax(x, dim=-1)\n", count=1),
+        code("logp = torch.log(probs)\n", "print(probs.sum())\n", count=2),
+    )
+    (tmp_path / "nb.ipynb").write_text(json.dumps(nb, indent=1))
+    run("--fix", "nb.ipynb", cwd=tmp_path)
+    cells = ["".join(c["source"]) for c in json.loads((tmp_path / "nb.ipynb").read_text())["cells"]]
+    assert "probs = F.softmax(x, dim=-1)\n" in cells[0]  # a later cell still reads the probabilities

@@ -58,3 +58,16 @@ def test_noqa_in_a_block_body_does_not_hide_its_header():
 def test_file_noqa_after_code_exempts_that_line_only():
     code = src(f"a = {BAD}  # torchnumlint: noqa\nreturn {BAD}\n")
     assert lint(code, "TNL101") == [("TNL101", 4)]
+
+
+def test_a_prefix_covers_the_codes_it_begins_as_flake8_reads_it():
+    assert lint(src(f"return {BAD}  # noqa: TNL1\n"), "TNL101") == []
+    assert lint(src(f"return {BAD}  # noqa: TNL10\n"), "TNL101") == []
+    assert lint(src(f"return {BAD}  # noqa: TNL2\n"), "TNL101") == [("TNL101", 3)]
+    assert lint(src(f"return {BAD}  # noqa: TNL1011\n"), "TNL101") == [("TNL101", 3)]
+
+
+def test_flake8_file_level_noqa():
+    assert lint("# flake8: noqa\n" + src(f"return {BAD}\n"), "TNL101") == []
+    assert lint("# flake8: noqa: TNL101\n" + src(f"return {BAD}\n"), "TNL101") == []
+    assert lint("# flake8: noqa: TNL102\n" + src(f"return {BAD}\n"), "TNL101") == [("TNL101", 4)]

@@ -3,16 +3,25 @@
 Each file takes its settings from the nearest pyproject.toml above it that has a `[tool.torchnumlint]`
 table (as ruff takes the closest config to each file): one run over several projects gives each
 project's files their own settings, whatever the working directory. `--config FILE` gives one set
-of settings to every file. Command-line rule selection goes on top of whichever config applies.
+of settings to every file, `--isolated` none. `extend = "path"` reads another file's settings
+first and lays this table's keys over them (ruff's `extend`). Command-line rule selection,
+excludes and per-file ignores go on top of whichever config applies.
+
+`exclude` adds to the default excludes (build/, venv/, node_modules/, ...), as ruff's
+`extend-exclude` does: a user's list never silently lets those in (a file named on the command
+line is still linted). `extend-exclude` is the same, for configs written for ruff.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Type
+
+from torchnumlint.fix_policy import FixPolicy
 
 if TYPE_CHECKING:
     from torchnumlint.rules.base import Rule
@@ -35,25 +44,57 @@ class Config:
     exclude: Optional[List[str]] = None
     extend_exclude: List[str] = field(default_factory=list)
     per_file_ignores: Dict[str, List[str]] = field(default_factory=dict)
+    # ruff's fix settings: which codes' fixes are offered, and which change their safety
+    fixable: Optional[List[str]] = None  # None: every code
+    unfixable: List[str] = field(default_factory=list)
+    extend_safe_fixes: List[str] = field(default_factory=list)
+    extend_unsafe_fixes: List[str] = field(default_factory=list)
     unsafe_fixes: bool = False
     # Also report findings without evidence that the hazard is reached (rules/evidence.py).
     strict: bool = False
     root: Path = field(default_factory=Path.cwd)  # patterns are relative to this folder
     source: Optional[Path] = None
+    # Why `source` could not be used (not UTF-8, bad TOML, a bad key): the files under it are not
+    # linted and this is their error; folders are still walked with the default excludes.
+    error: Optional[str] = None
+
+    @property
+    def fix_policy(self) -> FixPolicy:
+        """Which fixes this config offers, at what safety."""
+        return FixPolicy(
+            fixable=None if self.fixable is None else tuple(self.fixable),
+            unfixable=tuple(self.unfixable),
+            safe=tuple(self.extend_safe_fixes),
+            unsafe=tuple(self.extend_unsafe_fixes),
+        )
 
 
-_LIST_KEYS = {"select", "extend-select", "ignore", "exclude", "extend-exclude"}
-_KEYS = _LIST_KEYS | {"per-file-ignores", "unsafe-fixes", "strict"}
+_SELECTOR_KEYS = {"select", "extend-select", "ignore", "fixable", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes"}
+_LIST_KEYS = _SELECTOR_KEYS | {"exclude", "extend-exclude"}
+_KEYS = _LIST_KEYS | {"per-file-ignores", "unsafe-fixes", "strict", "extend"}
 
 
 def _read_toml(path: Path) -> dict:
     try:
         with open(path, "rb") as handle:
-            return tomllib.load(handle)
+            raw = handle.read()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:  # TOML is UTF-8 by definition
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: cannot read: not UTF-8 (byte 0x{raw[exc.start]:02x} on line {line})") from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+
+
+def _table(data: dict) -> dict:
+    """The settings of a parsed file: its [tool.torchnumlint] table, or its top level."""
+    tool = data.get("tool")
+    return tool.get("torchnumlint", {}) if isinstance(tool, dict) else data
 
 
 def load_config(path: str) -> Config:
@@ -61,9 +102,28 @@ def load_config(path: str) -> Config:
     file = Path(path)
     if not file.is_file():
         raise ConfigError(f"{file}: config file not found")
-    data = _read_toml(file)
-    tool = data.get("tool")
-    return _validate(tool.get("torchnumlint", {}) if isinstance(tool, dict) else data, file)
+    return _validate(_extended(_table(_read_toml(file)), file, ()), file)
+
+
+def _extended(table: dict, path: Path, seen: Tuple[Path, ...]) -> dict:
+    """`table` laid over the settings of the file its `extend` names (relative to `path`'s
+    folder), recursively; each file's own keys are checked against its own name first."""
+    if not isinstance(table, dict) or "extend" not in table:
+        return table
+    base = table["extend"]
+    if not isinstance(base, str):
+        raise ConfigError(f"{path}: tool.torchnumlint.extend: must be the path of a config file")
+    target = Path(os.path.abspath(path.parent / os.path.expanduser(base)))
+    if target in seen or target == Path(os.path.abspath(path)):
+        raise ConfigError(f"{path}: tool.torchnumlint.extend: {base} extends itself")
+    if not target.is_file():
+        raise ConfigError(f"{path}: tool.torchnumlint.extend: {target}: config file not found")
+    inherited = _table(_read_toml(target))
+    _validate(inherited, target)
+    merged = dict(_extended(inherited, target, seen + (Path(os.path.abspath(path)),)))
+    merged.pop("extend", None)
+    merged.update({key: value for key, value in table.items() if key != "extend"})
+    return merged
 
 
 def _pyproject_config(folder: Path) -> Optional[Config]:
@@ -74,7 +134,7 @@ def _pyproject_config(folder: Path) -> Optional[Config]:
     tool = _read_toml(candidate).get("tool", {})
     if not (isinstance(tool, dict) and "torchnumlint" in tool):
         return None
-    return _validate(tool["torchnumlint"], candidate)
+    return _validate(_extended(tool["torchnumlint"], candidate, ()), candidate)
 
 
 @dataclass(frozen=True)
@@ -84,6 +144,32 @@ class Overrides:
     select: Optional[Tuple[str, ...]] = None
     extend_select: Tuple[str, ...] = ()
     ignore: Tuple[str, ...] = ()
+    # exclude globs (--exclude, --extend-exclude: both add to every config's), relative to `cwd`
+    exclude: Tuple[str, ...] = ()
+    # --per-file-ignores "GLOB:CODE,CODE": replaces every config's, globs relative to `cwd`
+    per_file_ignores: Optional[Tuple[Tuple[str, Tuple[str, ...]], ...]] = None
+    cwd: str = "."
+    isolated: bool = False  # --isolated: read no config file at all
+
+    def applied_to(self, config: Config) -> Config:
+        """`config` with the command line's excludes and per-file ignores on top, their globs
+        rebased from the working folder onto the config's folder."""
+        if not self.exclude and self.per_file_ignores is None:
+            return config
+        changed = dataclasses.replace(
+            config, extend_exclude=config.extend_exclude + [self._rebased(g, config.root) for g in self.exclude]
+        )
+        if self.per_file_ignores is not None:
+            changed.per_file_ignores = {self._rebased(g, config.root): list(c) for g, c in self.per_file_ignores}
+        return changed
+
+    def _rebased(self, glob: str, root: Path) -> str:
+        """A glob relative to the working folder, made relative to `root` (a bare name matches
+        anywhere, as in the config)."""
+        if "/" not in glob.rstrip("/"):
+            return glob
+        absolute = os.path.join(os.path.abspath(self.cwd), glob)
+        return os.path.relpath(absolute, root).replace(os.sep, "/") + ("/" if glob.endswith("/") else "")
 
 
 class Settings:
@@ -95,8 +181,10 @@ class Settings:
 
     def __init__(self, overrides: Overrides = Overrides(), config_file: Optional[str] = None) -> None:
         self._overrides = overrides
-        self._fixed = load_config(config_file) if config_file is not None else None
-        self._default = Config()
+        self._fixed = overrides.applied_to(load_config(config_file)) if config_file is not None else None
+        if self._fixed is None and overrides.isolated:
+            self._fixed = overrides.applied_to(Config(root=Path(os.path.abspath(overrides.cwd))))
+        self._default = overrides.applied_to(Config())
         self._by_folder: Dict[Path, Config] = {}
         self._rules: Dict[int, List[Type[Rule]]] = {}  # id() of a Config (each is kept here) -> rules
 
@@ -109,31 +197,55 @@ class Settings:
         return settings
 
     def config_for(self, folder: Path) -> Config:
-        """The Config of the files directly in `folder` (an absolute path)."""
+        """The Config of the files directly in `folder` (an absolute path). A pyproject.toml that
+        cannot be used gives a Config carrying its `error` (walking on needs no exception)."""
         if self._fixed is not None:
             return self._fixed
         if folder not in self._by_folder:
-            found = _pyproject_config(folder)
+            try:
+                found = _pyproject_config(folder)
+                found = None if found is None else self._overrides.applied_to(found)
+            except ConfigError as exc:
+                found = Config(root=folder, source=folder / "pyproject.toml", error=str(exc))
             if found is None:
                 found = self._default if folder.parent == folder else self.config_for(folder.parent)
             self._by_folder[folder] = found
         return self._by_folder[folder]
 
     def config_of(self, path: str) -> Config:
-        """The Config of the file at `path`."""
-        return self.config_for(Path(os.path.abspath(path)).parent)
+        """The Config of the file at `path`; ConfigError when the config that governs it cannot be used."""
+        config = self.config_for(Path(os.path.abspath(path)).parent)
+        if config.error is not None:
+            raise ConfigError(config.error)
+        return config
+
+    def usable(self, files: Sequence[str]) -> Tuple[List[str], List[str]]:
+        """(the files whose config can be used, one error per config that cannot, saying how
+        many files under it are left unlinted): a broken config stops its own files only."""
+        kept: List[str] = []
+        left_out: Dict[str, int] = {}
+        for path in files:
+            error = self.config_for(Path(os.path.abspath(path)).parent).error
+            if error is None:
+                kept.append(path)
+            else:
+                left_out[error] = left_out.get(error, 0) + 1
+        errors = [f"{error} ({count} {'file' if count == 1 else 'files'} under it not linted)"
+                  for error, count in left_out.items()]
+        return kept, errors
 
     def selection_key(self, path: str) -> tuple:
         """What decides `rules_for(path)`, without loading a rule (a cache key: the rules' own
         code is keyed apart): the command line's selection, the file's config's, the codes its
-        per-file-ignores switch off; for `fixed` settings, the rules given."""
+        per-file-ignores switch off (for `fixed` settings, the rules given), and its fix settings."""
         config = self.config_of(path)
         if self._fixed is not None and id(config) in self._rules:
             chosen: tuple = tuple(rule.code for rule in self._rules[id(config)])
         else:
             wanted = self._overrides
-            chosen = (wanted, config.select, config.extend_select, config.ignore)
-        return chosen, tuple(ignored_for(config, path))
+            # (the working folder and excludes are no part of it: they decide which files, not what rules)
+            chosen = (wanted.select, wanted.extend_select, wanted.ignore, config.select, config.extend_select, config.ignore)
+        return chosen, tuple(ignored_for(config, path)), config.fix_policy
 
     def rules_for(self, path: str) -> List[Type[Rule]]:
         """The rules enabled for the file at `path`: its config's selection with the command
@@ -161,22 +273,27 @@ def _validate(table: dict, path: Path) -> Config:
         if key in _LIST_KEYS:
             if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
                 raise ConfigError(f"{where}: must be a list of strings")
-            if key in ("select", "extend-select", "ignore"):
+            if key in _SELECTOR_KEYS:
                 value = [v.strip().upper() for v in value]
             setattr(config, key.replace("-", "_"), list(value))
         elif key in ("unsafe-fixes", "strict"):
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: must be true or false")
             setattr(config, key.replace("-", "_"), value)
+        elif key == "extend":
+            continue  # laid out by _extended before validation
         else:  # per-file-ignores
             if not isinstance(value, dict) or not all(
                 isinstance(codes, list) and all(isinstance(c, str) for c in codes) for codes in value.values()
             ):
                 raise ConfigError(f'{where}: must be a table of glob = ["CODE", ...]')
             config.per_file_ignores = {k: [c.strip().upper() for c in v] for k, v in value.items()}
-    for key in ("select", "extend_select", "ignore"):
-        for selector in getattr(config, key) or ():
-            check_selector(selector, f"{path}: tool.torchnumlint.{key.replace('_', '-')}")
+    for key in sorted(_SELECTOR_KEYS):
+        for selector in getattr(config, key.replace("-", "_")) or ():
+            check_selector(selector, f"{path}: tool.torchnumlint.{key}")
+    # `exclude` adds to the defaults (module docstring): discovery reads it as extend-exclude
+    config.extend_exclude = (config.exclude or []) + config.extend_exclude
+    config.exclude = None
     for codes in config.per_file_ignores.values():
         for selector in codes:
             check_selector(selector, f"{path}: tool.torchnumlint.per-file-ignores")

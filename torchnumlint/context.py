@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterator, List, Opt
 import libcst as cst
 
 from torchnumlint.findings import Safety
+from torchnumlint.notebook import is_notebook
 from torchnumlint.positions import Spans
 from torchnumlint.rules.names import (
     Binding,
@@ -256,9 +257,12 @@ class FileContext:
     def only_read_here(self, name: cst.BaseExpression) -> bool:
         """Whether the local `name` is read nowhere but at the node being visited, so that its
         assignment may be rewritten: a function's local (a module global can be imported
-        elsewhere), read once in its scope and by no nested function, lambda or class."""
+        elsewhere), or a notebook's top-level name (no module imports a notebook: its cells
+        are the whole program), read once in its scope and by no nested function, lambda or class."""
         scope = self._scope_of_current()
-        if not isinstance(name, cst.Name) or not isinstance(scope, cst.FunctionDef):
+        if not isinstance(name, cst.Name):
+            return False
+        if not (isinstance(scope, cst.FunctionDef) or (scope is self.module and is_notebook(self.path))):
             return False
         table = self._table(scope)
         return table.loads.get(name.value, 0) == 1 and not table.read_in_nested(name.value)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import Type
+from typing import Optional, Tuple, Type
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Rule
@@ -36,15 +36,29 @@ def _block(code: str) -> str:
     return textwrap.indent(code.rstrip("\n"), "    ")
 
 
+def reported_message(rule: Type[Rule]) -> Tuple[str, Optional[int]]:
+    """The message as a user reads it: the rule's finding on its first example that gives one
+    (its placeholders filled as on real code), with that example's number; the template without
+    its placeholders (and None) when no example gives one."""
+    from torchnumlint.engine import lint_text
+
+    for strict in (False, True):
+        for number, example in enumerate(rule.examples, 1):
+            found = [f for f in lint_text("example.py", example.bad, [rule], strict=strict) if f.code == rule.code]
+            if found:
+                return found[0].message, number
+    return re.sub(r"\{\w+\}", "", rule.message), None
+
+
 def explain(rule: Type[Rule]) -> str:
+    message, number = reported_message(rule)
     out = [
         f"{rule.code} ({rule.name})",
         "",
         f"Fix: {_SAFETY[rule.safety]}.  Default: {'on' if rule.default else 'off (select it by its code)'}.",
         "",
-        "Message:",
-        textwrap.fill(rule.message.replace("{", "<").replace("}", ">"), 88, initial_indent="    ",
-                      subsequent_indent="    "),
+        f"Message (as reported on example {number}):" if number else "Message:",
+        textwrap.fill(message, 88, initial_indent="    ", subsequent_indent="    "),
         "",
         "Why:",
         textwrap.fill(rule.rationale, 88, initial_indent="    ", subsequent_indent="    "),
@@ -66,10 +80,10 @@ def explain(rule: Type[Rule]) -> str:
 
 
 def rules_table(rules) -> str:
-    rows = [f"{'code':<7} {'name':<34} {'fix':<7} {'default':<7} message"]
+    """Every rule's code, name, fix and default, with the message it reports on its first
+    example on the lines below (whole: a cut message would be a fragment)."""
+    rows = [f"{'code':<7} {'name':<34} {'fix':<7} default", "        message (as reported on the rule's first example)"]
     for rule in rules:
-        message = re.sub(r"(?:\.\.\.)+", "...", re.sub(r"\{\w+\}", "...", rule.message.split(":")[0]))
-        rows.append(
-            f"{rule.code:<7} {rule.name:<34} {rule.safety.value:<7} {'on' if rule.default else 'off':<7} {message}"
-        )
+        rows.append(f"{rule.code:<7} {rule.name:<34} {rule.safety.value:<7} {'on' if rule.default else 'off'}")
+        rows.append(textwrap.fill(reported_message(rule)[0], 100, initial_indent=" " * 8, subsequent_indent=" " * 8))
     return "\n".join(rows)

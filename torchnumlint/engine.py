@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Type
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # the one private import: see _code_in_block
 
-from torchnumlint import candidates, prepass, suppression
+from torchnumlint import candidates, directives, prepass
 from torchnumlint.context import FileContext
 from torchnumlint.findings import Edit, Finding, Fix
 from torchnumlint.index import ProjectIndex, build_index
@@ -124,7 +124,7 @@ def lint_text(
     partial: bool = True,
 ) -> List[Finding]:
     """All findings of `rules` in `text`, noqa-suppressed ones removed, and those of enabled rules
-    about the noqa comments themselves (TNL900: `suppression.filter_findings`). Raises ParseError.
+    about the noqa comments themselves (TNL900: `directives.filter_findings`). Raises ParseError.
 
     With `partial`, LibCST parses only the top-level statements that can hold a finding
     (`candidates.py`); the findings are the same as without.
@@ -137,10 +137,10 @@ def lint_text(
         tree = check_syntax(text, path)
         active = candidate_rules(text, rules, index)
         if not active:
-            return suppression.filter_findings([], text, rules, path)
+            return directives.filter_findings([], text, rules, path)
         masked, skipped = _masked(text, tree, active if partial else (), index)
         if masked is None:  # no statement can hold a finding
-            return suppression.filter_findings([], text, rules, path)
+            return directives.filter_findings([], text, rules, path)
         module, more = _parse_masked(masked, tree)
         if warnings is not None:
             warnings.extend(
@@ -154,9 +154,9 @@ def lint_text(
         except RecursionError:
             raise ParseError("expression nested too deeply to analyse") from None
         if not ctx.reports:
-            return suppression.filter_findings([], text, rules, path)
+            return directives.filter_findings([], text, rules, path)
         findings = _to_findings(ctx)
-    return suppression.filter_findings(findings, text, rules, path)
+    return directives.filter_findings(findings, text, rules, path)
 
 
 def _masked(

@@ -10,6 +10,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple, Type
 
 from torchnumlint.engine import ParseError, lint_text
 from torchnumlint.findings import Edit, Finding, fixable
+from torchnumlint.fix_policy import FixPolicy
 from torchnumlint.index import ProjectIndex
 from torchnumlint.rules.base import Rule
 
@@ -61,13 +62,15 @@ def fix_text(
     index: Optional[ProjectIndex] = None,
     unsafe: bool = False,
     strict: bool = False,
+    policy: FixPolicy = FixPolicy(),
 ) -> FixResult:
     """Apply fixes until nothing changes (at most MAX_FIX_PASSES), re-parsing after each pass.
 
     The statements the first pass could not analyse are named in `errors` (as warnings); fixes
-    never touch them."""
+    never touch them. `policy` (the config's fixable/unfixable/extend-*-fixes) decides which
+    fixes exist and how safe they are."""
     warnings: List[str] = []
-    findings = lint_text(path, text, rules, index, strict, warnings=warnings)
+    findings = policy.apply(lint_text(path, text, rules, index, strict, warnings=warnings))
     applied = 0
     fixed: List[Finding] = []
     for _ in range(MAX_FIX_PASSES):
@@ -81,7 +84,7 @@ def fix_text(
         if index is not None and any(rule.needs_index for rule in rules):
             index = index.with_file(path, new_text)
         try:
-            new_findings = lint_text(path, new_text, rules, index, strict)
+            new_findings = policy.apply(lint_text(path, new_text, rules, index, strict))
         except ParseError as exc:  # a bug in a rule's fix: keep the last good text
             return FixResult(text, findings, applied, warnings + [f"a fix produced invalid code ({exc}); not applied"], fixed)
         applied += count

@@ -1,4 +1,4 @@
-"""The flake8 extension: `flake8 --select TNL` reports torchnumlint's default rules.
+"""The flake8 extension: `flake8 --select TNL` reports torchnumlint's findings.
 
 Registered under the `TNL` code prefix (`[project.entry-points."flake8.extension"]`,
 `TNL = "torchnumlint.flake8_plugin:TorchNumLint"`). Each finding is yielded as flake8 wants it:
@@ -6,25 +6,29 @@ Registered under the `TNL` code prefix (`[project.entry-points."flake8.extension
 `flake8` and `torchnumlint` print the same `line:col` for a finding (TorchFix's plugin passes its
 1-based column through and is off by one).
 
-What differs from the `torchnumlint` command, because flake8 hands a plugin one file at a time:
+Suppression is the command's (`suppression.py`): the file's `[tool.torchnumlint]` (or none)
+chooses the rules, its mode (`strict`) and per-file-ignores, its `exclude` and .gitignore leave the
+file out, and `# noqa` / `# torchnumlint: noqa` / `# flake8: noqa` silence what they silence under
+`torchnumlint`; flake8's own `--select`/`--extend-ignore`/`--per-file-ignores` then choose among
+what is left. A config that cannot be read is one finding, `TNL000`, at line 1 naming it.
 
-- Project facts are the file's own: a helper, module or `autograd.Function` defined in another
-  file of the project is not seen (`torchnumlint` builds an index of the whole project), so a
-  finding that needs one (a softmax returned by a helper imported from another module) is
-  reported only by `torchnumlint`.
-- The rules are the default-on ones, in plain (not `--strict`) mode; flake8's own
-  `--select`/`--extend-ignore`/`--per-file-ignores` choose among them. `[tool.torchnumlint]` is
-  not read, and no fix is applied (flake8 does not fix).
-- `# noqa` works as in both tools; a file that is not valid Python gets flake8's E999, nothing
-  from this plugin.
+What differs from the `torchnumlint` command, because flake8 hands a plugin one file at a time:
+project facts are the file's own (a helper, module or `autograd.Function` defined in another file
+of the project is not seen: `torchnumlint` builds an index of the whole project), and no fix is
+applied (flake8 does not fix). A file that is not valid Python gets flake8's E999, nothing from
+this plugin.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Iterator, List, Sequence, Tuple, Type
+import functools
+from typing import TYPE_CHECKING, Iterator, Sequence, Tuple, Type
 
 from torchnumlint import __version__
+
+if TYPE_CHECKING:
+    from torchnumlint.config import Settings
 
 
 class TorchNumLint:
@@ -39,17 +43,28 @@ class TorchNumLint:
         self.text = "".join(lines)
 
     def run(self) -> Iterator[Tuple[int, int, str, Type["TorchNumLint"]]]:
+        from torchnumlint.config import ConfigError
         from torchnumlint.engine import ParseError, lint_text
+        from torchnumlint.suppression import scope
 
         try:
-            findings = lint_text(self.filename, self.text, _default_rules())
+            applies = scope(self.filename, _settings())
+        except ConfigError as exc:
+            yield 1, 0, f"TNL000 {exc}", type(self)
+            return
+        if applies.excluded:
+            return
+        try:
+            findings = lint_text(self.filename, self.text, list(applies.rules), strict=applies.strict)
         except ParseError:
             return
         for finding in sorted(findings, key=lambda f: f.sort_key):
             yield finding.line, finding.col - 1, f"{finding.code} {finding.message}", type(self)
 
 
-def _default_rules() -> List[type]:
-    from torchnumlint.rules.registry import all_rules
+@functools.lru_cache(maxsize=1)
+def _settings() -> "Settings":
+    """One Settings per flake8 process: each folder's config is read once, not once per file."""
+    from torchnumlint.config import Settings
 
-    return [rule for rule in all_rules() if rule.default]
+    return Settings()

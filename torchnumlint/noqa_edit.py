@@ -20,7 +20,7 @@ from typing import Dict, Iterable, List, Set, Tuple
 from torchnumlint.findings import Finding
 from torchnumlint.notebook import NotebookSource
 from torchnumlint.source import SourceError, SourceFile, read_source, write_source
-from torchnumlint.suppression import directives
+from torchnumlint.directives import directives
 
 _LINE_END = re.compile(r"[ \t]*(\r\n|\r|\n)?\Z")
 

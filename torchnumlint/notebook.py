@@ -43,6 +43,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.results import FileOutcome
 
 BOUNDARY = "# %% (torchnumlint cell boundary)"
+SUFFIX = ".ipynb"
+
+
+def is_notebook(path: str) -> bool:
+    """Whether `path` names a notebook: its top-level names are the program's own (nothing
+    imports them), so a fix may rewrite their one assignment as it would a function's local."""
+    return path.endswith(SUFFIX)
 
 # Cell magics whose body IPython runs as Python: only their first line is masked.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "python", "python3", "pypy"})

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from torchnumlint.findings import Finding
+from torchnumlint.fix_policy import FixPolicy
 from torchnumlint.sourcefile import SourceFile
 
 
@@ -23,6 +24,7 @@ class Options:
     timeout: Optional[float] = 120.0  # seconds a worker may spend on one file before it is that file's error
     write: bool = True  # False: a fixed text is kept in the outcome, not written (standard input)
     force_exclude: bool = False  # files named explicitly are excluded too (ruff's --force-exclude)
+    fix_policy: FixPolicy = FixPolicy()  # the file's config's fixable/unfixable/extend-*-fixes
 
 
 @dataclass

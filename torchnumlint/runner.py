@@ -65,10 +65,12 @@ def _lint_or_fix(
     try:
         if not (options.fix or options.diff):
             skipped: List[str] = []  # statements the engine could not analyse (the rest is linted)
-            outcome.findings = lint_text(path, source.text, rules, index, strict=bool(options.strict), warnings=skipped)
+            found = lint_text(path, source.text, rules, index, strict=bool(options.strict), warnings=skipped)
+            outcome.findings = options.fix_policy.apply(found)
             outcome.errors.extend(f"{path}: {message}" for message in skipped)
             return outcome
-        result = fix_text(path, source.text, rules, index, unsafe=bool(options.unsafe_fixes), strict=bool(options.strict))
+        result = fix_text(path, source.text, rules, index, unsafe=bool(options.unsafe_fixes), strict=bool(options.strict),
+                          policy=options.fix_policy)
     except ParseError as exc:
         outcome.errors.append(f"{path}: cannot parse: {exc}")
         return outcome
@@ -119,6 +121,8 @@ def run(
     options = options or Options()
     result = RunResult()
     files, result.errors = discover(paths, settings, force_exclude=options.force_exclude)
+    files, unusable = settings.usable(files)  # files under a config that cannot be read are not linted
+    result.errors += unusable
     result.found = len(files)
     walked = [os.path.abspath(p) for p in paths if os.path.isdir(p)]
     roots: Dict[Path, Optional[Path]] = {}
@@ -160,13 +164,12 @@ class _Tally:
 
 def file_options(options: Options, settings: Settings, path: str) -> Options:
     """`options` with what the command line left open taken from the file's own config."""
-    if options.unsafe_fixes is not None and options.strict is not None:
-        return options
     config = settings.config_of(path)
     return dataclasses.replace(
         options,
         unsafe_fixes=config.unsafe_fixes if options.unsafe_fixes is None else options.unsafe_fixes,
         strict=config.strict if options.strict is None else options.strict,
+        fix_policy=config.fix_policy,
     )
 
 
@@ -407,10 +410,11 @@ class _Project:
         codes = {rule.code for chosen in rules.values() for rule in chosen if rule.needs_index}
         kept = [f for f in findings if f.code not in codes]
         for path in linted:
-            strict = bool(file_options(self.options, self.settings, path).strict)
+            own = file_options(self.options, self.settings, path)
             try:
                 source = read_source(path)
-                found = lint_text(path, source.text, [r for r in rules[path] if r.needs_index], fresh, strict=strict)
+                found = own.fix_policy.apply(
+                    lint_text(path, source.text, [r for r in rules[path] if r.needs_index], fresh, strict=bool(own.strict)))
                 kept.extend(notebook.locate_findings(source, found))
             except (ParseError, SourceError):
                 pass  # already reported for this file

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Optional, Tuple
 
-from torchnumlint import runner
+from torchnumlint import runner, suppression
 from torchnumlint.config import Settings
 from torchnumlint.discovery import project_files, project_root
 from torchnumlint.index import ProjectIndex, index_file
@@ -24,7 +24,11 @@ from torchnumlint.source import SourceError, decode, encode, read_source
 
 def run_stdin(raw: bytes, path: str, settings: Settings, options: Options) -> Tuple[RunResult, Optional[bytes]]:
     """The run's result, and with `options.fix` the fixed source as bytes (the text given when
-    nothing changed; None when it could not be read)."""
+    nothing changed; None when it could not be read). Under `force_exclude`, a PATH the excludes
+    or a .gitignore leave out is not linted (ruff's reading): no finding, the text given back as it
+    came, as pre-commit and editors expect of an excluded file."""
+    if options.force_exclude and path != "-" and suppression.scope(path, settings).excluded:
+        return RunResult(found=0), raw if options.fix else None
     result = RunResult(found=1)
     try:
         source = decode(path, raw)

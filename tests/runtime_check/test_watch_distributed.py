@@ -7,7 +7,6 @@ import datetime
 import json
 import os
 import socket
-import time
 
 import torch
 import torch.distributed as dist
@@ -63,7 +62,6 @@ def _worker(rank, port, out_dir):
 
 
 def test_ddp_names_ranks_and_stops_every_rank(tmp_path):
-    start = time.monotonic()
     for attempt in range(3):  # the free port can be taken between probing it and gloo binding it
         try:
             mp.spawn(_worker, args=(_free_port(), str(tmp_path)), nprocs=WORLD, join=True)
@@ -71,8 +69,6 @@ def test_ddp_names_ranks_and_stops_every_rank(tmp_path):
         except mp.ProcessRaisedException as error:
             if "address already in use" not in str(error).lower() or attempt == 2:
                 raise
-            start = time.monotonic()
-    elapsed = time.monotonic() - start
     results = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(WORLD)]
 
     # record mode: rank 1 names the planted module, without DDP's `module.` prefix
@@ -90,4 +86,3 @@ def test_ddp_names_ranks_and_stops_every_rank(tmp_path):
         assert (error["rank"], error["module"], error["phase"], error["step"]) == (1, "unstable", "forward", 1)
         assert results[rank]["raise"]["steps"] == 1
         assert results[rank]["raise"]["reports"] == [error]
-    assert elapsed < 30

@@ -28,8 +28,9 @@ def wants_summary(result: RunResult, quiet: bool) -> bool:
 
 def summary(result: RunResult, options: Options) -> str:
     total = len(result.findings)
-    safe = sum(1 for f in result.findings if fixable(f, False))
-    unsafe_more = sum(1 for f in result.findings if fixable(f, True)) - safe
+    # what --fix applies under the flags given (with --unsafe-fixes: the unsafe ones too)
+    applicable = sum(1 for f in result.findings if fixable(f, bool(options.unsafe_fixes)))
+    unsafe_more = sum(1 for f in result.findings if fixable(f, True)) - applicable
     noun = "finding" if total == 1 else "findings"
     if options.fix and result.fixed:
         head = f"Fixed {result.fixed} {'finding' if result.fixed == 1 else 'findings'}, {total} remaining."
@@ -40,8 +41,8 @@ def summary(result: RunResult, options: Options) -> str:
     else:
         head = f"Found {total} {noun}."
     hints = []
-    if safe and not options.fix:
-        hints.append(f"{safe} fixable with --fix")
+    if applicable and not options.fix:
+        hints.append(f"{applicable} fixable with --fix")
     if unsafe_more and not options.unsafe_fixes:
         hints.append(f"{unsafe_more} more with --unsafe-fixes")
     if hints:

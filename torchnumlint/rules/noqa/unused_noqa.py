@@ -4,8 +4,8 @@ suppressed no finding in this run, or that names no rule.
 A code is judged only when its rule is enabled in the run (a `--select TNL103` run says nothing
 about a `# noqa: TNL201`, which may well be needed in the full run), or when no rule has it (a
 typo: `TNL1003` for `TNL103`). Bare `# noqa`, other tools' codes (`E501`) and TNL900 itself are
-never judged. The judgement comes after the walk, from the directives `suppression.py` parsed and
-the (directive, code) pairs that silenced a finding (`judge_noqa`, which `suppression.filter_findings`
+never judged. The judgement comes after the walk, from the directives `directives.py` parsed and
+the (directive, code) pairs that silenced a finding (`judge_noqa`, which `directives.filter_findings`
 calls for an enabled rule that has one); the walk itself has nothing for this rule to visit.
 
 The fix (SAFE: it removes only what silenced nothing) drops the unused codes and keeps the rest
@@ -21,7 +21,7 @@ from typing import AbstractSet, List, Sequence, Set, Tuple
 
 from torchnumlint.findings import Edit, Finding, Fix, Safety
 from torchnumlint.rules.base import Example, Rule, registered
-from torchnumlint.suppression import Code, Noqa
+from torchnumlint.directives import Code, Noqa
 
 
 def _plural(codes: Sequence[Code], one: str, many: str) -> str:
@@ -109,7 +109,8 @@ class UnusedNoqa(Rule):
         known = registered()
         findings = []
         for noqa in found:
-            unknown = [c for c in noqa.codes if c.code.startswith("TNL") and c.code not in known]
+            # a prefix covers the codes it begins (`# noqa: TNL1`): unknown only when it begins none
+            unknown = [c for c in noqa.codes if c.code.startswith("TNL") and not any(k.startswith(c.code) for k in known)]
             idle = [
                 c for c in noqa.codes
                 if c.code in enabled and c.code != cls.code and (noqa, c.code) not in used

@@ -100,7 +100,8 @@ def _within(name: str, a: torch.Tensor, ref: torch.Tensor, mask: Optional[torch.
 
 def _formula(j: Judgement, ctx: ReproContext, inputs, ref: Outcome, guarded: bool) -> None:
     """The fix's own code in float64 against the reference: the mathematics of the fix."""
-    fix64 = oracles.run("fix in float64", ctx.load(ctx.repro.fixed_from), _float64(inputs), ctx.repro.grad)
+    fix64 = oracles.run("fix in float64", ctx.load(ctx.repro.fixed_from, dtype=torch.float64), _float64(inputs),
+                        ctx.repro.grad)
     if not fix64.ok:
         j.fail(f"the fix raises in float64: {fix64.error}")
         return
@@ -199,25 +200,33 @@ def _judge(j: Judgement, ctx: ReproContext, inputs, bad: Outcome, fix: Outcome, 
 
 def _benign(j: Judgement, ctx: ReproContext) -> Optional[str]:
     """Away from the hazard both sides are finite and the fix gives the mathematics' values,
-    whatever its safety. Returns a failure verdict or None."""
+    whatever its safety: on the benign inputs and on each further set (`Repro.shapes`: other
+    shapes and scales). Returns a failure verdict or None."""
     if ctx.repro.benign is None:
         return None
-    inputs = ctx.repro.benign(ctx)
+    for label, build in (("benign", ctx.repro.benign),) + tuple((f"benign {what}", b) for what, b in ctx.repro.shapes):
+        verdict = _benign_set(j, ctx, label, build(ctx))
+        if verdict:
+            return verdict
+    return None
+
+
+def _benign_set(j: Judgement, ctx: ReproContext, label: str, inputs: Dict[str, torch.Tensor]) -> Optional[str]:
     bad, fix = _run_pair(ctx, inputs)
-    j.numbers["benign"] = {"original": bad.counts(), "fix": fix.counts()}
+    j.numbers[label] = {"original": bad.counts(), "fix": fix.counts()}
     if not bad.finite:
-        j.evidence.append(f"benign inputs are not benign: {bad.describe()}")
-        j.fail("benign inputs are not benign")
+        j.evidence.append(f"{label} inputs are not benign: {bad.describe()}")
+        j.fail(f"{label} inputs are not benign")
         return NOT_REPRODUCED
     if not fix.finite:
-        j.evidence.append(f"benign: {fix.describe()}")
-        j.fail("the fix is not finite on benign inputs")
+        j.evidence.append(f"{label}: {fix.describe()}")
+        j.fail(f"the fix is not finite on {label} inputs")
         return FIX_FAILED
     sub = Judgement()
     _judge(sub, ctx, inputs, bad, fix, guarded=False)
-    j.evidence += ["benign: " + e for e in sub.evidence]
+    j.evidence += [f"{label}: " + e for e in sub.evidence]
     if sub.failure:
-        j.fail("benign inputs: " + sub.failure)
+        j.fail(f"{label} inputs: " + sub.failure)
         return FIX_FAILED
     return None
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from torchnumlint.runtime_check.context import PRECISION, Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import gen, put, spanning
+from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, spanning
 
 
 def attention_weights(scores: torch.Tensor, masked: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -84,7 +84,7 @@ def pool_inputs(full_row: bool, seed: int, lowered: float = 0.0) -> Inputs:
 
 REPRO = Repro(
     "TNL401", "NF", "attend", PRECISION,
-    adversarial=adversarial, benign=benign, grad=("scores", "v"), reference=attention,
+    adversarial=adversarial, benign=benign, grad=("scores", "v"), reference=attention, shapes=lifted(benign),
     thresholds={"*": "3 x 5 scores, row 1 fully masked with -inf, other rows partly masked (column 0 kept)"},
 )
 

@@ -81,23 +81,36 @@ def _gradients_kept(j: Judgement, ctx: ReproContext, fix: Outcome, *others: Outc
 
 
 def _within(name: str, a: torch.Tensor, ref: torch.Tensor, mask: Optional[torch.Tensor], tol: float,
-            bound=None, floor: float = 0.0) -> Tuple[bool, str]:
+            bound=None, floor: float = 0.0) -> Tuple[bool, str, Optional[float]]:
     """Does `a` equal `ref` where `ref` is finite (and `mask` holds): norm-wise within `tol`, or
     entry by entry within `bound` plus `tol` of the scale? Differences below `floor` are
-    rounding to the subnormal grid. Returns (ok, what was measured)."""
+    rounding to the subnormal grid. Returns (ok, what was measured, and where the bound was needed
+    the relative difference it allowed: the values are then not equal, only within the stated
+    bound, and the words must say so)."""
     d = oracles.diff(name, a, ref, mask, floor)
     if a.shape != ref.shape:  # a dim dropped or kept, a wrong broadcast: no entry can be matched
-        return False, d.describe()
+        return False, d.describe(), None
     if d.compared == 0:
-        return True, f"{name}: nothing to compare"
+        return True, f"{name}: nothing to compare", None
     if bound is None or d.rel <= tol:
-        return d.rel <= tol, f"{d.describe()} (tol {tol:.2g})"
+        return d.rel <= tol, f"{d.describe()} (tol {tol:.2g})", None
     a64, r64 = a.detach().to(torch.float64).cpu(), ref.detach().to(torch.float64).cpu()
     keep = torch.isfinite(r64) & (mask.cpu() if mask is not None else True)
     gap = (a64[keep] - r64[keep]).abs()
     allowed = bound.allows(gap - tol * d.scale, r64[keep])
     outside = int((~allowed).sum()) if torch.isfinite(gap).all() else int(gap.numel())
-    return outside == 0, f"{d.describe()}; {outside} entries outside the bound ({bound.why})"
+    return outside == 0, f"{d.describe()}; {outside} entries outside the bound ({bound.why})", d.rel
+
+
+def _agreement(ok: bool, bounded: Optional[float]) -> str:
+    """The words for a comparison: "matches" only when the values agree to the tolerance; a fix
+    that needed its bound is "within the stated bound" with its measured difference (TNL112's
+    clamped log-odds are 85 % off: that is no match)."""
+    if not ok:
+        return "does NOT match the reference"
+    if bounded is not None:
+        return f"is within the stated bound ({bounded:.0%} of the reference's largest value) of the reference"
+    return "matches the reference"
 
 
 def _formula(j: Judgement, ctx: ReproContext, inputs, ref: Outcome, guarded: bool) -> None:
@@ -115,16 +128,22 @@ def _formula(j: Judgement, ctx: ReproContext, inputs, ref: Outcome, guarded: boo
     # dtype, can resolve (its eps may move values by far less: + 1e-8 on a divisor of 1)
     tol = oracles.tolerance("float32") if unsafe and not guarded else oracles.FORMULA_TOL
     fields, refs = oracles.fields(fix64), oracles.fields(ref)
+    needed = []
     for name, r in refs.items():
         if name not in fields:
             continue
-        ok, text = _within(name, fields[name], r, None, tol, bound)
+        ok, text, bounded = _within(name, fields[name], r, None, tol, bound)
         if not ok:
             j.evidence.append(f"fix in float64 vs reference: {text}")
             j.fail("the fix computes other values than the mathematics" + (" beyond its bound" if bound else ""))
             return
-    j.evidence.append("fix in float64 equals the reference" + (f" within its bound ({bound.why})" if bound
-                      else f" (tol {tol:.2g})"))
+        if bounded is not None:
+            needed.append(f"{name} {bounded:.0%}")
+    if needed:
+        j.evidence.append(f"fix in float64 is within the stated bound of the reference, not equal to it "
+                          f"({', '.join(needed)} of the reference's largest value; {bound.why})")
+    else:
+        j.evidence.append(f"fix in float64 equals the reference (tol {tol:.2g})")
 
 
 def _precision(j: Judgement, ctx: ReproContext, inputs, bad: Outcome, fix: Outcome, ref: Outcome,
@@ -157,7 +176,7 @@ def _precision(j: Judgement, ctx: ReproContext, inputs, bad: Outcome, fix: Outco
             math_err = 0.0
         carried = _forward_rounding(ctx, fr) if name.startswith("grad") else 0.0
         allowance = ctx.tol + max(orig_err, math_err, carried)
-        ok, text = _within(name, ff[name], r, finite, allowance, bound, floor)
+        ok, text, _ = _within(name, ff[name], r, finite, allowance, bound, floor)
         j.numbers[f"{name} fix vs reference"] = text
         why = (f"original's own error {orig_err:.2g}, the mathematics' in {ctx.dtype_name} {math_err:.2g}, "
                f"the forward's rounding {carried:.2g}")
@@ -167,12 +186,12 @@ def _precision(j: Judgement, ctx: ReproContext, inputs, bad: Outcome, fix: Outco
             return
         rest = ~finite
         if bool(rest.any()):
-            ok, text = _within(name, ff[name], r, rest, allowance, bound, floor)
+            ok, text, bounded = _within(name, ff[name], r, rest, allowance, bound, floor)
             undefined = int((rest & ~torch.isfinite(r.detach()).cpu()).sum())
             note = f"; {undefined} entries where the mathematics itself is undefined are not compared" if undefined else ""
             j.evidence.append(f"{name}: where the original is not finite ({int(rest.sum())} entries) the fix "
-                              f"{'differs from the original by necessity and matches' if ok else 'does NOT match'} "
-                              f"the reference: {text}{note}" + ("" if ok else f"; {why}"))
+                              f"{'differs from the original by necessity and ' if ok else ''}"
+                              f"{_agreement(ok, bounded)}: {text}{note}" + ("" if ok else f"; {why}"))
             if not ok:
                 j.fail(f"the fix is wrong where the original is not finite ({name})")
                 return
@@ -236,6 +255,8 @@ def _benign_set(j: Judgement, ctx: ReproContext, label: str, inputs: Dict[str, t
 def _finish(ctx: ReproContext, j: Judgement, verdict: str) -> Result:
     if verdict == CONFIRMED and j.failure:
         verdict = FIX_FAILED
+    if ctx.repro.convention:
+        j.evidence.append(f"where the mathematics is undefined, the reference assumes: {ctx.repro.convention}")
     return ctx.result(verdict, evidence=j.evidence, numbers=j.numbers, reason=j.failure if verdict != CONFIRMED else "")
 
 

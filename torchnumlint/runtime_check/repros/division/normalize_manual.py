@@ -90,7 +90,8 @@ REPRO = Repro(
     "TNL202", "NF", "unit_rows", FP32,
     adversarial=lambda ctx: put(ctx, x=constant_row(202, 0.0)),
     benign=lambda ctx: put(ctx, x=rows_spanning(8, 16, 1e-3, 1e3, 2021)), grad=("x",),
-    reference=unit_relu_rows,
+    reference=unit_relu_rows, convention="a row with no positive entry has no direction: its unit vector is taken "
+    "as 0 (F.normalize's value); relu'(0) = 0 makes its gradient 0 whatever the norm's subgradient",
     shapes=lifted(lambda ctx: put(ctx, x=rows_spanning(8, 16, 1e-3, 1e3, 2021)))
     + rescaled(lambda ctx: put(ctx, x=rows_spanning(8, 16, 1e-3, 1e3, 2023)), 1e-3, 1e3),
     thresholds={"*": "4 x 16, row 1 all zeros (norm 0: 0/0 = NaN), other rows randn; benign: 8 rows whose "

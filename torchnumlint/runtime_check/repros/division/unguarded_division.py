@@ -26,6 +26,10 @@ UNCHANGED = Bound("clamp_min(1e-12) raises only the zero divisors (numerator exa
                   "every other divisor here is >= 0.68 and unchanged", abs=0.0, rel=0.0)
 
 
+CONSTANT_ROW = ("a constant row has no spread (0/0): its standard scores are taken as 0 (a StandardScaler's "
+                "convention) and their derivative, which does not exist there, is not compared")
+
+
 def standard_scores(x: torch.Tensor) -> torch.Tensor:
     """z = (x - mean) / s with s the sample standard deviation (n - 1), by its definition (two-pass
     sum of squared deviations). A constant row has no deviation: its every z is 0 (the
@@ -124,7 +128,7 @@ def token_losses(all_ignored: bool, seed: int) -> Builder:
 REPRO = Repro(
     "TNL201", "NF", "standardize", FP32,
     adversarial=lambda ctx: put(ctx, x=constant_row(201, 3.0)), benign=standardize_benign, grad=("x",),
-    reference=standard_scores, bound=UNCHANGED,
+    reference=standard_scores, bound=UNCHANGED, convention=CONSTANT_ROW,
     shapes=lifted(standardize_benign) + rescaled(standardize_benign, 1e-3, 1e3),
     thresholds={"*": "4 x 16, row 1 constant (std 0: 0/0 = NaN), other rows randn"},
 )
@@ -134,19 +138,22 @@ FURTHER = (
         "TNL201", "NF", "masked_mean", FP32, example=1,
         adversarial=masked_rows(True, 2012), benign=masked_rows(False, 2013), grad=("h",),
         reference=masked_average, bound=UNCHANGED,
+        convention="a row with nothing selected (0/0) pools to 0, the empty sum, and gets no gradient",
         shapes=(("3-D, the reduced dim 1 not last", masked_positions),) + rescaled(masked_rows(False, 2013), 1e-3, 1e3),
         thresholds={"*": "h 8 x 16, mask row i selects i + 1 entries, row 1 none (count 0: 0/0 = NaN)"},
     ),
     Repro(
         "TNL201", "NF", "token_loss", FP32, example=2,
         adversarial=token_losses(True, 2014), benign=token_losses(False, 2015), grad=("losses",),
-        reference=per_token_loss, shapes=lifted(token_losses(False, 2015)) + rescaled(token_losses(False, 2015), 1e-3, 1e3),
+        reference=per_token_loss,
+        convention="a batch with no counted token (0/0) keeps its summed loss (0 where ignored tokens carry none)",
+        shapes=lifted(token_losses(False, 2015)) + rescaled(token_losses(False, 2015), 1e-3, 1e3),
         thresholds={"*": "64 token losses, every target ignore_index (0 counted tokens: 0/0 = NaN)"},
     ),
     Repro(
         "TNL201", "NF", "Scaled.forward", FP32, example=3,
         adversarial=scaled_inputs(True, 2017), benign=scaled_inputs(False, 2020), grad=("x", "w", "a"),
-        reference=scaled_scores, bound=UNCHANGED,
+        reference=scaled_scores, bound=UNCHANGED, convention=CONSTANT_ROW.replace("row", "column"),
         shapes=(("3-D", scaled_inputs(False, 2023, (4, 3, 6))), ("4-D", scaled_inputs(False, 2026, (4, 2, 3, 6))))
         + rescaled(scaled_inputs(False, 2020), 1e-3),
         thresholds={"*": "Scaled(): x, w, a 4 x 6 of magnitudes 1e-3..1e3; a's column 2 constant (std 0: 0/0 = NaN)"},

@@ -12,7 +12,9 @@ What it watches (hooks only; the model is not changed):
 
 - data: the model's inputs (the root module's forward arguments, nested in tuples, lists and
   dicts). A non-finite input is a data fault, named by argument and batch position, and the rest
-  of that step is not reported (its NaNs are the data's).
+  of that step is not reported (its NaNs are the data's). So is a non-finite target, label or
+  weight: when the model's outputs are finite and the loss is not, a tensor without a gradient in
+  the code that called backward (`watch_loss.find_loss_data`) is named with its rows.
 - forward: the output of every submodule (forward hooks). The first non-finite output is reported
   as it happens, innermost module first, so the report names the module that created it. The loss
   (the tensor `backward` is called on) is checked too: finite model outputs and a non-finite loss
@@ -85,7 +87,7 @@ from torch import nn
 
 from torchnumlint.runtime_check import watch_dist
 from torchnumlint.runtime_check.watch_history import NormHistory, total_norm
-from torchnumlint.runtime_check.watch_loss import LossSite, caller_frames, find_loss_site
+from torchnumlint.runtime_check.watch_loss import LossSite, caller_frames, find_loss_data, find_loss_site
 from torchnumlint.runtime_check.watch_report import (
     NanReport,
     NonFiniteError,
@@ -473,7 +475,8 @@ class NanWatch:
             self.scaler.search(lambda: caller_frames(self._thread), nonfinite=True)
             scaled = self.scaler.active()
         if loss_bad and self._check_forward and not forward_seen:
-            self._emit(self._loss_report(loss))
+            data = find_loss_data(self._thread)
+            self._emit(self._loss_data_report(loss, data) if data else self._loss_report(loss))
         elif flagged and scaled and not loss_bad and not forward_seen:
             if self.scaler.overflow():
                 self._emit(self._collapse_report(self._backward_report(flagged, loss)))
@@ -543,6 +546,23 @@ class NanWatch:
                               module_class="")
         report.loss_site = loss.where
         report.findings = self._findings("", loss) if self.lint else []
+        return report
+
+    def _loss_data_report(self, loss: LossSite, data: List[Tuple[str, torch.Tensor]]) -> NanReport:
+        """The model's outputs are finite, the loss is not, and the loss code read a non-finite
+        tensor that carries no gradient (a target, a label, a weight): a data fault, named by its
+        variable and batch positions, as a non-finite model input is."""
+        label, t = data[0]
+        rows, batch = _bad_rows(t)
+        where = f", batch positions {rows} of {batch}" if rows and batch > 1 else ""
+        others = "; also non-finite: " + ", ".join(f"`{name}`" for name, _ in data[1:]) if len(data) > 1 else ""
+        hint = ("the model's outputs are finite and the loss is not, and a tensor the loss reads without a "
+                "gradient (a target, a label, a weight) is non-finite: a data fault (check the data pipeline "
+                f"and these samples), not the loss code (backward called at {loss.where or 'an unknown place'})"
+                + others)
+        report = self._report("data", "data", "", what=f"loss input `{label}`{where}", name=label,
+                              stats=TensorStats.of(t), hint=hint, module_class="")
+        report.loss_site = loss.where
         return report
 
     def _collapse_report(self, report: NanReport) -> NanReport:

@@ -27,9 +27,13 @@ _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 DRIVERS = ("lightning", "pytorch_lightning", "accelerate", "transformers")
 
 
+_HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
 def _driver_dirs() -> Tuple[str, ...]:
-    """Source folders of PyTorch and of the imported training drivers."""
-    dirs = [_TORCH_DIR]
+    """Source folders of PyTorch, of nan_watch itself (a replayed step's backward passes through
+    its TorchFunctionMode) and of the imported training drivers."""
+    dirs = [_TORCH_DIR, _HERE]
     for name in DRIVERS:
         module = sys.modules.get(name)
         if module is not None and getattr(module, "__file__", None):
@@ -104,7 +108,7 @@ def find_loss_data(thread_id: int, frames: int = 4) -> List[Tuple[str, torch.Ten
         if frame.f_code.co_name == "backward" and path.startswith(_TORCH_DIR):
             in_backward = True
             continue
-        if not in_backward or path.startswith(_TORCH_DIR) or frame.f_code.co_filename.startswith("<frozen"):
+        if not in_backward or path.startswith((_TORCH_DIR, _HERE)) or frame.f_code.co_filename.startswith("<frozen"):
             continue
         for name, value in list(frame.f_locals.items()):
             for label, t in _loss_inputs(value, name):

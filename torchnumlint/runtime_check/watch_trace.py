@@ -57,8 +57,15 @@ def _call_site(op: str) -> Optional[OpSite]:
 
 
 def _finite(grads: Sequence[Optional[torch.Tensor]]) -> bool:
-    return all(g is None or bool(torch.isfinite(g.detach()).all()) for g in grads
-               if g is None or g.is_floating_point())
+    """Every floating gradient finite? One sum per gradient (a NaN or Inf makes it non-finite);
+    the exact check only where the sum is not finite (it may overflow on finite values)."""
+    for g in grads:
+        if g is None or not g.is_floating_point():
+            continue
+        g = g.detach()
+        if not bool(torch.isfinite(g.sum())) and not bool(torch.isfinite(g).all()):
+            return False
+    return True
 
 
 class StepTrace(TorchFunctionMode):
@@ -95,7 +102,8 @@ class StepTrace(TorchFunctionMode):
 
     def _hook(self, node):
         def hook(grad_inputs, grad_outputs):
-            if self.culprit is None and _finite(grad_outputs) and not _finite(grad_inputs):
+            # the gradients it passes on first: almost always finite, so one check per node
+            if self.culprit is None and not _finite(grad_inputs) and _finite(grad_outputs):
                 self.culprit = node
             return None
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from torchnumlint import catalogue
-from torchnumlint.runtime_check import cli, context, linted, runner
+from torchnumlint.runtime_check import cli, context, linted, runner, verify_format
 from torchnumlint.runtime_check.oracles import CONFIRMED, NOT_REPRODUCED, SKIPPED
 from torchnumlint.runtime_check.repros import REPROS
 
@@ -283,7 +283,7 @@ def test_importing_runtime_check_does_not_import_libcst_or_click():
         "import torchnumlint, torchnumlint.runtime_check as rc\n"
         "assert 'torch' not in sys.modules, 'torch imported eagerly'\n"
         "from torchnumlint import catalogue\n"
-        "from torchnumlint.runtime_check import runner, repros, watch, cli, oracles, context, linted\n"
+        "from torchnumlint.runtime_check import runner, repros, watch, cli, oracles, context, linted, verify_format\n"
         "rc.verify, rc.nan_watch\n"
         "bad = [m for m in ('libcst', 'click', 'torchnumlint.engine', 'torchnumlint.rules') if m in sys.modules]\n"
         "assert not bad, bad\n"
@@ -298,4 +298,4 @@ def test_quiet_prints_only_verdicts_and_the_full_output_reads_without_the_source
     assert not any(line.startswith("    ") for line in quiet), quiet
     assert cli.main(["--device", "cpu", "--select", "TNL102"]) == 0
     full = capsys.readouterr().out
-    assert "    inputs:" in full and runner.LEGEND in full
+    assert "    inputs:" in full and verify_format.LEGEND in full

@@ -50,7 +50,7 @@ def _call_site(op: str) -> Optional[OpSite]:
     frame = sys._getframe(2)
     while frame is not None:
         path = os.path.abspath(frame.f_code.co_filename)
-        if not (path.startswith(_TORCH_DIR) or path.startswith(_HERE) or frame.f_code.co_filename.startswith("<frozen")):
+        if not (path.startswith((_TORCH_DIR, _HERE)) or frame.f_code.co_filename.startswith("<frozen")):
             return OpSite(op, frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
         frame = frame.f_back
     return None

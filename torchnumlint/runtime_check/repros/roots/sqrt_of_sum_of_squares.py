@@ -16,7 +16,7 @@ from typing import Optional
 import torch
 
 from torchnumlint.runtime_check.context import Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import constant_row, gen, lifted, put, rescaled, rows_spanning
+from torchnumlint.runtime_check.repros.inputs import constant_row, gen, lifted, put, rows_spanning
 
 DTYPES = ("float32", "float16")
 # The largest row scale of the benign inputs: float16's squares overflow past 255.9, so its rows

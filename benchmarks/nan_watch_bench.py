@@ -9,10 +9,14 @@ Configurations, each on the same model, optimizer and batches:
 - nan_watch, scope="modules" (every submodule's outputs and gradients) and scope="boundary" (the
   root module's inputs/outputs and the parameter gradients), with every=1 and every=10;
 - `torch.autograd.detect_anomaly(check_nan=True)` around forward and backward;
-- a param/grad audit as tools like torch-audit run it: after the backward, `torch.isfinite(t).all()`
-  of every parameter and every gradient, read one by one, every step.
+- torch-audit 0.3.0 itself (`pip install torch-audit==0.3.0`; skipped with a note when it is not
+  installed): its `Auditor(model, optimizer=opt, every_n_steps=N)` with its default runtime
+  validators, the step run through `auditor.forward`, `auditor.backward` and
+  `auditor.optimizer_step` as its README shows, N = 1 and 10;
+- what `watch.replay` adds to the one step it replays: the step under `watch_trace.StepTrace`
+  (each op's creation site recorded, a hook on each graph node), here on every step to time it.
 
-A step is forward + loss + backward (+ the audit) + AdamW step + zero_grad. The configurations are
+A step is forward + loss + backward + AdamW step + zero_grad. The configurations are
 interleaved round by round, in an order rotated every round, so drift in the machine's load hits
 them alike. A round runs `--steps` steps of one configuration (nan_watch's hooks are attached
 before and removed after the round; `--steps` is a multiple of 10, so every=10 checks exactly one
@@ -39,6 +43,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from torchnumlint.runtime_check import nan_watch
+from torchnumlint.runtime_check.watch_trace import StepTrace
 
 
 # ---- models ----------------------------------------------------------------------------------
@@ -94,21 +99,13 @@ def workloads(names: List[str]) -> List[Workload]:
 # ---- the checks compared ---------------------------------------------------------------------
 
 
-def audit_params_and_grads(model: nn.Module) -> None:
-    """The per-step finiteness audit of param/grad checkers: one isfinite + one read per tensor."""
-    for name, p in model.named_parameters():
-        if not bool(torch.isfinite(p).all()):
-            raise FloatingPointError(f"parameter {name} is not finite")
-        if p.grad is not None and not bool(torch.isfinite(p.grad).all()):
-            raise FloatingPointError(f"gradient of {name} is not finite")
-
-
 @dataclass
 class Config:
     name: str
     watch: Optional[Dict[str, object]] = None  # nan_watch options; hooks attached for the round
     anomaly: bool = False
-    audit: bool = False
+    audit_every: int = 0  # torch-audit's every_n_steps (0: not torch-audit)
+    trace: bool = False  # the step under watch_trace.StepTrace, as watch.replay runs it
     samples: List[float] = field(default_factory=list)  # per-step seconds
     ratios: List[float] = field(default_factory=list)  # per-round mean / baseline's round mean
 
@@ -122,12 +119,21 @@ def configs() -> List[Config]:
         Config('nan_watch scope="boundary", every=1', watch={"scope": "boundary", "every": 1}),
         Config('nan_watch scope="boundary", every=10', watch={"scope": "boundary", "every": 10}),
         Config("detect_anomaly(check_nan=True)", anomaly=True),
-        Config("param/grad isfinite audit, every step", audit=True),
+        Config("torch-audit 0.3.0 Auditor, every_n_steps=1", audit_every=1),
+        Config("torch-audit 0.3.0 Auditor, every_n_steps=10", audit_every=10),
+        Config("a replayed step (watch_trace.StepTrace), timed on every step", trace=True),
     ]
 
 
 def supported(cfg: Config, model: nn.Module) -> Optional[str]:
-    """None when this watch.py accepts the configuration's options, else why not."""
+    """None when this watch.py accepts the configuration's options (and torch-audit is installed
+    for its rows), else why not."""
+    if cfg.audit_every:
+        try:
+            import torch_audit
+        except ImportError:
+            return "torch-audit is not installed (pip install torch-audit==0.3.0)"
+        return None if torch_audit.__version__ == "0.3.0" else f"torch-audit {torch_audit.__version__} is not 0.3.0"
     if cfg.watch is None:
         return None
     try:
@@ -137,27 +143,43 @@ def supported(cfg: Config, model: nn.Module) -> Optional[str]:
     return None
 
 
-def train_step(w: Workload, opt: torch.optim.Optimizer, cfg: Config) -> None:
-    with torch.autograd.detect_anomaly(check_nan=True) if cfg.anomaly else contextlib.nullcontext():
+def train_step(w: Workload, opt: torch.optim.Optimizer, cfg: Config, auditor=None) -> None:
+    if auditor is not None:  # torch-audit's own loop: its forward, backward and optimizer step
+        loss = w.loss(auditor.forward(w.inputs), w.targets)
+        auditor.backward(loss)
+        auditor.optimizer_step()
+        opt.zero_grad(set_to_none=True)
+        return
+    checking = torch.autograd.detect_anomaly(check_nan=True) if cfg.anomaly else \
+        StepTrace() if cfg.trace else contextlib.nullcontext()
+    with checking:
         loss = w.loss(w.model(w.inputs), w.targets)
         loss.backward()
-    if cfg.audit:
-        audit_params_and_grads(w.model)
     opt.step()
     opt.zero_grad(set_to_none=True)
 
 
 def run_round(w: Workload, opt, cfg: Config, steps: int) -> List[float]:
+    """`steps` timed steps of one configuration; nan_watch's hooks (or torch-audit's) are attached
+    before the round and removed after it."""
     watch = nan_watch(w.model, mode="raise", **cfg.watch) if cfg.watch is not None else None
+    auditor = None
+    if cfg.audit_every:
+        from torch_audit import Auditor
+
+        auditor = Auditor(w.model, optimizer=opt, every_n_steps=cfg.audit_every)
+        auditor.attach()
     times = []
     try:
         for _ in range(steps):
             start = time.perf_counter()
-            train_step(w, opt, cfg)
+            train_step(w, opt, cfg, auditor)
             times.append(time.perf_counter() - start)
     finally:
         if watch is not None:
             watch.close()
+        if auditor is not None:
+            auditor.detach()
     return times
 
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from torchnumlint import catalogue
-from torchnumlint.runtime_check import cli, context, linted, runner
+from torchnumlint.runtime_check import cli, context, linted, runner, verify_format
 from torchnumlint.runtime_check.oracles import CONFIRMED, NOT_REPRODUCED, SKIPPED
 from torchnumlint.runtime_check.repros import REPROS
 
@@ -102,6 +102,59 @@ def test_where_a_safe_fix_differs_from_the_original_the_output_says_so(cpu_resul
     tnl103 = next(r for r in cpu_results if r.code == "TNL103" and r.example == 1 and r.dtype == "float32")
     said = [e for e in tnl103.evidence if "where the original is not finite" in e]
     assert said and all("matches the reference" in e for e in said), tnl103.evidence
+
+
+def test_a_fix_that_needs_its_bound_is_within_it_not_matching(cpu_results):
+    """TNL112's clamped log-odds are 85 % off the reference: the words say "within the stated
+    bound (85%", never "matches the reference"."""
+    tnl112 = next(r for r in cpu_results if r.code == "TNL112" and r.example == 1)
+    text = " ".join(tnl112.evidence)
+    assert "within the stated bound (85%" in text and "matches the reference" not in text, tnl112.evidence
+
+
+def test_where_the_mathematics_is_undefined_the_convention_is_said(cpu_results):
+    said = {(r.code, r.example): e for r in cpu_results for e in r.evidence
+            if e.startswith("where the mathematics is undefined, the reference assumes: ")}
+    assert "fully masked row" in said[("TNL401", 1)] and "uniform" in said[("TNL401", 1)]
+    assert "subgradient" in said[("TNL204", 1)]
+    assert "zero feature row" in said[("TNL202", 2)]
+    assert "constant row" in said[("TNL201", 1)]
+
+
+METHODS = {("TNL111", 2): "Gated.forward", ("TNL114", 2): "Distiller.forward", ("TNL202", 2): "Head.forward",
+           ("TNL201", 4): "Scaled.forward"}
+
+
+def test_method_bound_examples_run_on_an_instance(cpu_results):
+    """The examples whose formula is a method of an nn.Module are run as that method of an
+    instance, not only compared as text."""
+    for (code, example), func in METHODS.items():
+        repro = next(r for r in REPROS[code] if r.example == example - 1)
+        assert repro.func == func
+        runs = [r for r in cpu_results if r.code == code and r.example == example and r.oracle != "FIX"]
+        assert runs and all(r.verdict == CONFIRMED for r in runs), (code, example)
+
+
+def test_every_example_runs_at_further_shapes():
+    """A benign input set at another shape or scale for every example with benign inputs; at
+    least one 3-D input wherever the example's own inputs allow one."""
+    flat = {("TNL104", 2): "(a * b).sum(-1) + (a - b) broadcasts only for 1-D inputs",
+            ("TNL113", 3): "softmax(-1) then nll_loss's class dim 1: the same dim only at 2-D",
+            ("TNL402", 1): "log_softmax(-1) then nll_loss's class dim 1: the same dim only at 2-D",
+            ("TNL401", 2): "h is 3-D already (the pooled dim 1 not last)"}
+    for code, repros in REPROS.items():
+        for repro in repros:
+            if repro.benign is None or repro.custom is not None:
+                continue
+            where = (code, repro.example + 1)
+            assert repro.shapes or where in flat, where
+            if where in flat:
+                continue
+            info = RULES[code]
+            ctx = context.ReproContext(info, repro, torch.device("cpu"), repro.dtypes[0])
+            widest = max(v.dim() for _, build in repro.shapes for v in build(ctx).values()
+                         if isinstance(v, torch.Tensor))
+            assert widest >= 3, where
 
 
 def test_a_hazard_that_does_not_show_is_not_reproduced():
@@ -230,7 +283,7 @@ def test_importing_runtime_check_does_not_import_libcst_or_click():
         "import torchnumlint, torchnumlint.runtime_check as rc\n"
         "assert 'torch' not in sys.modules, 'torch imported eagerly'\n"
         "from torchnumlint import catalogue\n"
-        "from torchnumlint.runtime_check import runner, repros, watch, cli, oracles, context, linted\n"
+        "from torchnumlint.runtime_check import runner, repros, watch, cli, oracles, context, linted, verify_format\n"
         "rc.verify, rc.nan_watch\n"
         "bad = [m for m in ('libcst', 'click', 'torchnumlint.engine', 'torchnumlint.rules') if m in sys.modules]\n"
         "assert not bad, bad\n"
@@ -245,4 +298,4 @@ def test_quiet_prints_only_verdicts_and_the_full_output_reads_without_the_source
     assert not any(line.startswith("    ") for line in quiet), quiet
     assert cli.main(["--device", "cpu", "--select", "TNL102"]) == 0
     full = capsys.readouterr().out
-    assert "    inputs:" in full and runner.LEGEND in full
+    assert "    inputs:" in full and verify_format.LEGEND in full

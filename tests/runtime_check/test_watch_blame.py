@@ -125,6 +125,39 @@ def test_data_fault_in_a_nested_batch_is_apart_from_module_faults():
     assert report.what == "input `batch['image']`, batch positions [2] of 5"
 
 
+def test_a_non_finite_regression_target_is_a_data_fault_with_its_rows():
+    """The model's outputs are finite, the target is not: the target is named, with its rows, not
+    "the loss code"."""
+    model = wm.Net()
+    x, y = wm.batch()
+    y[3] = float("nan")
+    y[5] = float("inf")
+    with pytest.raises(NonFiniteError) as info:
+        with nan_watch(model):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()  # the NaN target's loss
+    report = info.value.report
+    assert (report.phase, report.kind, report.name, report.step) == ("data", "data", "y", 0)
+    assert report.what == "loss input `y`, batch positions [3, 5] of 8"
+    assert report.stats.nan == 1 and report.stats.posinf == 1
+    assert "data fault" in report.hint and "not the loss code" in report.hint
+    assert report.loss_site.endswith(f"test_watch_blame.py:{_line_of('# the NaN target')}")
+
+
+def test_a_non_finite_weight_in_a_batch_dict_is_a_data_fault():
+    """A per-sample weight inside the batch dict of the training step, in record mode."""
+    model = wm.Net()
+    x, y = wm.batch()
+    batch = {"x": x, "y": y, "weight": torch.ones(8, 1)}
+    batch["weight"][2] = float("nan")
+    with nan_watch(model, mode="record") as watch:
+        loss = (batch["weight"] * (model(batch["x"]) - batch["y"]) ** 2).mean()
+        loss.backward()
+    [report] = watch.reports
+    assert (report.phase, report.name) == ("data", "batch['weight']")
+    assert report.what == "loss input `batch['weight']`, batch positions [2] of 8"
+
+
 def test_findings_of_every_file_on_the_path_and_of_the_loss():
     pytest.importorskip("libcst")
     torch.manual_seed(0)

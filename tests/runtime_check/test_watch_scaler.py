@@ -76,4 +76,6 @@ def test_a_nan_loss_under_the_scaler_is_an_incident():
         with nan_watch(model, scaler=scaler):
             _fp16_steps(model, scaler, 1, x, y)
     report = info.value.report
-    assert (report.phase, report.kind, report.name, report.step) == ("forward", "nan", "loss", 0)
+    # a NaN target is data (issue 20 item 4): named with its row, not blamed on the loss code
+    assert (report.phase, report.kind, report.name, report.step) == ("data", "data", "y", 0)
+    assert report.what == "loss input `y`, batch positions [0] of 8"

@@ -55,6 +55,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     select = [c for v in args.select for c in _csv(v)] if args.select else None
 
     from torchnumlint.runtime_check import runner as v
+    from torchnumlint.runtime_check import verify_format as fmt
 
     device, absent = v.resolve_device(args.device)
     if device is None:  # asked for a device this machine lacks: an error, never a green run
@@ -65,9 +66,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: --select {','.join(select)} matches no rule", file=sys.stderr)
         return 2
     if args.format == "json":
-        print(v.format_json(results))
+        print(fmt.format_json(results))
     elif args.format == "markdown":
-        print(v.format_markdown(results, v.describe_device(device)), end="")
+        print(fmt.format_markdown(results, v.describe_device(device)), end="")
     else:
-        print(v.format_text(results, verbose=not args.quiet))
+        print(fmt.format_text(results, verbose=not args.quiet))
     return v.exit_code(results)

@@ -81,6 +81,18 @@ class Repro:
     custom: Optional[Callable[[ReproContext], Result]] = None
     skip: Optional[Callable[[ReproContext], Optional[str]]] = None
     note: str = ""
+    # Further benign input sets, each (what it is, builder): the example at other shapes (a batch
+    # dim, 3-D and 4-D, the reduced dim not last) and scales, where a fix that drops a `dim` or a
+    # `keepdim`, or broadcasts wrongly, computes other values than the reference (at 2-D the
+    # implicit dim of log_softmax is -1, at 3-D it is 0).
+    shapes: Tuple[Tuple[str, Builder], ...] = ()
+    # A method-bound example ("Class.method"): builds the instance from the class (default: the
+    # class called with no arguments); an nn.Module is then moved to the dtype of the run.
+    instance: Optional[Callable[[type], Any]] = None
+    # Where the mathematics is undefined (a norm's subgradient at 0, a fully masked row, 0/0), the
+    # convention the reference assumes there: printed with every verdict, so a reference that
+    # happens to agree with the fix's own convention says so instead of matching it silently.
+    convention: str = ""
 
     def threshold_for(self, dtype_name: str) -> str:
         return self.thresholds.get(dtype_name, self.thresholds.get("*", ""))
@@ -151,10 +163,23 @@ class ReproContext:
             return torch.autocast("cuda", dtype=torch.float16)
         return cuda_policy.cuda_autocast()
 
-    def load(self, side: str, func: Optional[str] = None) -> Callable:
-        """Exec the side's text into a fresh namespace and return its function."""
-        return load_function(self.source(side), func or self.repro.func, f"<{self.info.code} {side}>",
-                             emulate_cuda=self.emulated)
+    def load(self, side: str, func: Optional[str] = None, dtype: Optional[torch.dtype] = None) -> Callable:
+        """Exec the side's text into a fresh namespace and return its function; for a method
+        ("Class.method") the method of a fresh instance (`Repro.instance`), an nn.Module moved to
+        `dtype` (default: the run's), so its parameters meet inputs of that dtype."""
+        name = func or self.repro.func
+        owner, _, method = name.rpartition(".")
+        loaded = load_function(self.source(side), owner or name, f"<{self.info.code} {side}>",
+                               emulate_cuda=self.emulated)
+        if not owner:
+            return loaded
+        obj = self.repro.instance(loaded) if self.repro.instance else loaded()
+        if isinstance(obj, torch.nn.Module):
+            obj = obj.to(device=self.device, dtype=dtype or self.dtype)
+        bound = getattr(obj, method, None)
+        if not callable(bound):
+            raise ReproError(f"<{self.info.code} {side}>: {owner} has no method {method!r}")
+        return bound
 
     def result(self, verdict: str, **kw) -> Result:
         if self.emulated:

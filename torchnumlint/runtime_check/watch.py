@@ -12,7 +12,9 @@ What it watches (hooks only; the model is not changed):
 
 - data: the model's inputs (the root module's forward arguments, nested in tuples, lists and
   dicts). A non-finite input is a data fault, named by argument and batch position, and the rest
-  of that step is not reported (its NaNs are the data's).
+  of that step is not reported (its NaNs are the data's). So is a non-finite target, label or
+  weight: when the model's outputs are finite and the loss is not, a tensor without a gradient in
+  the code that called backward (`watch_loss.find_loss_data`) is named with its rows.
 - forward: the output of every submodule (forward hooks). The first non-finite output is reported
   as it happens, innermost module first, so the report names the module that created it. The loss
   (the tensor `backward` is called on) is checked too: finite model outputs and a non-finite loss
@@ -48,6 +50,12 @@ once on the CPU. On an accelerator the finiteness flags stay on the device and a
 forward (when the outermost module returns) and once per backward, with the gradient norm, so
 watching costs no synchronisation per module; the gradients of a checked backward are then held
 until that backward ends (use `every=N` to bound the cost on large models).
+
+Replay (`watch.replay(step_fn, *batch)`, `watch_trace.py`): hooks on module boundaries cannot
+tell which operation of the loss code made a NaN gradient. Replaying the failing step records the
+creation site of every op of that one forward (detect_anomaly does it for every step) and names
+the first operation whose backward turned finite gradients non-finite, with its line
+(`report.operation`: a KL in a helper file), and lints every project file from the loss down to it.
 
 Modes: "raise" raises NonFiniteError (a FloatingPointError; `.report` holds the NanReport) from
 `model(x)` or from `loss.backward()`; "warn" issues a NonFiniteWarning and goes on; "record" only
@@ -85,7 +93,7 @@ from torch import nn
 
 from torchnumlint.runtime_check import watch_dist
 from torchnumlint.runtime_check.watch_history import NormHistory, total_norm
-from torchnumlint.runtime_check.watch_loss import LossSite, caller_frames, find_loss_site
+from torchnumlint.runtime_check.watch_loss import LossSite, caller_frames, find_loss_data, find_loss_site
 from torchnumlint.runtime_check.watch_report import (
     NanReport,
     NonFiniteError,
@@ -96,6 +104,7 @@ from torchnumlint.runtime_check.watch_report import (
 )
 from torchnumlint.runtime_check.watch_scaler import ScalerWatch
 from torchnumlint.runtime_check.watch_steps import StepCounter
+from torchnumlint.runtime_check.watch_trace import StepTrace
 
 __all__ = ["nan_watch", "NanWatch", "NanReport", "NonFiniteError", "NonFiniteWarning", "TensorStats", "MODES",
            "SCOPES"]
@@ -230,6 +239,7 @@ class NanWatch:
         self._pending_backward: List[_Event] = []
         self._records: Dict[int, _Grad] = {}
         self._loss: Optional[LossSite] = None
+        self._trace: Optional[StepTrace] = None  # set while a step is replayed (`replay`)
         self._loss_flag: Optional[torch.Tensor] = None
         self._thread = threading.get_ident()
         self._callback_queued = False
@@ -273,6 +283,27 @@ class NanWatch:
         self.flush()
         self._agree()
         self.counter.explicit()
+
+    def replay(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Optional[NanReport]:
+        """Run `fn(*args, **kwargs)`, the failing step once more (same parameters, same batch: in
+        raise mode the incident stopped it before the optimizer step), recording where each op
+        of its forward is created (`watch_trace.StepTrace`: what detect_anomaly records on every
+        step, here for this one only). Its report names the first operation whose backward made
+        the non-finite gradient, with its line (`operation`), and its findings cover every project
+        file from the loss down to that operation (a KL in a helper file). Returns that report, or
+        None when the step ran clean."""
+        before = len(self.reports)
+        step = self.counter.index
+        self._reported = {key: seen for key, seen in self._reported.items() if key[0] != step}
+        self._trace = StepTrace()
+        try:
+            with self._trace:
+                fn(*args, **kwargs)
+        except NonFiniteError as exc:
+            return exc.report
+        finally:
+            self._trace = None
+        return self.reports[-1] if len(self.reports) > before else None
 
     def flush(self) -> None:
         """Read the pending device flags now (automatic at the end of each forward and backward)."""
@@ -473,7 +504,8 @@ class NanWatch:
             self.scaler.search(lambda: caller_frames(self._thread), nonfinite=True)
             scaled = self.scaler.active()
         if loss_bad and self._check_forward and not forward_seen:
-            self._emit(self._loss_report(loss))
+            data = find_loss_data(self._thread)
+            self._emit(self._loss_data_report(loss, data) if data else self._loss_report(loss))
         elif flagged and scaled and not loss_bad and not forward_seen:
             if self.scaler.overflow():
                 self._emit(self._collapse_report(self._backward_report(flagged, loss)))
@@ -490,7 +522,15 @@ class NanWatch:
         report = flagged[0].build()
         report.nonfinite_grads = [e.param for e in flagged if e.param and e.param != report.name]
         report.loss_site = loss.where
-        report.findings = self._findings(report.module, loss) if self.lint else []
+        sites = self._trace.failing_path(loss.loss) if self._trace is not None else []
+        if sites:
+            report.operation = sites[-1].describe()
+            report.hint += f"; the first operation whose backward is non-finite is {sites[-1].op} at {sites[-1].where}"
+        elif self._trace is None:
+            report.hint += ("; to name the operation and its line, replay this step: watch.replay(step_fn, *batch) "
+                            "records where each op of one forward is created")
+        report.path_files = self._path_files(report.module, loss, [site.path for site in sites])
+        report.findings = path_findings(report.path_files) if self.lint else []
         return report
 
     def _gradient_report(self, record: _Grad, grad: torch.Tensor) -> NanReport:
@@ -545,6 +585,23 @@ class NanWatch:
         report.findings = self._findings("", loss) if self.lint else []
         return report
 
+    def _loss_data_report(self, loss: LossSite, data: List[Tuple[str, torch.Tensor]]) -> NanReport:
+        """The model's outputs are finite, the loss is not, and the loss code read a non-finite
+        tensor that carries no gradient (a target, a label, a weight): a data fault, named by its
+        variable and batch positions, as a non-finite model input is."""
+        label, t = data[0]
+        rows, batch = _bad_rows(t)
+        where = f", batch positions {rows} of {batch}" if rows and batch > 1 else ""
+        others = "; also non-finite: " + ", ".join(f"`{name}`" for name, _ in data[1:]) if len(data) > 1 else ""
+        hint = ("the model's outputs are finite and the loss is not, and a tensor the loss reads without a "
+                "gradient (a target, a label, a weight) is non-finite: a data fault (check the data pipeline "
+                f"and these samples), not the loss code (backward called at {loss.where or 'an unknown place'})"
+                + others)
+        report = self._report("data", "data", "", what=f"loss input `{label}`{where}", name=label,
+                              stats=TensorStats.of(t), hint=hint, module_class="")
+        report.loss_site = loss.where
+        return report
+
     def _collapse_report(self, report: NanReport) -> NanReport:
         scales = " -> ".join(f"{s:.3g}" for s in self.scaler.scales)
         report.phase, report.kind = "scaler", "scale-collapse"
@@ -578,18 +635,24 @@ class NanWatch:
             rank=watch_dist.rank(),
         )
         if self.lint and phase in ("forward", "backward", "param_grad"):
-            report.findings = self._findings(module, None)
+            report.path_files = self._path_files(module, None)
+            report.findings = path_findings(report.path_files)
         return report
 
     def _findings(self, module: str, loss: Optional[LossSite]) -> List[str]:
-        """Static findings of every file that defines a module on the path from the model to
-        `module`, and of the file that called backward."""
+        """Static findings of every file on the failing path (`_path_files`)."""
+        return path_findings(self._path_files(module, loss))
+
+    def _path_files(self, module: str, loss: Optional[LossSite], built: Sequence[str] = ()) -> List[str]:
+        """The files that define a module on the path from the model to `module`, the file that
+        called backward, and (a replayed step) the files whose code built the loss down to the
+        failing operation; each once, in that order."""
         parts = module.split(".") if module else []
         path = [self._by_name.get(".".join(parts[:i])) for i in range(len(parts) + 1)]
         files = [class_source(type(m))[0] for m in path if m is not None]
         if loss is not None and loss.path:
             files.append(loss.path)
-        return path_findings(files)
+        return list(dict.fromkeys(f for f in [*files, *built] if f and not f.startswith("<")))
 
     def _emit(self, report: NanReport) -> None:
         phase = report.phase if report.phase in ("data", "explosion") else \

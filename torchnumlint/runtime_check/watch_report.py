@@ -126,6 +126,8 @@ class NanReport:
     nonfinite_grads: List[str] = field(default_factory=list)
     grad_norms: List[Tuple[int, float]] = field(default_factory=list)  # (step, global grad norm), oldest first
     loss_site: str = ""  # file:line of the code that called backward
+    operation: str = ""  # a replayed step: the first op whose backward went non-finite, with its line
+    path_files: List[str] = field(default_factory=list)  # the project files linted for `findings`
     hint: str = ""
     findings: List[str] = field(default_factory=list)
     rank: Optional[int] = None
@@ -158,6 +160,8 @@ class NanReport:
         if self.grad_norms:
             lines.append("  global gradient norm by step: " + " -> ".join(
                 f"{norm:.3g} (step {step})" for step, norm in self.grad_norms))
+        if self.operation:
+            lines.append(f"  first operation whose backward is non-finite: {self.operation}")
         if self.loss_site:
             lines.append(f"  backward called at: {self.loss_site}")
         if self.hint:
@@ -172,7 +176,7 @@ class NanReport:
         data["stats"] = self.stats.as_dict() if self.stats is not None else None
         data["inputs"] = [[label, s.as_dict()] for label, s in self.inputs]
         data["grad_norms"] = [list(pair) for pair in self.grad_norms]
-        for key in ("nonfinite_params", "nonfinite_grads", "findings"):
+        for key in ("nonfinite_params", "nonfinite_grads", "findings", "path_files"):
             data[key] = list(data[key])
         return data
 

@@ -70,3 +70,44 @@ def rows_spanning(rows: int, cols: int, low: float, high: float, seed: int) -> t
     from `low` to `high`: benign inputs whose per-row spread (std, variance, norm) spans the scales
     where a wrong guard on it (an eps, a clamp) would change the values."""
     return torch.randn(rows, cols, generator=gen(seed)) * (low * (high / low) ** torch.linspace(0, 1, rows))[:, None]
+
+
+Shapes = Tuple[Tuple[str, Builder], ...]
+
+
+def lifted(build: Builder, *ndims: int) -> Shapes:
+    """`build`'s inputs with leading batch dims, for an example that acts entry by entry or along
+    its trailing dims: every tensor gets the same number of leading dims so that the widest has
+    each of `ndims` dims (default 3 and 4). Each new dim stacks the tensor on a copy rolled by one
+    along its first dim, so the slices differ (a fix that reduces the wrong dim, or broadcasts
+    one slice over another, sees other numbers) and each is a benign input as it was."""
+
+    def at(ndim: int) -> Builder:
+        def build_at(ctx: ReproContext) -> Inputs:
+            inputs = build(ctx)
+            widest = max(v.dim() for v in inputs.values() if isinstance(v, torch.Tensor))
+            out = {}
+            for name, value in inputs.items():
+                if isinstance(value, torch.Tensor):
+                    for _ in range(max(ndim - widest, 1)):
+                        value = torch.stack([value, value.roll(1, 0)])
+                out[name] = value
+            return out
+
+        return build_at
+
+    return tuple((f"{n}-D (leading batch dims)", at(n)) for n in (ndims or (3, 4)))
+
+
+def rescaled(build: Builder, *factors: float) -> Shapes:
+    """`build`'s floating inputs times each of `factors`: the same example at other scales, for
+    one whose benign region is closed under them (a division, a root, a norm: homogeneous)."""
+
+    def at(factor: float) -> Builder:
+        def build_at(ctx: ReproContext) -> Inputs:
+            return {k: v * factor if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                    for k, v in build(ctx).items()}
+
+        return build_at
+
+    return tuple((f"x {f:g}", at(f)) for f in factors)

@@ -16,7 +16,7 @@ from typing import Tuple
 import torch
 
 from torchnumlint.runtime_check.context import Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import gen, put
+from torchnumlint.runtime_check.repros.inputs import gen, lifted, put
 from torchnumlint.runtime_check.repros.log_domain.log_of_sigmoid import log_sigmoid
 
 # 1 - sigmoid(z) == 0 from z >= 16.64 fp32, 6.25 bf16 (measured, torch 2.13 CPU)
@@ -84,6 +84,7 @@ REPRO = Repro(
     adversarial=lambda ctx: logits_labels(ctx, *saturated(ctx)),
     benign=lambda ctx: logits_labels(ctx, *unsaturated(ctx, 1051)),
     grad=("z",), reference=mean_bce, thresholds=THRESHOLDS,
+    shapes=lifted(lambda ctx: logits_labels(ctx, *unsaturated(ctx, 1054))),
 )
 
 FURTHER = (
@@ -92,5 +93,6 @@ FURTHER = (
         adversarial=lambda ctx: mask_inputs(ctx, *saturated(ctx)),
         benign=lambda ctx: mask_inputs(ctx, *unsaturated(ctx, 1053)),
         grad=("mask_logits",), reference=weighted_bce_and_mask, thresholds=THRESHOLDS,
+        shapes=lifted(lambda ctx: mask_inputs(ctx, *unsaturated(ctx, 1055))),
     ),
 )

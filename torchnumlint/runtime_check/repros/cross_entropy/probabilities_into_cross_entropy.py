@@ -20,8 +20,8 @@ from torchnumlint.runtime_check.repros.log_domain.log_of_softmax import log_prob
 
 
 def mean_cross_entropy(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """The mean over the rows of -ln softmax(x_i)_(y_i) (dim 1 is the class)."""
-    return -log_probabilities(x).gather(1, y[:, None]).mean()
+    """The mean over the samples (and positions) of -ln softmax(x_i)_(y_i), dim 1 the class."""
+    return -log_probabilities(x, 1).gather(1, y.unsqueeze(1)).mean()
 
 
 def weighted_nll_mean(scores: torch.Tensor, labels: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -50,6 +50,13 @@ def extreme_labels() -> Tuple[torch.Tensor, torch.Tensor]:
     return x, y
 
 
+def extreme_positions() -> Tuple[torch.Tensor, torch.Tensor]:
+    """`extreme_labels` with 3 positions per sample (8 x 10 x 3: the class dim 1 is not last)."""
+    x = spanning((8, 10, 3), 1e-3, 30.0, 1133)
+    y = torch.where(torch.arange(8)[:, None] % 2 == 0, x.argmax(1), x.argmin(1))
+    return x, y
+
+
 def ce_inputs(ctx: ReproContext, x: torch.Tensor, y: torch.Tensor) -> Inputs:
     return put(ctx, x=x, y=y)
 
@@ -67,6 +74,7 @@ REPRO = Repro(
     adversarial=lambda ctx: ce_inputs(ctx, *confidently_wrong()),
     benign=lambda ctx: ce_inputs(ctx, *extreme_labels()),
     grad=("x",), reference=mean_cross_entropy, thresholds={"*": THRESHOLD},
+    shapes=(("3-D, the class dim 1 not last", lambda ctx: ce_inputs(ctx, *extreme_positions())),),
 )
 
 FURTHER = (

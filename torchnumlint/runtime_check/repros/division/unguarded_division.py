@@ -3,18 +3,20 @@
 Example 2 (a masked mean, divided by the count of its validity flags) and example 3 (a loss divided
 by the count of positive labels) are reproduced too: a row with no valid entry, a batch with no
 positive.
-Example 4 (`Scaled.forward`) is not: it is a method of an nn.Module, and a reproduction runs a
-function the example defines.
+Example 4 (`Scaled.forward`, a method of an nn.Module: a norm, a column's std and a row's absolute
+sum as divisors) is reproduced on an instance of `Scaled`: a constant column of `a` (std 0).
 
 float32 only: the fix's clamp_min(1e-12) rounds to 0 in float16 (TNL303's territory).
 """
 
 from __future__ import annotations
 
+from typing import Tuple
+
 import torch
 
 from torchnumlint.runtime_check.context import FP32, Bound, Builder, Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import constant_row, gen, put, rows_spanning
+from torchnumlint.runtime_check.repros.inputs import constant_row, gen, lifted, put, rescaled, rows_spanning, spanning
 
 # clamp_min(1e-12) (examples 1, 2) acts only on a divisor below 1e-12: on these inputs only the
 # zero one (a constant row's std, an empty row's count), whose numerator is exactly 0, so the fix's
@@ -23,6 +25,10 @@ from torchnumlint.runtime_check.repros.inputs import constant_row, gen, put, row
 # the reference is defined.
 UNCHANGED = Bound("clamp_min(1e-12) raises only the zero divisors (numerator exactly 0: the quotient stays 0); "
                   "every other divisor here is >= 0.68 and unchanged", abs=0.0, rel=0.0)
+
+
+CONSTANT_ROW = ("a constant row has no spread (0/0): its standard scores are taken as 0 (a StandardScaler's "
+                "convention) and their derivative, which does not exist there, is not compared")
 
 
 def standard_scores(x: torch.Tensor) -> torch.Tensor:
@@ -34,6 +40,35 @@ def standard_scores(x: torch.Tensor) -> torch.Tensor:
     dev = x - x.sum(-1, keepdim=True) / x.shape[-1]
     s = torch.sqrt((dev * dev).sum(-1, keepdim=True) / (x.shape[-1] - 1))
     return torch.where(s > 0, dev / s, torch.zeros_like(dev))
+
+
+def scaled_scores(x: torch.Tensor, w: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+    """x / ||w||_2 times the standard scores of `a` along dim 0 (`standard_scores`' convention at a
+    constant column: 0), over each row's sum of |w| (w's last dim)."""
+    z = standard_scores(a.transpose(0, -1)).transpose(0, -1)
+    return x / torch.sqrt((w * w).sum()) * z / w.abs().sum(-1, keepdim=True)
+
+
+def scaled_inputs(constant_column: bool, seed: int, shape: Tuple[int, ...] = (4, 6)) -> Builder:
+    """x, w, a: 4 x 6 (or `shape`: dim 0 is the one `a` is standardised along) of magnitude 1e-3 ..
+    1e3 (either sign; |w| row sums >= 0.1); `constant_column`: a's column 2 all 3.0 (its std is 0:
+    0/0 = NaN)."""
+
+    def build(ctx: ReproContext) -> Inputs:
+        x, w, a = (spanning(shape, 1e-3, 1e3, seed + i) for i in range(3))
+        w[..., 0] = w[..., 0].sign() * (w[..., 0].abs() + 0.1)
+        if constant_column:
+            a[..., 2] = 3.0
+        return put(ctx, x=x, w=w, a=a)
+
+    return build
+
+
+def masked_positions(ctx: ReproContext) -> Inputs:
+    """h: 4 x 8 x 3 (the reduced dim 1 not last), magnitudes 1e-3 .. 1e3; mask 4 x 8 x 1: sample i
+    selects its first 2i + 1 positions (counts 1 .. 7)."""
+    mask = (torch.arange(8)[None, :] <= 2 * torch.arange(4)[:, None])[..., None]
+    return put(ctx, h=spanning((4, 8, 3), 1e-3, 1e3, 2016), mask=mask)
 
 
 def masked_average(h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -94,7 +129,8 @@ def labelled_losses(no_positive: bool, seed: int) -> Builder:
 REPRO = Repro(
     "TNL201", "NF", "standardize", FP32,
     adversarial=lambda ctx: put(ctx, x=constant_row(201, 3.0)), benign=standardize_benign, grad=("x",),
-    reference=standard_scores, bound=UNCHANGED,
+    reference=standard_scores, bound=UNCHANGED, convention=CONSTANT_ROW,
+    shapes=lifted(standardize_benign) + rescaled(standardize_benign, 1e-3, 1e3),
     thresholds={"*": "4 x 16, row 1 constant (std 0: 0/0 = NaN), other rows randn"},
 )
 
@@ -103,12 +139,24 @@ FURTHER = (
         "TNL201", "NF", "masked_mean", FP32, example=1,
         adversarial=masked_rows(True, 2012), benign=masked_rows(False, 2013), grad=("h",),
         reference=masked_average, bound=UNCHANGED,
+        convention="a row with nothing selected (0/0) pools to 0, the empty sum, and gets no gradient",
+        shapes=(("3-D, the reduced dim 1 not last", masked_positions),) + rescaled(masked_rows(False, 2013), 1e-3, 1e3),
         thresholds={"*": "h 8 x 16, mask row i selects i + 1 entries, row 1 none (count 0: 0/0 = NaN)"},
     ),
     Repro(
         "TNL201", "NF", "positive_loss", FP32, example=2,
         adversarial=labelled_losses(True, 2014), benign=labelled_losses(False, 2015), grad=("losses",),
         reference=per_positive_loss,
+        convention="a batch with no positive (0/0) keeps its summed loss (0 where background samples carry none)",
+        shapes=lifted(labelled_losses(False, 2015)) + rescaled(labelled_losses(False, 2015), 1e-3, 1e3),
         thresholds={"*": "64 sample losses, every label background (0 positives: 0/0 = NaN)"},
+    ),
+    Repro(
+        "TNL201", "NF", "Scaled.forward", FP32, example=3,
+        adversarial=scaled_inputs(True, 2017), benign=scaled_inputs(False, 2020), grad=("x", "w", "a"),
+        reference=scaled_scores, bound=UNCHANGED, convention=CONSTANT_ROW.replace("row", "column"),
+        shapes=(("3-D", scaled_inputs(False, 2023, (4, 3, 6))), ("4-D", scaled_inputs(False, 2026, (4, 2, 3, 6))))
+        + rescaled(scaled_inputs(False, 2020), 1e-3),
+        thresholds={"*": "Scaled(): x, w, a 4 x 6 of magnitudes 1e-3..1e3; a's column 2 constant (std 0: 0/0 = NaN)"},
     ),
 )

@@ -5,31 +5,51 @@ averaged over the batch, in float64. Measured with torch 2.13 on the CPU: the or
 everywhere, so it has no guarded region and no bound: it must equal the mathematics to the dtype's
 precision on every input.
 
-Example 3 (`reduction='mean'` spelled out, the teacher's probabilities first) is reproduced too.
-Example 2 (`Distiller.forward`) is not: it is a method of an nn.Module whose student is a module
-the example does not define, and a reproduction runs a function of tensors."""
+Example 3 (`reduction='mean'` spelled out, the teacher's probabilities first) is reproduced too,
+and example 2 (`Distiller.forward`, a method of an nn.Module) on an instance whose student is
+`nn.Identity()`: the student's logits are then the input `x` itself, and its class dim is 1."""
 
 from __future__ import annotations
 
 import torch
 
 from torchnumlint.runtime_check.context import FP32, Builder, Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import put
+from torchnumlint.runtime_check.repros.inputs import lifted, put, spanning
 from torchnumlint.runtime_check.repros.kl_div.kl_div_prob_input import logits_and_target
-from torchnumlint.runtime_check.repros.kl_div.kl_div_prob_target import kl_divergence
+from torchnumlint.runtime_check.repros.kl_div.kl_div_prob_target import batch_mean, kl_divergence, kl_of_softmaxes
 from torchnumlint.runtime_check.repros.log_domain.log_of_softmax import log_probabilities
 
 BATCH, CLASSES = 8, 10  # the shape of logits_and_target
 
 
 def kl_per_sample(student_logits: torch.Tensor, teacher_probs: torch.Tensor) -> torch.Tensor:
-    """KL(teacher || softmax(student)) over the last dimension, averaged over the rows."""
-    return kl_divergence(teacher_probs, log_probabilities(student_logits)).mean()
+    """KL(teacher || softmax(student)) over the last dimension, "batchmean" (summed, over the size
+    of dim 0)."""
+    return batch_mean(kl_divergence(teacher_probs, log_probabilities(student_logits)))
 
 
 def consistency_kl(p_clean: torch.Tensor, logits_aug: torch.Tensor) -> torch.Tensor:
-    """KL(p_clean || softmax(logits_aug)) over the last dimension, averaged over the rows."""
+    """KL(p_clean || softmax(logits_aug)) over the last dimension, "batchmean"."""
     return kl_per_sample(logits_aug, p_clean)
+
+
+DISTILLER_T = 4.0  # example 2's default temperature
+
+
+def distiller_kl(x: torch.Tensor, teacher_logits: torch.Tensor) -> torch.Tensor:
+    """T^2 KL(softmax(teacher / T) || softmax(x / T)) over the class dim 1, "batchmean": the
+    distillation loss of Hinton et al. (x: the logits of the identity student)."""
+    return batch_mean(kl_of_softmaxes(teacher_logits / DISTILLER_T, x / DISTILLER_T, 1)) * DISTILLER_T ** 2
+
+
+def logits_pair(shape, seed: int) -> Builder:
+    """The student's input (logits, through `nn.Identity`) and the teacher's logits, magnitudes
+    1e-3 to 30, either sign (over T = 4: probabilities from about 1e-6 to nearly 1)."""
+
+    def build(ctx: ReproContext) -> Inputs:
+        return put(ctx, x=spanning(shape, 1e-3, 30.0, seed), teacher_logits=spanning(shape, 1e-3, 30.0, seed + 1))
+
+    return build
 
 
 def student_and_teacher(seed: int, low: float, high: float) -> Builder:
@@ -65,6 +85,7 @@ THRESHOLD = (f"{BATCH} x {CLASSES} logits against a softmax target: 'mean' divid
 REPRO = Repro(
     "TNL114", "WV", "distill_loss", FP32,
     adversarial=ADVERSARIAL, benign=BENIGN, grad=("student_logits", "teacher_probs"), reference=kl_per_sample,
+    shapes=lifted(BENIGN),
     thresholds={"*": THRESHOLD},
 )
 
@@ -72,6 +93,15 @@ FURTHER = (
     Repro(
         "TNL114", "WV", "consistency", FP32, example=2,
         adversarial=swapped(ADVERSARIAL), benign=swapped(BENIGN), grad=("p_clean", "logits_aug"),
-        reference=consistency_kl, thresholds={"*": THRESHOLD},
+        reference=consistency_kl, thresholds={"*": THRESHOLD}, shapes=lifted(swapped(BENIGN)),
+    ),
+    Repro(
+        "TNL114", "WV", "Distiller.forward", FP32, example=1, instance=lambda cls: cls(torch.nn.Identity()),
+        adversarial=logits_pair((BATCH, CLASSES), 1141), benign=logits_pair((BATCH, CLASSES), 1143),
+        grad=("x", "teacher_logits"), reference=distiller_kl,
+        shapes=(("3-D, the class dim 1 not last", logits_pair((BATCH, CLASSES, 3), 1145)),),
+        thresholds={"*": f"Distiller(nn.Identity()), T = {DISTILLER_T:g}: {BATCH} x {CLASSES} logits x and teacher "
+                         f"logits (magnitudes 1e-3..30); 'mean' divides by {BATCH * CLASSES}, the KL per sample by "
+                         f"{BATCH}; reference: T^2 times the KL per sample in float64"},
     ),
 )

@@ -11,14 +11,14 @@ from typing import Tuple
 import torch
 
 from torchnumlint.runtime_check.context import FP32, Builder, Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import put, spanning
-from torchnumlint.runtime_check.repros.kl_div.kl_div_prob_target import kl_divergence
+from torchnumlint.runtime_check.repros.inputs import lifted, put, spanning
+from torchnumlint.runtime_check.repros.kl_div.kl_div_prob_target import batch_mean, kl_divergence
 from torchnumlint.runtime_check.repros.log_domain.log_of_softmax import log_probabilities
 
 
 def kl_to_target(a: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """KL(target || softmax(a)) over the last dimension, averaged over the rows ("batchmean")."""
-    return kl_divergence(target, log_probabilities(a)).mean()
+    """KL(target || softmax(a)) over the last dimension, "batchmean" (summed, over the size of dim 0)."""
+    return batch_mean(kl_divergence(target, log_probabilities(a)))
 
 
 def logits_and_target(seed: int, low: float, high: float) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -41,7 +41,7 @@ def kl_inputs(seed: int, low: float, high: float) -> Builder:
 REPRO = Repro(
     "TNL102", "WV", "kl_loss", FP32,
     adversarial=kl_inputs(102, 1e-3, 3.0), benign=kl_inputs(1021, 1e-3, 10.0), grad=("a", "target"),
-    reference=kl_to_target,
+    reference=kl_to_target, shapes=lifted(kl_inputs(1022, 1e-3, 10.0)),
     thresholds={"*": "8 x 10 logits (magnitudes 1e-3..3) against a softmax target; reference: KL(target || softmax(a)) "
                      "per sample in float64"},
 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from torchnumlint.runtime_check.context import PRECISION, Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import gen, put, rows_spanning, spanning
+from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, rows_spanning, spanning
 from torchnumlint.runtime_check.repros.log_domain.log_of_softmax import (
     LOG_SOFTMAX_SPREAD,
     log_probabilities,
@@ -33,24 +33,30 @@ def kl_divergence(p: torch.Tensor, log_q: torch.Tensor, dim: int = -1) -> torch.
     return (torch.xlogy(p, p) - p * log_q).sum(dim)
 
 
-def kl_of_softmaxes(target_logits: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
-    """KL(p || q) = sum_i p_i (ln p_i - ln q_i) over the last dimension for p, q the softmaxes of
+def batch_mean(per_sample: torch.Tensor) -> torch.Tensor:
+    """The sum over every entry divided by the size of dim 0: kl_div's "batchmean" (the mean over
+    rows only when the input is 2-D; a 3-D input's positions are summed, not averaged)."""
+    return per_sample.sum() / per_sample.shape[0] if per_sample.dim() else per_sample
+
+
+def kl_of_softmaxes(target_logits: torch.Tensor, logits: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """KL(p || q) = sum_i p_i (ln p_i - ln q_i) along `dim` for p, q the softmaxes of
     `target_logits`, `logits`. A softmax is never 0, and ln p_i = x_i - ln sum_j e^(x_j) holds
     exactly, so ln p is taken from the logits: a p that rounds to 0 in a low precision dtype
     contributes 0, not 0 * ln 0."""
-    log_p = log_probabilities(target_logits)
-    return (torch.exp(log_p) * (log_p - log_probabilities(logits))).sum(-1)
+    log_p = log_probabilities(target_logits, dim)
+    return (torch.exp(log_p) * (log_p - log_probabilities(logits, dim))).sum(dim)
 
 
 def distillation_kl(s1: torch.Tensor, s2: torch.Tensor) -> torch.Tensor:
-    """KL(softmax(s2) || softmax(s1)) over the last dimension, averaged over the rows."""
-    return kl_of_softmaxes(s2, s1).mean()
+    """KL(softmax(s2) || softmax(s1)) over the last dimension, "batchmean" (`batch_mean`)."""
+    return batch_mean(kl_of_softmaxes(s2, s1))
 
 
 def mutual_kl(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """KL(softmax(b) || softmax(a)) + KL(softmax(a) || softmax(b)) over dim 1 (the last), each
-    averaged over the rows: the symmetric KL of two models' predictions."""
-    return kl_of_softmaxes(b, a).mean() + kl_of_softmaxes(a, b).mean()
+    """KL(softmax(b) || softmax(a)) + KL(softmax(a) || softmax(b)) over dim 1 (the class dim,
+    the last only for 2-D logits), each "batchmean": the symmetric KL of two models' predictions."""
+    return batch_mean(kl_of_softmaxes(b, a, 1)) + batch_mean(kl_of_softmaxes(a, b, 1))
 
 
 def adversarial(ctx: ReproContext) -> Inputs:
@@ -91,9 +97,16 @@ def mutual_benign(ctx: ReproContext) -> Inputs:
     return put(ctx, a=spanning((4, 10), 1e-3, 6.0, 1014), b=spanning((4, 10), 1e-3, 6.0, 1015))
 
 
+def positions_benign(ctx: ReproContext) -> Inputs:
+    """4 x 10 x 3 logits (3 positions per sample: the class dim 1 is not last), magnitudes 1e-3
+    to 6, either sign."""
+    return put(ctx, a=spanning((4, 10, 3), 1e-3, 6.0, 1016), b=spanning((4, 10, 3), 1e-3, 6.0, 1017))
+
+
 REPRO = Repro(
     "TNL101", "NF", "distill_loss", PRECISION,
     adversarial=adversarial, benign=benign, grad=("s1", "s2"), reference=distillation_kl,
+    shapes=lifted(lambda ctx: {"s1": mutual_benign(ctx)["a"], "s2": mutual_benign(ctx)["b"]}),
     thresholds={d: f"2 rows x {VOCAB}; row 0 spread {KL_SPREAD[d]:g} (softmax underflows past "
                    f"{KL_THRESHOLD[d]:g} in {d}), row 1 randn" for d in KL_SPREAD},
 )
@@ -102,6 +115,7 @@ FURTHER = (
     Repro(
         "TNL101", "NF", "mutual", PRECISION, example=2,
         adversarial=mutual_adversarial, benign=mutual_benign, grad=("a", "b"), reference=mutual_kl,
+        shapes=(("3-D, the class dim 1 not last", positions_benign),),
         thresholds={d: f"4 x 10 logits a, b randn; b's row 0 logit 0 {v:g} below the row's largest (softmax(b) "
                        f"is 0 there)" for d, v in LOG_SOFTMAX_SPREAD.items()},
     ),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from torchnumlint.runtime_check.context import PRECISION, Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import gen, put, spanning
+from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, rescaled, spanning
 from torchnumlint.runtime_check.repros.log_domain.logsumexp_manual import log_sum_exp
 
 # spread below a row's largest logit past which softmax underflows to 0: at most ln(smallest
@@ -39,14 +39,15 @@ def benign(ctx: ReproContext) -> Inputs:
     return put(ctx, logits=spanning((4, 10), 1e-3, 6.0, 1031))
 
 
-def log_probabilities(logits: torch.Tensor) -> torch.Tensor:
-    """log p_i = x_i - log sum_j exp(x_j) over the last dimension."""
-    return logits - log_sum_exp(logits, -1, keepdim=True)
+def log_probabilities(logits: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """log p_i = x_i - log sum_j exp(x_j) along `dim` (the class dim: the last, or 1)."""
+    return logits - log_sum_exp(logits, dim, keepdim=True)
 
 
 def weighted_nll_sum(logits: torch.Tensor, labels: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """-sum_i w[y_i] log p_i[y_i]: the class-weighted negative log-likelihood, summed (dim 1 is the class)."""
-    picked = log_probabilities(logits).gather(1, labels[:, None]).squeeze(1)
+    """-sum_i w[y_i] log p_i[y_i]: the class-weighted negative log-likelihood, summed over every
+    sample and position (dim 1 is the class, whatever the number of dims)."""
+    picked = log_probabilities(logits, 1).gather(1, labels.unsqueeze(1)).squeeze(1)
     return -(w[labels] * picked).sum()
 
 
@@ -63,6 +64,14 @@ def labelled(ctx: ReproContext, logits: torch.Tensor) -> Inputs:
     return put(ctx, logits=logits, labels=labels, w=0.5 + torch.rand(10, generator=gen(1033)))
 
 
+def labelled_positions(ctx: ReproContext) -> Inputs:
+    """4 x 10 x 3 logits (the class dim 1 not last: 3 positions per sample, as a sequence model
+    gives them) of magnitude 1e-3 to 6, either sign, labels 4 x 3, class weights in [0.5, 1.5)."""
+    labels = torch.randint(0, 10, (4, 3), generator=gen(1036))
+    return put(ctx, logits=spanning((4, 10, 3), 1e-3, 6.0, 1037), labels=labels,
+               w=0.5 + torch.rand(10, generator=gen(1033)))
+
+
 def tempered(ctx: ReproContext, logits: torch.Tensor) -> Inputs:
     return {**put(ctx, logits=logits), "T": TEMPERATURE}
 
@@ -70,7 +79,7 @@ def tempered(ctx: ReproContext, logits: torch.Tensor) -> Inputs:
 REPRO = Repro(
     "TNL103", "NF", "log_probs", PRECISION,
     adversarial=adversarial, benign=benign, grad=("logits",),
-    reference=log_probabilities,
+    reference=log_probabilities, shapes=lifted(benign) + rescaled(benign, 1e-3),
     thresholds={d: f"4 x 10 logits, randn; row 0's logit 0 is {v:g} below the row's largest (softmax "
                    f"underflows: log 0 = -inf)" for d, v in LOG_SOFTMAX_SPREAD.items()},
 )
@@ -81,6 +90,7 @@ FURTHER = (
         adversarial=lambda ctx: labelled(ctx, underflowing_row(ctx)),
         benign=lambda ctx: labelled(ctx, spanning((4, 10), 1e-3, 6.0, 1034)),
         grad=("logits",), reference=weighted_nll_sum,  # nll_loss has no gradient for its weight
+        shapes=(("3-D, the class dim 1 not last", labelled_positions),),
         thresholds={d: f"4 x 10 logits, randn; row 0's target logit {v:g} below the row's largest (its softmax "
                        f"is 0); class weights in [0.5, 1.5)" for d, v in LOG_SOFTMAX_SPREAD.items()},
     ),
@@ -89,6 +99,7 @@ FURTHER = (
         adversarial=lambda ctx: tempered(ctx, underflowing_row(ctx, TEMPERATURE)),
         benign=lambda ctx: tempered(ctx, spanning((4, 10), 1e-3, 3.0, 1035)),
         grad=("logits",), reference=entropy,
+        shapes=lifted(lambda ctx: tempered(ctx, spanning((4, 10), 1e-3, 3.0, 1035))),
         thresholds={d: f"4 x 10 logits, randn, T = {TEMPERATURE:g}; row 0's logit 0 is {v * TEMPERATURE:g} below "
                        f"the row's largest ({v:g} after / T: its p is 0, 0 * log 0 = NaN)"
                     for d, v in LOG_SOFTMAX_SPREAD.items()},

@@ -11,7 +11,7 @@ import math
 import torch
 
 from torchnumlint.runtime_check.context import PRECISION, Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import gen, put, spanning
+from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, rescaled, spanning
 
 # energies from which exp(-e) is exactly 0, measured on torch 2.13 (CPU): 103.98 fp32, 93.0 bf16,
 # 17.34 fp16; row 0 sits just past it (log 0 = -inf there, logsumexp -101.7 / -90.5 / -15.0)
@@ -85,6 +85,7 @@ def benign_mixture(ctx: ReproContext) -> Inputs:
 REPRO = Repro(
     "TNL109", "NF", "free_energy", PRECISION,
     adversarial=adversarial, benign=benign_energies, grad=("energies",), reference=free_energy,
+    shapes=lifted(benign_energies) + rescaled(benign_energies, 1e-3),
     thresholds={d: f"4 x 10 energies, randn; row 0 all in [{v:g}, {v + 1:g}) (every exp(-e) is 0)"
                 for d, v in UNDERFLOW_ENERGY.items()},
 )
@@ -93,12 +94,14 @@ FURTHER = (
     Repro(
         "TNL109", "NF", "mine_lower_bound", PRECISION, example=1,
         adversarial=overflowing_critic, benign=benign_critic, grad=("t_joint", "t_marginal"), reference=mine_bound,
+        shapes=lifted(benign_critic) + rescaled(benign_critic, 1e-3),
         thresholds={d: f"16 x 3 critic scores, randn; t_marginal[0, 0] = {v + 0.5:g} (exp is Inf from {v:g})"
                     for d, v in EXP_OVERFLOW.items()},
     ),
     Repro(
         "TNL109", "NF", "log_mix", PRECISION, example=2,
         adversarial=underflowing_mixture, benign=benign_mixture, grad=("log_a", "log_b"), reference=log_mixture,
+        shapes=lifted(benign_mixture) + rescaled(benign_mixture, 1e-3),
         thresholds={d: f"16 log-probabilities each in (-3, 0]; entries 0-3 of both {v:g} lower (exp is 0 below "
                        f"-{v:g})" for d, v in UNDERFLOW_ENERGY.items()},
     ),

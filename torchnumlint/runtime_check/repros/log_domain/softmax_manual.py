@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from torchnumlint.runtime_check.context import PRECISION, Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import gen, put, spanning
+from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, rescaled, spanning
 from torchnumlint.runtime_check.repros.log_domain.logsumexp_manual import EXP_OVERFLOW, log_sum_exp
 
 # example 2: cosine similarities (at most 1) over a temperature of 0.01 reach 100, past every overflow
@@ -56,6 +56,7 @@ def similarities(seed: int) -> torch.Tensor:
 REPRO = Repro(
     "TNL110", "NF", "attention_weights", PRECISION,
     adversarial=adversarial, benign=benign, grad=("scores",), reference=probabilities,
+    shapes=lifted(benign) + rescaled(benign, 1e-3),
     thresholds={d: f"4 x 10 scores, randn; row 0 randn + {v:g} (exp is inf from {v:g})"
                 for d, v in EXP_OVERFLOW.items()},
 )
@@ -66,6 +67,7 @@ FURTHER = (
         adversarial=lambda ctx: {**put(ctx, sim=similarities(1102)), "t": COLD},
         benign=lambda ctx: {**put(ctx, sim=similarities(1103)), "t": WARM},
         grad=("sim",), reference=contrastive,
+        shapes=lifted(lambda ctx: {**put(ctx, sim=similarities(1104)), "t": WARM}),  # dim 1 is then not last
         thresholds={"*": f"8 x 8 cosine similarities, t = {COLD:g}: the diagonal's 1 / t = {1 / COLD:g} overflows exp "
                          f"in every dtype (benign: t = {WARM:g})"},
     ),

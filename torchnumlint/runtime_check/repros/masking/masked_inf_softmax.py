@@ -14,7 +14,11 @@ from __future__ import annotations
 import torch
 
 from torchnumlint.runtime_check.context import PRECISION, Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import gen, put, spanning
+from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, spanning
+
+
+FULLY_MASKED = ("a fully masked row attends to nothing: its weights are taken as uniform over every key (the "
+                "value a finite fill gives; zero weights would be as defensible) and get no gradient")
 
 
 def attention_weights(scores: torch.Tensor, masked: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -84,7 +88,8 @@ def pool_inputs(full_row: bool, seed: int, lowered: float = 0.0) -> Inputs:
 
 REPRO = Repro(
     "TNL401", "NF", "attend", PRECISION,
-    adversarial=adversarial, benign=benign, grad=("scores", "v"), reference=attention,
+    adversarial=adversarial, benign=benign, grad=("scores", "v"), reference=attention, shapes=lifted(benign),
+    convention=FULLY_MASKED,
     thresholds={"*": "3 x 5 scores, row 1 fully masked with -inf, other rows partly masked (column 0 kept)"},
 )
 
@@ -93,7 +98,7 @@ FURTHER = (
         "TNL401", "NF", "pool", PRECISION, example=1,
         adversarial=lambda ctx: put(ctx, **pool_inputs(True, 4014)),
         benign=lambda ctx: put(ctx, **pool_inputs(False, 4017, LOWERED[ctx.dtype_name])),
-        grad=("h", "w"), reference=pooled,
+        grad=("h", "w"), reference=pooled, convention=FULLY_MASKED,
         thresholds={"*": "h 3 x 5 x 4, logits h @ w; row 1 all padding (set to -inf), other rows partly padded"},
     ),
 )

@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 
 from torchnumlint.runtime_check.context import Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import gen, put, rows_spanning
+from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, rows_spanning
 
 
 def pair_affinity(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -50,7 +50,7 @@ def in_range(ctx: ReproContext) -> Inputs:
 
 REPRO = Repro(
     "TNL301", "NF", "step", ("autocast",),
-    adversarial=overflowing, benign=in_range, grad=("x", "w"), reference=pair_affinity,
+    adversarial=overflowing, benign=in_range, grad=("x", "w"), reference=pair_affinity, shapes=lifted(in_range),
     thresholds={"*": "scores = x @ w, x 32 x 16, w 16 x 16 randn on float16's grid: gram = scores @ scores.T (|gram| up to "
                      "486); gram * gram overflows float16 once a Gram entry passes 255.9"},
 )

@@ -16,12 +16,16 @@ from typing import Optional
 import torch
 
 from torchnumlint.runtime_check.context import Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import constant_row, gen, put, rows_spanning
+from torchnumlint.runtime_check.repros.inputs import constant_row, gen, lifted, put, rows_spanning
 
 DTYPES = ("float32", "float16")
 # The largest row scale of the benign inputs: float16's squares overflow past 255.9, so its rows
 # stay at scale 30 (16 entries: sum of squares ~ 14400 < 65504).
 LARGEST = {"float32": 1e3, "float16": 30.0}
+
+
+SUBGRADIENT = ("the norm of a zero vector has no derivative: its subgradient of least norm, 0, is taken "
+               "(torch.linalg.vector_norm's convention, which the fix shares)")
 
 
 def euclidean_norm(v: torch.Tensor, dim: Optional[int] = None, keepdim: bool = False) -> torch.Tensor:
@@ -88,7 +92,8 @@ def spread_points(ctx: ReproContext) -> Inputs:
 
 REPRO = Repro(
     "TNL204", "NF", "embedding_norm_loss", DTYPES,
-    adversarial=zero_and_overflowing, benign=spanning_rows, grad=("x",), reference=centred_norm,
+    adversarial=zero_and_overflowing, benign=spanning_rows, grad=("x",), reference=centred_norm, convention=SUBGRADIENT,
+    shapes=lifted(spanning_rows),  # (x 1e-3 is not benign: float16's squares underflow, the hazard itself)
     thresholds={"float32": "4 x 16, row 1 all zeros (gradient of sqrt at 0), other rows randn",
                 "float16": "4 x 16, row 1 all zeros, row 2 +-300 (x**2 overflows float16 above 255.9)"},
 )
@@ -97,12 +102,14 @@ FURTHER = (
     Repro(
         "TNL204", "NF", "distance_loss", DTYPES, example=1,
         adversarial=degenerate_distances, benign=generic_distances, grad=("a", "h"), reference=distance_sum,
+        convention=SUBGRADIENT,
+        shapes=lifted(generic_distances, 3),  # 4-D: the rows of a - a.mean(0) coincide
         thresholds={"*": "a 4 x 16 <= 0 with rows v, v, v + u, v - u (rows 0, 1 centre to 0; relu(a) = 0), "
                          "h 4 x 16 randn, mask row 2 all False: three square roots of 0"},
     ),
     Repro(
         "TNL204", "NF", "pairwise_loss", DTYPES, example=2,
-        adversarial=spread_points, grad=("a",), reference=pairwise_distances,
+        adversarial=spread_points, grad=("a",), reference=pairwise_distances, convention=SUBGRADIENT,
         thresholds={"*": "a 8 x 4, rows at scales 1e-3 .. 1: the diagonal distances are 0"},
     ),
 )

@@ -13,7 +13,7 @@ import torch
 
 from torchnumlint.runtime_check.context import FP32, Bound, Inputs, Repro, ReproContext
 from torchnumlint.runtime_check.oracles import tolerance
-from torchnumlint.runtime_check.repros.inputs import constant_row, put, rows_spanning
+from torchnumlint.runtime_check.repros.inputs import constant_row, lifted, put, rescaled, rows_spanning
 from torchnumlint.runtime_check.repros.roots.sqrt_of_sum_of_squares import euclidean_norm
 
 # Example 1: clamp_min(1e-12) acts only where the variance is below 1e-12: on these inputs only the
@@ -65,6 +65,9 @@ REPRO = Repro(
     adversarial=lambda ctx: put(ctx, x=constant_row(206, 3.0)),
     benign=lambda ctx: put(ctx, x=rows_spanning(8, 16, 1e-3, 1e3, 2061)), grad=("x",),
     reference=inverse_std, bound=VARIANCE_UNCHANGED,
+    convention="1 / std of a constant row is +inf and its derivative undefined: neither is compared",
+    shapes=lifted(lambda ctx: put(ctx, x=rows_spanning(8, 16, 1e-3, 1e3, 2061)))
+    + rescaled(lambda ctx: put(ctx, x=rows_spanning(8, 16, 1e-3, 1e3, 2064)), 1e-3, 1e3),
     thresholds={"*": "4 x 16, row 1 constant (var 0: rsqrt(0) = inf), other rows randn; benign: 8 rows of "
                      "std 1e-3 .. 1e3 (variance 1e-6 .. 1e6)"},
 )
@@ -74,6 +77,9 @@ FURTHER = (
         "TNL206", "NF", "spread_loss", FP32, example=1,
         adversarial=flat_and_aligned, benign=spread_and_near_aligned, grad=("x", "cos"),
         reference=spread_and_sine, bound=THREE_ROOTS,
+        convention="a constant row's spread takes the norm's subgradient 0 at 0; the slope of sqrt(1 - cos^2) at "
+        "cos = +-1 is infinite and not compared",
+        shapes=lifted(spread_and_near_aligned),
         thresholds={"*": "x 4 x 16 randn, row 1 all 0.1 (E[x^2] - mean^2 < 0: sqrt NaN); cos 1 and -1 "
                          "(gradient of the root at 0: inf)"},
     ),

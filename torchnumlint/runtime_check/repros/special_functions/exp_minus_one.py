@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from torchnumlint.runtime_check.context import PRECISION, Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import ROUNDS_TO_ONE, below_rounding, put, spanning
+from torchnumlint.runtime_check.repros.inputs import ROUNDS_TO_ONE, below_rounding, lifted, put, rescaled, spanning
 
 
 def exp_minus_one(x: torch.Tensor) -> torch.Tensor:
@@ -54,6 +54,7 @@ def benign_softplus(ctx: ReproContext) -> Inputs:
 REPRO = Repro(
     "TNL107", "WV", "phi_1", PRECISION,
     adversarial=below_rounding("h"), benign=benign_step, reference=phi_one,
+    shapes=lifted(benign_step) + rescaled(benign_step, 1e-3),
     thresholds={d: f"h from {v * 1e-3:.1e} to {v * 0.99:.1e} (exp(h) rounds to 1 below {v:g} in {d})"
                 for d, v in ROUNDS_TO_ONE.items()},
 )
@@ -62,6 +63,7 @@ FURTHER = (
     Repro(
         "TNL107", "NF", "inverse_softplus", PRECISION, example=1,
         adversarial=small_softplus, benign=benign_softplus, grad=("y",), reference=inverse_softplus,
+        shapes=lifted(benign_softplus),
         thresholds={d: f"y from {v * 0.05:.1e} to {v * 0.99:.1e} (exp(y) - 1 is 0, its log -inf, below {v:g} "
                        f"in {d})" for d, v in ROUNDS_TO_ONE.items()},
     ),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from torchnumlint.runtime_check.context import FP32, Bound, Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import gen, put, spanning
+from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, rescaled, spanning
 from torchnumlint.runtime_check.repros.log_domain.log_of_sigmoid import log_sigmoid
 from torchnumlint.runtime_check.repros.log_domain.log_of_softmax import log_probabilities
 from torchnumlint.runtime_check.repros.log_domain.logsumexp_manual import log_sum_exp
@@ -77,6 +77,7 @@ SOFTMAX_BOUND = Bound(CLAMP + " through the softmax: |fix - reference| <= |refer
 REPRO = Repro(
     "TNL112", "NF", "log_odds", FP32,
     adversarial=adversarial, benign=benign_z, grad=("z",), reference=log_odds, bound=BOUND,
+    shapes=lifted(benign_z) + rescaled(benign_z, 1e-3),
     thresholds={"float32": f"z in -6..6 plus {SIGMOID_ONE + 0.5:g}, 40, {SIGMOID_ZERO - 1.0:g} (sigmoid(z) is 1 "
                            f"from z = {SIGMOID_ONE:g}, 0 below {SIGMOID_ZERO:g})"},
 )
@@ -85,7 +86,7 @@ FURTHER = (
     Repro(
         "TNL112", "NF", "class_odds", FP32, example=1,
         adversarial=saturated_classes, benign=benign_classes, grad=("scores",), reference=class_log_odds,
-        bound=SOFTMAX_BOUND,
+        bound=SOFTMAX_BOUND, shapes=lifted(benign_classes),
         thresholds={"float32": "4 x 10 scores, randn; row 0's score 0 + 30 (p rounds to 1), row 1's - 120 "
                                "(p is 0)"},
     ),

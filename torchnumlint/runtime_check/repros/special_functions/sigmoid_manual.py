@@ -2,15 +2,16 @@
 `torch.sigmoid(x)` is finite and gives the same values.
 
 Example 3 (`1.2 / (1 + exp(-(1 / 1.6) * x))`, a scaled and stretched sigmoid) is reproduced too,
-its overflow 1.6 times further out. Example 2 is not: its formula lives in the method
-`Gated.forward`, and a reproduction runs a module-level function of the example by name."""
+its overflow 1.6 times further out, and example 2 (`Gated.forward`: a reciprocal form of
+sigmoid(h @ w) and `e / (e + 1)` with e = exp(h), which is inf / inf = NaN once exp(h) overflows) on
+an instance of `Gated`."""
 
 from __future__ import annotations
 
 import torch
 
 from torchnumlint.runtime_check.context import PRECISION, Builder, Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import put, spanning
+from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, rescaled, spanning
 
 # exp(-x) is Inf, and the gradient NaN, from x <= -88.723 float32, -89 bfloat16, -11.094 float16
 # (measured on torch 2.13, CPU); for example 3 from 1.6 times that: -141.96, -142, -17.75.
@@ -27,6 +28,26 @@ def sigmoid(x: torch.Tensor) -> torch.Tensor:
 def shifted_sigmoid(x: torch.Tensor) -> torch.Tensor:
     """1.2 sigmoid(x / 1.6): a sigmoid stretched 1.6 times along x and scaled to (0, 1.2)."""
     return 1.2 * sigmoid(x / STRETCH)
+
+
+def gated(h: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """sigmoid(h @ w) * h + sigmoid(h)."""
+    return sigmoid(h @ w) * h + sigmoid(h)
+
+
+def overflowing_gate(ctx: ReproContext) -> Inputs:
+    """h 4 x 8 randn, h[0, 0] twice past exp's overflow (e / (e + 1) = inf / inf); w 8 x 8 randn * 0.3,
+    its row 0 zero, so h @ w stays of a few units (the sigmoid of h @ w is not what overflows)."""
+    h = torch.randn(4, 8, generator=gen(1112))
+    h[0, 0] = -2 * EXP_OVERFLOW[ctx.dtype_name]
+    w = 0.3 * torch.randn(8, 8, generator=gen(1113))
+    w[0] = 0.0
+    return put(ctx, h=h, w=w)
+
+
+def benign_gate(ctx: ReproContext) -> Inputs:
+    """h of magnitude 1e-3 to 8, either sign (exp(8) is finite in float16), w randn * 0.3."""
+    return put(ctx, h=spanning((4, 8), 1e-3, 8.0, 1114), w=0.3 * torch.randn(8, 8, generator=gen(1115)))
 
 
 def overflowing(stretch: float) -> Builder:
@@ -58,12 +79,20 @@ def thresholds(stretch: float) -> dict:
 REPRO = Repro(
     "TNL111", "NF", "gate", PRECISION,
     adversarial=overflowing(1.0), benign=benign(1.0), grad=("x",), reference=sigmoid, thresholds=thresholds(1.0),
+    shapes=lifted(benign(1.0)) + rescaled(benign(1.0), 1e-3),
 )
 
 FURTHER = (
     Repro(
         "TNL111", "NF", "shifted_sigmoid", PRECISION, example=2,
         adversarial=overflowing(STRETCH), benign=benign(STRETCH), grad=("x",), reference=shifted_sigmoid,
-        thresholds=thresholds(STRETCH),
+        thresholds=thresholds(STRETCH), shapes=lifted(benign(STRETCH)) + rescaled(benign(STRETCH), 1e-3),
+    ),
+    Repro(
+        "TNL111", "NF", "Gated.forward", PRECISION, example=1,
+        adversarial=overflowing_gate, benign=benign_gate, grad=("h", "w"), reference=gated,
+        shapes=lifted(benign_gate) + rescaled(benign_gate, 1e-3),
+        thresholds={d: f"Gated(): h 4 x 8 randn, h[0, 0] = {-2 * v:g} (exp(h) is inf from {-v:g} in {d}); "
+                       f"w 8 x 8 randn * 0.3, row 0 zero" for d, v in EXP_OVERFLOW.items()},
     ),
 )

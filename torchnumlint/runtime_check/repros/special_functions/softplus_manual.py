@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from torchnumlint.runtime_check.context import PRECISION, Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import gen, put, spanning
+from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, rescaled, spanning
 from torchnumlint.runtime_check.repros.special_functions.log_one_plus import log_one_plus
 
 # exp(x) overflows from log(finfo.max): 88.72 in float32 and bfloat16, 11.09 in float16
@@ -59,6 +59,7 @@ def benign_margin(ctx: ReproContext) -> Inputs:
 REPRO = Repro(
     "TNL108", "NF", "positive_scale", PRECISION,
     adversarial=adversarial, benign=benign_rho, grad=("rho",), reference=softplus,
+    shapes=lifted(benign_rho) + rescaled(benign_rho, 1e-3),
     thresholds={d: f"rho in -5..5 plus {v + 0.5:g}, {2 * v:g} (exp overflows from {v:g} in {d})"
                 for d, v in EXP_OVERFLOW.items()},
 )
@@ -67,6 +68,7 @@ FURTHER = (
     Repro(
         "TNL108", "NF", "margin_loss", PRECISION, example=1,
         adversarial=overflowing_margin, benign=benign_margin, grad=("pos", "neg"), reference=margin,
+        shapes=lifted(benign_margin) + rescaled(benign_margin, 1e-3),
         thresholds={d: f"16 pos, neg randn; pos[0] = {-(v + 0.5):g} (exp(-pos) overflows from {v:g} in {d})"
                     for d, v in EXP_OVERFLOW.items()},
     ),

@@ -934,3 +934,35 @@ RANGES = [
 @pytest.mark.parametrize("code, case", family_params(RANGES))
 def test_a_range_is_zero_for_constant_data(code, case):
     harness.check(code, case)
+
+
+# Gradient flow, not names: a function that takes a gradient with torch.autograd.grad (keywords or
+# not) differentiates what it computes, like one that calls .backward(); a count-like word in a
+# name that is a log or a prediction (`log_dur_pred`) makes no count.
+PENALTY = """
+    import torch
+    def penalty(critic, x):
+        h = torch.relu(critic(x))
+        n = torch.sqrt((h ** 2).sum(-1))
+        g, = torch.autograd.grad(outputs=n.sum(), inputs=x, create_graph=True)
+        return g
+    """
+PENALTY_FIXED = PENALTY.replace("torch.sqrt((h ** 2).sum(-1))", "torch.linalg.vector_norm(h, dim=-1)")
+GRADIENT_FLOW = [
+    ("TNL204", flagged(PENALTY, (5,), PENALTY_FIXED)),
+    ("TNL204", flagged(PENALTY.replace("outputs=n.sum(), inputs=x", "n.sum(), x"), (5,),
+                       PENALTY_FIXED.replace("outputs=n.sum(), inputs=x", "n.sum(), x"))),
+    ("TNL204", silent(PENALTY.replace("        g, = torch.autograd.grad(outputs=n.sum(), inputs=x, create_graph=True)\n", ""))),
+]
+
+
+@pytest.mark.parametrize("code, case", family_params(GRADIENT_FLOW))
+def test_autograd_grad_differentiates(code, case):
+    harness.check(code, case)
+
+
+def test_a_log_of_a_predicted_duration_is_no_count():
+    from torchnumlint.rules.elementary import says_count
+
+    assert says_count("num_tokens") and says_count("dur") and says_count("node_deg")
+    assert not says_count("log_dur_pred") and not says_count("dur_pred") and not says_count("log_counts")

@@ -10,6 +10,8 @@ exact and SAFE, every other clamp changes values and is UNSAFE, a rewrite into a
 
 import ast
 
+from dataclasses import replace
+
 import pytest
 
 from tests.rules import harness
@@ -1017,15 +1019,21 @@ BOXES_SILENT = [
 ]
 
 
-@pytest.mark.parametrize("code, case", harness.params("TNL201", BOXES_FLAGGED, BOXES_SILENT))
+# A degenerate box was read as implausible in real use by an independent reviewer (predicted sizes
+# are exp() of a delta times a positive anchor, ground truth is filtered): boxes report in strict
+# mode, naming the box.
+@pytest.mark.parametrize(
+    "code, case", harness.params("TNL201", [replace(case, strict=True) for case in BOXES_FLAGGED], BOXES_SILENT)
+)
 def test_box_unions_areas_and_sides_are_divisors_that_reach_zero(code, case):
     harness.check(code, case)
 
 
 def test_box_messages_name_degenerate_boxes():
-    (finding,) = harness.findings("TNL201", BOX_IOU)
+    assert harness.findings("TNL201", BOX_IOU) == []
+    (finding,) = harness.findings("TNL201", BOX_IOU, strict=True)
     assert "union of two box areas" in finding.message and "degenerate (zero-area) boxes" in finding.message
-    found = harness.findings("TNL201", BOXES_FLAGGED[3].source)
+    found = harness.findings("TNL201", BOXES_FLAGGED[3].source, strict=True)
     assert all("zero-height" in f.message for f in found)
 
 
@@ -1085,7 +1093,7 @@ BOX_SCALE_LOSS = """
     harness.params(
         "TNL201",
         flagged=[
-            Flagged(BOX_SCALE_LOSS, (5,)),
+            Flagged(BOX_SCALE_LOSS, (5,), strict=True),
             Flagged(HEATMAP_SCALE, (4, 5), strict=True),
             # the same ratio used as a value is reported
             Flagged(COMPARED.replace("return (proj / norm > -1e-6) & (proj / norm < 1 + 1e-6)", "return proj / norm"),

@@ -896,8 +896,9 @@ def test_a_sum_of_counts_is_zero_when_every_part_is(code, case):
     harness.check(code, case)
 
 
-# A range (max - min) is 0 for constant data: min-max scaling of an input (a blank image) is
-# reported; of a model's output only in strict mode; a guarded range is silent.
+# A range (max - min) is 0 for constant data: min-max scaling of an input (a blank image) names
+# that reason, of a model's output none; both in strict mode only (an exactly constant input was
+# read as implausible in real use); a guarded range is silent.
 RANGES = [
     ("TNL201", flagged("""
     import torch
@@ -907,7 +908,7 @@ RANGES = [
     import torch
     def normalize_image(img: torch.Tensor):
         return (img - img.min()) / (img.max() - img.min()).clamp_min(1e-12)
-    """, message="a range (max - min), which is 0 for constant data")),
+    """, strict=True, message="a range (max - min), which is 0 for constant data")),
     ("TNL201", flagged("""
     import torch
     def scale_scores(model, x):

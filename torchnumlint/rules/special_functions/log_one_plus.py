@@ -13,7 +13,9 @@ log (`log(target.float() + 1)`: an integer tensor converted there); `log(1 - p)`
 dominated by `log(p)` where `1 - p` rounds); and a name assigned
 `1 - x` that is read elsewhere too (`beta_t = 1 - alpha_t / alpha_prev` in a scheduler): a
 quantity of its own, whose rounding happens where it is made (where `x` is near 1, as there,
-`1 - x` is exact and `log1p` gains nothing).
+`1 - x` is exact and `log1p` gains nothing). A compressed magnitude (`log(1 + |x|)`, of relu or
+`clamp(min=0)` outputs: features, not probabilities) loses digits only below the rounding of the
+values around it: reported only under `--strict`.
 """
 
 from __future__ import annotations
@@ -131,6 +133,8 @@ class LogOnePlus(Rule):
             return
         if found.negative and self._paired(term):
             return
+        if not found.negative and not ctx.strict and _magnitude(ctx, term):
+            return  # `log(1 + |x|)`: compressing a magnitude, whose absolute error (< 6e-8) is below its neighbours'
 
         def build(fix) -> Optional[cst.BaseExpression]:
             if match.form == "method" and not found.negative:
@@ -154,6 +158,23 @@ class LogOnePlus(Rule):
         logs = [n for n in _calls(statement) if (m := match_call(ctx.imports, n, "log")) is not None
                 and same_code(ctx, m.input, p)]
         return bool(logs)
+
+
+def _magnitude(ctx, term: cst.BaseExpression) -> bool:
+    """`|x|`, `relu(x)`, `x.clamp(min=0)`: a log-compressed magnitude (`sign(x) * log(1 + |x|)`,
+    `log(1 + relu(h))` of features), whose lost digits are below the rounding of the values
+    around it; read on the corpus as no hazard by a reviewer (feature extractors)."""
+    term = strip_parens(term)
+    if match_call(ctx.imports, term, "abs") is not None:
+        return True
+    if isinstance(term, cst.Call):
+        qual = ctx.qualname(term.func)
+        if qual in ("torch.relu", "torch.nn.functional.relu") or (
+            isinstance(term.func, cst.Attribute) and term.func.attr.value == "relu" and qual is None
+        ):
+            return True
+    clamp = match_call(ctx.imports, term, "clamp", "clip", "clamp_min")
+    return clamp is not None and clamp.given("min") and not clamp.given("max")
 
 
 def _calls(node: cst.CSTNode) -> List[cst.Call]:

@@ -17,6 +17,3 @@ Ownership between the rules, so that one hazard gives one finding (declared in
   exponentials go to softmax-manual, and a division inside `torch.where(...)` to
   where-unselected-branch (catalogue rules not written yet).
 """
-
-from torchnumlint.rules.division import normalize_manual  # noqa: F401
-from torchnumlint.rules.division import unguarded_division  # noqa: F401

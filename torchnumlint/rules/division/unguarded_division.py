@@ -43,6 +43,15 @@ from torchnumlint.rules.shapes import (
 class UnguardedDivision(DivisionRule):
     code = "TNL201"
     name = "unguarded-division"
+    finds = (
+        "`x / d` where d is a count, sum, norm, std/var, sqrt or box union/area/side that the code "
+        "shows can be 0 (an empty mask, weights, relu/abs outputs, standardised data, padding rows,"
+        " degenerate boxes), unguarded"
+    )
+    fix_summary = (
+        "unsafe: `d.clamp_min(1e-12)` on non-negative tensors; safe: `clamp_min(1)` on integer "
+        "counts"
+    )
     message = (
         "division by {what}, which is 0 {why}: Inf there, NaN (0/0) where the numerator is 0 too; "
         "guard the denominator{how}"

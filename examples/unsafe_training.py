@@ -109,11 +109,12 @@ class EmbeddingAgreement(nn.Module):
 
     def forward(self, z, peer_z):
         cosine = (z * peer_z).sum(dim=-1) / (z.norm(dim=-1) * peer_z.norm(dim=-1))
+        angle = torch.acos(cosine)
         unit = z / z.norm(dim=-1, keepdim=True)
         centred = unit - unit.mean(dim=-1, keepdim=True)
         distance = torch.sqrt((centred ** 2).sum(dim=-1))
         spread = torch.sqrt(z.var(dim=0)).mean()
-        return (1 - cosine).mean() + 0.01 * distance.mean() - 0.01 * spread
+        return (1 - cosine).mean() + 0.01 * angle.mean() + 0.01 * distance.mean() - 0.01 * spread
 
 
 def train(steps=3, device=None):

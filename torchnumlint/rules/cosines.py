@@ -38,9 +38,9 @@ _DIAGONAL = {"torch.diagonal"}
 
 
 def norm_of(ctx: "FileContext", expr: cst.BaseExpression):
-    """The 2-norm call `expr` is (names followed), as a `CallMatch`; None for anything else (a
-    norm of another order, `self.norm(h)`: a module)."""
-    match = match_call(ctx.imports, strip_parens(ctx.resolve(expr)), *NORMS)
+    """The 2-norm call `expr` is (names and shape steps followed: `x.norm(dim=1)[:, None]`), as a
+    `CallMatch`; None for anything else (a norm of another order, `self.norm(h)`: a module)."""
+    match = match_call(ctx.imports, strip_parens(through_shape(ctx, expr)), *NORMS)
     if match is None or (match.form == "method" and isinstance(match.input, cst.Name) and match.input.value == "self"):
         return None
     order = match.arg("p") if match.op.name == "norm" else match.arg("ord")
@@ -128,7 +128,7 @@ def manual_cosine(ctx: "FileContext", num: cst.BaseExpression, den: cst.BaseExpr
     norms = _norms(ctx, den)
     if operands is None or norms is None or len(norms) != 2:
         return None
-    a, b = operands
+    a, b = (through_shape(ctx, side, names=False) for side in operands)  # `y.T` is y's rows
     x, y = norms
     if (same_code(ctx, a, x) and same_code(ctx, b, y)) or (same_code(ctx, a, y) and same_code(ctx, b, x)):
         return ManualCosine(a, b, dot)

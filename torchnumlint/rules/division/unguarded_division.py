@@ -15,6 +15,7 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
 from torchnumlint.rules.boxes import side
+from torchnumlint.rules.cosines import manual_cosine
 from torchnumlint.rules.divisors import (
     DivisionRule,
     COUNT_EPS,
@@ -209,6 +210,14 @@ class UnguardedDivision(DivisionRule):
             and replaces_whole(node)
             and normalize_site(ctx, x, d, node) is not None
             and owned_elsewhere(ctx, self.code, "normalize")
+        ):
+            return
+        if (
+            not selected
+            and replaces_whole(node)
+            and found.kind in ("product", "norm")
+            and manual_cosine(ctx, x, d) is not None
+            and owned_elsewhere(ctx, self.code, "manual-cosine")
         ):
             return
         root = root_of(ctx, found.value) if found.kind == "sqrt" else None

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Optional, Tuple
 import libcst as cst
 
 from torchnumlint.rules.guards import number_value, same_code, strip_parens
-from torchnumlint.rules.names import match_call
+from torchnumlint.rules.names import CallMatch, match_call
 from torchnumlint.rules.shapes import through_shape
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,7 +37,7 @@ _TRACE = {"torch.trace"}
 _DIAGONAL = {"torch.diagonal"}
 
 
-def norm_of(ctx: "FileContext", expr: cst.BaseExpression):
+def norm_of(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[CallMatch]:
     """The 2-norm call `expr` is (names and shape steps followed: `x.norm(dim=1)[:, None]`), as a
     `CallMatch`; None for anything else (a norm of another order, `self.norm(h)`: a module)."""
     match = match_call(ctx.imports, strip_parens(through_shape(ctx, expr)), *NORMS)

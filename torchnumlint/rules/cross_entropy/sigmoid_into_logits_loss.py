@@ -21,6 +21,8 @@ a loss module kept in an attribute is fixed at its call.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Optional, Tuple
+
 import libcst as cst
 
 from torchnumlint.findings import Safety
@@ -29,6 +31,9 @@ from torchnumlint.rules.cross_entropy.sites import rewritten_input, source_of
 from torchnumlint.rules.guards import sigmoid_call, strip_parens
 from torchnumlint.rules.losses import LossSite, loss_site
 from torchnumlint.rules.names import CallMatch, is_plain, make_op
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchnumlint.context import FixBuilder
 
 BCE_WITH_LOGITS = make_op(
     "binary_cross_entropy_with_logits", {"torch.nn.functional.binary_cross_entropy_with_logits"}, None,
@@ -158,7 +163,7 @@ class SigmoidIntoLogitsLoss(Rule):
         loss = "BCEWithLogitsLoss" if site.ctor is not None else "binary_cross_entropy_with_logits"
         self.report(node, fix, loss=loss, made=made, note=note)
 
-    def _fix(self, site: LossSite, sigmoid: CallMatch):
+    def _fix(self, site: LossSite, sigmoid: CallMatch) -> "Tuple[Optional[FixBuilder], str]":
         """The call on the logits, or (None, "") where the logits are out of reach."""
         if any(a.star for a in site.call.args):
             return None, ""

@@ -19,6 +19,8 @@ pairwise cosines, or parts read through names, are reported without a fix).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Optional
+
 import libcst as cst
 
 from torchnumlint.findings import Safety
@@ -28,6 +30,9 @@ from torchnumlint.rules.divisors import DivisionRule, in_where, replaces_whole, 
 from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch
 from torchnumlint.rules.guards import is_tested, same_code, strip_parens
 from torchnumlint.rules.names import is_literal, match_call
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchnumlint.context import FixBuilder
 
 
 class CosineSimilarityManual(DivisionRule):
@@ -111,7 +116,7 @@ class CosineSimilarityManual(DivisionRule):
             why = STRICT_WHY
         self.report(node, self._fix(node, x, d), why=why)
 
-    def _fix(self, node: cst.CSTNode, x: cst.BaseExpression, d: cst.BaseExpression):
+    def _fix(self, node: cst.CSTNode, x: cst.BaseExpression, d: cst.BaseExpression) -> "Optional[FixBuilder]":
         """`F.cosine_similarity(a, b, dim=d)` in place of the division, or None where the dim is
         not one explicit dim that the sum and both norms share, or the parts are read through
         names."""

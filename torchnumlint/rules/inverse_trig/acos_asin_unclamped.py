@@ -25,7 +25,7 @@ be computed three times); elsewhere the message says what to do.
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
 
 import libcst as cst
 
@@ -36,6 +36,9 @@ from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch
 from torchnumlint.rules.guards import gradient_free, is_detached, is_tested, number_value, strip_parens
 from torchnumlint.rules.names import CallMatch, make_op, match_call
 
+if TYPE_CHECKING:  # pragma: no cover
+    from torchnumlint.context import FileContext, FixBuilder
+
 INVERSE_TRIG = (
     make_op("acos", {"torch.acos"}, "acos"),
     make_op("arccos", {"torch.arccos"}, "arccos"),
@@ -45,7 +48,7 @@ INVERSE_TRIG = (
 _EDGE = "clamped to exactly [-1, 1]: finite, but the gradient is infinite where it reaches +-1"
 
 
-def _guard(ctx, value: cst.BaseExpression) -> Optional[str]:
+def _guard(ctx: "FileContext", value: cst.BaseExpression) -> Optional[str]:
     """"inside" for a value kept strictly inside (-1, 1) (a clamp whose upper bound is not the
     literal 1, a product with a literal factor just below 1), "edge" for a clamp to exactly 1, None
     for no guard."""
@@ -64,7 +67,7 @@ def _guard(ctx, value: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-def _why(ctx, arg: cst.BaseExpression) -> Tuple[Optional[str], bool, bool]:
+def _why(ctx: "FileContext", arg: cst.BaseExpression) -> Tuple[Optional[str], bool, bool]:
     """(the evidence that a value `arg` may hold unguarded is a cosine, or None; whether some
     value it may hold is unguarded; whether some value is clamped to exactly +-1)."""
     why: Optional[str] = None
@@ -213,7 +216,7 @@ class AcosAsinUnclamped(Rule):
         how = "" if fix is not None else " (`v.clamp(-1 + torch.finfo(v.dtype).eps, 1 - torch.finfo(v.dtype).eps)`)"
         self.report(node, fix, op=match.op.name, why=why, how=how)
 
-    def _fix(self, match: CallMatch):
+    def _fix(self, match: CallMatch) -> "Optional[FixBuilder]":
         """The input clamped to +-(1 - eps) of its dtype, where the input is a name or attribute."""
         value = strip_parens(match.input)
         if not isinstance(value, (cst.Name, cst.Attribute)):

@@ -23,14 +23,17 @@ the determinant or inverse is written inline (a name read only there is reported
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
 
 import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.guards import strip_parens
-from torchnumlint.rules.names import CallMatch, make_op, match_call
+from torchnumlint.rules.names import CallMatch, Op, make_op, match_call
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchnumlint.context import FileContext, FixBuilder
 
 DET = make_op("det", {"torch.det", "torch.linalg.det"}, "det")
 INVERSE = make_op("inverse", {"torch.inverse", "torch.linalg.inv"}, "inverse")
@@ -193,7 +196,7 @@ class InverseAndDet(Rule):
 
     # -- shared ----------------------------------------------------------------------------
 
-    def _made(self, expr: cst.BaseExpression, op) -> Tuple[Optional[CallMatch], bool]:
+    def _made(self, expr: cst.BaseExpression, op: Op) -> Tuple[Optional[CallMatch], bool]:
         """(the call of `op` that `expr` is, whether it is written inline): inline, or a local
         name bound once to it and read only here (no fix then)."""
         match = match_call(self.ctx.imports, expr, op)
@@ -208,5 +211,5 @@ class InverseAndDet(Rule):
         return (match, False) if match is not None and match.fully_known else (None, False)
 
     @staticmethod
-    def _ref(fix, qualified: str) -> str:
+    def _ref(fix: "FixBuilder", qualified: str) -> str:
         return fix.ctx.module.code_for_node(fix.ref(qualified))

@@ -10,10 +10,15 @@ with b = A x, the error of `inverse(A) @ b` is 9.8 times that of `torch.linalg.s
 and its residual 26,500 times (medians of 50 draws; 4.8x and 41x at condition 1e3).
 
 The sites: `torch.log` (function or method) of `torch.det` / `torch.linalg.det` / `A.det()`, or
-of their `abs`; a product (`@`, `torch.matmul`, `mm`, `bmm` and their methods) with an inverse
-(`torch.inverse`, `torch.linalg.inv`, `A.inverse()`) as either factor, inline or through a local
-name read only there (an inverse kept and applied several times is left alone: solving each time
-is not obviously better there).
+of their `abs` (the determinant's range does not depend on evidence: a product of n factors);
+a product (`@`, `torch.matmul`, `mm`, `bmm` and their methods) with an inverse (`torch.inverse`,
+`torch.linalg.inv`, `A.inverse()`) as either factor, inline or through a local name read only
+there (an inverse kept and applied several times is left alone: solving each time is not
+obviously better there). The accuracy lost grows with the condition number, so an inverse is
+reported by default only with evidence that the matrix is ill-conditioned
+(`conditioning_evidence`: a Gram matrix `X^T X`, whose condition number is the square of X's,
+or a covariance, regularised or not); a camera's intrinsics, a pose or an orthogonal matrix are
+well conditioned, and their inverses are reported only in strict mode.
 
 Fix (SAFE: the same quantity, computed without the loss): `torch.logdet(A)`,
 `torch.linalg.slogdet(A).logabsdet` for the log of |det|, `torch.linalg.solve(A, b)` for
@@ -29,8 +34,10 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
-from torchnumlint.rules.guards import strip_parens
+from torchnumlint.rules.evidence import STRICT_WHY
+from torchnumlint.rules.guards import same_code, strip_parens
 from torchnumlint.rules.names import CallMatch, Op, make_op, match_call
+from torchnumlint.rules.shapes import through_shape
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext, FixBuilder
@@ -42,16 +49,56 @@ PRODUCTS = (
     make_op("mm", {"torch.mm"}, "mm", ("mat2",)),
     make_op("bmm", {"torch.bmm"}, "bmm", ("mat2",)),
 )
+_COVARIANCE = {"torch.cov"}
+_MATMUL = {"torch.matmul", "torch.mm", "torch.bmm"}
 _UNDERFLOW = "det(0.1 * I) is 0 in float32 from size 46: log -inf, gradient NaN"
 _ACCURACY = "float32, 64 x 64, condition 1e6: 9.8x the error and 26,500x the residual of solving"
+
+
+def _gram(ctx: "FileContext", value: cst.BaseExpression) -> bool:
+    """`X.T @ X`, `X @ X.T`, `torch.matmul(X.transpose(-1, -2), X)`: a product of a matrix and its
+    own transpose (the same code under shape steps, one side transposed)."""
+    value = strip_parens(value)
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.MatrixMultiply):
+        left, right = value.left, value.right
+    elif isinstance(value, cst.Call) and ctx.qualname(value.func) in _MATMUL and len(value.args) == 2:
+        left, right = value.args[0].value, value.args[1].value
+    else:
+        return False
+    bare = [through_shape(ctx, side, names=False) for side in (left, right)]
+    transposed = any(strip_parens(b) is not strip_parens(side) for b, side in zip(bare, (left, right)))
+    return transposed and same_code(ctx, bare[0], bare[1])
+
+
+def conditioning_evidence(ctx: "FileContext", matrix: cst.BaseExpression, depth: int = 3) -> Optional[str]:
+    """Why inverting `matrix` loses accuracy that solving keeps: it is a Gram matrix `X^T X`
+    (whose condition number is the square of X's) or a covariance, possibly regularised
+    (`+ lam * I`), on some value it may hold; None where the code does not say (a camera's
+    intrinsics, a pose, an orthogonal matrix are well conditioned)."""
+    for origin in ctx.origins(matrix):
+        value = strip_parens(origin)
+        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.Add, cst.Divide, cst.Multiply)):
+            for part in (value.left, value.right):
+                found = conditioning_evidence(ctx, part, depth - 1) if depth > 0 else None
+                if found is not None:
+                    return found
+            continue
+        if _gram(ctx, value):
+            return "a Gram matrix X^T X, whose condition number is the square of X's"
+        if isinstance(value, cst.Call) and (
+            ctx.qualname(value.func) in _COVARIANCE
+            or (isinstance(value.func, cst.Attribute) and value.func.attr.value == "cov" and not value.args)
+        ):
+            return "a covariance matrix"
+    return None
 
 
 class InverseAndDet(Rule):
     code = "TNL213"
     name = "inverse-and-det"
     finds = (
-        "`torch.inverse(A) @ b` (also `linalg.inv`, `.inverse()`, `matmul`/`mm`/`bmm`, either side) "
-        "and `torch.log(torch.det(A))`: det(0.1 * I) underflows from size 46 in float32 (log -inf, "
+        "`torch.inverse(A) @ b` of a Gram or covariance matrix (also `linalg.inv`, `.inverse()`, "
+        "`matmul`/`mm`/`bmm`, either side) and `torch.log(torch.det(A))`: det(0.1 * I) underflows from size 46 in float32 (log -inf, "
         "NaN gradient); the inverse costs 9.8x the error of solving at condition 1e6"
     )
     fix_summary = "safe: `torch.linalg.solve(A, b)`, `torch.logdet(A)`, `torch.linalg.slogdet(A).logabsdet`"
@@ -64,7 +111,9 @@ class InverseAndDet(Rule):
         "for log |det|. An explicit inverse then multiplied loses accuracy that solving does not: "
         "for 64 x 64 float32 systems of condition 1e6 with b = A x, `inverse(A) @ b` has 9.8 "
         "times the error of `torch.linalg.solve(A, b)` and 26,500 times its residual (medians of "
-        "50 draws; 4.8x and 41x at condition 1e3). The rewrites compute the same quantities."
+        "50 draws; 4.8x and 41x at condition 1e3): an inverse is reported where the code shows an "
+        "ill-conditioned matrix (a Gram matrix X^T X, a covariance). The rewrites compute the "
+        "same quantities."
     )
     safety = Safety.SAFE
     needles = ("det", "inverse", "inv(")
@@ -91,16 +140,18 @@ class InverseAndDet(Rule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def whiten(A, b):\n"
-                "    return torch.inverse(A) @ b\n"
+                "def ridge_weights(X, y, lam):\n"
+                "    gram = X.T @ X + lam * torch.eye(X.shape[1])\n"
+                "    return torch.inverse(gram) @ (X.T @ y)\n"
             ),
-            lines=(5,),
+            lines=(6,),
             fixed=(
                 "import torch\n"
                 "\n"
                 "\n"
-                "def whiten(A, b):\n"
-                "    return torch.linalg.solve(A, b)\n"
+                "def ridge_weights(X, y, lam):\n"
+                "    gram = X.T @ X + lam * torch.eye(X.shape[1])\n"
+                "    return torch.linalg.solve(gram, X.T @ y)\n"
             ),
         ),
         Example(
@@ -181,6 +232,11 @@ class InverseAndDet(Rule):
             inverse, inline = self._made(strip_parens(side), INVERSE)
             if inverse is None:
                 continue
+            why = conditioning_evidence(self.ctx, inverse.input)
+            if why is None:
+                if not self.ctx.strict:
+                    return
+                why = f"a matrix that may be ill-conditioned {STRICT_WHY}"
             fix = None
             if inline:
                 fix = self.fix()
@@ -190,7 +246,7 @@ class InverseAndDet(Rule):
                 fix.replace(node, cst.parse_expression(
                     f"{solve}({code(strip_parens(inverse.input))}, {code(strip_parens(other))}{keyword})"))
             use = "`torch.linalg.solve(A, b)`" if on_left else "`torch.linalg.solve(A, b, left=False)`"
-            what = "an explicit inverse applied to a matrix, less accurate than solving"
+            what = f"an explicit inverse of {why}, applied to a matrix: less accurate than solving"
             self.report(node, fix, what=what, measured=_ACCURACY, use=use)
             return
 

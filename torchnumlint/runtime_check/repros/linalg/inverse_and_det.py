@@ -3,7 +3,7 @@
 the fix, `torch.logdet`, is judged against the log-determinant by its definition for a symmetric
 positive definite matrix, 2 sum log diag(L) with L its Cholesky factor, in float64.
 
-Example 2 (`torch.inverse(A) @ b`) is not reproduced: a WV check demands that the fix be within
+Example 2 (`torch.inverse(gram) @ (X.T @ y)`) is not reproduced: a WV check demands that the fix be within
 float32's tolerance (4.8e-7) of the float64 solution while the original is off by ten times that,
 and a float32 system ill-conditioned enough for the inverse to be measurably worse is one that no
 float32 solver solves to 4.8e-7 (measured: at condition 1e4 the original's gradient is off by

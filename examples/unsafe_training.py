@@ -109,11 +109,17 @@ class EmbeddingAgreement(nn.Module):
 
     def forward(self, z, peer_z):
         cosine = (z * peer_z).sum(dim=-1) / (z.norm(dim=-1) * peer_z.norm(dim=-1))
+        angle = torch.acos(cosine)
         unit = z / z.norm(dim=-1, keepdim=True)
         centred = unit - unit.mean(dim=-1, keepdim=True)
         distance = torch.sqrt((centred ** 2).sum(dim=-1))
         spread = torch.sqrt(z.var(dim=0)).mean()
-        return (1 - cosine).mean() + 0.01 * distance.mean() - 0.01 * spread
+        return (1 - cosine).mean() + 0.01 * angle.mean() + 0.01 * distance.mean() - 0.01 * spread
+
+
+def embedding_log_volume(z):
+    cov = z.T @ z / z.shape[0] + torch.eye(z.shape[1], device=z.device)
+    return torch.log(torch.det(cov))
 
 
 def train(steps=3, device=None):
@@ -148,6 +154,7 @@ def train(steps=3, device=None):
                 + 0.01 * smooth_gate(gate).mean()
                 + 0.01 * (gate + logistic_noise(gate.shape, device)).mean()
                 + 0.01 * sum(t.mean() for t in growth_terms(gate.abs() + 0.1))
+                - 0.001 * embedding_log_volume(z.float())
                 + 0.01 * attend(z[None], peer_z[None], peer_z[None], padding).mean()
                 + 0.1 * masked_label_smoothing(logits, y, banned)
             )

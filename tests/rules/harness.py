@@ -16,21 +16,27 @@ runs a case through the real engine and fixer and asserts everything a user reli
 - with `enabled`, rules enabled in every run of the case (TNL900 judges the noqa codes of enabled
   rules only), whose findings must all be suppressed.
 
-`params(code, flagged, silent)` turns the tables into pytest parameters with readable ids.
+A `Project` case is several files linted as one project (the index built from all of them, as a
+run over the folder builds it): the findings expected per file, the exact fixed text per file,
+with the same checks per file as a `Flagged` case (a file with no expected line is a look-alike).
+Cross-file facts (a helper, a model or a GradScaler defined in another module) are tested so.
+
+`params(code, flagged, silent, projects)` turns the tables into pytest parameters with readable ids.
 """
 
 from __future__ import annotations
 
 import ast
 import textwrap
-from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import pytest
 
 from torchnumlint.engine import candidate_rules, lint_text
 from torchnumlint.findings import Safety
 from torchnumlint.fixes import fix_text
+from torchnumlint.index import ProjectIndex, build_index
 from torchnumlint.rules.registry import registry
 
 
@@ -61,6 +67,22 @@ class Silent:
     strict: bool = False
     path: str = "example.py"
     together: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Project:
+    """Several files linted as one project: `files` maps each path to its source; `lines` the
+    1-based lines of the findings per path (a path not named: none); `fixed` the exact text per
+    path after `--fix --unsafe-fixes` (a path not named: unchanged, no fix offered); `safe`
+    whether plain `--fix` applies the fixes (None: as the rule's safety says); `message` a
+    phrase every finding's message contains."""
+
+    files: Mapping[str, str]
+    lines: Mapping[str, Tuple[int, ...]] = field(default_factory=dict)
+    fixed: Mapping[str, str] = field(default_factory=dict)
+    safe: Optional[bool] = None
+    strict: bool = False
+    message: Optional[str] = None
 
 
 def _rule(code: str):
@@ -113,16 +135,53 @@ def check_silent(code: str, case: Silent) -> None:
     assert found == [], [(f.line, f.message) for f in found]
 
 
+def check_project(code: str, case: Project) -> None:
+    rule = _rule(code)
+    sources: Dict[str, str] = {path: textwrap.dedent(text) for path, text in case.files.items()}
+    unknown = (set(case.lines) | set(case.fixed)) - set(sources)
+    assert not unknown, f"expected findings or fixes in files the project lacks: {sorted(unknown)}"
+    index = build_index(sources.items())
+    safe = case.safe if case.safe is not None else rule.safety is Safety.SAFE
+    for path, source in sources.items():
+        lines = case.lines.get(path, ())
+        found = lint_text(path, source, [rule], index=index, strict=case.strict)
+        assert sorted(f.line for f in found) == sorted(lines), (path, [(f.line, f.message) for f in found])
+        assert all(f.code == code for f in found)
+        if case.message is not None:
+            assert all(case.message in f.message for f in found), [f.message for f in found]
+        if lines:
+            assert candidate_rules(source, [rule], index) == [rule], f"the pre-filter drops {path}"
+        fixed = textwrap.dedent(case.fixed[path]) if path in case.fixed else None
+        result = fix_text(path, source, [rule], index=index, unsafe=True, strict=case.strict)
+        assert not result.errors
+        assert result.text == (fixed if fixed is not None else source), path
+        if fixed is None:
+            assert all(f.fix is None for f in found), f"{path}: a fix is offered"
+            continue
+        ast.parse(result.text)
+        now: ProjectIndex = index.with_file(path, result.text)
+        assert lint_text(path, result.text, [rule], index=now, strict=case.strict) == [], f"{path}: still flagged"
+        again = fix_text(path, result.text, [rule], index=now, unsafe=True, strict=case.strict)
+        assert again.text == result.text, f"{path}: a second --fix changes the text"
+        plain = fix_text(path, source, [rule], index=index, unsafe=False, strict=case.strict).text
+        assert plain == (fixed if safe else source), f"{path}: safety gating"
+
+
 def check(code: str, case) -> None:
-    """Run one case of either kind."""
+    """Run one case of any kind."""
     if isinstance(case, Flagged):
         check_flagged(code, case)
+    elif isinstance(case, Project):
+        check_project(code, case)
     else:
         check_silent(code, case)
 
 
-def params(code: str, flagged: Sequence[Flagged] = (), silent: Sequence[Silent] = ()):
+def params(
+    code: str, flagged: Sequence[Flagged] = (), silent: Sequence[Silent] = (), projects: Sequence[Project] = ()
+):
     """pytest parameters `(code, case)` for `@pytest.mark.parametrize("code, case", ...)`."""
     cases = [pytest.param(code, c, id=f"{code}-flagged-{i}") for i, c in enumerate(flagged)]
     cases += [pytest.param(code, c, id=f"{code}-silent-{i}") for i, c in enumerate(silent)]
+    cases += [pytest.param(code, c, id=f"{code}-project-{i}") for i, c in enumerate(projects)]
     return cases

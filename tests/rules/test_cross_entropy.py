@@ -762,3 +762,356 @@ def test_nll_of_log_softmax_is_tnl103s(enabled):
     reports it, alone or with TNL113."""
     found = lint_text("example.py", NLL_OF_LOG, [registry()[code] for code in enabled])
     assert [(f.code, f.line) for f in found] == [("TNL103", 6)]
+
+
+# ---------------------------------------------------------------------------------------------
+# TNL115: a sigmoid into a loss that applies its own
+
+LOGITS_FLAGGED = [
+    # a loss in a forward, the sigmoid inline: the logits passed
+    Flagged(
+        """
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+
+        class Tagger(nn.Module):
+            def forward(self, x, tags):
+                out = self.fc(x)
+                return F.binary_cross_entropy_with_logits(torch.sigmoid(out), tags)
+        """,
+        (10,),
+        fixed="""
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+
+        class Tagger(nn.Module):
+            def forward(self, x, tags):
+                out = self.fc(x)
+                return F.binary_cross_entropy_with_logits(out, tags)
+        """,
+        message="pass the logits",
+    ),
+    # self.criterion built in __init__ with pos_weight, called in the training step: only the
+    # input is rewritten, so the attribute's call is fixed and its arguments kept
+    Flagged(
+        """
+        import torch
+        import pytorch_lightning as pl
+        from torch import nn
+
+
+        class Classifier(pl.LightningModule):
+            def __init__(self, pos_weight):
+                super().__init__()
+                self.criterion = nn.BCEWithLogitsLoss(pos_weight=pos_weight)
+
+            def training_step(self, batch, batch_idx):
+                x, y = batch
+                logits = self.model(x)
+                loss = self.criterion(torch.sigmoid(logits), y.float())
+                return loss
+        """,
+        (15,),
+        fixed="""
+        import torch
+        import pytorch_lightning as pl
+        from torch import nn
+
+
+        class Classifier(pl.LightningModule):
+            def __init__(self, pos_weight):
+                super().__init__()
+                self.criterion = nn.BCEWithLogitsLoss(pos_weight=pos_weight)
+
+            def training_step(self, batch, batch_idx):
+                x, y = batch
+                logits = self.model(x)
+                loss = self.criterion(logits, y.float())
+                return loss
+        """,
+        message="`BCEWithLogitsLoss` of a sigmoid",
+    ),
+    # the probabilities kept in a name read again later: recomputed at the use
+    Flagged(
+        """
+        import torch
+        from torch import nn
+
+
+        def step(model, x, y, optimizer):
+            criterion = nn.BCEWithLogitsLoss()
+            scores = model(x)
+            probs = scores.sigmoid()
+            loss = criterion(probs, y)
+            loss.backward()
+            optimizer.step()
+            return loss.item(), (probs > 0.5).float().mean()
+        """,
+        (10,),
+        fixed="""
+        import torch
+        from torch import nn
+
+
+        def step(model, x, y, optimizer):
+            criterion = nn.BCEWithLogitsLoss()
+            scores = model(x)
+            probs = scores.sigmoid()
+            loss = criterion(scores, y)
+            loss.backward()
+            optimizer.step()
+            return loss.item(), (probs > 0.5).float().mean()
+        """,
+    ),
+    # an inline constructor, the function imported under an alias, torch.special.expit
+    Flagged(
+        """
+        import torch
+        from torch import nn
+
+
+        def loss_fn(z, y):
+            return nn.BCEWithLogitsLoss(reduction="sum")(torch.sigmoid(z), y)
+        """,
+        (7,),
+        fixed="""
+        import torch
+        from torch import nn
+
+
+        def loss_fn(z, y):
+            return nn.BCEWithLogitsLoss(reduction="sum")(z, y)
+        """,
+    ),
+    Flagged(
+        """
+        import torch
+        from torch.nn.functional import binary_cross_entropy_with_logits as bce_logits
+
+
+        def edge_loss(edge_logits, edge_gt):
+            edge_prob = torch.special.expit(edge_logits)
+            return bce_logits(edge_prob, edge_gt, reduction="mean")
+        """,
+        (8,),
+        fixed="""
+        import torch
+        from torch.nn.functional import binary_cross_entropy_with_logits as bce_logits
+
+
+        def edge_loss(edge_logits, edge_gt):
+            return bce_logits(edge_logits, edge_gt, reduction="mean")
+        """,
+    ),
+    # a helper that returns a sigmoid, and a model ending in nn.Sigmoid: reported, no fix
+    Flagged(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def predict(net, x):
+            return torch.sigmoid(net(x))
+
+
+        def train_step(net, x, y):
+            return F.binary_cross_entropy_with_logits(predict(net, x), y)
+        """,
+        (11,),
+        message="(made by `predict`)",
+    ),
+    Flagged(
+        """
+        import torch
+        from torch import nn
+
+        model = nn.Sequential(nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 1), nn.Sigmoid())
+        criterion = nn.BCEWithLogitsLoss()
+
+
+        def train(loader, optimizer):
+            for x, y in loader:
+                loss = criterion(model(x).squeeze(1), y)
+                loss.backward()
+                optimizer.step()
+        """,
+        (11,),
+    ),
+    # a subscripted sigmoid: reported, no fix (the logits are not a plain call's input)
+    Flagged(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def objectness(pred, target):
+            conf = torch.sigmoid(pred)[..., 4]
+            return F.binary_cross_entropy_with_logits(conf, target[..., 4])
+        """,
+        (8,),
+    ),
+    # in evaluation too: the loss value itself is wrong, not only its gradient
+    Flagged(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        @torch.no_grad()
+        def validate(model, x, y):
+            return F.binary_cross_entropy_with_logits(model(x).sigmoid(), y).item()
+        """,
+        (8,),
+        fixed="""
+        import torch
+        import torch.nn.functional as F
+
+
+        @torch.no_grad()
+        def validate(model, x, y):
+            return F.binary_cross_entropy_with_logits(model(x), y).item()
+        """,
+    ),
+]
+
+LOGITS_SILENT = [
+    Silent(s)
+    for s in [
+        # the logits themselves
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def loss(z, y):
+            return F.binary_cross_entropy_with_logits(z, y)
+        """,
+        # a sigmoid as the target: distillation from a teacher's probabilities
+        """
+        import torch
+        from torch import nn
+
+        criterion = nn.BCEWithLogitsLoss()
+
+
+        def distill(student, teacher, x):
+            return criterion(student(x), torch.sigmoid(teacher(x)).detach())
+        """,
+        # a sigmoid into the loss that expects probabilities (TNL105's site, not this rule's)
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def loss(z, y):
+            return F.binary_cross_entropy(torch.sigmoid(z).clamp(1e-6, 1 - 1e-6), y)
+        """,
+        # logits recovered from probabilities
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def loss(p, y):
+            return F.binary_cross_entropy_with_logits(torch.logit(p, eps=1e-6), y)
+        """,
+        # a name that is a sigmoid on one branch only
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def loss(z, y, calibrated):
+            out = torch.sigmoid(z) if calibrated else z
+            return F.binary_cross_entropy_with_logits(out, y)
+        """,
+        # a model ending in a Linear layer
+        """
+        import torch
+        from torch import nn
+
+        model = nn.Sequential(nn.Linear(128, 64), nn.Sigmoid(), nn.Linear(64, 1))
+        criterion = nn.BCEWithLogitsLoss()
+
+
+        def train(x, y):
+            return criterion(model(x).squeeze(1), y)
+        """,
+        # a tanh scaled into logits, and the sigmoid going to another loss
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def losses(z, y):
+            gated = F.binary_cross_entropy_with_logits(5 * torch.tanh(z), y)
+            return gated + F.mse_loss(torch.sigmoid(z), y)
+        """,
+        # a project function named sigmoid that is not one
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def sigmoid(x):
+            return x * 2
+
+
+        def loss(z, y):
+            return F.binary_cross_entropy_with_logits(sigmoid(z), y)
+        """,
+        # the gate's sigmoid multiplies features, the logits go to the loss
+        """
+        import torch
+        from torch import nn
+
+
+        class Gated(nn.Module):
+            def forward(self, h, y):
+                gate = torch.sigmoid(self.gate(h))
+                logits = self.out(gate * h)
+                return nn.functional.binary_cross_entropy_with_logits(logits, y)
+        """,
+    ]
+]
+
+# A model of another module whose forward ends in a sigmoid, trained with a logits loss.
+HEADS = """
+import torch
+from torch import nn
+
+
+class ProbHead(nn.Module):
+    def forward(self, h):
+        return torch.sigmoid(self.fc(h))
+"""
+LOGITS_PROJECTS = [
+    harness.Project(
+        {
+            "pkg/__init__.py": "",
+            "pkg/heads.py": HEADS,
+            "pkg/train.py": """
+                import torch
+                import torch.nn.functional as F
+                from pkg.heads import ProbHead
+
+
+                def step(h, y):
+                    return F.binary_cross_entropy_with_logits(ProbHead()(h), y)
+                """,
+        },
+        {"pkg/train.py": (8,)},
+        message="made by",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "code, case", harness.params("TNL115", LOGITS_FLAGGED, LOGITS_SILENT, LOGITS_PROJECTS)
+)
+def test_sigmoid_into_logits_loss(code, case):
+    harness.check(code, case)

@@ -1140,3 +1140,124 @@ CAPPED = """
 )
 def test_a_positive_number_over_a_capped_divisor_is_bounded(code, case):
     harness.check(code, case)
+
+
+# ---------------------------------------------------------------------------------------------
+# TNL203 cosine-similarity-manual: reported with the evidence of a zero row (TNL201's standard),
+# once with the other division rules enabled, fixed into F.cosine_similarity where the dims agree
+
+COS_HEAD = "import torch\nimport torch.nn.functional as F\n\n\n"
+DIVISION = ("TNL201", "TNL202")
+
+
+def cos_case(text, line, fixed_text=None, **options):
+    """A finding of TNL203 at `line` of COS_HEAD + `text` (COS_HEAD is 4 lines), with TNL201 and
+    TNL202 enabled beside it."""
+    fixed_source = COS_HEAD + fixed_text if fixed_text is not None else None
+    return Flagged(COS_HEAD + text, (line + 4,), fixed_source, together=DIVISION, **options)
+
+
+COS_FLAGGED = [
+    cos_case(
+        "def agreement(z, peer_z):\n    z = torch.relu(z)\n"
+        "    return (z * peer_z).sum(dim=-1) / (z.norm(dim=-1) * peer_z.norm(dim=-1))\n",
+        3,
+        "def agreement(z, peer_z):\n    z = torch.relu(z)\n    return F.cosine_similarity(z, peer_z, dim=-1)\n",
+        message="relu outputs",
+    ),
+    # padded positions zeroed by a mask, the norms in the other order
+    cos_case(
+        "def masked_similarity(x, y, mask):\n    x = x * mask[..., None]\n"
+        "    return (x * y).sum(1) / (y.norm(dim=1) * x.norm(dim=1))\n",
+        3,
+        "def masked_similarity(x, y, mask):\n    x = x * mask[..., None]\n    return F.cosine_similarity(x, y, dim=1)\n",
+    ),
+    # torch.sum in function form, torch.linalg norms
+    cos_case(
+        "def sim(h, g):\n    h = F.relu(h)\n"
+        "    return torch.sum(h * g, dim=-1) / (torch.linalg.norm(h, dim=-1) * torch.linalg.vector_norm(g, dim=-1))\n",
+        3,
+        "def sim(h, g):\n    h = F.relu(h)\n    return F.cosine_similarity(h, g, dim=-1)\n",
+    ),
+    # torch.div
+    cos_case(
+        "def sim(h, g, keep):\n    h = h * keep[:, None]\n    return torch.div((h * g).sum(-1), h.norm(dim=-1) * g.norm(dim=-1))\n",
+        3,
+        "def sim(h, g, keep):\n    h = h * keep[:, None]\n    return F.cosine_similarity(h, g, dim=-1)\n",
+    ),
+    # a loss in a module's forward: 1 - cosine
+    cos_case(
+        "class CosineLoss(torch.nn.Module):\n    def forward(self, pred, target, valid):\n"
+        "        pred = pred * valid.unsqueeze(-1)\n"
+        "        cos = (pred * target).sum(-1) / (pred.norm(dim=-1) * target.norm(dim=-1))\n"
+        "        return (1 - cos).mean()\n",
+        4,
+        "class CosineLoss(torch.nn.Module):\n    def forward(self, pred, target, valid):\n"
+        "        pred = pred * valid.unsqueeze(-1)\n"
+        "        cos = F.cosine_similarity(pred, target, dim=-1)\n"
+        "        return (1 - cos).mean()\n",
+    ),
+    # parts read through names, a matrix of pairwise cosines, keepdim: reported, no fix
+    cos_case(
+        "def sim(u, v):\n    u = torch.relu(u)\n    num = (u * v).sum(-1)\n    den = u.norm(dim=-1) * v.norm(dim=-1)\n"
+        "    return num / den\n",
+        5,
+    ),
+    cos_case(
+        "def similarity_matrix(x, y, mask):\n    x = x * mask[..., None]\n"
+        "    return (x @ y.T) / (x.norm(dim=1)[:, None] * y.norm(dim=1)[None, :])\n",
+        3,
+    ),
+    cos_case(
+        "def sim(u, v):\n    u = torch.relu(u)\n"
+        "    return (u * v).sum(-1, keepdim=True) / (u.norm(dim=-1, keepdim=True) * v.norm(dim=-1, keepdim=True))\n",
+        3,
+    ),
+    # strict mode: learned embeddings, no evidence of a zero row
+    cos_case(
+        "def sim(a, b):\n    return (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1))\n",
+        2,
+        "def sim(a, b):\n    return F.cosine_similarity(a, b, dim=-1)\n",
+        strict=True,
+        message="strict mode",
+    ),
+]
+
+COS_SILENT = [
+    Silent(COS_HEAD + text, together=DIVISION if together else ())
+    for text, together in [
+        # guarded denominators, and the library function
+        ("def sim(a, b, eps=1e-8):\n    a = torch.relu(a)\n    return (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1) + eps)\n", True),
+        ("def sim(a, b):\n    a = torch.relu(a)\n    return (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1)).clamp_min(1e-8)\n", True),
+        ("def sim(a, b):\n    a = torch.relu(a)\n    return F.cosine_similarity(a, b, dim=-1)\n", True),
+        # learned vectors with no evidence of a zero row (reported only in strict mode)
+        ("def sim(a, b):\n    return (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1))\n", True),
+        # no cosine: the norms of another vector, an L1 norm (TNL201's division, not this rule's)
+        ("def sim(a, b, c):\n    a = torch.relu(a)\n    return (a * b).sum(-1) / (a.norm(dim=-1) * c.norm(dim=-1))\n", False),
+        ("def sim(a, b):\n    a = torch.relu(a)\n    return (a * b).sum(-1) / (a.norm(p=1, dim=-1) * b.norm(p=1, dim=-1))\n", False),
+        # the author tests the denominator
+        ("def sim(a, b):\n    a = torch.relu(a)\n    den = a.norm(dim=-1) * b.norm(dim=-1)\n"
+         "    if (den == 0).any():\n        return torch.zeros_like(den)\n    return (a * b).sum(-1) / den\n", True),
+        # inside torch.where: TNL201's (where-unselected-branch), not this rule's
+        ("def sim(a, b):\n    a = torch.relu(a)\n    den = a.norm(dim=-1) * b.norm(dim=-1)\n"
+         "    return torch.where(den > 0, (a * b).sum(-1) / den, torch.zeros_like(den))\n", False),
+        # numpy
+        ("import numpy as np\n\ndef sim(a, b):\n    a = np.maximum(a, 0)\n"
+         "    return np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))\n", True),
+        # unit vectors multiplied and summed: no division
+        ("def sim(a, b):\n    return (F.normalize(F.relu(a), dim=-1) * F.normalize(b, dim=-1)).sum(-1)\n", True),
+    ]
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL203", COS_FLAGGED, COS_SILENT))
+def test_cosine_similarity_manual(code, case):
+    harness.check(code, case)
+
+
+@pytest.mark.parametrize("enabled, expected", [(("TNL201", "TNL203"), "TNL203"), (("TNL201",), "TNL201")])
+def test_a_cosine_by_hand_has_one_owner(enabled, expected):
+    """TNL203 owns the site while it is enabled; with it off, TNL201 still reports the division."""
+    source = COS_HEAD + "def sim(z, g):\n    z = torch.relu(z)\n    return (z * g).sum(-1) / (z.norm(dim=-1) * g.norm(dim=-1))\n"
+    found = lint_text("example.py", source, [registry()[code] for code in enabled])
+    assert [f.code for f in found] == [expected]

@@ -38,6 +38,7 @@ def test_every_rule_is_documented():
     for rule in RULES:
         assert rule.code.startswith("TNL") and len(rule.code) == 6
         assert rule.name and rule.message and len(rule.rationale) > 80
+        assert rule.finds and rule.fix_summary, f"{rule.code}: the README table's cells"
         assert rule.examples and rule.good, rule.code
         assert rule.needles, rule.code
         if rule.safety is Safety.GUIDE:

@@ -195,7 +195,17 @@ FUNCTION_SILENT = [
 ]
 
 
-@pytest.mark.parametrize("code, case", harness.params("TNL301", FUNCTION_FLAGGED, FUNCTION_SILENT))
+# A Function defined in one module, reached from a region in another: reported at its forward,
+# with the fix, and the region named.
+TRAIN_FN = 'import torch\nfrom ops import Energy\n\n\ndef run(x):\n    with torch.autocast("cuda"):\n        return Energy.apply(x)\n'
+FUNCTION_PROJECTS = [
+    harness.Project({"ops.py": FN, "train.py": TRAIN_FN}, {"ops.py": (7,)}, {"ops.py": fn_fixed()}, message="(train.py:6)"),
+]
+
+
+@pytest.mark.parametrize(
+    "code, case", harness.params("TNL301", FUNCTION_FLAGGED, FUNCTION_SILENT, FUNCTION_PROJECTS)
+)
 def test_tnl301_functions(code, case):
     harness.check(code, case)
 
@@ -209,15 +219,6 @@ def test_function_messages_name_the_hazard_the_region_and_an_opt_in_flag():
     assert "enabled only" not in messages(code.replace("args.fp16", "True"), "TNL301")[0]
     kernel = textwrap.dedent(FUNCTION_FLAGGED[len(REGIONS) + 2].source)
     assert "compiled extension kernel `_C.roi_pool_forward`" in messages(kernel, "TNL301")[0]
-
-
-def test_cross_file_function_is_reported_at_its_forward_with_the_fix():
-    train = 'import torch\nfrom ops import Energy\n\n\ndef run(x):\n    with torch.autocast("cuda"):\n        return Energy.apply(x)\n'
-    index = build_index([("ops.py", FN), ("train.py", train)])
-    assert lint(train, "TNL301", path="train.py", index=index) == []
-    found = lint_text("ops.py", FN, [RULES["TNL301"]], index=index)
-    assert [(f.code, f.line) for f in found] == [("TNL301", 7)]
-    assert "(train.py:6)" in found[0].message and found[0].fix is not None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -378,7 +379,26 @@ MODULE_SILENT = [
 ]
 
 
-@pytest.mark.parametrize("code, case", harness.params("TNL301", MODULE_FLAGGED, MODULE_SILENT))
+# A Module of another file reached through the index, reported at its forward (no fix for a
+# module); a class name that two files define is not resolved.
+TRAIN_HEAD = 'import torch\nfrom {module} import Head\n\n\ndef run(x):\n    with torch.autocast("cuda"):\n        return Head()(x)\n'
+MODULE_PROJECTS = [
+    harness.Project(
+        {"models/heads.py": HEAD, "train.py": TRAIN_HEAD.format(module="models.heads")},
+        {"models/heads.py": (7,)},
+        message="(train.py:6)",
+    ),
+    harness.Project(
+        {
+            "a/heads.py": HEAD,
+            "b/heads.py": HEAD.replace("h.var(-1)", "h + 1"),
+            "train.py": TRAIN_HEAD.format(module="somewhere"),
+        }
+    ),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL301", MODULE_FLAGGED, MODULE_SILENT, MODULE_PROJECTS))
 def test_tnl301_modules(code, case):
     harness.check(code, case)
 
@@ -390,21 +410,6 @@ def test_module_messages_name_the_hazard_and_the_region():
     for forward, op in MODULE_HAZARDS:
         (message,) = messages(_head(forward), "TNL301")
         assert op in message and "under fp16 autocast (example.py:12)" in message
-
-
-def test_cross_file_module_reached_through_the_index():
-    train = 'import torch\nfrom models.heads import Head\n\n\ndef run(x):\n    with torch.autocast("cuda"):\n        return Head()(x)\n'
-    index = build_index([("models/heads.py", HEAD), ("train.py", train)])
-    assert lint(HEAD, "TNL301", path="models/heads.py", index=index) == [("TNL301", 7)]
-    assert "(train.py:6)" in messages(HEAD, "TNL301", path="models/heads.py", index=index)[0]
-    assert lint(train, "TNL301", path="train.py", index=index) == []
-
-
-def test_ambiguous_class_name_is_not_resolved():
-    other = HEAD.replace("h.var(-1)", "h + 1")
-    train = 'import torch\nfrom somewhere import Head\n\n\ndef run(x):\n    with torch.autocast("cuda"):\n        return Head()(x)\n'
-    index = build_index([("a/heads.py", HEAD), ("b/heads.py", other), ("train.py", train)])
-    assert lint(HEAD, "TNL301", path="a/heads.py", index=index) == []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -502,7 +507,22 @@ SCALER_SILENT = [
 ]
 
 
-@pytest.mark.parametrize("code, case", harness.params("TNL302", SCALER_FLAGGED, SCALER_SILENT))
+# The scaler may be constructed in another file of the project, or be a project subclass of
+# GradScaler, or apex's amp may scale the loss; with none of them the backward is reported.
+SCALER_PROJECTS = [
+    harness.Project({"train.py": TRAIN.format(autocast='torch.autocast("cuda")')}, {"train.py": (5,)}),
+    *[
+        harness.Project({"train.py": TRAIN.format(autocast='torch.autocast("cuda")'), name: other})
+        for name, other in [
+            ("setup.py", 'import torch\n\nscaler = torch.amp.GradScaler("cuda")\n'),
+            ("amp.py", "from torch.amp import GradScaler\n\n\nclass DynamicScaler(GradScaler):\n    pass\n"),
+            ("setup.py", "from apex import amp\n\nmodel, opt = amp.initialize(model, opt)\n"),
+        ]
+    ],
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL302", SCALER_FLAGGED, SCALER_SILENT, SCALER_PROJECTS))
 def test_tnl302(code, case):
     harness.check(code, case)
 
@@ -511,17 +531,6 @@ def test_tnl302_message_names_the_backward_and_an_opt_in_flag():
     code = TRAIN.format(autocast='torch.autocast("cuda", enabled=use_amp)').replace("optimizer)", "optimizer, use_amp)")
     (message,) = messages(code, "TNL302")
     assert message.startswith("`loss.backward()` on a value computed under fp16 autocast (enabled only by its `enabled=` flag)")
-
-
-def test_tnl302_scaler_in_another_file_or_a_scaler_subclass():
-    train = TRAIN.format(autocast='torch.autocast("cuda")')
-    setup = 'import torch\n\nscaler = torch.amp.GradScaler("cuda")\n'
-    assert lint(train, "TNL302", path="train.py", index=build_index([("train.py", train), ("setup.py", setup)])) == []
-    assert lint(train, "TNL302", path="train.py", index=build_index([("train.py", train)])) == [("TNL302", 5)]
-    subclass = "from torch.amp import GradScaler\n\n\nclass DynamicScaler(GradScaler):\n    pass\n"
-    assert lint(train, "TNL302", path="train.py", index=build_index([("train.py", train), ("amp.py", subclass)])) == []
-    apex = "from apex import amp\n\nmodel, opt = amp.initialize(model, opt)\n"
-    assert lint(train, "TNL302", path="train.py", index=build_index([("train.py", train), ("setup.py", apex)])) == []
 
 
 # ---------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ def test_reproduction_module_is_named_by_the_rule(code):
 
 
 def test_every_reproduction_module_is_registered():
-    """A module under repros/<family>/ that the package does not import would never run."""
+    """Discovery finds every module under repros/<family>/ (one it missed would never run)."""
     on_disk = {p for p in REPROS_DIR.glob("*/*.py") if p.name != "__init__.py"}
     assert on_disk == {Path(m.__file__).resolve() for m in MODULES}
     assert set(REPROS) == set(MODULE_OF) and len(MODULE_OF) == len(MODULES)

@@ -43,6 +43,10 @@ class Rule:
     name: ClassVar[str]
     message: ClassVar[str]
     rationale: ClassVar[str]
+    # The README rule table's cells (`tools/generate_docs.py` writes it): what the rule finds, in
+    # a phrase with its measured threshold, and what its fix is, prefixed by its safety.
+    finds: ClassVar[str]
+    fix_summary: ClassVar[str]
     safety: ClassVar[Safety]
     default: ClassVar[bool] = True
     # A rule about the linter's own comments (TNL900 unused-noqa), not a numerical hazard: it has

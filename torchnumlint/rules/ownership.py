@@ -34,6 +34,9 @@ OWNERS: Dict[str, str] = {
     # `-(y * log(p) + (1 - y) * log(1 - p))` of a sigmoid p (TNL105's form, TNL104's logs): the
     # logsigmoid fix of each log is exact even where y broadcasts, which with_logits refuses
     "handwritten-bce": "TNL104",
+    # `(a * b).sum(d) / (a.norm(dim=d) * b.norm(dim=d))`: F.cosine_similarity is an exact rewrite,
+    # a clamp of the product of norms is not
+    "manual-cosine": "TNL203",
 }
 
 

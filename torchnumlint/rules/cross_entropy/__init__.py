@@ -5,8 +5,6 @@ entropy on a sigmoid (TNL105, `bce_on_sigmoid`) and probabilities into `cross_en
 One module per rule; what both share is in `sites`: a loss call in function form or through an
 `nn` loss module (inline, a name, an attribute), and the fix of its input (in place, at the one
 assignment, or recomputed at the use). "Is this a sigmoid / softmax" is `guards.sigmoid_call` /
-`guards.softmax_call` (helpers and models ending in an activation too). Importing this package
-registers both rules.
+`guards.softmax_call` (helpers and models ending in an activation too). `rules/registry.py`
+finds its rule modules.
 """
-
-from torchnumlint.rules.cross_entropy import bce_on_sigmoid, probabilities_into_cross_entropy  # noqa: F401

@@ -61,6 +61,12 @@ def _renamed(fix, func: cst.BaseExpression, qualified: str) -> cst.BaseExpressio
 class BceOnSigmoid(Rule):
     code = "TNL105"
     name = "bce-on-sigmoid"
+    finds = (
+        "`F.binary_cross_entropy` / `nn.BCELoss` on a sigmoid (inline, names, `self.criterion`, "
+        "helpers, models ending in `nn.Sigmoid`): loss capped at 100, gradient 0 or 10x too small "
+        "once saturated"
+    )
+    fix_summary = "safe: `binary_cross_entropy_with_logits` on the logits"
     message = "binary cross entropy of a sigmoid{made}{hazard}; use {use}{note}"
     rationale = (
         "`F.binary_cross_entropy` and `nn.BCELoss` clamp their logs at -100, so once a sigmoid "

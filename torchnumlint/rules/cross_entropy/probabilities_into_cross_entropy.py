@@ -48,6 +48,11 @@ _USE = {"cross_entropy": "the logits (or `log_softmax`)", "nll_loss": "`log_soft
 class ProbabilitiesIntoCrossEntropy(Rule):
     code = "TNL113"
     name = "probabilities-into-cross-entropy"
+    finds = (
+        "a softmax (or a model ending in `nn.Softmax`) into `cross_entropy` / `CrossEntropyLoss` / "
+        "`nll_loss` / `NLLLoss`: loss squeezed, gradient far too small"
+    )
+    fix_summary = "unsafe: the logits / `log_softmax`"
     message = "{loss} of a softmax{made}: {hazard}; pass {use}{note}"
     rationale = (
         "`F.cross_entropy` and `nn.CrossEntropyLoss` apply `log_softmax` to their input: given "

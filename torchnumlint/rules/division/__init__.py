@@ -1,6 +1,7 @@
-"""TNL201-TNL202, divisions by values that can be 0: a norm, a sum, a deviation, a count, a root
-of such a value, or a box union, area or side (TNL201 unguarded-division), and a tensor divided
-by its own 2-norm, which `F.normalize` computes safely (TNL202 normalize-manual).
+"""TNL201-TNL203, divisions by values that can be 0: a norm, a sum, a deviation, a count, a root
+of such a value, or a box union, area or side (TNL201 unguarded-division), a tensor divided
+by its own 2-norm, which `F.normalize` computes safely (TNL202 normalize-manual), and a cosine
+similarity written by hand, which `F.cosine_similarity` computes safely (TNL203).
 
 The sites are recognised in `rules/divisors.py` (shared with the root family, `rules/roots/`).
 Ownership between the rules, so that one hazard gives one finding (declared in
@@ -12,11 +13,9 @@ Ownership between the rules, so that one hazard gives one finding (declared in
 - A square root of a sum of squares (or a product of two) is TNL204's. As a denominator TNL201
   still reports the division, without a fix: TNL204's rewrite to `vector_norm` comes first and
   the next fix pass then guards the norm (TNL201) or turns it into `F.normalize` (TNL202).
-- A product with such a factor (`dot / (a.norm() * b.norm())`, a cosine similarity by hand) is
-  TNL201's until the catalogue's cosine-similarity-manual rule exists to rewrite it; sums of
-  exponentials go to softmax-manual, and a division inside `torch.where(...)` to
-  where-unselected-branch (catalogue rules not written yet).
+- A dot product over the product of the two vectors' norms (`(a * b).sum(d) / (a.norm(dim=d) *
+  b.norm(dim=d))`, a cosine similarity by hand; what a cosine is: `rules/cosines.py`) is
+  TNL203's (cosine-similarity-manual), whose `F.cosine_similarity` rewrite is exact; TNL201
+  takes every other product with such a factor. Sums of exponentials go to softmax-manual, and
+  a division inside `torch.where(...)` stays TNL201's (where-unselected-branch is not written yet).
 """
-
-from torchnumlint.rules.division import normalize_manual  # noqa: F401
-from torchnumlint.rules.division import unguarded_division  # noqa: F401

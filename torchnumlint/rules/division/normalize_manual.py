@@ -16,6 +16,8 @@ from torchnumlint.rules.guards import strip_parens
 class NormalizeManual(DivisionRule):
     code = "TNL202"
     name = "normalize-manual"
+    finds = "`x / x.norm(dim=d, keepdim=True)`"
+    fix_summary = "safe: `F.normalize(x, dim=d)`"
     message = "`x / x.norm(dim, keepdim=True)` is 0/0 = NaN {why}; use `F.normalize(x, dim=...)`"
     rationale = (
         "Dividing a tensor by its own 2-norm gives 0/0 = NaN, forward and backward, for every "

@@ -15,6 +15,7 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
 from torchnumlint.rules.boxes import side
+from torchnumlint.rules.cosines import manual_cosine
 from torchnumlint.rules.divisors import (
     DivisionRule,
     COUNT_EPS,
@@ -43,6 +44,15 @@ from torchnumlint.rules.shapes import (
 class UnguardedDivision(DivisionRule):
     code = "TNL201"
     name = "unguarded-division"
+    finds = (
+        "`x / d` where d is a count, sum, norm, std/var, sqrt or box union/area/side that the code "
+        "shows can be 0 (an empty mask, weights, relu/abs outputs, standardised data, padding rows,"
+        " degenerate boxes), unguarded"
+    )
+    fix_summary = (
+        "unsafe: `d.clamp_min(1e-12)` on non-negative tensors; safe: `clamp_min(1)` on integer "
+        "counts"
+    )
     message = (
         "division by {what}, which is 0 {why}: Inf there, NaN (0/0) where the numerator is 0 too; "
         "guard the denominator{how}"
@@ -200,6 +210,14 @@ class UnguardedDivision(DivisionRule):
             and replaces_whole(node)
             and normalize_site(ctx, x, d, node) is not None
             and owned_elsewhere(ctx, self.code, "normalize")
+        ):
+            return
+        if (
+            not selected
+            and replaces_whole(node)
+            and found.kind in ("product", "norm")
+            and manual_cosine(ctx, x, d) is not None
+            and owned_elsewhere(ctx, self.code, "manual-cosine")
         ):
             return
         root = root_of(ctx, found.value) if found.kind == "sqrt" else None

@@ -6,7 +6,5 @@ by batch x classes instead of the batch (TNL114, `kl_div_mean_reduction`).
 One module per rule. What they share lives in the shared matcher layer: the KL call sites in any
 form and the evidence that no gradient reaches a target in `rules/losses.py`, the softmax
 recogniser in `guards.softmax_call`, and the fix placement (the call, or the one assignment of
-the softmax) in `rules/rewrite.py`. Importing this package registers the three rules.
+the softmax) in `rules/rewrite.py`. `rules/registry.py` finds its rule modules.
 """
-
-from torchnumlint.rules.kl_div import kl_div_mean_reduction, kl_div_prob_input, kl_div_prob_target  # noqa: F401

@@ -112,6 +112,11 @@ def _batchmean(call: cst.Call, given: Optional[cst.Arg]) -> cst.Call:
 class KlDivMeanReduction(Rule):
     code = "TNL114"
     name = "kl-div-mean-reduction"
+    finds = (
+        '`F.kl_div` / `nn.KLDivLoss` reduced with `"mean"` (the default): the KL per sample divided'
+        ' by the number of classes'
+    )
+    fix_summary = 'unsafe: `reduction="batchmean"`'
     message = (
         '`{what}` reduces with "mean"{how}: it divides the summed KL by batch x classes, so the loss '
         'is the per-sample KL divided by the number of classes; use `reduction="batchmean"`'

@@ -19,6 +19,8 @@ from torchnumlint.rules.rewrite import renamed_note, to_log_softmax
 class KlDivProbInput(Rule):
     code = "TNL102"
     name = "kl-div-prob-input"
+    finds = "`F.kl_div(F.softmax(a, d), ...)`: input must be log-probabilities"
+    fix_summary = "unsafe: `log_softmax`"
     message = "`kl_div` input must be log-probabilities, not a softmax: use `log_softmax`{note}"
     rationale = (
         "PyTorch's `kl_div(input, target)` expects `input` to hold log-probabilities (unlike the "

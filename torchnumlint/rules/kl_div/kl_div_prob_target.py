@@ -22,6 +22,11 @@ from torchnumlint.rules.rewrite import renamed_note, to_log_softmax, with_keywor
 class KlDivProbTarget(Rule):
     code = "TNL101"
     name = "kl-div-prob-target"
+    finds = (
+        "`F.kl_div(inp, F.softmax(b, d))` / `nn.KLDivLoss` with a softmax target that carries "
+        "gradients: NaN gradient once it underflows (vocab 32000: spread 93.6 fp32, 7.0 fp16)"
+    )
+    fix_summary = "safe: `log_softmax` + `log_target=True`"
     message = (
         "`kl_div` target is a softmax that carries gradients: where it underflows to 0 the "
         "gradient of its logits is NaN; use `log_softmax` and `log_target=True`{note}"

@@ -9,8 +9,6 @@ One module per rule; what the rules share is in `sites` (what a log reads, and h
 placed) and `handwritten` (softmaxes and label probabilities written out by hand). The shared
 matcher layer answers the rest: "is this a softmax / sigmoid" in `guards.softmax_call` /
 `guards.sigmoid_call`, "what is the -inf used for" in `rules/uses.py`, "rewrite the one
-assignment, recompute at the use, or no fix" in `rules/rewrite.py`. Importing this package
-registers its rules.
+assignment, recompute at the use, or no fix" in `rules/rewrite.py`. `rules/registry.py`
+finds its rule modules.
 """
-
-from torchnumlint.rules.log_domain import log_of_sigmoid, log_of_softmax, logsumexp_manual, softmax_manual  # noqa: F401

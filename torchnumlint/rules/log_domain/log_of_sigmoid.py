@@ -56,6 +56,8 @@ def _where_builder(pick: SigmoidPick) -> Build:
 class LogOfSigmoid(LogRule):
     code = "TNL104"
     name = "log-of-sigmoid"
+    finds = "`torch.log(torch.sigmoid(x))`, `torch.log(1 - torch.sigmoid(x))`"
+    fix_summary = "safe: `F.logsigmoid(x)` / `F.logsigmoid(-x)`"
     message = "log of {what} is -inf once it rounds to 0{then}; use {use}{note}"
     rationale = (
         "`sigmoid(x)` rounds to exactly 1 from x >= 16.64 in float32 (8.32 in float16, 6.25 in "

@@ -49,6 +49,11 @@ def _hand_builder(hand: ExpNormalisation) -> Build:
 class LogOfSoftmax(LogRule):
     code = "TNL103"
     name = "log-of-softmax"
+    finds = (
+        "`torch.log(F.softmax(x, d))`, `.softmax(d).log()`, `nll_loss(log(softmax))`, entropy of a "
+        "softmax"
+    )
+    fix_summary = "safe: `log_softmax` / `cross_entropy`"
     message = "log of a softmax {hazard}; use {use}{note}"
     rationale = (
         "`softmax` rounds probabilities below the smallest subnormal to exactly 0, and the log of "

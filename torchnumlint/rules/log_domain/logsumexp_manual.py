@@ -106,6 +106,11 @@ def _logaddexp_builder(a: cst.BaseExpression, b: cst.BaseExpression) -> Build:
 class LogsumexpManual(LogRule):
     code = "TNL109"
     name = "logsumexp-manual"
+    finds = (
+        "`torch.log(torch.exp(x).sum(d))`, `log(mean(exp(x), d))`, `log(exp(a) + exp(b))` without "
+        "the max subtracted"
+    )
+    fix_summary = "safe: `torch.logsumexp(x, d)` (mean: `- math.log(n)`), `torch.logaddexp(a, b)`"
     message = (
         "log of a {what} of exps: inf once one input reaches 88.7 in float32 (11.1 in float16), "
         "-inf once all are below -104 (-17.3), with a NaN gradient; use {use}"

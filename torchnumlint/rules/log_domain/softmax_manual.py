@@ -47,6 +47,11 @@ from torchnumlint.rules.uses import binding_line, only_ranked, reads_of, uses_of
 class SoftmaxManual(DivisionRule):
     code = "TNL110"
     name = "softmax-manual"
+    finds = (
+        "`exp(x) / exp(x).sum(d, keepdim=True)` without the max subtracted (also `/=`, `div_`, "
+        "Sinkhorn, contrastive `exp(sim / t)`): inf/inf = NaN"
+    )
+    fix_summary = "safe: `torch.softmax(x, d)` (exact form only)"
     message = (
         "softmax written by hand without subtracting the max: exp overflows to inf from an input "
         "of 88.7 in float32 (11.1 in float16), and inf / inf = NaN; {use}"

@@ -3,7 +3,5 @@
 `label_smoothing_inf_logits`). The two share `fills`: where a value was filled with `-inf`, and
 whether that fill can cover a whole row (the softmax's hazard) or any entry (the smoothed loss's).
 
-One module per rule; importing this package registers them.
+One module per rule; `rules/registry.py` finds them.
 """
-
-from torchnumlint.rules.masking import label_smoothing_inf_logits, masked_inf_softmax  # noqa: F401

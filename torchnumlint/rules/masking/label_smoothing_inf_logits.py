@@ -55,6 +55,11 @@ def _literal(expr: cst.CSTNode) -> Optional[float]:
 class LabelSmoothingInfLogits(Rule):
     code = "TNL402"
     name = "label-smoothing-inf-logits"
+    finds = (
+        "`cross_entropy` / `nn.CrossEntropyLoss` with `label_smoothing > 0` on logits filled with "
+        "`-inf`: the loss is inf"
+    )
+    fix_summary = "message (smooth over the valid classes only)"
     message = (
         "cross entropy with {smoothing} on logits filled with `-inf`{where}: the loss is "
         "inf (smoothing adds -log p of every class, inf for a masked one); smooth over the valid classes "

@@ -47,6 +47,12 @@ _FIXABLE = frozenset({"masked_fill", "masked_fill_", "index", "data", "where"})
 class MaskedInfSoftmax(Rule):
     code = "TNL401"
     name = "masked-inf-softmax"
+    finds = (
+        "a `-inf` fill (`masked_fill`, in place, `.data`, `s[m] = -inf`, `torch.where`, an additive"
+        " `torch.full(..., -inf)` mask) reaching a softmax, unless causal, a top-k filter or "
+        "re-zeroed: a fully masked row is NaN"
+    )
+    fix_summary = "safe: `torch.finfo(x.dtype).min` (none for additive masks)"
     message = "`-inf` fill reaching a {softmax}{where}: {hazard}; {advice}"
     rationale = (
         "A softmax subtracts each row's maximum first; in a row whose every entry was filled with "

@@ -12,9 +12,5 @@ autocast, a GradScaler or a custom_fwd is, both the index and these rules read f
 `rules/autocast.py`; the LibCST side of it (call shapes, fp16 regions, classes) is `rules/amp.py`.
 The index records what each forward computes (`torchnumlint/forward_facts.py`); which of it
 overflows in float16 under the CUDA autocast policy is decided here, in `forward_hazards.py`.
-Importing this package registers the three rules.
+`rules/registry.py` finds its rule modules.
 """
-
-from torchnumlint.rules.mixed_precision import deprecated_cuda_amp  # noqa: F401
-from torchnumlint.rules.mixed_precision import fp16_autocast_custom_op  # noqa: F401
-from torchnumlint.rules.mixed_precision import fp16_without_grad_scaler  # noqa: F401

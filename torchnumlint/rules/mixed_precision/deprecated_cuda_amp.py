@@ -98,6 +98,8 @@ _WARNS = " (FutureWarning)"
 class DeprecatedCudaAmp(Rule):
     code = "TNL306"
     name = "deprecated-cuda-amp"
+    finds = "`torch.cuda.amp.autocast(...)`, `torch.cuda.amp.GradScaler(...)`, `custom_fwd/bwd`"
+    fix_summary = 'safe: `torch.amp.autocast("cuda", ...)`, and the `torch.cuda.amp` import once unused'
     message = "`{old}` is deprecated{why}: use `{new}`"
     rationale = (
         "`torch.cuda.amp.autocast(...)`, `torch.cuda.amp.GradScaler(...)` and "

@@ -81,6 +81,12 @@ def _region_text(site: "Site") -> str:
 class Fp16AutocastCustomOp(Rule):
     code = "TNL301"
     name = "fp16-autocast-custom-op"
+    finds = (
+        "under fp16 autocast: a custom `autograd.Function` without "
+        "`custom_fwd(cast_inputs=torch.float32)`, a project `nn.Module` whose forward overflows in "
+        "fp16"
+    )
+    fix_summary = "safe for Functions: `@torch.amp.custom_fwd(...)`; modules: message"
     message = "{what} under fp16 autocast ({where}): {advice}"
     rationale = (
         "CUDA autocast runs a list of ops in float32 (exp, log, pow, sum, softmax, the norms) and "

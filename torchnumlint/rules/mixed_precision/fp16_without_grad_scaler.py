@@ -127,6 +127,8 @@ def _callee_name(call: cst.Call) -> Optional[str]:
 class Fp16WithoutGradScaler(Rule):
     code = "TNL302"
     name = "fp16-without-grad-scaler"
+    finds = "fp16 autocast and `.backward()` with no `GradScaler` in the project"
+    fix_summary = "message (add a `GradScaler`, or bf16)"
     message = (
         "`{backward}` on a value computed under fp16 autocast{opt_in}, and no GradScaler in the "
         "project: gradients below 6e-8 flush to 0; use `scaler = torch.amp.GradScaler(\"{device}\")` "

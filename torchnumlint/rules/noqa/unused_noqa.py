@@ -35,6 +35,11 @@ def _listed(codes: Sequence[Code]) -> str:
 class UnusedNoqa(Rule):
     code = "TNL900"
     name = "unused-noqa"
+    finds = (
+        "a `# noqa: TNL...` code of an enabled rule that suppressed nothing in this run, or a code "
+        "no rule has"
+    )
+    fix_summary = "safe: removes the unused codes (the comment when none is left)"
     message = "unused noqa {codes}: {why}"
     rationale = (
         "A `# noqa: TNL...` that suppresses nothing hides the next real finding on that line: "

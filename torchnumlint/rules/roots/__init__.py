@@ -11,6 +11,3 @@ The shapes are recognised in `rules/shapes.py`. A root written directly as a div
 `torch.ones(5).std()` has gradient 0, `torch.sqrt(torch.ones(5).var())` NaN), so `x.std(d)` is
 the safe spelling of `sqrt(x.var(d))`.
 """
-
-from torchnumlint.rules.roots import sqrt_of_sum_of_squares  # noqa: F401
-from torchnumlint.rules.roots import unguarded_sqrt_or_pow  # noqa: F401

@@ -17,6 +17,8 @@ from torchnumlint.rules.shapes import norms_of_squares, vector_norm_fix
 class SqrtOfSumOfSquares(RootRule):
     code = "TNL204"
     name = "sqrt-of-sum-of-squares"
+    finds = "`torch.sqrt((x**2).sum(d))`, `x.pow(2).sum(d).sqrt()`"
+    fix_summary = "safe: `torch.linalg.vector_norm(x, dim=d)`"
     message = (
         "square root of {what}, which is 0 {why}: its gradient is NaN there (and it "
         "overflows float16 above 256); use `torch.linalg.vector_norm`{note}"

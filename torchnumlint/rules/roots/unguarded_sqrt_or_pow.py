@@ -74,6 +74,11 @@ def _is_cosine(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
 class UnguardedSqrtOrPow(RootRule):
     code = "TNL206"
     name = "unguarded-sqrt-or-pow"
+    finds = (
+        "`sqrt`/`rsqrt`/`** 0.5` of a variance, a difference, a mean of squares, a quadratic form; "
+        "`sqrt(x**2)`"
+    )
+    fix_summary = "unsafe: clamp inside the root; safe: `torch.abs(x)`"
     message = "{op} of {what}, {edge}; {how}{note}"
     rationale = (
         "A variance, a difference such as `E[x^2] - E[x]^2` or `1 - c ** 2`, or a mean of squares "

@@ -30,6 +30,8 @@ from torchnumlint.rules.uses import reads_of
 class ExpMinusOne(Rule):
     code = "TNL107"
     name = "exp-minus-one"
+    finds = "`torch.exp(x) - 1`: cancellation near 0 (`1 / (exp(x) - 1)` is Inf at 1e-8)"
+    fix_summary = "safe: `torch.expm1(x)`"
     message = (
         "`exp(x) - 1` cancels near x = 0: it is exactly 0 for |x| below 6e-8 in float32 (4.9e-4 "
         "in float16, 3.9e-3 in bfloat16){why}; use `torch.expm1(x)`{note}"

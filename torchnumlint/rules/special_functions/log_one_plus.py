@@ -41,6 +41,11 @@ _CHAIN = 4
 class LogOnePlus(Rule):
     code = "TNL106"
     name = "log-one-plus"
+    finds = (
+        "`torch.log(1 + x)`, `log(1 - x)` in any spelling (`x + 1`, `ones_like(x) + x`, method "
+        "forms): `1 + x` rounds away x below 6e-8 in fp32"
+    )
+    fix_summary = "safe: `torch.log1p(x)` / `log1p(-x)`"
     message = (
         "`log({form})` rounds `{form}` before the log: for |x| below 6e-8 in float32 (4.9e-4 in "
         "float16, 3.9e-3 in bfloat16) it is exactly 0, and far less accurate than it should be near "

@@ -109,6 +109,11 @@ def _unit_draw(ctx, expr: cst.BaseExpression) -> bool:
 class LogitManual(Rule):
     code = "TNL112"
     name = "logit-manual"
+    finds = (
+        "`log(p / (1 - p))`, `log(p) - log(1 - p)`, `torch.logit(p)` without eps, of a value that "
+        "reaches 0 or 1 (a sigmoid, a softmax, a [0, 1] clamp, a uniform draw)"
+    )
+    fix_summary = "unsafe: `torch.logit(p, eps=1e-6)`"
     message = "log-odds of `p`, which {why}: +-Inf at 0 and 1, with an Inf or NaN gradient; use `torch.logit(p, eps=...)`{note}"
     rationale = (
         "`torch.log(p / (1 - p))`, `log(p) - log(1 - p)` and `torch.logit(p)` without `eps` are "

@@ -206,6 +206,11 @@ def bounded_by_where(ctx, v: cst.BaseExpression) -> bool:
 class SigmoidManual(Rule):
     code = "TNL111"
     name = "sigmoid-manual"
+    finds = (
+        "`1 / (1 + exp(-x))`, `exp(x) / (1 + exp(x))` in every spelling: NaN gradient (forward) "
+        "once exp overflows"
+    )
+    fix_summary = "safe: `torch.sigmoid(x)`"
     message = "sigmoid written by hand: {why}; use `torch.sigmoid`{scaled}"
     rationale = (
         "`1 / (1 + torch.exp(-x))` overflows in its exp for x < -88.72 in float32 (-89 in "

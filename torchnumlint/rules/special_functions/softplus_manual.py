@@ -29,6 +29,8 @@ _CHAIN = 4
 class SoftplusManual(Rule):
     code = "TNL108"
     name = "softplus-manual"
+    finds = "`torch.log(1 + torch.exp(x))`, `log1p(exp(x))`: exp overflows at 88.72 fp32, 11.09 fp16"
+    fix_summary = "safe: `F.softplus(x)`"
     message = (
         "`{form}` overflows: exp(x) is Inf from x = 88.72 in float32 and bfloat16 (11.09 in "
         "float16), and then so is the result, with a NaN gradient; use `F.softplus(x)`{note}"

@@ -5,49 +5,44 @@ The layout mirrors the rules': the reproduction of the rule in `rules/<family>/<
 input builders, the measured thresholds they sit at and the float64 mathematics the fix is judged
 against; a module reproduces further examples in `FURTHER` (a tuple of `Repro`, each naming its
 `example`). Input builders that several reproductions share are in
-`inputs.py`. This package imports every rule's module and gathers them into `REPROS`; the rule
-modules never import this package back, so the registry is complete once it is imported, whichever
-module is imported first.
+`inputs.py`. This package walks its family packages (a package directly under `repros/`, as
+`rules/registry.py` walks the rules) and gathers every module's reproductions into `REPROS`;
+every module of a family package is a reproduction and must define `REPRO`. The rule modules never
+import this package back, so the registry is complete once it is imported, whichever module is
+imported first.
 
-Adding a rule: write `repros/<family>/<rule_name>.py` defining `REPRO` and add it to `MODULES`
-below (`tests/runtime_check/test_repros.py` fails until both are done), then run
+Adding a rule: write `repros/<family>/<rule_name>.py` defining `REPRO` (nothing to list:
+`tests/runtime_check/test_repros.py` checks that it mirrors the rule), then run
 `python -m torchnumlint.runtime_check --select TNLxxx --device cpu`.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from types import ModuleType
-from typing import Dict, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 from torchnumlint.runtime_check.context import Repro
-from torchnumlint.runtime_check.repros.cross_entropy import bce_on_sigmoid, probabilities_into_cross_entropy
-from torchnumlint.runtime_check.repros.division import normalize_manual, unguarded_division
-from torchnumlint.runtime_check.repros.kl_div import kl_div_mean_reduction, kl_div_prob_input, kl_div_prob_target
-from torchnumlint.runtime_check.repros.log_domain import log_of_sigmoid, log_of_softmax
-from torchnumlint.runtime_check.repros.log_domain import logsumexp_manual, softmax_manual
-from torchnumlint.runtime_check.repros.masking import label_smoothing_inf_logits, masked_inf_softmax
-from torchnumlint.runtime_check.repros.mixed_precision import (
-    deprecated_cuda_amp,
-    fp16_autocast_custom_op,
-    fp16_without_grad_scaler,
-)
-from torchnumlint.runtime_check.repros.roots import sqrt_of_sum_of_squares, unguarded_sqrt_or_pow
-from torchnumlint.runtime_check.repros.special_functions import exp_minus_one, log_one_plus, softplus_manual
-from torchnumlint.runtime_check.repros.special_functions import logit_manual
-from torchnumlint.runtime_check.repros.special_functions import sigmoid_manual
 
-MODULES: Sequence[ModuleType] = (
-    kl_div_prob_target, kl_div_prob_input, kl_div_mean_reduction,
-    log_of_softmax, log_of_sigmoid,
-    logsumexp_manual, softmax_manual,
-    unguarded_division, normalize_manual,
-    sqrt_of_sum_of_squares, unguarded_sqrt_or_pow,
-    fp16_autocast_custom_op, fp16_without_grad_scaler, deprecated_cuda_amp,
-    log_one_plus, exp_minus_one, softplus_manual,
-    bce_on_sigmoid, probabilities_into_cross_entropy,
-    sigmoid_manual, logit_manual,
-    masked_inf_softmax, label_smoothing_inf_logits,
-)
+
+def discover() -> List[ModuleType]:
+    """Every module of every family package under `repros/`, sorted by name; a module without a
+    `REPRO` is an error (it would never run)."""
+    modules: List[ModuleType] = []
+    for family in pkgutil.iter_modules(__path__, __name__ + "."):
+        if not family.ispkg:
+            continue
+        package = importlib.import_module(family.name)
+        for info in pkgutil.iter_modules(package.__path__, family.name + "."):
+            module = importlib.import_module(info.name)
+            if not isinstance(getattr(module, "REPRO", None), Repro):
+                raise RuntimeError(f"{info.name} defines no REPRO")
+            modules.append(module)
+    return sorted(modules, key=lambda m: m.__name__)
+
+
+MODULES: Sequence[ModuleType] = tuple(discover())
 
 
 def by_code(modules: Sequence[ModuleType]) -> Dict[str, Tuple[Repro, ...]]:

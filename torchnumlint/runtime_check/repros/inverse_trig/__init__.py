@@ -1,0 +1,1 @@
+"""Reproductions of the inverse-trigonometric rules (`rules/inverse_trig/`)."""

@@ -1,0 +1,1 @@
+"""Reproductions of the linear-algebra rules (`rules/linalg/`)."""

@@ -88,6 +88,12 @@ def logistic_noise(shape, device):
     return torch.log(u / (1 - u))
 
 
+def label_entropy(labels, classes=10):
+    counts = torch.bincount(labels, minlength=classes).float()
+    p = counts / counts.sum()
+    return -(p * torch.log(p)).sum()
+
+
 def growth_terms(rates):
     return torch.log(1 + rates), (torch.exp(rates) - 1) / rates, torch.log(1 + torch.exp(rates))
 
@@ -155,6 +161,7 @@ def train(steps=3, device=None):
         loss.backward()
         opt.step()
         print(f"step {step}: loss {loss.item():.4f}")
+        print(f"label entropy {label_entropy(y).item():.4f}")
     return loss.item()
 
 

@@ -34,6 +34,14 @@ OWNERS: Dict[str, str] = {
     # `-(y * log(p) + (1 - y) * log(1 - p))` of a sigmoid p (TNL105's form, TNL104's logs): the
     # logsigmoid fix of each log is exact even where y broadcasts, which with_logits refuses
     "handwritten-bce": "TNL104",
+    # `log(softmax(x))` that may be 0 by underflow: log_softmax is exact, a clamp is not
+    "log-of-softmax": "TNL103",
+    # `log(sigmoid(x))`: logsigmoid is exact, a clamp is not
+    "log-of-sigmoid": "TNL104",
+    # `log(p / (1 - p))`, `log(p) - log(1 - p)`: logit(p, eps) clamps both edges, a clamp_min one
+    "log-odds": "TNL112",
+    # `torch.where(c, torch.log(x), y)`: the double where keeps the gradient of the unselected branch
+    "where-branch": "TNL209",
 }
 
 

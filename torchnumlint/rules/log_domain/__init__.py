@@ -3,7 +3,8 @@
 probability of a label (TNL104, `log_of_sigmoid`), whose probabilities underflow to exactly 0 long
 before the log-probabilities stop being finite; `log(exp(x).sum(d))`, `log(exp(x).mean(d))` and
 `log(exp(a) + exp(b))` (TNL109, `logsumexp_manual`) and `exp(x) / exp(x).sum(d, keepdim=True)`
-(TNL110, `softmax_manual`), whose exps overflow (and underflow) without the max subtracted.
+(TNL110, `softmax_manual`), whose exps overflow (and underflow) without the max subtracted; and
+`log(v)` of any other value the code shows can be exactly 0 (TNL207, `unguarded_log`).
 
 One module per rule; what the rules share is in `sites` (what a log reads, and how its fix is
 placed) and `handwritten` (softmaxes and label probabilities written out by hand). The shared
@@ -14,3 +15,4 @@ registers its rules.
 """
 
 from torchnumlint.rules.log_domain import log_of_sigmoid, log_of_softmax, logsumexp_manual, softmax_manual  # noqa: F401
+from torchnumlint.rules.log_domain import unguarded_log  # noqa: F401

@@ -25,6 +25,7 @@ from torchnumlint.runtime_check.repros.division import normalize_manual, unguard
 from torchnumlint.runtime_check.repros.kl_div import kl_div_mean_reduction, kl_div_prob_input, kl_div_prob_target
 from torchnumlint.runtime_check.repros.log_domain import log_of_sigmoid, log_of_softmax
 from torchnumlint.runtime_check.repros.log_domain import logsumexp_manual, softmax_manual
+from torchnumlint.runtime_check.repros.log_domain import unguarded_log
 from torchnumlint.runtime_check.repros.masking import label_smoothing_inf_logits, masked_inf_softmax
 from torchnumlint.runtime_check.repros.mixed_precision import (
     deprecated_cuda_amp,
@@ -40,6 +41,7 @@ MODULES: Sequence[ModuleType] = (
     kl_div_prob_target, kl_div_prob_input, kl_div_mean_reduction,
     log_of_softmax, log_of_sigmoid,
     logsumexp_manual, softmax_manual,
+    unguarded_log,
     unguarded_division, normalize_manual,
     sqrt_of_sum_of_squares, unguarded_sqrt_or_pow,
     fp16_autocast_custom_op, fp16_without_grad_scaler, deprecated_cuda_amp,

@@ -94,6 +94,11 @@ def label_entropy(labels, classes=10):
     return -(p * torch.log(p)).sum()
 
 
+def log_gate_loss(gate):
+    log_gate = torch.where(gate > 0, torch.log(gate), torch.zeros_like(gate))
+    return log_gate.mean()
+
+
 def growth_terms(rates):
     return torch.log(1 + rates), (torch.exp(rates) - 1) / rates, torch.log(1 + torch.exp(rates))
 
@@ -154,6 +159,7 @@ def train(steps=3, device=None):
                 + 0.01 * smooth_gate(gate).mean()
                 + 0.01 * (gate + logistic_noise(gate.shape, device)).mean()
                 + 0.01 * sum(t.mean() for t in growth_terms(gate.abs() + 0.1))
+                + 0.01 * log_gate_loss(gate)
                 + 0.01 * attend(z[None], peer_z[None], peer_z[None], padding).mean()
                 + 0.1 * masked_label_smoothing(logits, y, banned)
             )

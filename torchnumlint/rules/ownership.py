@@ -40,8 +40,8 @@ OWNERS: Dict[str, str] = {
     "log-of-sigmoid": "TNL104",
     # `log(p / (1 - p))`, `log(p) - log(1 - p)`: logit(p, eps) clamps both edges, a clamp_min one
     "log-odds": "TNL112",
-    # `torch.where(c, torch.log(x), y)`: the double where keeps the gradient of the unselected branch
-    "where-branch": "TNL209",
+    # `torch.where(n > 0, s / n, 0)` of a norm, sum or count: the division rule knows its zero
+    "division-in-where": "TNL201",
 }
 
 

@@ -18,6 +18,7 @@ from torchnumlint.rules import (  # noqa: F401
     mixed_precision,
     noqa,
     roots,
+    selection,
     special_functions,
 )
 from torchnumlint.rules.base import Rule, registered

@@ -5,8 +5,8 @@ whose numerator is one of these, sums of `|d| ** p`, one-hot tensors, literal ta
 accumulators still at their zeros; and entropies `p * log(p)`, where 0 * -inf = NaN.
 
 A log of a softmax or sigmoid is TNL103's / TNL104's (`rules/ownership.py`: their log-space
-rewrites are exact, a clamp is not); a `log(1 + x)` TNL106's; a log inside `torch.where` or
-followed by `masked_fill` TNL209's. `log(mask)` (a 0/-inf additive mask) and a log whose -inf is
+rewrites are exact, a clamp is not); a `log(1 + x)` TNL106's; a log inside a `torch.where` or a
+`masked_fill` that tests its input has a finite forward (its gradient is TNL209's). `log(mask)` (a 0/-inf additive mask) and a log whose -inf is
 only ranked (`argmax`, `topk` with no gradient) are meant, and never reported.
 """
 
@@ -34,6 +34,7 @@ from torchnumlint.rules.guards import (
 from torchnumlint.rules.names import make_op, match_call
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.uses import only_ranked, uses_of
+from torchnumlint.rules.selections import enclosing_selection, mentions
 from torchnumlint.rules.zeros import element_zero, kept_positive
 
 _LOG2 = make_op("log2", {"torch.log2", "torch.special.log2"}, "log2")
@@ -44,7 +45,6 @@ _ABSORBING = frozenset({"nan_to_num", "nan_to_num_", "torch.nan_to_num"})
 _FLOORING = frozenset({"clamp", "clip", "clamp_min", "torch.clamp", "torch.clip", "torch.clamp_min"})
 _INTEGER_CASTS = frozenset({"long", "int", "short", "round", "floor", "ceil"})
 _INTEGER_DTYPES = frozenset({"torch.long", "torch.int", "torch.int64", "torch.int32"})
-_SELECTING = frozenset({"masked_fill", "masked_fill_"})
 
 
 class UnguardedLog(Rule):
@@ -156,7 +156,7 @@ class UnguardedLog(Rule):
         if match is None or not match.fully_known:
             return
         ctx, arg = self.ctx, match.input
-        if is_not_torch(ctx, arg) or in_reference_implementation(ctx) or self._owned(arg) or self._absorbed():
+        if is_not_torch(ctx, arg) or in_reference_implementation(ctx) or self._owned(arg) or self._absorbed(arg):
             return
         zero = element_zero(ctx, arg)  # a clamp at 0 is evidence, not a guard
         if zero is None and (
@@ -192,7 +192,7 @@ class UnguardedLog(Rule):
 
     def _owned(self, arg: cst.BaseExpression) -> bool:
         """A site another rule reports better: a softmax's or sigmoid's log (exact log-space
-        rewrites), `log(1 + x)` / `log(1 - x)` (log1p), a log selected by `where`/`masked_fill`."""
+        rewrites), `log(1 + x)` / `log(1 - x)` (log1p), a logit by hand (`logit(p, eps)`)."""
         ctx = self.ctx
         if softmax_call(ctx, arg) is not None and owned_elsewhere(ctx, self.code, "log-of-softmax"):
             return True
@@ -200,9 +200,7 @@ class UnguardedLog(Rule):
             return True
         if one_plus(ctx, arg) is not None:
             return True  # TNL106's site; `1 + x` of a non-negative x is no zero, `1 - u` of a draw neither
-        if self._log_odds(arg) and owned_elsewhere(ctx, self.code, "log-odds"):
-            return True
-        return self._selected() and owned_elsewhere(ctx, self.code, "where-branch")
+        return self._log_odds(arg) and owned_elsewhere(ctx, self.code, "log-odds")
 
     def _log_odds(self, arg: cst.BaseExpression) -> bool:
         """`log(p / (1 - p))`, or the `log(p)` of `log(p) - log(1 - p)`: a logit by hand."""
@@ -218,19 +216,14 @@ class UnguardedLog(Rule):
             return complement is not None and complement.negative and same_code(ctx, complement.term, arg)
         return False
 
-    def _selected(self) -> bool:
-        """The log is an argument of `torch.where`, or `masked_fill` is applied to it."""
-        stack, ctx = self.ctx.stack, self.ctx
-        parent = stack[-2] if len(stack) >= 2 else None
-        above = stack[-3] if len(stack) >= 3 else None
-        if isinstance(parent, cst.Arg) and isinstance(above, cst.Call) and ctx.qualname(above.func) == "torch.where":
-            return True
-        return isinstance(parent, cst.Attribute) and parent.attr.value in _SELECTING
-
-    def _absorbed(self) -> bool:
+    def _absorbed(self, arg: cst.BaseExpression) -> bool:
         """The -inf is replaced in the same expression, through arithmetic: `v.log().nan_to_num()`,
-        `torch.clamp(20 * torch.log10(v), min=-80)`, `(torch.log(n / m) * k).long()` (an index)."""
+        `torch.clamp(20 * torch.log10(v), min=-80)`, `(torch.log(n / m) * k).long()` (an index),
+        or selected away by a `where`/`masked_fill` that tests `v` (whose gradient is TNL209's)."""
         stack, ctx = self.ctx.stack, self.ctx
+        selection = enclosing_selection(ctx)
+        if selection is not None and mentions(ctx, selection.condition, arg):
+            return True
         for i in range(len(stack) - 2, 0, -1):
             node, child, above = stack[i], stack[i + 1], stack[i - 1]
             if isinstance(node, (cst.BinaryOperation, cst.UnaryOperation)):

@@ -33,6 +33,7 @@ from torchnumlint.runtime_check.repros.mixed_precision import (
     fp16_without_grad_scaler,
 )
 from torchnumlint.runtime_check.repros.roots import sqrt_of_sum_of_squares, unguarded_sqrt_or_pow
+from torchnumlint.runtime_check.repros.selection import where_unselected_branch
 from torchnumlint.runtime_check.repros.special_functions import exp_minus_one, log_one_plus, softplus_manual
 from torchnumlint.runtime_check.repros.special_functions import logit_manual
 from torchnumlint.runtime_check.repros.special_functions import sigmoid_manual
@@ -49,6 +50,7 @@ MODULES: Sequence[ModuleType] = (
     bce_on_sigmoid, probabilities_into_cross_entropy,
     sigmoid_manual, logit_manual,
     masked_inf_softmax, label_smoothing_inf_logits,
+    where_unselected_branch,
 )
 
 

@@ -99,6 +99,11 @@ def log_gate_loss(gate):
     return log_gate.mean()
 
 
+def repulsion_loss(points):
+    dist = torch.sqrt(((points[:, None] - points[None]) ** 2).sum(-1))
+    return torch.exp(-dist).mean()
+
+
 def growth_terms(rates):
     return torch.log(1 + rates), (torch.exp(rates) - 1) / rates, torch.log(1 + torch.exp(rates))
 
@@ -168,6 +173,7 @@ def train(steps=3, device=None):
         opt.step()
         print(f"step {step}: loss {loss.item():.4f}")
         print(f"label entropy {label_entropy(y).item():.4f}")
+        print(f"spread {repulsion_loss(z.detach()).item():.4f}")
     return loss.item()
 
 

@@ -42,6 +42,8 @@ OWNERS: Dict[str, str] = {
     "log-odds": "TNL112",
     # `torch.where(n > 0, s / n, 0)` of a norm, sum or count: the division rule knows its zero
     "division-in-where": "TNL201",
+    # `torch.sqrt(((a[:, None] - b[None]) ** 2).sum(-1))`: cdist is exact and skips the N x M x D tensor
+    "pairwise-distance": "TNL205",
 }
 
 

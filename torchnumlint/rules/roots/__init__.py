@@ -1,6 +1,7 @@
-"""TNL204, TNL206, square roots (and fractional powers) of values that reach 0 or go below it:
+"""TNL204, TNL205, TNL206, square roots (and fractional powers) of values that reach 0 or go below it:
 a 2-norm written by hand, whose exact rewrite is `torch.linalg.vector_norm` (TNL204
-sqrt-of-sum-of-squares), and every other root of a value that can be 0 or negative: a variance,
+sqrt-of-sum-of-squares) or, for a distance matrix by broadcasting, `torch.cdist` (TNL205
+pairwise-distance-manual), and every other root of a value that can be 0 or negative: a variance,
 a difference, a reduction of squares, an elementwise square, a quadratic form (TNL206
 unguarded-sqrt-or-pow). At 0 a root's derivative is infinite, so the backward pass gives inf or
 0 * inf = NaN; below 0 the forward pass is NaN.
@@ -12,5 +13,6 @@ The shapes are recognised in `rules/shapes.py`. A root written directly as a div
 the safe spelling of `sqrt(x.var(d))`.
 """
 
+from torchnumlint.rules.roots import pairwise_distance_manual  # noqa: F401
 from torchnumlint.rules.roots import sqrt_of_sum_of_squares  # noqa: F401
 from torchnumlint.rules.roots import unguarded_sqrt_or_pow  # noqa: F401

@@ -32,7 +32,7 @@ from torchnumlint.runtime_check.repros.mixed_precision import (
     fp16_autocast_custom_op,
     fp16_without_grad_scaler,
 )
-from torchnumlint.runtime_check.repros.roots import sqrt_of_sum_of_squares, unguarded_sqrt_or_pow
+from torchnumlint.runtime_check.repros.roots import pairwise_distance_manual, sqrt_of_sum_of_squares, unguarded_sqrt_or_pow
 from torchnumlint.runtime_check.repros.selection import where_unselected_branch
 from torchnumlint.runtime_check.repros.special_functions import exp_minus_one, log_one_plus, softplus_manual
 from torchnumlint.runtime_check.repros.special_functions import logit_manual
@@ -44,7 +44,7 @@ MODULES: Sequence[ModuleType] = (
     logsumexp_manual, softmax_manual,
     unguarded_log,
     unguarded_division, normalize_manual,
-    sqrt_of_sum_of_squares, unguarded_sqrt_or_pow,
+    sqrt_of_sum_of_squares, pairwise_distance_manual, unguarded_sqrt_or_pow,
     fp16_autocast_custom_op, fp16_without_grad_scaler, deprecated_cuda_amp,
     log_one_plus, exp_minus_one, softplus_manual,
     bce_on_sigmoid, probabilities_into_cross_entropy,

@@ -104,6 +104,10 @@ def repulsion_loss(points):
     return torch.exp(-dist).mean()
 
 
+def heading(vel):
+    return torch.atan(vel[..., 1] / vel[..., 0])
+
+
 def growth_terms(rates):
     return torch.log(1 + rates), (torch.exp(rates) - 1) / rates, torch.log(1 + torch.exp(rates))
 
@@ -173,7 +177,7 @@ def train(steps=3, device=None):
         opt.step()
         print(f"step {step}: loss {loss.item():.4f}")
         print(f"label entropy {label_entropy(y).item():.4f}")
-        print(f"spread {repulsion_loss(z.detach()).item():.4f}")
+        print(f"spread {repulsion_loss(z.detach()).item():.4f}, heading {heading(z.detach()[:, :2]).mean().item():.4f}")
     return loss.item()
 
 

@@ -35,7 +35,7 @@ from torchnumlint.runtime_check.repros.mixed_precision import (
 from torchnumlint.runtime_check.repros.roots import pairwise_distance_manual, sqrt_of_sum_of_squares, unguarded_sqrt_or_pow
 from torchnumlint.runtime_check.repros.selection import where_unselected_branch
 from torchnumlint.runtime_check.repros.special_functions import exp_minus_one, log_one_plus, softplus_manual
-from torchnumlint.runtime_check.repros.special_functions import atan_of_ratio, logit_manual
+from torchnumlint.runtime_check.repros.special_functions import atan_of_ratio, exp_unbounded, logit_manual
 from torchnumlint.runtime_check.repros.special_functions import sigmoid_manual
 
 MODULES: Sequence[ModuleType] = (
@@ -48,7 +48,7 @@ MODULES: Sequence[ModuleType] = (
     fp16_autocast_custom_op, fp16_without_grad_scaler, deprecated_cuda_amp,
     log_one_plus, exp_minus_one, softplus_manual,
     bce_on_sigmoid, probabilities_into_cross_entropy,
-    sigmoid_manual, logit_manual, atan_of_ratio,
+    sigmoid_manual, logit_manual, atan_of_ratio, exp_unbounded,
     masked_inf_softmax, label_smoothing_inf_logits,
     where_unselected_branch,
 )

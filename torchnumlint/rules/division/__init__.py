@@ -1,6 +1,7 @@
-"""TNL201-TNL202, divisions by values that can be 0: a norm, a sum, a deviation, a count, a root
-of such a value, or a box union, area or side (TNL201 unguarded-division), and a tensor divided
-by its own 2-norm, which `F.normalize` computes safely (TNL202 normalize-manual).
+"""TNL201-TNL202, TNL212, divisions by values that can be 0: a norm, a sum, a deviation, a count, a
+root of such a value, or a box union, area or side (TNL201 unguarded-division), a tensor divided
+by its own 2-norm, which `F.normalize` computes safely (TNL202 normalize-manual), and the N - 1 of
+a corrected `std`/`var` over a set of one (TNL212 std-of-size-one, off by default).
 
 The sites are recognised in `rules/divisors.py` (shared with the root family, `rules/roots/`).
 Ownership between the rules, so that one hazard gives one finding (declared in
@@ -19,4 +20,5 @@ Ownership between the rules, so that one hazard gives one finding (declared in
 """
 
 from torchnumlint.rules.division import normalize_manual  # noqa: F401
+from torchnumlint.rules.division import std_of_size_one  # noqa: F401
 from torchnumlint.rules.division import unguarded_division  # noqa: F401

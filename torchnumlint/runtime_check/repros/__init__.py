@@ -21,7 +21,7 @@ from typing import Dict, Sequence, Tuple
 
 from torchnumlint.runtime_check.context import Repro
 from torchnumlint.runtime_check.repros.cross_entropy import bce_on_sigmoid, probabilities_into_cross_entropy
-from torchnumlint.runtime_check.repros.division import normalize_manual, unguarded_division
+from torchnumlint.runtime_check.repros.division import normalize_manual, std_of_size_one, unguarded_division
 from torchnumlint.runtime_check.repros.kl_div import kl_div_mean_reduction, kl_div_prob_input, kl_div_prob_target
 from torchnumlint.runtime_check.repros.log_domain import log_of_sigmoid, log_of_softmax
 from torchnumlint.runtime_check.repros.log_domain import logsumexp_manual, softmax_manual
@@ -43,7 +43,7 @@ MODULES: Sequence[ModuleType] = (
     log_of_softmax, log_of_sigmoid,
     logsumexp_manual, softmax_manual,
     unguarded_log,
-    unguarded_division, normalize_manual,
+    unguarded_division, normalize_manual, std_of_size_one,
     sqrt_of_sum_of_squares, pairwise_distance_manual, unguarded_sqrt_or_pow,
     fp16_autocast_custom_op, fp16_without_grad_scaler, deprecated_cuda_amp,
     log_one_plus, exp_minus_one, softplus_manual,

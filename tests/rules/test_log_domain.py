@@ -2187,6 +2187,10 @@ TNL207_SILENT = [
     Silent(  # a literal table inline: its 0 is in plain sight, the -inf meant (a masked slot)
         "import torch\ndef test_masked():\n    lp = torch.tensor([[0.5, 0.5, 0.0]]).log()\n    return lp\n"
     ),
+    Silent(  # the box encoding: ground-truth boxes are filtered for area before it runs
+        "import torch\ndef get_deltas(src, target):\n    src_w = src[:, 2] - src[:, 0]\n    tgt_w = target[:, 2] - target[:, 0]\n"
+        "    return torch.log(tgt_w / src_w)\n"
+    ),
     Silent(  # a log of a literal sum of counts and a positive constant
         "import torch\ndef f(counts):\n    return torch.log(counts.sum() + 0.5)\n"
     ),

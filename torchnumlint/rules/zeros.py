@@ -10,7 +10,9 @@ the reason, as a phrase for the message, and whether the value is known never to
 asked of the division layer (`divisors.zero_kind`, `zero_evidence`), which already knows them;
 a sum of powers (`(d.abs() ** p).sum()`) is 0 where every base is.
 
-Not evidence: a value guarded by `+ eps` or a clamp with a positive floor, a constant,
+Not evidence: a box's width or height (the box encoding `log(gt_w / anchor_w)` runs on
+ground-truth boxes that every detection pipeline filters for area first: both corpus findings of
+it, detectron2's, were such), a value guarded by `+ eps` or a clamp with a positive floor, a constant,
 exp/softmax/sigmoid/softplus (positive; their underflow is the log-domain rules' own), a mask
 (`log(mask)` is the deliberate 0/-inf additive mask), and anything unknown (a parameter).
 """
@@ -190,7 +192,7 @@ def _made_zero(ctx: "FileContext", value: cst.BaseExpression, depth: int, inline
     if sum_of_powers is not None:
         return sum_of_powers
     found = zero_kind(ctx, value)
-    if found is not None and found.kind in ("count", "sum", "box", "norm"):
+    if found is not None and found.kind in ("count", "sum", "norm"):  # not a box side: see the module's docstring
         why, non_negative = zero_evidence(ctx, found, None)
         if why is not None:
             return Zero(f"{found.what} {why}", non_negative)

@@ -88,6 +88,26 @@ def logistic_noise(shape, device):
     return torch.log(u / (1 - u))
 
 
+def label_entropy(labels, classes=10):
+    counts = torch.bincount(labels, minlength=classes).float()
+    p = counts / counts.sum()
+    return -(p * torch.log(p)).sum()
+
+
+def log_gate_loss(gate):
+    log_gate = torch.where(gate > 0, torch.log(gate), torch.zeros_like(gate))
+    return log_gate.mean()
+
+
+def repulsion_loss(points):
+    dist = torch.sqrt(((points[:, None] - points[None]) ** 2).sum(-1))
+    return torch.exp(-dist).mean()
+
+
+def heading(vel):
+    return torch.atan(vel[..., 1] / vel[..., 0])
+
+
 def growth_terms(rates):
     return torch.log(1 + rates), (torch.exp(rates) - 1) / rates, torch.log(1 + torch.exp(rates))
 
@@ -155,6 +175,7 @@ def train(steps=3, device=None):
                 + 0.01 * (gate + logistic_noise(gate.shape, device)).mean()
                 + 0.01 * sum(t.mean() for t in growth_terms(gate.abs() + 0.1))
                 - 0.001 * embedding_log_volume(z.float())
+                + 0.01 * log_gate_loss(gate)
                 + 0.01 * attend(z[None], peer_z[None], peer_z[None], padding).mean()
                 + 0.1 * masked_label_smoothing(logits, y, banned)
             )
@@ -162,6 +183,8 @@ def train(steps=3, device=None):
         loss.backward()
         opt.step()
         print(f"step {step}: loss {loss.item():.4f}")
+        print(f"label entropy {label_entropy(y).item():.4f}")
+        print(f"spread {repulsion_loss(z.detach()).item():.4f}, heading {heading(z.detach()[:, :2]).mean().item():.4f}")
     return loss.item()
 
 

@@ -319,8 +319,9 @@ def _matches(selector: str, code: str) -> bool:
 
 
 def select_rules(select: Optional[Sequence[str]], extend_select: Sequence[str], ignore: Sequence[str]):
-    """The enabled rule classes. A prefix enables the default-on rules it covers; an off-by-default
-    (heuristic) rule is enabled only by its exact code."""
+    """The enabled rule classes: the default-on rules when nothing is selected; else every rule a
+    selector covers, as ruff does (its code, a prefix such as `TNL21`, or `ALL`, which is every
+    rule), the off-by-default (heuristic) ones included."""
     from torchnumlint.rules.registry import registry
 
     chosen = []
@@ -330,7 +331,7 @@ def select_rules(select: Optional[Sequence[str]], extend_select: Sequence[str], 
         if select is None and rule.default:
             on = True
         else:
-            on = any(s == code or (rule.default and _matches(s, code)) for s in selectors)
+            on = any(_matches(s, code) for s in selectors)
         if on and not any(_matches(s, code) for s in ignore):
             chosen.append(rule)
     return chosen

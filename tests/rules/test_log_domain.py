@@ -1854,3 +1854,362 @@ def test_label_probability_messages_name_the_form_and_the_replacement():
     product = where.replace("torch.where(y, p, 1 - p)", "y * p + (1 - y) * (1 - p)")
     (message,) = _messages(product, "TNL104")
     assert "for 0/1 labels" in message and "binary_cross_entropy_with_logits" in message
+
+
+# ---------------------------------------------------------------------------------------------
+# TNL207 unguarded-log: logs of values whose entries the code shows can be exactly 0
+
+TNL207_FLAGGED = [
+    Flagged(  # class log-prior from a batch's label counts: an absent class
+        """\
+        import torch
+
+        def class_log_prior(labels, num_classes):
+            counts = torch.bincount(labels, minlength=num_classes).float()
+            return torch.log(counts / counts.sum())
+        """,
+        (5,),
+        """\
+        import torch
+
+        def class_log_prior(labels, num_classes):
+            counts = torch.bincount(labels, minlength=num_classes).float()
+            return torch.log((counts / counts.sum()).clamp_min(1e-12))
+        """,
+        message="histogram",
+    ),
+    Flagged(  # codebook usage entropy, method form: 0 * log 0 = NaN; xlogy is exact
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def usage_entropy(assign):
+            usage = F.relu(assign).sum(0)
+            p = usage / usage.sum()
+            return -(p * p.log()).sum()
+        """,
+        (7,),
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def usage_entropy(assign):
+            usage = F.relu(assign).sum(0)
+            p = usage / usage.sum()
+            return -(torch.special.xlogy(p, p)).sum()
+        """,
+        safe=True,
+        message="entropy",
+    ),
+    Flagged(  # Gumbel noise without eps
+        """\
+        import torch
+
+        def gumbel_topk(logits, k):
+            g = -torch.log(-torch.log(torch.rand_like(logits)))
+            return torch.softmax(logits + g, dim=-1)
+        """,
+        (4,),
+        """\
+        import torch
+
+        def gumbel_topk(logits, k):
+            g = -torch.log(-torch.log(torch.rand_like(logits).clamp_min(1e-12)))
+            return torch.softmax(logits + g, dim=-1)
+        """,
+        message="uniform draw",
+    ),
+    Flagged(  # exponential noise from an in-place uniform draw, method form
+        """\
+        import torch
+
+        def exponential_race(rates):
+            noise = torch.empty_like(rates).uniform_()
+            return -noise.log() / rates
+        """,
+        (5,),
+        """\
+        import torch
+
+        def exponential_race(rates):
+            noise = torch.empty_like(rates).uniform_()
+            return -noise.clamp_min(1e-12).log() / rates
+        """,
+    ),
+    Flagged(  # relu features into a log-energy
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        class LogEnergy(torch.nn.Module):
+            def forward(self, x):
+                return torch.log(F.relu(self.proj(x)))
+        """,
+        (6,),
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        class LogEnergy(torch.nn.Module):
+            def forward(self, x):
+                return torch.log(F.relu(self.proj(x)).clamp_min(1e-12))
+        """,
+        message="relu",
+    ),
+    Flagged(  # log of an absolute error: a prediction equal to its target
+        """\
+        import torch
+
+        def log_abs_error(pred, target):
+            err = (pred - target).abs()
+            return torch.log(err).mean()
+        """,
+        (5,),
+        """\
+        import torch
+
+        def log_abs_error(pred, target):
+            err = (pred - target).abs()
+            return torch.log(err.clamp_min(1e-12)).mean()
+        """,
+        message="coincide",
+    ),
+    Flagged(  # a ratio of counts: no positive in the batch
+        """\
+        import torch
+
+        def positive_log_rate(labels):
+            positives = (labels == 1).sum()
+            return torch.log(positives / labels.numel())
+        """,
+        (5,),
+        """\
+        import torch
+
+        def positive_log_rate(labels):
+            positives = (labels == 1).sum()
+            return torch.log((positives / labels.numel()).clamp_min(1e-12))
+        """,
+        message="nothing is selected",
+    ),
+    Flagged(  # a sum of |d| ** p over pairwise differences: 0 on the diagonal
+        """\
+        import torch
+
+        def log_pairwise_energy(x, p):
+            diff = x[:, None] - x[None]
+            return torch.log((diff.abs() ** p).sum(-1))
+        """,
+        (5,),
+        """\
+        import torch
+
+        def log_pairwise_energy(x, p):
+            diff = x[:, None] - x[None]
+            return torch.log((diff.abs() ** p).sum(-1).clamp_min(1e-12))
+        """,
+        message="sum of powers",
+    ),
+    Flagged(  # a literal table with a 0, read through a module-level name
+        """\
+        import torch
+
+        CLASS_PRIOR = torch.tensor([0.5, 0.3, 0.2, 0.0])
+
+        def prior_logits(batch):
+            return torch.log(CLASS_PRIOR).expand(batch, -1)
+        """,
+        (6,),
+        """\
+        import torch
+
+        CLASS_PRIOR = torch.tensor([0.5, 0.3, 0.2, 0.0])
+
+        def prior_logits(batch):
+            return torch.log(CLASS_PRIOR.clamp_min(1e-12)).expand(batch, -1)
+        """,
+        message="table with a 0",
+    ),
+    Flagged(  # accumulated coverage: zeros at the first step (no fix: its sign is not known)
+        """\
+        import torch
+
+        def coverage_penalty(attn_steps):
+            coverage = torch.zeros_like(attn_steps[0])
+            penalty = 0
+            for attn in attn_steps:
+                penalty = penalty - torch.log(coverage).sum()
+                coverage = coverage + attn
+            return penalty
+        """,
+        (7,),
+        None,
+        message="zeros it starts from",
+    ),
+    Flagged(  # coverage as a sum of attention weights
+        """\
+        import torch
+
+        def coverage_log(attn):
+            coverage = attn.sum(dim=1)
+            return torch.log(coverage)
+        """,
+        (5,),
+        """\
+        import torch
+
+        def coverage_log(attn):
+            coverage = attn.sum(dim=1)
+            return torch.log(coverage.clamp_min(1e-12))
+        """,
+        message="attention",
+    ),
+    Flagged(  # a histogram's entropy
+        """\
+        import torch
+
+        def intensity_entropy(img):
+            hist = torch.histc(img, bins=64, min=0.0, max=1.0)
+            p = hist / hist.sum()
+            return -(p * torch.log(p)).sum()
+        """,
+        (6,),
+        """\
+        import torch
+
+        def intensity_entropy(img):
+            hist = torch.histc(img, bins=64, min=0.0, max=1.0)
+            p = hist / hist.sum()
+            return -(torch.special.xlogy(p, p)).sum()
+        """,
+        safe=True,
+    ),
+    Flagged(  # an entropy in bits: reported, no xlogy rewrite for log2
+        """\
+        import torch
+
+        def code_bits(codes, size):
+            freq = torch.bincount(codes, minlength=size) / codes.numel()
+            return -(freq * torch.log2(freq)).sum()
+        """,
+        (5,),
+        None,
+    ),
+    Flagged(  # a clamp at 0 is no floor for a log
+        """\
+        import torch
+
+        def log_depth(depth):
+            return torch.log(torch.clamp(depth, min=0))
+        """,
+        (4,),
+        """\
+        import torch
+
+        def log_depth(depth):
+            return torch.log(torch.clamp(depth, min=0).clamp_min(1e-12))
+        """,
+        message="clamped at 0",
+    ),
+    Flagged(  # masked weights normalised: a row the mask empties
+        """\
+        import torch
+
+        def masked_log_weights(w, keep_mask):
+            kept = w.relu() * keep_mask
+            return torch.log(kept / kept.sum(-1, keepdim=True))
+        """,
+        (5,),
+        None,
+        message="mask",
+    ),
+    Flagged(  # no evidence: reported only in strict mode, saying so
+        """\
+        import torch
+
+        def log_scale(x: torch.Tensor):
+            return torch.log(x)
+        """,
+        (4,),
+        None,
+        strict=True,
+        message="strict mode",
+    ),
+]
+
+TNL207_SILENT = [
+    Silent("import torch\ndef f(p, eps=1e-8):\n    return torch.log(p + eps)\n"),
+    Silent("import torch\ndef f(x):\n    return torch.log(torch.clamp(x.relu(), min=1e-6))\n"),
+    Silent("import torch\nimport torch.nn.functional as F\ndef f(x):\n    return torch.log(x.exp()) + torch.log(F.softplus(x))\n"),
+    Silent("import torch\ndef f(counts):\n    return torch.log(counts.float() + 1)\n"),
+    Silent("import torch\ndef f(half_dim):\n    return torch.log(torch.tensor(10000.0)) / (half_dim - 1)\n"),
+    Silent("import torch\ndef f(x):\n    return torch.log(torch.sigmoid(x))\n"),
+    Silent("import torch\nimport torch.nn.functional as F\ndef f(x):\n    return torch.log(F.softmax(x, dim=-1))\n"),
+    Silent("import torch\ndef additive(mask):\n    return torch.log(mask.float())\n"),
+    Silent("import numpy as np\nimport torch\ndef f(counts):\n    return np.log(counts / counts.sum())\n"),
+    Silent("import math\nimport torch\ndef f(n, m):\n    return math.log(n / m)\n"),
+    Silent(  # Gumbel noise with its eps
+        "import torch\ndef f(logits):\n    u = torch.rand_like(logits)\n"
+        "    return logits - torch.log(-torch.log(u + 1e-20) + 1e-20)\n"
+    ),
+    Silent(  # a density clamped before it is normalised never reaches 0
+        "import torch\ndef entropy(hist, eps=1e-8):\n    P = hist.clamp(eps)\n    P /= P.sum(dim=-1, keepdim=True)\n"
+        "    Px = P.sum(-2)\n    return -(Px * torch.log(Px)).sum(-1)\n"
+    ),
+    Silent(  # T5 buckets: the log of position 0 is cast to an index that `where` selects away
+        """\
+        import math
+        import torch
+
+        def bucket(relative_position, max_exact=16, max_distance=128, num_buckets=32):
+            n = torch.abs(relative_position)
+            is_small = n < max_exact
+            large = max_exact + (
+                torch.log(n.float() / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
+            ).to(torch.long)
+            return torch.where(is_small, n, large)
+        """
+    ),
+    Silent(  # the -inf is replaced at once
+        "import torch\ndef f(hist, frames):\n    bins = torch.bincount(frames).float()\n"
+        "    return bins.log().nan_to_num(neginf=0.0) + torch.clamp(20 * torch.log10(hist.relu()), min=-80)\n"
+    ),
+    Silent(  # a random sampling key: -inf only ranks last, no gradient
+        "import torch\ndef sample(w, n, k):\n    keys = torch.rand(n).log() / (w + 1e-10)\n    return keys.topk(k).indices\n"
+    ),
+    Silent(  # affine maps of a draw that never reach 0, and the complement a draw never makes 0
+        "import torch\ndef f(lo, hi, n):\n    u = torch.rand(n)\n"
+        "    return torch.log(lo + (hi - lo) * u) + torch.log(1 - u)\n"
+    ),
+    Silent(  # absolute values of an unknown tensor: no reason for an entry to be 0
+        "import torch\ndef f(x):\n    return torch.log(x.abs()).mean()\n"
+    ),
+    Silent(  # a literal table inline: its 0 is in plain sight, the -inf meant (a masked slot)
+        "import torch\ndef test_masked():\n    lp = torch.tensor([[0.5, 0.5, 0.0]]).log()\n    return lp\n"
+    ),
+    Silent(  # the box encoding: ground-truth boxes are filtered for area before it runs
+        "import torch\ndef get_deltas(src, target):\n    src_w = src[:, 2] - src[:, 0]\n    tgt_w = target[:, 2] - target[:, 0]\n"
+        "    return torch.log(tgt_w / src_w)\n"
+    ),
+    Silent(  # a log of a literal sum of counts and a positive constant
+        "import torch\ndef f(counts):\n    return torch.log(counts.sum() + 0.5)\n"
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "source, owner",
+    [
+        ("import torch\ndef logistic(shape):\n    u = torch.rand(shape)\n    return torch.log(u / (1 - u))\n", "TNL112"),
+        ("import torch\ndef f(x, y):\n    p = torch.sigmoid(x)\n    return -(y * torch.log(p)).mean()\n", "TNL104"),
+    ],
+)
+def test_unguarded_log_leaves_owned_sites_to_their_owner(source, owner):
+    """A logit by hand is TNL112's, a sigmoid's log TNL104's: with both rules on, one finding, the owner's."""
+    found = harness.findings("TNL207", source, together=(owner,))
+    assert [f.code for f in found] == [owner], [(f.code, f.message) for f in found]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL207", TNL207_FLAGGED, TNL207_SILENT))
+def test_unguarded_log(code, case):
+    harness.check(code, case)

@@ -37,6 +37,16 @@ OWNERS: Dict[str, str] = {
     # `(a * b).sum(d) / (a.norm(dim=d) * b.norm(dim=d))`: F.cosine_similarity is an exact rewrite,
     # a clamp of the product of norms is not
     "manual-cosine": "TNL203",
+    # `log(softmax(x))` that may be 0 by underflow: log_softmax is exact, a clamp is not
+    "log-of-softmax": "TNL103",
+    # `log(sigmoid(x))`: logsigmoid is exact, a clamp is not
+    "log-of-sigmoid": "TNL104",
+    # `log(p / (1 - p))`, `log(p) - log(1 - p)`: logit(p, eps) clamps both edges, a clamp_min one
+    "log-odds": "TNL112",
+    # `torch.where(n > 0, s / n, 0)` of a norm, sum or count: the division rule knows its zero
+    "division-in-where": "TNL201",
+    # `torch.sqrt(((a[:, None] - b[None]) ** 2).sum(-1))`: cdist is exact and skips the N x M x D tensor
+    "pairwise-distance": "TNL205",
 }
 
 

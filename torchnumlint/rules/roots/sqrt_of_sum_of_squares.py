@@ -10,6 +10,8 @@ from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
 from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch, is_torch_value, may_carry_grad, row_evidence, value_kind
 from torchnumlint.rules.guards import gradient_note
+from torchnumlint.rules.ownership import owned_elsewhere
+from torchnumlint.rules.pairwise import pairwise_rows
 from torchnumlint.rules.roots.base import RootRule
 from torchnumlint.rules.shapes import norms_of_squares, vector_norm_fix
 
@@ -118,6 +120,9 @@ class SqrtOfSumOfSquares(RootRule):
             return
         ctx = self.ctx
         found = norms_of_squares(ctx, arg, node)
+        if len(found) == 1 and found[0].site is arg and pairwise_rows(ctx, found[0].base, found[0].total) is not None:
+            if owned_elsewhere(ctx, self.code, "pairwise-distance"):
+                return  # a distance matrix by broadcasting: cdist also drops the N x M x D tensor
         note = gradient_note(ctx) if found else None
         bases = [f.base for f in found]
         if note is None or any(is_not_torch(ctx, b) for b in bases) or not any(may_carry_grad(ctx, b) for b in bases):

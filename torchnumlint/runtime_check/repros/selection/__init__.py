@@ -1,0 +1,1 @@
+"""Reproductions of the selection rules (`torchnumlint/rules/selection/`), one module per rule."""

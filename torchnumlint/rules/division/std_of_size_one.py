@@ -29,6 +29,8 @@ _SELECTING = frozenset({"masked_select", "index_select", "nonzero"})
 class StdOfSizeOne(Rule):
     code = "TNL212"
     name = "std-of-size-one"
+    finds = '`.std(d)`/`.var(d)` with the default correction over the batch axis (`dim=0`) or a masked selection: N - 1 = 0 gives NaN for one element'
+    fix_summary = 'unsafe: `correction=0`'
     message = "`{op}` with the default correction over {what}: N - 1 = 0 for one element gives NaN (torch only warns); pass `correction=0` or guard the size"
     rationale = (
         "`std` and `var` divide by N - 1 by default (Bessel's correction). Over one element that "

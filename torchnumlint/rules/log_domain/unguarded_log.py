@@ -50,6 +50,8 @@ _INTEGER_DTYPES = frozenset({"torch.long", "torch.int", "torch.int64", "torch.in
 class UnguardedLog(Rule):
     code = "TNL207"
     name = "unguarded-log"
+    finds = '`torch.log(v)` (`log2`, `log10`, method forms) of a value the code shows can be exactly 0: normalised counts and histograms, relu/abs outputs, uniform draws (Gumbel noise without eps), ratios of counts, sums of `|d| ** p`, tables with a 0, accumulators at their zeros; entropies `p * log(p)` (0 * -inf = NaN)'
+    fix_summary = 'unsafe: `v.clamp_min(1e-12)`; safe: `torch.special.xlogy(p, p)`'
     message = "`{op}` of {what}: log 0 = -inf{entropy}; {how}"
     rationale = (
         "`log(0)` is -inf, and its gradient 1 / 0 is inf: a loss that reads it is inf, and "

@@ -28,6 +28,8 @@ MODE = "donot_use_mm_for_euclid_dist"
 class PairwiseDistanceManual(RootRule):
     code = "TNL205"
     name = "pairwise-distance-manual"
+    finds = '`torch.sqrt(((a[:, None] - b[None]) ** 2).sum(-1))` (also `unsqueeze`, batched, `** 0.5`) of a tensor with itself where a gradient flows: the 0 diagonal makes every gradient entry NaN'
+    fix_summary = 'safe: `torch.cdist(a, b, compute_mode="donot_use_mm_for_euclid_dist")`'
     message = "pairwise distances by hand: the root of a sum of squared differences is 0 {why}, where its gradient is NaN{note}; use `torch.cdist(a, b, compute_mode=\"donot_use_mm_for_euclid_dist\")`"
     rationale = (
         "`torch.sqrt(((a[:, None] - b[None]) ** 2).sum(-1))` builds an N x M x D tensor and takes "

@@ -31,6 +31,8 @@ _PAIRS = (("y", "x"), ("sin", "cos"), ("imag", "real"), ("im", "re"), ("v", "u")
 class AtanOfRatio(Rule):
     code = "TNL210"
     name = "atan-of-ratio"
+    finds = "`torch.atan(y / x)` of a vector's two components (`v[..., 1] / v[..., 0]`, `dy / dx`, `sin / cos`, `imag / real`): NaN at the origin, NaN gradient where x = 0, off by pi where x < 0"
+    fix_summary = 'unsafe: `torch.atan2(y, x)`'
     message = "`atan` of a ratio of {what}: NaN at the origin (0 / 0), a NaN gradient where x = 0, and the angle off by pi where x < 0{note}; use `torch.atan2(y, x)`"
     rationale = (
         "`atan(y / x)` is the angle of the vector (x, y) only in the right half-plane. Measured on "

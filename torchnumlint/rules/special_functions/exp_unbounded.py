@@ -31,6 +31,8 @@ CEILING = "80.0"
 class ExpUnbounded(Rule):
     code = "TNL211"
     name = "exp-unbounded"
+    finds = '`torch.exp(v)` of a value named for log space (`logvar`, `log_sigma`, `log_scale`, `log_temperature`) that nothing bounds above: inf past 88.72 in float32'
+    fix_summary = 'unsafe: `v.clamp(max=80.0)`'
     message = "`exp` of `{what}`, a value in log space that nothing bounds above: inf past 88.72 in float32 (11.09 in float16); clamp it first: `.clamp(max=...)`, or parametrise it with softplus"
     rationale = (
         "A network's log-variance, log-scale or log-temperature is unbounded: one bad step "

@@ -27,6 +27,9 @@ from torchnumlint.server.linter import GaveUp, Linter
 
 DEBOUNCE = 0.05  # seconds of quiet after a change before it is linted
 TIME_LIMIT = 10.0  # seconds one lint or fix-all may take before the server gives it up
+# Seconds past the time limit a lint may run before its process is ended: the analysis stops
+# itself at the limit, but checks its clock only between nodes (LibCST's parse not at all).
+GRACE = 2.0
 
 
 @dataclass
@@ -50,15 +53,29 @@ class TorchNumLintServer(LanguageServer):
         self.documents: Dict[str, _Document] = {}
         self.docs: Dict[str, str] = {}  # rule code -> its documentation
         self.links: Dict[str, str] = {}  # rule code -> the URI of its documentation
+        self.gathered: Set[str] = set()  # the roots of the projects whose facts the lint process holds
         self.linter = Linter(self._event)
+
+    def configure(self, options: object) -> None:
+        debounce, time_limit = _settings(options)
+        self.debounce = self.debounce if debounce is None else debounce
+        self.time_limit = self.time_limit if time_limit is None else time_limit
 
     # -- what the lint process says unasked -------------------------------------------------------
     def _event(self, event: object) -> None:
-        if isinstance(event, messages.Ready):
+        if isinstance(event, messages.Ready):  # a fresh lint process: it gathers the facts again
+            self.gathered.clear()
             if not self.docs:
                 self.docs = event.docs
                 self.links = rule_docs.write(event.docs)
+        elif isinstance(event, messages.Refused):
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"{lsp.SOURCE}: {event.message}"))
         elif isinstance(event, messages.FactsReady):
+            self.gathered.add(event.root)
+            self.window_log_message(types.LogMessageParams(
+                types.MessageType.Info,
+                f"{lsp.SOURCE}: the facts of {event.files:,} files of {event.root} gathered in {event.seconds:.1f} s",
+            ))
             for uri, state in self.documents.items():
                 if state.own_facts and _within(self._path(uri), event.root):
                     self.schedule(uri, 0)
@@ -73,7 +90,7 @@ class TorchNumLintServer(LanguageServer):
     def schedule(self, uri: str, delay: float) -> None:
         """Lint the document's current text after `delay` seconds; what was pending is dropped."""
         state = self.documents.setdefault(uri, _Document())
-        if state.task is not None:
+        if state.task is not None and state.task is not asyncio.current_task():
             state.task.cancel()
         if state.current is not None and not state.current.done():
             state.current.set_result(None)  # superseded: no findings for that version
@@ -91,15 +108,18 @@ class TorchNumLintServer(LanguageServer):
         version, text = document.version, document.source
         request = messages.Lint(self._path(uri), text, self.time_limit)
         try:
-            result = await self.linter.request(request, self.time_limit)
+            result = await self.linter.request(request, self.time_limit + GRACE)
         except GaveUp as exc:
+            result = messages.Refused("gave-up", str(exc))
+        except asyncio.CancelledError:  # superseded, or the server is closing
+            if not current.done():
+                current.set_result(None)
+            raise
+        if isinstance(result, messages.Refused) and result.kind == "gave-up":
             state.given_up = True
             self._say(uri, state, types.MessageType.Warning,
-                      f"gave up on {os.path.basename(request.path)} ({len(text):,} characters): {exc}; the "
-                      "diagnostics shown are from its last lint. It is linted again when saved.")
-            result = None
-        except asyncio.CancelledError:
-            return
+                      f"gave up on {os.path.basename(request.path)} ({len(text):,} characters): {result.message}; "
+                      "the diagnostics shown are from its last lint. It is linted again when saved.")
         findings = self._settle(uri, state, version or 0, text, result)
         if not current.done():
             current.set_result(findings)
@@ -109,6 +129,8 @@ class TorchNumLintServer(LanguageServer):
         if isinstance(result, messages.Linted):
             state.own_facts = not result.project
             self._publish(uri, state, version, text, result.findings)
+            if state.own_facts and any(_within(self._path(uri), root) for root in self.gathered):
+                self.schedule(uri, 0)  # the facts came while it was linted
             return result.findings
         if isinstance(result, messages.Refused):
             if result.kind in ("excluded", "config"):
@@ -121,6 +143,8 @@ class TorchNumLintServer(LanguageServer):
         return None
 
     def _publish(self, uri: str, state: _Document, version: int, text: str, findings: List[Finding]) -> None:
+        if state.linted == (version, text, findings):
+            return  # linted again with the project's facts, to the same findings
         state.linted = (version, text, findings)
         lines = lsp.Lines(text, self.workspace.position_codec)
         diagnostics = [lsp.diagnostic(lines, f, self.links.get(f.code)) for f in findings]
@@ -135,24 +159,27 @@ class TorchNumLintServer(LanguageServer):
 
     async def findings_now(self, document: TextDocument) -> Optional[List[Finding]]:
         """The findings of the document's current text (waiting for its lint), None where its
-        lint gave none (not Python yet, given up)."""
+        lint gave none (not Python yet, given up, changed again meanwhile)."""
+        version = document.version
         state = self.documents.get(document.uri)
-        if state is None:
-            return None
-        if state.linted is not None and state.linted[0] == document.version:
-            return state.linted[2]
-        if state.current is None:
-            return None
-        return await asyncio.shield(state.current)
+        while state is not None and state.current is not None and document.version == version:
+            current = state.current
+            found = await asyncio.shield(current)
+            if found is not None or state.current is current:
+                return found
+            # superseded: linted again (the project's facts came) or changed again
+        return None
 
     async def fix_all(self, document: TextDocument, state: _Document) -> Optional[messages.Fixed]:
         """Every fix `--fix` would make in the document's current text (once per version)."""
         version = document.version or 0
         if state.fixed is None or state.fixed[0] != version:
             request = messages.FixAll(self._path(document.uri), document.source)
-            try:
+            try:  # the fix loop has no time limit of its own: the process is ended at ours
                 result = await self.linter.request(request, self.time_limit)
-            except GaveUp:
+            except GaveUp as exc:
+                self._say(document.uri, state, types.MessageType.Warning,
+                          f"gave up fixing all of {os.path.basename(request.path)}: {exc}")
                 return None
             if not isinstance(result, messages.Fixed) or document.version != version:
                 return None
@@ -163,6 +190,8 @@ class TorchNumLintServer(LanguageServer):
         state = self.documents.pop(uri, None)
         if state is not None and state.task is not None:
             state.task.cancel()
+        if state is not None and state.current is not None and not state.current.done():
+            state.current.set_result(None)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     def project_changed(self, path: str) -> None:
@@ -183,7 +212,10 @@ def _within(path: str, folder: str) -> bool:
 
 
 def _settings(options: object) -> Tuple[Optional[float], Optional[float]]:
-    """`debounce` and `timeLimit` (seconds) from the client's initializationOptions."""
+    """`debounce` and `timeLimit` (seconds) from the client's settings (initializationOptions or
+    workspace/didChangeConfiguration), at their top level or under "torchnumlint"."""
+    if isinstance(options, dict) and isinstance(options.get(lsp.SOURCE), dict):
+        options = options[lsp.SOURCE]
     if not isinstance(options, dict):
         return None, None
 
@@ -200,9 +232,11 @@ def create_server() -> TorchNumLintServer:
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: TorchNumLintServer, params: types.InitializeParams) -> None:
-        debounce, time_limit = _settings(params.initialization_options)
-        ls.debounce = ls.debounce if debounce is None else debounce
-        ls.time_limit = ls.time_limit if time_limit is None else time_limit
+        ls.configure(params.initialization_options)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    def did_change_configuration(ls: TorchNumLintServer, params: types.DidChangeConfigurationParams) -> None:
+        ls.configure(params.settings)
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: TorchNumLintServer, params: types.InitializedParams) -> None:
@@ -270,7 +304,7 @@ def create_server() -> TorchNumLintServer:
         version = document.version
         findings = await ls.findings_now(document)
         state = ls.documents.get(uri)
-        if findings is None or state is None or state.linted is None or document.version != version:
+        if findings is None or state is None or state.linted is None or state.linted[0] != version:
             return []
         text = state.linted[1]
         lines = lsp.Lines(text, ls.workspace.position_codec)

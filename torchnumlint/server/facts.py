@@ -3,7 +3,7 @@
 A finding can need facts from other files of the project (a helper returning a softmax, an fp16
 region calling a module): `torchnumlint` gathers them from every file on each run. An editor
 changes one buffer many times a second, so here the facts of each file on disk are gathered once
-per project (a few files at a time, between requests: the first lints are answered meanwhile
+per project (a file at a time, between requests: the first lints are answered meanwhile
 with the buffer's own facts, as the flake8 plugin does), then kept, and a buffer is linted
 against the others' kept facts and its own text's. A file's facts change only when the editor
 says so (a save, a watched file created, changed or deleted).
@@ -17,6 +17,7 @@ change inside an expression that names no helper, a comment, a string).
 from __future__ import annotations
 
 import os
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Dict, Iterator, Optional, Tuple
@@ -38,28 +39,33 @@ class ProjectFacts:
         self.parts: Dict[str, ProjectIndex] = {}
         self._todo: Optional[Iterator[str]] = None
         self.complete = False
+        self.seconds = 0.0  # spent gathering
         self.generation = 0  # bumped whenever a file's facts change
         self._rest: Dict[str, Tuple[int, ProjectIndex]] = {}  # path -> every other file's facts
         self._made: "OrderedDict[str, Tuple[int, ProjectIndex, ProjectIndex]]" = OrderedDict()
 
-    def step(self, settings: Settings, files: int = 4) -> bool:
+    def step(self, settings: Settings, files: int = 1) -> bool:
         """Gather the facts of up to `files` more files; True once every file's are known."""
         if self.complete:
             return True
+        started = time.monotonic()
         if self._todo is None:
             self._todo = project_files(str(self.root), settings)
-        for _ in range(files):
-            path = next(self._todo, None)
-            if path is None:
-                self.complete = True
-                self.generation += 1
-                return True
-            if path not in self.parts:  # a buffer saved meanwhile is newer than what is read now
-                try:
-                    self.parts[path] = index_file(path, read_source(path).text)
-                except SourceError:
-                    continue  # as in a run: a file that cannot be read adds no facts
-        return False
+        try:
+            for _ in range(files):
+                path = next(self._todo, None)
+                if path is None:
+                    self.complete = True
+                    self.generation += 1
+                    return True
+                if path not in self.parts:  # a buffer saved meanwhile is newer than what is read now
+                    try:
+                        self.parts[path] = index_file(path, read_source(path).text)
+                    except SourceError:
+                        continue  # as in a run: a file that cannot be read adds no facts
+            return False
+        finally:
+            self.seconds += time.monotonic() - started
 
     def update(self, path: str, text: Optional[str]) -> None:
         """`path` now holds `text` (None: it is gone or cannot be read)."""

@@ -18,10 +18,6 @@ from typing import Callable, Deque, Dict, Optional, Tuple
 
 from torchnumlint.server import messages
 
-# Seconds past its own time limit a lint may run (the analysis checks its clock only between
-# nodes; LibCST's parse not at all) before the process is ended.
-GRACE = 2.0
-
 
 class GaveUp(Exception):
     """The request was not answered: the message says why."""
@@ -31,7 +27,7 @@ class Linter:
     """Sends requests to the lint process and hands back its replies.
 
     `on_event` is called (in the event loop) with what the process says unasked: `Ready` (its
-    rules' docs), `FactsReady`."""
+    rules' docs), `FactsReady`; and with a `Refused` when the process could not start at all."""
 
     def __init__(self, on_event: Callable[[object], None]) -> None:
         self.on_event = on_event
@@ -99,7 +95,14 @@ class Linter:
     def _ended(self, generation: int) -> None:
         if generation != self._generation or self.closed:
             return
+        if self._process is not None:
+            self._process.join(5)
         code = self._process.exitcode if self._process is not None else None
+        if not self._ready:  # it never started: a fresh one would fail the same way
+            why = f"the lint process could not start (exit code {code}); see the server's log"
+            self.close()
+            self.on_event(messages.Refused("failed", why))
+            return
         self._fail_busy(GaveUp(f"the lint process stopped (exit code {code})"))
         self.start()
 
@@ -114,12 +117,9 @@ class Linter:
 
     def _restart(self, why: GaveUp) -> None:
         """End the process (its busy request fails with `why`) and start a fresh one."""
-        self._fail_busy(why)
+        self._fail_busy(why)  # the one request the process held
         self._stop_process()
         self.start()
-        for future in list(self._pending.values()):  # sent to the old process: send them again
-            future.cancel()
-        self._pending.clear()
 
     def _stop_process(self) -> None:
         self._generation += 1  # what the old process still says is not listened to
@@ -143,13 +143,13 @@ class Linter:
         self._send_pool.shutdown(wait=False)
 
     # -- requests ---------------------------------------------------------------------------------
-    def request(self, request: object, time_limit: float) -> "asyncio.Future[object]":
+    def request(self, request: object, seconds: float) -> "asyncio.Future[object]":
         """The reply to `request` (a future: cancel it to take the request back before it is
-        sent). It fails with GaveUp when it runs more than `time_limit` (plus GRACE) seconds."""
+        sent). It fails with GaveUp when the process holds it more than `seconds`."""
         assert self.loop is not None
         future: asyncio.Future = self.loop.create_future()
         self._next += 1
-        self._queue.append((self._next, request, time_limit, future))
+        self._queue.append((self._next, request, seconds, future))
         self._pump()
         return future
 
@@ -172,12 +172,12 @@ class Linter:
         if self.closed or not self._ready or self._busy is not None or self._conn is None:
             return
         while self._queue:
-            number, request, time_limit, future = self._queue.popleft()
+            number, request, seconds, future = self._queue.popleft()
             if future.done():  # cancelled while it waited: superseded
                 continue
             assert self.loop is not None
-            why = GaveUp(f"gave up after {time_limit:g} s")
-            timer = self.loop.call_later(time_limit + GRACE, self._restart, why)
+            why = GaveUp(f"no result within {seconds:g} s")
+            timer = self.loop.call_later(seconds, self._restart, why)
             self._busy = (number, timer)
             self._pending[number] = future
             self._send(self._conn, (number, request))

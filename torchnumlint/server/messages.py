@@ -67,7 +67,8 @@ class Fixed:
 class Refused:
     """Why a request gave no result. `kind`: "syntax" (the text is not Python yet: the last
     findings stand), "excluded" (the configuration leaves the file out), "config" (its
-    configuration is invalid), "failed" (the analysis stopped or broke; `message` says why)."""
+    configuration is invalid), "gave-up" (the analysis ran past its time limit), "failed" (it
+    broke; `message` says why)."""
 
     kind: str
     message: str = ""
@@ -76,9 +77,11 @@ class Refused:
 @dataclass
 class FactsReady:
     """Every file's facts of the project at `root` are known: buffers linted meanwhile with their
-    own facts alone can be linted again."""
+    own facts alone can be linted again. `files` were read in `seconds`."""
 
     root: str
+    files: int
+    seconds: float
 
 
 @dataclass

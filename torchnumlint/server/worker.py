@@ -6,12 +6,13 @@ runs past its time limit on a huge buffer can be stopped, memory and all, by end
 (`linter.py` starts a fresh one); and the project facts live here, between edits (`facts.py`).
 
 Requests (`messages.py`) come one at a time; between them, while no request waits, the facts of a
-project are gathered a few files at a time, so a lint never waits for more than a few files' worth.
+project are gathered a file at a time, so a lint never waits for more than one file's worth.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from multiprocessing.connection import Connection
 from torchnumlint.server import messages
 from torchnumlint.server.facts import Projects
@@ -50,7 +51,7 @@ class _Worker:
         except ConfigError:
             done = facts.complete = True  # the files' lints say what is wrong with the config
         if done:
-            self.conn.send(messages.FactsReady(str(facts.root)))
+            self.conn.send(messages.FactsReady(str(facts.root), len(facts.parts), facts.seconds))
 
     def handle(self, message: object) -> None:
         if isinstance(message, messages.Saved):
@@ -97,6 +98,7 @@ class _Worker:
                 index = facts.index_for(path, text)
             else:
                 project = facts is None  # a file in no project is its own project
+        started = time.monotonic()
         try:
             if isinstance(request, messages.Lint):
                 found = lint_text(path, text, rules, index, strict=bool(options.strict), time_limit=request.time_limit)
@@ -104,5 +106,7 @@ class _Worker:
             fixed = fix_text(path, text, rules, index, unsafe=bool(options.unsafe_fixes), strict=bool(options.strict))
             return messages.Fixed(fixed.text, fixed.applied, bool(options.unsafe_fixes))
         except ParseError as exc:
+            if isinstance(request, messages.Lint) and time.monotonic() - started >= request.time_limit:
+                return messages.Refused("gave-up", f"no result within {request.time_limit:g} s")
             return messages.Refused("failed", str(exc))
 

@@ -14,7 +14,11 @@ diagnostics of that version is taken. Two kinds of edit: a comment appended at t
 own facts stay as they were: the project index made for it is reused) and a line inserted at the
 top (every position below moves: its facts change, the index is made again from the kept facts).
 
-Numbers depend on the machine and its load; the script prints them with the median and the worst.
+Then the same work in this process, in CPU seconds (what the lint process spends per change,
+without the transport and the machine's other load): the project index for the buffer from the
+kept facts, and the lint.
+
+Numbers depend on the machine and its load (printed); the script gives the median and the worst.
 """
 
 from __future__ import annotations
@@ -22,24 +26,37 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 
-def import_time(runs: int) -> List[float]:
-    times = []
+# (what it is, the text after edit number i)
+EDITS = (
+    ("comment appended (the file's own facts unchanged)", lambda text, i: text + f"\n# edit {i}\n"),
+    # one line, then two, then one: every position below moves at each edit
+    ("lines inserted at the top (its facts changed)", lambda text, i: "# edit\n" * (1 + i % 2) + text),
+)
+
+
+def import_time(runs: int) -> Tuple[List[float], List[float]]:
+    """Wall and CPU seconds of importing what the editor's process imports before it answers."""
+    walls, cpus = [], []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         subprocess.run([sys.executable, "-c", "import torchnumlint.server.app"], check=True)
-        times.append(time.perf_counter() - started)
-    return times
+        walls.append(time.perf_counter() - started)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return walls, cpus
 
 
 class Client:
@@ -142,8 +159,7 @@ async def edits(project: Path, files: List[Path], count: int, facts_timeout: flo
                 print(f"  {log}")
                 await asyncio.sleep(2.0)  # let the re-lint with the project's facts go by
             version = 1
-            for kind, edit in (("comment appended", lambda t, i: t + f"\n# edit {i}\n"),
-                               ("line inserted at the top", lambda t, i: f"# edit {i}\n" + t)):
+            for kind, edit in EDITS:
                 times = []
                 for i in range(count):
                     version += 1
@@ -160,23 +176,64 @@ async def edits(project: Path, files: List[Path], count: int, facts_timeout: flo
         await client.stop()
 
 
+def in_process(project: Path, files: List[Path], count: int) -> None:
+    """The lint process's work per change without the transport, in CPU seconds of this process:
+    the project index for the buffer (`ProjectFacts.index_for`) and the lint."""
+    from torchnumlint.config import Settings
+    from torchnumlint.engine import lint_text
+    from torchnumlint.runner import file_options
+    from torchnumlint.results import Options
+    from torchnumlint.server.facts import ProjectFacts
+
+    settings = Settings()
+    facts = ProjectFacts(project)
+    cpu, wall = time.process_time(), time.perf_counter()
+    while not facts.step(settings):
+        pass
+    print(f"in process: facts of {len(facts.parts):,} files gathered in {time.process_time() - cpu:.1f} s CPU "
+          f"({time.perf_counter() - wall:.1f} s wall)")
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        rules = settings.rules_for(str(path))
+        strict = bool(file_options(Options(), settings, str(path)).strict)
+        print(f"  {path.relative_to(project)} ({len(text):,} characters)")
+        for kind, edit in EDITS:
+            index_times, lint_times = [], []
+            for i in range(count):
+                new = edit(text, i)
+                started = time.process_time()
+                index = facts.index_for(str(path), new)
+                indexed = time.process_time()
+                lint_text(str(path), new, rules, index, strict=strict)
+                index_times.append(indexed - started)
+                lint_times.append(time.process_time() - indexed)
+            print(f"    {kind}: index median {1000 * statistics.median(index_times):.0f} ms "
+                  f"(worst {1000 * max(index_times):.0f}), lint median {1000 * statistics.median(lint_times):.0f} ms "
+                  f"(worst {1000 * max(lint_times):.0f}), CPU")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--project", type=Path, default=Path("/tmp/corpus/huggingface__diffusers"))
     parser.add_argument("--edits", type=int, default=10)
     parser.add_argument("--starts", type=int, default=5)
+    parser.add_argument("--skip-lsp", action="store_true", help="only the in-process measurement")
     parser.add_argument("--facts-timeout", type=float, default=900.0, help="seconds to wait for the project's facts")
     args = parser.parse_args()
-    imports = import_time(args.starts)
-    print(f"import torchnumlint.server.app: median {statistics.median(imports):.3f} s, worst {max(imports):.3f} s "
-          f"over {args.starts} runs")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    walls, cpus = import_time(args.starts)
+    print(f"import torchnumlint.server.app: median {statistics.median(walls):.3f} s wall, "
+          f"{statistics.median(cpus):.3f} s CPU; worst {max(walls):.3f} s wall over {args.starts} runs")
     starts = await start_times(args.starts)
     print(f"`torchnumlint server` start to the initialize answer: median {statistics.median(starts):.3f} s, "
           f"worst {max(starts):.3f} s over {args.starts} runs")
     project = args.project.resolve()
     files = pick_files(project)
     print(f"{project}: per change, {len(files)} files")
-    await edits(project, files, args.edits, args.facts_timeout)
+    if not args.skip_lsp:
+        await edits(project, files, args.edits, args.facts_timeout)
+    in_process(project, files, args.edits)
+    print(f"load average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

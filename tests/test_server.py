@@ -168,6 +168,12 @@ def run(scenario) -> None:
     asyncio.run(scenario())
 
 
+@pytest.fixture(autouse=True)
+def _cache_home(tmp_path, monkeypatch):
+    """The rules' docs files go to a cache folder of the test's own (`rule_docs.py`)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
 def test_diagnostics_and_quick_fixes_in_an_editor_session(tmp_path):
     (tmp_path / "pyproject.toml").write_text(PYPROJECT)
     (tmp_path / "legacy").mkdir()
@@ -259,8 +265,7 @@ def test_noqa_and_fix_all_code_actions(tmp_path):
     run(scenario)
 
 
-def test_hover_shows_the_rule_docs_and_each_diagnostic_links_them(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+def test_hover_shows_the_rule_docs_and_each_diagnostic_links_them(tmp_path):
     from torchnumlint.docs import explain
     from torchnumlint.rules.registry import registry
 
@@ -298,7 +303,7 @@ def test_the_last_good_diagnostics_stay_through_a_syntax_error(tmp_path):
 
 def test_a_burst_of_changes_is_linted_once(tmp_path):
     async def scenario():
-        async with Session({"debounce": 2.0}) as session:  # far longer than sending five changes takes
+        async with Session({"debounce": 4.0}) as session:  # far longer than sending five changes takes
             uri = session.open(tmp_path / "train.py", "import torch\n")
             assert (await session.published_params(uri)).version == 1
             typed = ""
@@ -460,3 +465,11 @@ def test_a_document_that_is_not_python_yet_has_no_diagnostics(tmp_path):
             assert params.version == 2 and list(params.diagnostics) == []
 
     run(scenario)
+
+
+def test_without_pygls_the_server_command_says_what_to_install():
+    code = "import sys; sys.modules['pygls'] = None; from torchnumlint.cli import main; main(['server'])"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("torchnumlint server needs pygls: pip install 'torchnumlint[server]'")
+    assert done.stderr.count("\n") == 1

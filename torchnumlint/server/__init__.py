@@ -25,6 +25,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import pygls  # noqa: F401  the `server` extra, asked for here (its top package is two lines) so that
+# `torchnumlint server` without it fails at once with the CLI's one-line hint, not later in `main`
+
 if TYPE_CHECKING:
     from torchnumlint.server.app import TorchNumLintServer
 

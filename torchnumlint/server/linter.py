@@ -27,7 +27,8 @@ class Linter:
     """Sends requests to the lint process and hands back its replies.
 
     `on_event` is called (in the event loop) with what the process says unasked: `Ready` (its
-    rules' docs), `FactsReady`; and with a `Refused` when the process could not start at all."""
+    rules' docs), `FactsReady`, a `Refused` for a bug met outside a request; and with a `Refused`
+    when the process could not start at all."""
 
     def __init__(self, on_event: Callable[[object], None]) -> None:
         self.on_event = on_event

@@ -8,7 +8,8 @@ document of `--size` characters, one finding per function, is opened, and while 
 `--requests` requests are sent at once: hovers on the small document (answered from what the
 server holds) and code actions on the huge one (they wait for its lint: its fixes are offsets into
 the text linted). The script prints how long each kind took to be answered, when the server said it gave up (window/showMessage) and whether
-anything was published for the huge document (it must not be: the last diagnostics stay).
+anything was published for the huge document (it must not be: the last diagnostics stay), and the
+peak resident memory of the server's processes (Linux).
 """
 
 from __future__ import annotations
@@ -37,6 +38,30 @@ def huge(size: int) -> str:
         total += len(part)
         i += 1
     return "".join(parts)
+
+
+def tree_rss(pid: int) -> int:
+    """The resident memory of process `pid` and its descendants, in bytes (Linux /proc)."""
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            with open(f"/proc/{current}/status") as status:
+                for line in status:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as children:
+                    todo += [int(child) for child in children.read().split()]
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+async def sample_memory(pid: int, peak: list) -> None:
+    while True:
+        peak[0] = max(peak[0], tree_rss(pid))
+        await asyncio.sleep(0.2)
 
 
 async def main() -> None:
@@ -86,6 +111,8 @@ async def main() -> None:
                     context=types.CodeActionContext(diagnostics=[])))
             return ("hover on small.py" if i % 2 else "code actions on big.py"), time.perf_counter() - asked
 
+        peak = [0]
+        sampler = asyncio.create_task(sample_memory(client._server.pid, peak))
         answers = await asyncio.gather(*(ask(i) for i in range(args.requests)))
         for what in sorted({what for what, _ in answers}):
             waits = [wait for asked, wait in answers if asked == what]
@@ -93,6 +120,8 @@ async def main() -> None:
                   f"worst {1000 * max(waits):.0f} ms")
         when, message = await asyncio.wait_for(shown.get(), 600)
         print(f"after {when - opened:.1f} s the server said: {message}")
+        sampler.cancel()
+        print(f"the server's processes peaked at {peak[0] / 2**20:,.0f} MiB resident (sampled every 0.2 s)")
         print("diagnostics published for big.py:", sum(1 for _, p in list(published._queue) if p.uri == big.as_uri()))
         await client.shutdown_async(None)
         client.exit(None)

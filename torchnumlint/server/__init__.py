@@ -15,6 +15,11 @@ per-file-ignores, `strict` and `unsafe-fixes`; a file the configuration excludes
 diagnostics. Findings that need other files of the project (a helper returning a softmax) come
 from the project's facts, gathered once and kept in memory (`facts.py`).
 
+Client settings (initializationOptions or workspace/didChangeConfiguration, at the top level or
+under "torchnumlint"): `debounce`, the seconds of quiet after a change before it is linted
+(default 0.05); `timeLimit`, the seconds a lint or fix-all may take (default 10): past it the
+server gives the buffer up, says so (window/showMessage) and keeps its last diagnostics.
+
 The pieces: `app.py` (the editor's side: documents, debounce, publishing, code actions, hover),
 `lsp.py` (findings in LSP terms), `linter.py` and `worker.py` (the lint process, which holds the
 facts), `messages.py` (what they say to each other), `rule_docs.py` (the docs links). This

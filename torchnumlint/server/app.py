@@ -109,8 +109,8 @@ class TorchNumLintServer(LanguageServer):
         request = messages.Lint(self._path(uri), text, self.time_limit)
         try:
             result = await self.linter.request(request, self.time_limit + GRACE)
-        except GaveUp as exc:
-            result = messages.Refused("gave-up", str(exc))
+        except GaveUp as exc:  # ended past the time limit and its grace: the limit is what was set
+            result = messages.Refused("gave-up", f"no result within {self.time_limit:g} s" if exc.timed_out else str(exc))
         except asyncio.CancelledError:  # superseded, or the server is closing
             if not current.done():
                 current.set_result(None)

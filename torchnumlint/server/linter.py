@@ -20,7 +20,11 @@ from torchnumlint.server import messages
 
 
 class GaveUp(Exception):
-    """The request was not answered: the message says why."""
+    """The request was not answered: the message says why; `timed_out`: it ran past its time."""
+
+    def __init__(self, why: str, timed_out: bool = False) -> None:
+        super().__init__(why)
+        self.timed_out = timed_out
 
 
 class Linter:
@@ -177,7 +181,7 @@ class Linter:
             if future.done():  # cancelled while it waited: superseded
                 continue
             assert self.loop is not None
-            why = GaveUp(f"no result within {seconds:g} s")
+            why = GaveUp(f"no result within {seconds:g} s", timed_out=True)
             timer = self.loop.call_later(seconds, self._restart, why)
             self._busy = (number, timer)
             self._pending[number] = future

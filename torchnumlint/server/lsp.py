@@ -145,7 +145,7 @@ def fix_all_actions(
 
 def hover(findings: Sequence[Tuple[Finding, str]]) -> types.Hover:
     """Each finding's message and its rule's documentation (`torchnumlint rule CODE`)."""
-    parts = [f"**{f.code}** ({f.name}): {f.message}\n\n```text\n{docs}\n```" for f, docs in findings]
+    parts = [f"**{f.code}** ({f.name}): {f.message}" + (f"\n\n```text\n{docs}\n```" if docs else "") for f, docs in findings]
     return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)))
 
 

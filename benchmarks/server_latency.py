@@ -1,0 +1,247 @@
+"""How quickly the language server starts and answers an edit, measured through a real LSP client.
+
+    python benchmarks/server_latency.py [--project /tmp/corpus/huggingface__diffusers] [--edits 10]
+
+Start-up: the wall and CPU time of `python -c "import torchnumlint.server"` and of
+`...server.app` (what the editor's process imports before it can answer), and the wall time from
+starting `python -m torchnumlint server` to its answer to `initialize` (the lint process starts
+after that answer).
+
+Per change, on files of the project chosen by size (the smallest and the 50th, 90th and 100th
+percentiles of the files that read project facts): the file is opened, the project's facts are
+gathered (the server says so in a window/logMessage, with their count and time), then each edit is
+sent as a whole-document change with the debounce at 0, and the time from sending it to the
+diagnostics of that version is taken. Two kinds of edit: a comment appended at the end (the file's
+own facts stay as they were: the project index made for it is reused) and a line inserted at the
+top (every position below moves: its facts change, the index is made again from the kept facts).
+
+Then the same work in this process, in CPU seconds (what the lint process spends per change,
+without the transport and the machine's other load): the project index for the buffer from the
+kept facts, and the lint.
+
+Numbers depend on the machine and its load (printed); the script gives the median and the worst.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+
+# (what it is, the text after edit number i)
+EDITS = (
+    ("comment appended (the file's own facts unchanged)", lambda text, i: text + f"\n# edit {i}\n"),
+    # one line, then two, then one: every position below moves at each edit
+    ("lines inserted at the top (its facts changed)", lambda text, i: "# edit\n" * (1 + i % 2) + text),
+)
+
+
+def import_time(module: str, runs: int) -> Tuple[List[float], List[float]]:
+    """Wall and CPU seconds of `python -c "import <module>"`."""
+    walls, cpus = [], []
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", f"import {module}"], check=True)
+        walls.append(time.perf_counter() - started)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return walls, cpus
+
+
+class Client:
+    """A client on a server process; diagnostics and log messages go to queues."""
+
+    def __init__(self) -> None:
+        self.client = LanguageClient("benchmark", "1")
+        self.published: Dict[str, asyncio.Queue] = {}
+        self.logs: asyncio.Queue = asyncio.Queue()
+
+        @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def on_diagnostics(ls, params: types.PublishDiagnosticsParams) -> None:
+            self.queue(params.uri).put_nowait((time.perf_counter(), params))
+
+        @self.client.feature(types.WINDOW_LOG_MESSAGE)
+        def on_log(ls, params: types.LogMessageParams) -> None:
+            self.logs.put_nowait(params.message)
+
+        @self.client.feature(types.WINDOW_SHOW_MESSAGE)
+        def on_show(ls, params: types.ShowMessageParams) -> None:
+            print(f"    server says: {params.message}")
+
+    def queue(self, uri: str) -> asyncio.Queue:
+        return self.published.setdefault(uri, asyncio.Queue())
+
+    async def start(self, options: Optional[dict] = None) -> float:
+        """Start the server; the seconds from starting it to the answer to initialize."""
+        started = time.perf_counter()
+        await self.client.start_io(sys.executable, "-m", "torchnumlint", "server")
+        await self.client.initialize_async(
+            types.InitializeParams(capabilities=types.ClientCapabilities(), process_id=os.getpid(),
+                                   initialization_options=options)
+        )
+        answered = time.perf_counter() - started
+        self.client.initialized(types.InitializedParams())
+        return answered
+
+    async def stop(self) -> None:
+        await self.client.shutdown_async(None)
+        self.client.exit(None)
+        await self.client.stop()
+
+    async def version(self, uri: str, version: int, timeout: float) -> types.PublishDiagnosticsParams:
+        """The first diagnostics published for `version` or a later one."""
+        while True:
+            _, params = await asyncio.wait_for(self.queue(uri).get(), timeout)
+            if params.version is not None and params.version >= version:
+                return params
+
+
+async def start_times(runs: int) -> List[float]:
+    times = []
+    for _ in range(runs):
+        client = Client()
+        times.append(await client.start())
+        await client.stop()
+    return times
+
+
+def pick_files(project: Path) -> List[Path]:
+    """The files that read project facts (a rule that reads the index can fire in them), by size:
+    the smallest, the median, the 90th percentile, the largest."""
+    from torchnumlint.config import Settings
+    from torchnumlint.discovery import project_files
+    from torchnumlint.runner import reads_project_index
+    from torchnumlint.source import SourceError, read_source
+
+    settings = Settings()
+    reading = []
+    for path in project_files(str(project), settings):
+        if not path.endswith(".py"):
+            continue
+        try:
+            text = read_source(path).text
+        except SourceError:
+            continue
+        if reads_project_index(text, settings.rules_for(path)):
+            reading.append((len(text), path))
+    reading.sort()
+    picks = [reading[0], reading[len(reading) // 2], reading[len(reading) * 9 // 10], reading[-1]]
+    return [Path(path) for _, path in dict.fromkeys(picks)]
+
+
+async def edits(project: Path, files: List[Path], count: int, facts_timeout: float) -> None:
+    client = Client()
+    await client.start({"debounce": 0, "timeLimit": 120})
+    try:
+        for path in files:
+            text = path.read_text(encoding="utf-8")
+            uri = path.as_uri()
+            started = time.perf_counter()
+            client.client.text_document_did_open(
+                types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
+            )
+            first = await client.version(uri, 1, facts_timeout)
+            print(f"{path.relative_to(project)} ({len(text):,} characters): opened, first diagnostics "
+                  f"({len(first.diagnostics)}) after {time.perf_counter() - started:.2f} s")
+            if path == files[0]:
+                log = await asyncio.wait_for(client.logs.get(), facts_timeout)
+                print(f"  {log}")
+                await asyncio.sleep(2.0)  # let the re-lint with the project's facts go by
+            version = 1
+            for kind, edit in EDITS:
+                times = []
+                for i in range(count):
+                    version += 1
+                    sent = time.perf_counter()
+                    client.client.text_document_did_change(types.DidChangeTextDocumentParams(
+                        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                        content_changes=[types.TextDocumentContentChangeWholeDocument(text=edit(text, i))],
+                    ))
+                    await client.version(uri, version, facts_timeout)
+                    times.append(time.perf_counter() - sent)
+                print(f"  {kind}: median {1000 * statistics.median(times):.0f} ms, worst {1000 * max(times):.0f} ms "
+                      f"over {count} edits")
+    finally:
+        await client.stop()
+
+
+def in_process(project: Path, files: List[Path], count: int) -> None:
+    """The lint process's work per change without the transport, in CPU seconds of this process:
+    the project index for the buffer (`ProjectFacts.index_for`) and the lint."""
+    from torchnumlint.config import Settings
+    from torchnumlint.engine import lint_text
+    from torchnumlint.runner import file_options
+    from torchnumlint.results import Options
+    from torchnumlint.server.facts import ProjectFacts
+
+    settings = Settings()
+    facts = ProjectFacts(project)
+    cpu, wall = time.process_time(), time.perf_counter()
+    while not facts.step(settings):
+        pass
+    gc.collect()  # as the lint process does once the facts are gathered
+    gc.freeze()
+    print(f"in process: facts of {len(facts.parts):,} files gathered in {time.process_time() - cpu:.1f} s CPU "
+          f"({time.perf_counter() - wall:.1f} s wall)")
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        rules = settings.rules_for(str(path))
+        strict = bool(file_options(Options(), settings, str(path)).strict)
+        print(f"  {path.relative_to(project)} ({len(text):,} characters)")
+        for kind, edit in EDITS:
+            index_times, lint_times = [], []
+            for i in range(count):
+                new = edit(text, i)
+                started = time.process_time()
+                index = facts.index_for(str(path), new)
+                indexed = time.process_time()
+                lint_text(str(path), new, rules, index, strict=strict)
+                index_times.append(indexed - started)
+                lint_times.append(time.process_time() - indexed)
+            print(f"    {kind}: index median {1000 * statistics.median(index_times):.0f} ms "
+                  f"(worst {1000 * max(index_times):.0f}), lint median {1000 * statistics.median(lint_times):.0f} ms "
+                  f"(worst {1000 * max(lint_times):.0f}), CPU")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--project", type=Path, default=Path("/tmp/corpus/huggingface__diffusers"))
+    parser.add_argument("--edits", type=int, default=10)
+    parser.add_argument("--starts", type=int, default=5)
+    parser.add_argument("--skip-lsp", action="store_true", help="only the in-process measurement")
+    parser.add_argument("--facts-timeout", type=float, default=900.0, help="seconds to wait for the project's facts")
+    args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    # the package (what `torchnumlint server` names), and what the editor's process imports before
+    # it answers initialize
+    for module in ("torchnumlint.server", "torchnumlint.server.app"):
+        walls, cpus = import_time(module, args.starts)
+        print(f"import {module}: median {statistics.median(walls):.3f} s wall, "
+              f"{statistics.median(cpus):.3f} s CPU; worst {max(walls):.3f} s wall over {args.starts} runs")
+    starts = await start_times(args.starts)
+    print(f"`torchnumlint server` start to the initialize answer: median {statistics.median(starts):.3f} s, "
+          f"worst {max(starts):.3f} s over {args.starts} runs")
+    project = args.project.resolve()
+    files = pick_files(project)
+    print(f"{project}: per change, {len(files)} files")
+    if not args.skip_lsp:
+        await edits(project, files, args.edits, args.facts_timeout)
+    in_process(project, files, args.edits)
+    print(f"load average {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

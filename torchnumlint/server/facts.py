@@ -1,0 +1,146 @@
+"""The project facts the lint process keeps in memory between edits (`worker.py`).
+
+A finding can need facts from other files of the project (a helper returning a softmax, an fp16
+region calling a module): `torchnumlint` gathers them from every file on each run. An editor
+changes one buffer many times a second, so here the facts of each file on disk are gathered once
+per project (a file at a time, between requests: the first lints are answered meanwhile
+with the buffer's own facts, as the flake8 plugin does), then kept, and a buffer is linted
+against the others' kept facts and its own text's. A file's facts change only when the editor
+says so (a save, a watched file created, changed or deleted).
+
+Assembling the project's index for a buffer costs a pass over every file's facts, and a fresh
+index works out again, on first use, what the project's helpers produce (most of a lint's time
+when it is cold); so the index made for a buffer is kept with the buffer's own facts and reused as
+long as an edit leaves those facts as they were (a comment, a string, an expression that names no
+helper), and when only their positions moved (a line added above) the new index keeps the old
+one's answers about helpers, which the buffer's summary (unchanged: it holds no position) decides.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Dict, Iterator, Optional, Tuple
+
+from torchnumlint.config import Settings
+from torchnumlint.discovery import project_files, project_root
+from torchnumlint.index import ProjectIndex, index_file
+from torchnumlint.source import SourceError, read_source
+
+# How many buffers' assembled indexes are kept (each holds a copy of the project's classes).
+KEPT_INDEXES = 8
+
+
+class ProjectFacts:
+    """The facts of one project's files as on disk, by absolute path."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.parts: Dict[str, ProjectIndex] = {}
+        self._todo: Optional[Iterator[str]] = None
+        self.complete = False
+        self.seconds = 0.0  # spent gathering
+        self.generation = 0  # bumped whenever a file's facts change
+        self._rest: Dict[str, Tuple[int, ProjectIndex]] = {}  # path -> every other file's facts
+        self._made: "OrderedDict[str, Tuple[int, ProjectIndex, ProjectIndex]]" = OrderedDict()
+
+    def step(self, settings: Settings, files: int = 1) -> bool:
+        """Gather the facts of up to `files` more files; True once every file's are known."""
+        if self.complete:
+            return True
+        started = time.monotonic()
+        if self._todo is None:
+            self._todo = project_files(str(self.root), settings)
+        try:
+            for _ in range(files):
+                path = next(self._todo, None)
+                if path is None:
+                    self.complete = True
+                    self.generation += 1
+                    return True
+                if path not in self.parts:  # a buffer saved meanwhile is newer than what is read now
+                    try:
+                        self.parts[path] = index_file(path, read_source(path).text)
+                    except SourceError:
+                        continue  # as in a run: a file that cannot be read adds no facts
+            return False
+        finally:
+            self.seconds += time.monotonic() - started
+
+    def update(self, path: str, text: Optional[str]) -> None:
+        """`path` now holds `text` (None: it is gone or cannot be read)."""
+        if text is None:
+            if self.parts.pop(path, None) is None:
+                return
+        else:
+            self.parts[path] = index_file(path, text)
+        self.generation += 1
+
+    def refresh(self, path: str) -> None:
+        """Read `path` again from disk (a watched file changed)."""
+        try:
+            text: Optional[str] = read_source(path).text if os.path.isfile(path) else None
+        except SourceError:
+            text = None
+        self.update(path, text)
+
+    def index_for(self, path: str, text: str) -> ProjectIndex:
+        """The project's index with `text` standing for `path`'s file."""
+        own = index_file(path, text)
+        made = self._made.get(path)
+        if made is not None and made[0] != self.generation:
+            made = None
+        if made is not None and made[1] == own:
+            self._made.move_to_end(path)
+            return made[2]
+        rest = self._rest.get(path)
+        if rest is None or rest[0] != self.generation:
+            others = ProjectIndex.empty()
+            for other, part in self.parts.items():
+                if other != path:
+                    others.absorb(part)
+            rest = self._rest[path] = (self.generation, others)
+        index = ProjectIndex.empty()
+        index.absorb(rest[1], copy_classes=True)  # finalize() writes to each class: the kept ones stay as read
+        index.absorb(own, copy_classes=True)
+        if made is not None and made[1].summaries == own.summaries:
+            # only positions or AMP facts moved (summaries hold none): what the project's helpers
+            # produce is as it was, and the last index already worked much of it out
+            index.summaries = made[2].summaries
+        index.finalize()
+        self._made[path] = (self.generation, own, index)
+        self._made.move_to_end(path)
+        while len(self._made) > KEPT_INDEXES:
+            forgotten, _ = self._made.popitem(last=False)
+            self._rest.pop(forgotten, None)
+        return index
+
+
+class Projects:
+    """Each project's facts, by its root (the folder `discovery.project_root` finds)."""
+
+    def __init__(self) -> None:
+        self._roots: Dict[Path, Optional[Path]] = {}
+        self.by_root: Dict[Path, ProjectFacts] = {}
+
+    def root_of(self, path: str) -> Optional[Path]:
+        return project_root(Path(os.path.abspath(path)).parent, self._roots)
+
+    def of(self, path: str) -> Optional[ProjectFacts]:
+        """The facts of `path`'s project (started on first ask); None for a file in no project."""
+        root = self.root_of(path)
+        if root is None:
+            return None
+        if root not in self.by_root:
+            self.by_root[root] = ProjectFacts(root)
+        return self.by_root[root]
+
+    def known(self, path: str) -> Optional[ProjectFacts]:
+        """The facts of `path`'s project if they are being kept."""
+        root = self.root_of(path)
+        return self.by_root.get(root) if root is not None else None
+
+    def gathering(self) -> Optional[ProjectFacts]:
+        return next((facts for facts in self.by_root.values() if not facts.complete), None)

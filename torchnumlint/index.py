@@ -92,6 +92,7 @@ class Site:
     col: int = 0  # 0-based character column
     device: str = "cuda"
     opt_in: bool = False  # enabled only by a flag (`enabled=args.fp16`)
+    via: str = ""  # how it reaches what it reaches when not by plain calls ("through the builder ...")
 
     @property
     def where(self) -> str:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import libcst as cst
 
-from torchnumlint.rules.autocast import CallShape, Dotted, classify_autocast, source_value, with_partial
+from torchnumlint.rules.autocast import CallShape, Dotted, classify_autocast, is_other_autocast, source_value, with_partial
 from torchnumlint.rules.autocast import call_shape as shape_of
 from torchnumlint.walk import Visitor
 
@@ -54,6 +54,18 @@ def fp16_autocast(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[Tupl
         bound = ctx.resolve(expr.func)
         partial = call_shape(ctx, bound) if isinstance(bound, cst.Call) else None
     return classify_autocast(with_partial(call_shape(ctx, expr), partial))
+
+
+def opens_island(ctx: "FileContext", node: cst.CSTNode) -> bool:
+    """Whether `node` is a `with` (or a function decorated with) an autocast that is not float16
+    (disabled, bfloat16, CPU): what runs in it is no float16 business, as the index reads it."""
+    if isinstance(node, cst.With):
+        exprs = [item.item for item in node.items]
+    elif isinstance(node, cst.FunctionDef):
+        exprs = [deco.decorator for deco in node.decorators]
+    else:
+        return False
+    return any(isinstance(e, cst.Call) and is_other_autocast(call_shape(ctx, e)) for e in exprs)
 
 
 def fp16_openers(ctx: "FileContext", node: cst.CSTNode) -> List[Tuple[cst.BaseExpression, Tuple[str, bool]]]:

@@ -27,6 +27,7 @@ from torchnumlint.runtime_check.repros.log_domain import log_of_sigmoid, log_of_
 from torchnumlint.runtime_check.repros.log_domain import logsumexp_manual, softmax_manual
 from torchnumlint.runtime_check.repros.masking import label_smoothing_inf_logits, masked_inf_softmax
 from torchnumlint.runtime_check.repros.mixed_precision import (
+    attention_scaled_after_matmul,
     deprecated_cuda_amp,
     fp16_autocast_custom_op,
     fp16_without_grad_scaler,
@@ -42,7 +43,7 @@ MODULES: Sequence[ModuleType] = (
     logsumexp_manual, softmax_manual,
     unguarded_division, normalize_manual,
     sqrt_of_sum_of_squares, unguarded_sqrt_or_pow,
-    fp16_autocast_custom_op, fp16_without_grad_scaler, deprecated_cuda_amp,
+    fp16_autocast_custom_op, fp16_without_grad_scaler, deprecated_cuda_amp, attention_scaled_after_matmul,
     log_one_plus, exp_minus_one, softplus_manual,
     bce_on_sigmoid, probabilities_into_cross_entropy,
     sigmoid_manual, logit_manual,

@@ -52,6 +52,7 @@ from torchnumlint.forward_facts import (
     Span,
     Unary,
 )
+from torchnumlint.rules.module_outputs import CONTAINERS
 from torchnumlint.rules.autocast import (
     GRAD_SCALERS,
     CallShape,
@@ -478,11 +479,13 @@ class _ForwardRecorder:
     autocast is not float16), which parameters may hold tensors and the numbers the others
     default to. TNL301 reads the record under the CUDA autocast policy."""
 
-    def __init__(self, file: "_File", func: ast.FunctionDef, init_numbers: Dict[str, float]) -> None:
+    def __init__(self, file: "_File", func: ast.FunctionDef, init_numbers: Dict[str, float],
+                 submodules: Dict[str, Tuple[Tuple[str, Optional[str]], ...]]) -> None:
         self.file = file
         self.imports = file.imports
         self.func = func
         self.init_numbers = init_numbers
+        self.submodules = submodules
         self.nodes = list(self._walk())
         self.walked = [(node, island) for node, island in self.nodes if isinstance(node, ast.expr)]
         self.positions = {id(node): i for i, (node, _) in enumerate(self.walked)}
@@ -520,6 +523,8 @@ class _ForwardRecorder:
             ),
             defaults=numbers,
             init_numbers=self.init_numbers,
+            submodules=self.submodules,
+            returns=[self._ref(node.value) for node, _ in self.nodes if isinstance(node, ast.Return) and node.value],
             cast_inputs_fp32=any(is_cast_fp32(shape) for shape in calls),
             under_island=any(is_other_autocast(shape) for shape in calls),
         )
@@ -751,7 +756,7 @@ class _File:
                     if is_cast_fp32(_call_shape(self.imports, deco)):
                         info.protected = True
             if isinstance(forward, ast.FunctionDef):
-                info.forward = _ForwardRecorder(self, forward, self._init_numbers(node)).record()
+                info.forward = _ForwardRecorder(self, forward, self._init_numbers(node), self._submodules(node)).record()
         self.classes.append(info)
 
     def _store_attrs(self, info: ClassInfo, method, stores: List[Tuple[str, ast.AST]]) -> None:
@@ -765,6 +770,46 @@ class _File:
             else:
                 refs = [_class_ref(self.imports, _constructor(c)) for c in ast.walk(value) if isinstance(c, ast.Call)]
             info.attrs.setdefault(attr, []).extend(r for r in refs if r is not None)
+
+    def _submodules(self, node: ast.ClassDef) -> Dict[str, Tuple[Tuple[str, Optional[str]], ...]]:
+        """`self.attr = Layer(...)` in `__init__`: attr -> the layers or project modules that may be
+        constructed there (`module_outputs.py` says what calling each gives). Both branches of a
+        conditional count; a value passed in (`act if isinstance(act, nn.Module) else
+        nn.Identity()`) beside constructed ones is left out; anything else is `("", None)`.
+        `self.default_act` reads a class attribute (`default_act = nn.SiLU()`)."""
+        init = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+        if init is None:
+            return {}
+        class_values = _single(_assignments(s for s in node.body if isinstance(s, ast.Assign)))
+        found: Dict[str, List[Tuple[str, Optional[str]]]] = {}
+        for stmt in ast.walk(init):
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                target = stmt.targets[0]
+                if isinstance(target, ast.Attribute) and _is_self(target.value):
+                    made = self._constructed(stmt.value, class_values, 0)
+                    found.setdefault(target.attr, []).extend(made or [("", None)])
+        return {attr: tuple(dict.fromkeys(refs)) for attr, refs in found.items()}
+
+    def _constructed(self, value: ast.AST, class_values: Dict[str, ast.AST], depth: int) -> List[Tuple[str, Optional[str]]]:
+        """What a value constructs, as `_submodules` reads it; [] when it constructs nothing known."""
+        if depth > 4:
+            return []
+        if isinstance(value, ast.IfExp):
+            both = [self._constructed(v, class_values, depth + 1) for v in (value.body, value.orelse)]
+            made = [ref for refs in both for ref in refs]
+            passed = [v for v in (value.body, value.orelse) if isinstance(v, ast.Name)]
+            return made if made and (len(passed) + sum(bool(r) for r in both) == 2) else []
+        if isinstance(value, ast.Attribute) and _is_self(value.value) and value.attr in class_values:
+            return self._constructed(class_values[value.attr], class_values, depth + 1)
+        if not isinstance(value, ast.Call):
+            return []
+        ref = _class_ref(self.imports, _constructor(value))
+        if ref is None:
+            return []
+        if ref[1] in CONTAINERS:  # nn.Sequential(a, b, c): what c gives
+            last = value.args[-1] if value.args and not isinstance(value.args[-1], ast.Starred) else None
+            return self._constructed(last, class_values, depth + 1) if last is not None else [("", None)]
+        return [ref]
 
     def _init_numbers(self, node: ast.ClassDef) -> Dict[str, float]:
         """`self.eps = 1e-8` (or a parameter defaulting to a number) in `__init__`, for the

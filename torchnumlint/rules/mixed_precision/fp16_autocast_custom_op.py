@@ -295,7 +295,7 @@ class Fp16AutocastCustomOp(Rule):
         forward = find_method(node, "forward")
         if site is None or forward is None:
             return
-        hazards = forward_hazards(info)
+        hazards = forward_hazards(info, index.lookup)
         if not hazards:
             return
         found = self._hazard_nodes(forward, hazards)

@@ -21,6 +21,12 @@ What it records:
   `amp.initialize`: loss scaling somewhere in the project.
 - `reached` (by `finalize`): the functions an fp16 region reaches through the call graph, each with
   the first region that reaches it. TNL301 reports only hazards in what a region reaches.
+- builders: a function that instantiates classes by name reaches every project `nn.Module` it can
+  name: `eval(name)` or `globals()[name]` (the classes of its file and of the modules it
+  star-imports: YOLO's `parse_model` over `from models.common import *`), `getattr(module, name)`
+  (that module's classes), a registry's `R.build(cfg)` / `build_from_cfg(cfg, R)` (the classes
+  decorated `@R.register_module()`). What it reaches cites the builder (`Site.via`).
+- `aliases`: module-level `Model = DetectionModel`: a reference to the alias means the class.
 
 The index records facts; rules make the decisions. Everything is plain data (picklable, so a
 cache can store it per file); `merge` combines two indexes (then `finalize` again).
@@ -32,6 +38,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
@@ -77,6 +84,9 @@ FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.
 EXTENSION_SUFFIXES = ("_C", "_cuda", "_ext", "_cpp", "_kernels", "_kernel")
 EXTENSION_LOADERS = frozenset({"load", "load_ext", "load_inline", "load_extension"})
 # ast: a reference to one of the project's callables, resolved once the whole project is indexed.
+#   ("names", module)           every project module class of `module` (a builder's namespace)
+#   ("file", path)              every project module class defined in `path` (`eval` over globals)
+#   ("registry", name)          every class registered with the registry `name` (`R.build(cfg)`)
 #   ("call", name, qual)        name(...): a project function (a class here is only constructed)
 #   ("inst", name, qual, meth)  method `meth` of an instance of class `name` ("" calls the instance,
 #                               "apply" a Function); of what project function `name` constructs
@@ -120,6 +130,7 @@ class ClassInfo:
     forward: Optional[Forward] = None  # what its own `forward` computes (TNL301 judges it)
     direct_kind: str = ""  # from its torch bases alone
     methods: Dict[str, str] = field(default_factory=dict)  # name -> FuncInfo key
+    registries: List[str] = field(default_factory=list)  # `@MODELS.register_module()`: "MODELS"
     attrs: Dict[str, List[Tuple[str, Optional[str]]]] = field(default_factory=dict)  # self.attr -> callables
 
     @property
@@ -147,6 +158,19 @@ def _pick(found: Sequence, qual: Optional[str], from_path: str):
 
 
 @dataclass
+class Alias:
+    """`name = target` at module level of `path`, where `target` names a class."""
+
+    name: str
+    path: str
+    target: str
+    qual: Optional[str]
+
+
+BUILDER_KINDS = ("names", "file", "registry")
+
+
+@dataclass
 class ProjectIndex:
     classes: Dict[str, List[ClassInfo]] = field(default_factory=dict)
     functions: Dict[str, FuncInfo] = field(default_factory=dict)  # key -> function or method
@@ -154,6 +178,9 @@ class ProjectIndex:
     regions: List[Tuple[Site, FuncInfo]] = field(default_factory=list)  # fp16 autocast, its body's calls
     scaler_sites: List[Site] = field(default_factory=list)
     reached: Dict[str, Site] = field(default_factory=dict)  # function key -> first region reaching it
+    aliases: Dict[str, List[Alias]] = field(default_factory=dict)  # alias name -> where it is bound
+    # "path:Class" -> its project subclasses (by `finalize`, for `self.attr` only subclasses set)
+    subclasses: Dict[str, List[ClassInfo]] = field(default_factory=dict, repr=False)
     files: int = 0  # files parsed (the rest were skipped by the pre-filter or a syntax error)
     summaries: Summaries = field(default_factory=Summaries)  # what each file's helpers return
 
@@ -167,7 +194,14 @@ class ProjectIndex:
         None when unknown, a torch class, or ambiguous."""
         if qual is not None and qual.startswith("torch."):
             return None
-        return _pick(self.classes.get(qual.rsplit(".", 1)[-1] if qual else name, []), qual, from_path)
+        simple = qual.rsplit(".", 1)[-1] if qual else name
+        found = self.classes.get(simple)
+        if found:
+            return _pick(found, qual, from_path)
+        alias = _pick(self.aliases.get(simple, []), qual, from_path)
+        if alias is None or alias.target == simple:
+            return None
+        return _pick(self.classes.get(alias.target, []), alias.qual, alias.path)
 
     def function(self, name: str, qual: Optional[str], from_path: str) -> Optional[FuncInfo]:
         """The project module-level function a reference means, like `lookup`."""
@@ -197,6 +231,7 @@ class ProjectIndex:
             toplevel={name: [k for k in keys if self.functions[k].path != path] for name, keys in self.toplevel.items()},
             regions=[r for r in self.regions if r[0].path != path],
             scaler_sites=[s for s in self.scaler_sites if s.path != path],
+            aliases={name: [a for a in found if a.path != path] for name, found in self.aliases.items()},
             files=self.files,
             summaries=self.summaries.without(path),
         )
@@ -220,6 +255,8 @@ class ProjectIndex:
             self.toplevel.setdefault(name, []).extend(keys)
         self.regions.extend(part.regions)
         self.scaler_sites.extend(part.scaler_sites)
+        for name, found in part.aliases.items():
+            self.aliases.setdefault(name, []).extend(found)
         self.files += part.files
         self.summaries.absorb(part.summaries)
 
@@ -246,16 +283,43 @@ class ProjectIndex:
 
     def _reach(self) -> None:
         """One walk over the call graph from every region, unconditional regions first: each
-        function keeps the first region that reaches it (what a finding cites)."""
+        function keeps the first region that reaches it (what a finding cites), and what a builder
+        names keeps the builder too (`Site.via`)."""
         self.reached = {}
+        self.subclasses = {}
+        for info in (c for cs in self.classes.values() for c in cs):
+            for base in self._bases(info):
+                self.subclasses.setdefault(f"{base.path}:{base.name}", []).append(info)
         for site, body in sorted(self.regions, key=lambda r: (r[0].opt_in, r[0].path, r[0].line, r[0].col)):
             self.reached.setdefault(body.key, site)  # a decorated function is itself the region
-            stack = [body]
+            stack = [(body, site)]
             while stack:
-                for key in self._callees(stack.pop()):
+                func, at = stack.pop()
+                callees = [(key, at) for key in self._callees(func)]
+                callees += [(key, at if at.via else dataclasses.replace(at, via=via)) for key, via in self._built(func)]
+                for key, reach in callees:
                     if key not in self.reached and key in self.functions:
-                        self.reached[key] = site
-                        stack.append(self.functions[key])
+                        self.reached[key] = reach
+                        stack.append((self.functions[key], reach))
+
+    def _built(self, func: FuncInfo) -> Iterator[Tuple[str, str]]:
+        """The forwards of the project modules a builder function can name, each with how a
+        finding says it (`through the builder `parse_model` (models/yolo.py:713)`)."""
+        line = func.key.rsplit(":", 2)[-2]
+        for ref in func.refs:
+            if ref[0] not in BUILDER_KINDS:
+                continue
+            if ref[0] == "registry":
+                via = f"through the registry `{ref[1]}` built in `{func.name}` ({func.path}:{line})"
+                named = [c for cs in self.classes.values() for c in cs if ref[1] in c.registries]
+            else:
+                via = f"through the builder `{func.name}` ({func.path}:{line}), which can name every module of its namespace"
+                matches = (lambda c: c.path == ref[1]) if ref[0] == "file" else (lambda c: _path_is_module(c.path, ref[1]))
+                named = [c for cs in self.classes.values() for c in cs if matches(c)]
+            for info in named:
+                key = self._method(info, "forward") if info.kind == "module" else None
+                if key is not None:
+                    yield key, via
 
     # -- the call graph ----------------------------------------------------------------------------
     def _bases(self, info: ClassInfo) -> Iterator[ClassInfo]:
@@ -272,10 +336,17 @@ class ProjectIndex:
 
     def _attr(self, info: ClassInfo, attr: str, depth: int = 0) -> List[Tuple[str, Optional[str], str]]:
         """The callables assigned to `self.attr` in the class or its project bases, with the path
-        they are named from."""
+        they are named from; failing those, in its project subclasses (a base's method reading
+        `self.model` that only subclasses set: YOLO's `BaseModel._forward_once`)."""
+        found = self._own_attr(info, attr, depth)
+        if found or depth:
+            return found
+        return [f for sub in self.subclasses.get(f"{info.path}:{info.name}", []) for f in self._own_attr(sub, attr, 1)]
+
+    def _own_attr(self, info: ClassInfo, attr: str, depth: int) -> List[Tuple[str, Optional[str], str]]:
         if attr in info.attrs or depth > 8:
             return [(name, qual, info.path) for name, qual in info.attrs.get(attr, [])]
-        return [found for b in self._bases(info) for found in self._attr(b, attr, depth + 1)]
+        return [found for b in self._bases(info) for found in self._own_attr(b, attr, depth + 1)]
 
     def _instance(self, name: str, qual: Optional[str], method: str, path: str, builder: bool = True) -> Iterator[str]:
         """Keys run by `method` of an instance of `name` ("" calls it: a Module's forward, else
@@ -609,6 +680,9 @@ class _File:
         self.regions: List[Tuple[Site, FuncInfo]] = []
         self.scaler_sites: List[Site] = []
         self._class_infos: Dict[int, ClassInfo] = {}  # id(ClassDef) -> its info
+        self.aliases: List[Alias] = []
+        self.star_modules = _star_modules(tree, path)  # `from models.common import *`
+        self._several: Dict[str, List[ast.AST]] = {}  # in the function being read: names bound more than once
         module_level = list(_statements(tree, into_defs=False))
         self.module_values = _single(_assignments(module_level))
         self.extensions = self._extension_names(module_level)
@@ -657,8 +731,12 @@ class _File:
         params = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
         values = {k: v for k, v in self.module_values.items() if k not in assigned and k not in params}
         values.update(_single(assigned))
+        saved, self._several = self._several, {
+            name: [v for v in found if v is not None] for name, found in assigned.items() if len(found) > 1
+        }
         key = f"{self.path}:{node.lineno}:{node.name}"
         info = FuncInfo(key, self.path, node.name, cls.name if cls else None, self._refs(scan, values))
+        info.refs.extend(self._builder_refs(scan, values))
         self.functions.append(info)
         if cls is not None and id(cls) in self._class_infos and node in cls.body:
             self._store_attrs(self._class_infos[id(cls)], node, scan.stores)
@@ -669,10 +747,39 @@ class _File:
             if found is not None:
                 self.regions.append((self._site(deco, *found), info))
         self._block(node.body, cls, values, nested=True)
+        self._several = saved
+
+    def _builder_refs(self, scan: "_Scan", values: Dict[str, ast.AST]) -> List[Ref]:
+        """What a function instantiating classes by name can name (`BUILDER_KINDS`): `eval(m)` of
+        a name that is not a literal, or `globals()`, name the classes of this file and of the
+        modules it star-imports; `getattr(module, name)` the classes of an imported module;
+        `R.build(cfg)` and `build_from_cfg(cfg, R)` the classes registered with `R`."""
+        refs: List[Ref] = []
+        for call in scan.calls:
+            func = call.func
+            name = func.id if isinstance(func, ast.Name) and func.id not in values else None
+            if name in ("eval", "globals") and not (call.args and isinstance(call.args[0], ast.Constant)):
+                refs += [("file", self.path)] + [("names", module) for module in self.star_modules]
+            elif name == "getattr" and len(call.args) >= 2 and not isinstance(call.args[1], ast.Constant):
+                module = self.imports.qualname(call.args[0])
+                if module is not None and isinstance(call.args[0], ast.Name) and module not in ("torch", "torch.nn"):
+                    refs.append(("names", module))
+            elif name is not None and name.startswith("build_from_cfg") and len(call.args) >= 2:
+                registry = call.args[1]
+                if isinstance(registry, (ast.Name, ast.Attribute)):
+                    refs.append(("registry", _last_name(registry)))
+            elif isinstance(func, ast.Attribute) and func.attr == "build" and isinstance(func.value, (ast.Name, ast.Attribute)):
+                refs.append(("registry", _last_name(func.value)))
+        return list(dict.fromkeys(refs))
 
     def _alias(self, node: ast.Assign) -> None:
-        """`roi_pool = RoIPoolFunction.apply` at module level: calling `roi_pool` runs the Function."""
+        """`roi_pool = RoIPoolFunction.apply` at module level: calling `roi_pool` runs the Function;
+        `Model = DetectionModel`: the alias names the class (`ProjectIndex.lookup`)."""
         target = node.targets[0]
+        if isinstance(target, ast.Name) and isinstance(node.value, (ast.Name, ast.Attribute)):
+            ref = _class_ref(self.imports, node.value)
+            if ref is not None and ref[0] != target.id:
+                self.aliases.append(Alias(target.id, self.path, *ref))
         if isinstance(target, ast.Name) and isinstance(node.value, ast.Attribute) and node.value.attr == "apply":
             ref = _class_ref(self.imports, node.value.value)
             if ref is not None:
@@ -746,6 +853,7 @@ class _File:
             if ref is not None and qual not in MODULE_BASES | FUNCTION_BASES:
                 bases.append(ref)
         info = ClassInfo(node.name, self.path, node.lineno, bases, kind, direct_kind=kind)
+        info.registries = [r for r in map(_registry_of, node.decorator_list) if r is not None]
         methods = [s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
         info.methods = {m.name: f"{self.path}:{m.lineno}:{m.name}" for m in methods}
         self._class_infos[id(node)] = info  # its methods fill `attrs` in
@@ -852,7 +960,8 @@ class _File:
                 if _method_name(node) == "register_modules":
                     scan.stores.extend((k.arg, k.value) for k in node.keywords if k.arg)
             elif isinstance(node, ast.Assign):
-                scan.stores.extend((t.attr, node.value) for t in node.targets if isinstance(t, ast.Attribute) and _is_self(t.value))
+                targets = [e for t in node.targets for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])]
+                scan.stores.extend((t.attr, node.value) for t in targets if isinstance(t, ast.Attribute) and _is_self(t.value))
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and not quiet:
                 scan.iters.append(node.iter)
             elif isinstance(node, (ast.With, ast.AsyncWith)):
@@ -881,7 +990,8 @@ class _File:
         if isinstance(func, ast.Name):
             if func.id in values:
                 return self._value_ref(values[func.id], "")
-            return ("call", func.id, self.imports.qualname(func))
+            several = self._several_ref(func.id, "") if func.id in self._several else None
+            return several or ("call", func.id, self.imports.qualname(func))
         if isinstance(func, ast.Call):  # Head()(x)
             return self._value_ref(func, "")
         if not isinstance(func, ast.Attribute):
@@ -899,9 +1009,20 @@ class _File:
             return ("inst", *ref, "apply") if ref is not None else None
         if isinstance(owner, ast.Name) and owner.id in values:
             return self._value_ref(values[owner.id], method)
+        if isinstance(owner, ast.Name) and owner.id in self._several:
+            return self._several_ref(owner.id, method)  # `model.forward(x)`, `model.encode(x)`
         if isinstance(owner, ast.Call):
             return self._value_ref(owner, method)
         return None
+
+    def _several_ref(self, name: str, method: str) -> Optional[Ref]:
+        """A name bound more than once (`model = Model(cfg).to(device)` in two branches, then
+        `model = DataParallel(model)`): the one project instance its bindings construct, when they
+        all that construct a project-looking class construct the same one (wrappers from torch
+        and re-bindings to itself aside)."""
+        refs = {ref for value in self._several[name] for ref in [self._value_ref(value, method)] if ref is not None}
+        refs = {ref for ref in refs if not (ref[2] or "").startswith("torch.")}
+        return refs.pop() if len(refs) == 1 else None
 
     def _value_ref(self, value: ast.AST, method: str) -> Optional[Ref]:
         """`method` of the value `value` evaluates to: an instance (`Head()`, `Net.from_pretrained(..)`,
@@ -921,6 +1042,35 @@ class _Scan:
     calls: List[ast.Call]
     iters: List[ast.AST]  # what `for` loops and comprehensions iterate over
     stores: List[Tuple[str, ast.AST]]  # (attr, value) of `self.attr = value`, register_modules(attr=value)
+
+
+def _last_name(expr: ast.AST) -> str:
+    return expr.attr if isinstance(expr, ast.Attribute) else expr.id  # type: ignore[attr-defined]
+
+
+_REGISTERS = ("register_module", "register")
+
+
+def _registry_of(deco: ast.AST) -> Optional[str]:
+    """`MODELS` of `@MODELS.register_module()` / `@MODELS.register_module` / `@BACKBONES.register`."""
+    func = deco.func if isinstance(deco, ast.Call) else deco
+    if isinstance(func, ast.Attribute) and func.attr in _REGISTERS and isinstance(func.value, (ast.Name, ast.Attribute)):
+        return _last_name(func.value)
+    return None
+
+
+def _star_modules(tree: ast.Module, path: str) -> List[str]:
+    """The modules a file star-imports, as dotted names (a relative import resolved from `path`)."""
+    package = os.path.normpath(path).replace("\\", "/").split("/")[:-1]
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            if node.level:
+                base = package[: len(package) - node.level + 1] if node.level <= len(package) + 1 else []
+                found.append(".".join(base + ([node.module] if node.module else [])))
+            elif node.module:
+                found.append(node.module)
+    return found
 
 
 _BINDERS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.withitem, ast.NamedExpr)
@@ -990,6 +1140,8 @@ def index_file(path: str, text: str) -> ProjectIndex:
     index.toplevel = file.toplevel
     index.regions = file.regions
     index.scaler_sites = file.scaler_sites
+    for alias in file.aliases:
+        index.aliases.setdefault(alias.name, []).append(alias)
     return index
 
 

@@ -36,7 +36,7 @@ def test_yolo_like_project_every_hazard_on_its_line_no_twin(monkeypatch):
     ]
     for finding in found:
         assert "train.py:24" in finding.message
-        assert "through the builder `parse_model` (models/yolo.py:53)" in finding.message
+        assert "through the builder `parse_model` (models/yolo.py:51)" in finding.message
 
 
 def files(**texts):
@@ -186,3 +186,13 @@ def test_a_literal_eval_names_nothing():
             """,
     )
     assert findings_in(project, "blocks.py") == []
+
+
+def test_star_import_gives_nn_its_usual_meaning():
+    """A file that star-imports and never imports `torch.nn` itself (YOLO's models/yolo.py) still
+    defines `nn.Module`s; a file that binds `nn` to something else does not."""
+    conventional = "from models.common import *\n\n\nclass Head(nn.Module):\n    def forward(self, x):\n        return x\n"
+    rebound = "from models.common import *\nnn = object\n\n\nclass Head(nn.Module):\n    def forward(self, x):\n        return x\n"
+    for text, kind in ((conventional, "module"), (rebound, "")):
+        index = build_index([("models/heads.py", text)])
+        assert index.lookup("Head", None, "models/heads.py").kind == kind

@@ -416,23 +416,38 @@ def _path_is_module(path: str, module: str) -> bool:
 # The ast pass over one file
 
 
+# What `nn` and `F` mean in a file that star-imports and binds neither itself: the names every
+# torch file gives them (YOLO's models/yolo.py reads `nn.Module` through `from models.common import *`).
+_STAR_CONVENTIONS = {"nn": "torch.nn", "F": "torch.nn.functional"}
+
+
 class _Imports:
     """local name -> qualified name, from every import in the file. A name imported from two
     places (`try: from torch.cuda.amp import autocast` / `except ImportError: from torch.musa.amp
-    import autocast`) is not resolved: which one runs is not known here."""
+    import autocast`) is not resolved: which one runs is not known here. In a file with a star
+    import, `nn` and `F` that the file does not import mean what they conventionally do."""
 
     def __init__(self, tree: ast.Module) -> None:
         found: Dict[str, set] = {}
+        star = False
         for node in _statements(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     head = alias.name.split(".")[0]
                     found.setdefault(alias.asname or head, set()).add(alias.name if alias.asname else head)
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            elif isinstance(node, ast.ImportFrom):
+                star = star or any(alias.name == "*" for alias in node.names)
+                if not node.module or node.level:
+                    continue
                 for alias in node.names:
                     if alias.name != "*":
                         found.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
         self.aliases: Dict[str, str] = {name: next(iter(quals)) for name, quals in found.items() if len(quals) == 1}
+        if star:
+            bound = {t.id for n in _statements(tree, into_defs=False) for t in _targets(n)}
+            for name, qual in _STAR_CONVENTIONS.items():
+                if name not in found and name not in bound:
+                    self.aliases[name] = qual
 
     def qualname(self, expr: ast.AST) -> Optional[str]:
         parts: List[str] = []
@@ -448,6 +463,15 @@ class _Imports:
             head = "torch"
         parts.append(head)
         return ".".join(reversed(parts))
+
+
+def _targets(node: ast.AST) -> List[ast.Name]:
+    """The names a module-level statement binds with `=` (a class or function named `nn` too)."""
+    if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [ast.Name(id=node.name)]
+    if isinstance(node, ast.Assign):
+        return [n for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    return []
 
 
 def _call_shape(imports: _Imports, call: ast.Call) -> CallShape:
@@ -1020,7 +1044,8 @@ class _File:
         `model = DataParallel(model)`): the one project instance its bindings construct, when they
         all that construct a project-looking class construct the same one (wrappers from torch
         and re-bindings to itself aside)."""
-        refs = {ref for value in self._several[name] for ref in [self._value_ref(value, method)] if ref is not None}
+        values = [v for v in self._several[name] if not _wraps(v, name)]
+        refs = {ref for value in values for ref in [self._value_ref(value, method)] if ref is not None}
         refs = {ref for ref in refs if not (ref[2] or "").startswith("torch.")}
         return refs.pop() if len(refs) == 1 else None
 
@@ -1042,6 +1067,15 @@ class _Scan:
     calls: List[ast.Call]
     iters: List[ast.AST]  # what `for` loops and comprehensions iterate over
     stores: List[Tuple[str, ast.AST]]  # (attr, value) of `self.attr = value`, register_modules(attr=value)
+
+
+def _wraps(value: ast.AST, name: str) -> bool:
+    """`model = DataParallel(model)`, `model = smart_DDP(model).to(device)`: a re-binding of `name`
+    to a wrapper of itself, which runs the same module."""
+    return any(
+        isinstance(call, ast.Call) and any(isinstance(a, ast.Name) and a.id == name for a in call.args)
+        for call in ast.walk(value)
+    )
 
 
 def _last_name(expr: ast.AST) -> str:

@@ -1,9 +1,7 @@
-"""The model, built from a YAML config by name (`eval` over the star-imported blocks)."""
+"""The model, built from a YAML config by name (`eval` over the star-imported blocks); `nn` comes
+through the star import, as in YOLO."""
 
 from copy import deepcopy
-
-import torch
-import torch.nn as nn
 
 from models.common import *
 

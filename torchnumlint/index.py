@@ -16,7 +16,12 @@ What it records:
 - `functions`: every function and method as a `FuncInfo`: what it calls (`Ref`s, resolved only
   once the whole project is known). `toplevel` finds module-level functions by name.
 - `regions`: every fp16 autocast region (`with` item, decorator, a name bound to an autocast, a
-  `functools.partial(torch.autocast, ...)`) as its `Site` and the calls of its body.
+  `functools.partial(torch.autocast, ...)`) as its `Site` and the calls of its body; and float16
+  from the frameworks, each as its site and the module it runs: `with accelerator.autocast():` and
+  `accelerator.prepare(model)` where an `Accelerator`'s `mixed_precision` can be "fp16" (opt-in
+  when only an argument or `accelerate config` says), Lightning's `trainer.fit(model)` under
+  `Trainer(precision="16-mixed")` (its forward and steps), `deepspeed.initialize(model=model,
+  config=...)` with `"fp16": {"enabled": True}`, and `model.half()` / `model.to(torch.float16)`.
 - `scaler_sites`: every `GradScaler(...)` construction, GradScaler subclass and apex
   `amp.initialize`: loss scaling somewhere in the project.
 - `reached` (by `finalize`): the functions an fp16 region reaches through the call graph, each with
@@ -61,6 +66,7 @@ from torchnumlint.forward_facts import (
 )
 from torchnumlint.rules.module_outputs import CONTAINERS
 from torchnumlint.rules.autocast import (
+    ACCELERATORS,
     GRAD_SCALERS,
     CallShape,
     Dotted,
@@ -72,10 +78,16 @@ from torchnumlint.rules.autocast import (
     argument_value,
     number_literal,
     with_partial,
+    DEEPSPEED_INIT,
+    FP16_DTYPES,
+    LIGHTNING_RUNS,
+    LIGHTNING_STEPS,
+    accelerate_fp16,
+    lightning_fp16,
 )
 
 # A file can only matter if it mentions one of these.
-NEEDLES = ("autocast", "Module", "Function", "GradScaler", "forward", "amp.initialize")
+NEEDLES = ("autocast", "Module", "Function", "GradScaler", "forward", "amp.initialize", "half(", "float16", "ccelerat", "Trainer", "deepspeed")
 
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "torch.nn.modules.Module"})
 FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
@@ -104,6 +116,7 @@ class Site:
     device: str = "cuda"
     opt_in: bool = False  # enabled only by a flag (`enabled=args.fp16`)
     via: str = ""  # how it reaches what it reaches when not by plain calls ("through the builder ...")
+    what: str = ""  # a framework's float16, not an autocast: what turns it on ("Accelerate's mixed precision")
 
     @property
     def where(self) -> str:
@@ -707,6 +720,7 @@ class _File:
         self.aliases: List[Alias] = []
         self.star_modules = _star_modules(tree, path)  # `from models.common import *`
         self._several: Dict[str, List[ast.AST]] = {}  # in the function being read: names bound more than once
+        self.accelerate = self._accelerate()
         module_level = list(_statements(tree, into_defs=False))
         self.module_values = _single(_assignments(module_level))
         self.extensions = self._extension_names(module_level)
@@ -717,6 +731,8 @@ class _File:
                 if isinstance(node, ast.Call) and is_enabled_scaler(_call_shape(self.imports, node)):
                     self.scaler_sites.append(self._site(node, "cuda", False))
         self._block(self.tree.body, None, self.module_values, toplevel=True)
+        top = [s for s in self.tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        self._framework_regions(self._scan(top).calls, self.module_values, None)
 
     # -- structure -------------------------------------------------------------------------------
     def _block(self, body: List[ast.stmt], cls: Optional[ast.ClassDef], values: Dict[str, ast.AST],
@@ -737,6 +753,8 @@ class _File:
                     found = self._autocast(item.context_expr, values)
                     if found is not None:
                         site = self._site(item.context_expr, *found)
+                        if _accelerator_autocast(item.context_expr):
+                            site.what = "Accelerate's fp16 mixed precision"
                         body_info = FuncInfo(f"{self.path}:{stmt.lineno}:<autocast>", self.path, "<autocast>",
                                              cls.name if cls else None, self._refs(self._scan(stmt.body), values))
                         self.regions.append((site, body_info))
@@ -771,6 +789,7 @@ class _File:
             if found is not None:
                 self.regions.append((self._site(deco, *found), info))
         self._block(node.body, cls, values, nested=True)
+        self._framework_regions(scan.calls, values, cls)
         self._several = saved
 
     def _builder_refs(self, scan: "_Scan", values: Dict[str, ast.AST]) -> List[Ref]:
@@ -819,11 +838,77 @@ class _File:
             expr = values.get(expr.id) or self.module_values.get(expr.id)  # type: ignore[assignment]
         if not isinstance(expr, ast.Call):
             return None
+        if _accelerator_autocast(expr):  # float16 as the Accelerator's mixed_precision says
+            return ("cuda", not self.accelerate) if self.accelerate is not None else None
         partial = None
         if isinstance(expr.func, ast.Name):
             bound = values.get(expr.func.id) or self.module_values.get(expr.func.id)
             partial = _call_shape(self.imports, bound) if isinstance(bound, ast.Call) else None
         return classify_autocast(with_partial(_call_shape(self.imports, expr), partial))
+
+    # -- float16 from the frameworks -----------------------------------------------------------
+    def _accelerate(self) -> Optional[bool]:
+        """Whether this file's `Accelerator`s run float16 (`accelerate_fp16`): True when one says
+        "fp16", False (opt-in) when one may by an argument or when none is built here (`accelerate
+        config` decides), None when every one is built with another literal."""
+        if "ccelerat" not in self.text:
+            return None
+        found = [
+            accelerate_fp16(_call_shape(self.imports, node))
+            for node in ast.walk(self.tree)
+            if isinstance(node, ast.Call) and self.imports.qualname(node.func) in ACCELERATORS
+        ]
+        if True in found:
+            return True
+        return False if (False in found or not found) else None
+
+    def _framework_regions(self, calls: List[ast.Call], values: Dict[str, ast.AST], cls: Optional[ast.ClassDef]) -> None:
+        """The framework float16 regions among the calls of one body (see the module docstring)."""
+        for call in calls:
+            found = self._framework_region(call, values)
+            if found is not None:
+                opt_in, refs, what = found
+                key = f"{self.path}:{call.lineno}:<fp16>"
+                body = FuncInfo(key, self.path, "<fp16>", cls.name if cls else None, [r for r in refs if r is not None])
+                if body.refs:
+                    self.regions.append((dataclasses.replace(self._site(call, "cuda", opt_in), what=what), body))
+
+    def _framework_region(
+        self, call: ast.Call, values: Dict[str, ast.AST]
+    ) -> Optional[Tuple[bool, List[Optional[Ref]], str]]:
+        """(opt_in, what it runs, what turns float16 on) of one call that makes a module run in
+        float16, else None."""
+        method = _method_name(call)
+        owner = call.func.value if isinstance(call.func, ast.Attribute) else None
+        if method == "prepare" and owner is not None and self.accelerate is not None and "accelerator" in ast.unparse(owner).lower():
+            return not self.accelerate, [self._instance_of(a, values, "") for a in call.args], "Accelerate's fp16 mixed precision"
+        if method in LIGHTNING_RUNS and isinstance(owner, ast.Name) and isinstance(values.get(owner.id), ast.Call):
+            fp16 = lightning_fp16(_call_shape(self.imports, values[owner.id]))  # type: ignore[arg-type]
+            model = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "model"), None)
+            if fp16 is not None and model is not None:
+                refs = [self._instance_of(model, values, step) for step in LIGHTNING_STEPS]
+                return not fp16, refs, "Lightning's 16-bit mixed precision"
+        if self.imports.qualname(call.func) in DEEPSPEED_INIT:
+            kw = {k.arg: k.value for k in call.keywords if k.arg}
+            fp16 = _deepspeed_fp16(kw.get("config", kw.get("config_params")), values)
+            if fp16 is not None and "model" in kw:
+                return not fp16, [self._instance_of(kw["model"], values, "")], "DeepSpeed's fp16"
+        if owner is not None and (method == "half" and not call.args or method == "to" and self._to_fp16(call)):
+            return False, [self._instance_of(owner, values, "")], "a float16 model"
+        return None
+
+    def _to_fp16(self, call: ast.Call) -> bool:
+        """`.to(torch.float16)`, `.to(device, torch.half)`, `.to(dtype=torch.float16)`."""
+        given = list(call.args) + [k.value for k in call.keywords if k.arg == "dtype"]
+        return any(self.imports.qualname(a) in FP16_DTYPES for a in given if isinstance(a, (ast.Name, ast.Attribute)))
+
+    def _instance_of(self, expr: ast.AST, values: Dict[str, ast.AST], method: str) -> Optional[Ref]:
+        """`method` of the project module `expr` holds: a construction, or a name bound to one."""
+        if isinstance(expr, ast.Name):
+            if expr.id in values:
+                return self._value_ref(values[expr.id], method)
+            return self._several_ref(expr.id, method) if expr.id in self._several else None
+        return self._value_ref(expr, method) if isinstance(expr, ast.Call) else None
 
     def _site(self, call: ast.AST, device: str, opt_in: bool) -> Site:
         line = call.lineno
@@ -1067,6 +1152,32 @@ class _Scan:
     calls: List[ast.Call]
     iters: List[ast.AST]  # what `for` loops and comprehensions iterate over
     stores: List[Tuple[str, ast.AST]]  # (attr, value) of `self.attr = value`, register_modules(attr=value)
+
+
+def _accelerator_autocast(expr: ast.AST) -> bool:
+    """`accelerator.autocast()`, `self.accelerator.autocast()`: Accelerate's, not torch's."""
+    return (
+        isinstance(expr, ast.Call)
+        and _method_name(expr) == "autocast"
+        and "accelerator" in ast.unparse(expr.func.value).lower()  # type: ignore[attr-defined]
+    )
+
+
+def _deepspeed_fp16(config: Optional[ast.AST], values: Dict[str, ast.AST]) -> Optional[bool]:
+    """DeepSpeed's config: True for a dict literal with `"fp16": {"enabled": True}`, None for one
+    without it (or with `"enabled": False`), False (opt-in) for a config the code does not show
+    (a JSON file, an argument)."""
+    if isinstance(config, ast.Name):
+        config = values.get(config.id, config)
+    if not isinstance(config, ast.Dict):
+        return False if config is not None else None
+    for key, value in zip(config.keys, config.values):
+        if isinstance(key, ast.Constant) and key.value == "fp16" and isinstance(value, ast.Dict):
+            for inner_key, inner in zip(value.keys, value.values):
+                if isinstance(inner_key, ast.Constant) and inner_key.value == "enabled":
+                    return True if isinstance(inner, ast.Constant) and inner.value is True else (
+                        None if isinstance(inner, ast.Constant) else False)
+    return None
 
 
 def _wraps(value: ast.AST, name: str) -> bool:

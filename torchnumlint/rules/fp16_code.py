@@ -38,9 +38,11 @@ class Fp16Reach:
 
 
 def region_text(site: "Site") -> str:
-    """Where a finding's fp16 comes from: the region, whether only a flag turns it on, and the
-    builder or cast that carries it to the code (`Site.via`)."""
-    text = site.where + (", enabled only by its `enabled=` flag" if site.opt_in else "")
+    """Where a finding's fp16 comes from: the region (and the framework setting, `Site.what`),
+    whether only a flag turns it on, and the builder that carries it to the code (`Site.via`)."""
+    text = site.where + (f", {site.what}" if site.what else "")
+    if site.opt_in:
+        text += ", if its precision setting is fp16" if site.what else ", enabled only by its `enabled=` flag"
     return text + (f", {site.via}" if site.via else "")
 
 

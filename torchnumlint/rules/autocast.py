@@ -69,13 +69,19 @@ CUSTOM_BWD = frozenset(
      "torch.cuda.amp.autocast_mode.custom_bwd"}
 )
 
-# The deprecated `torch.cuda.amp` spellings (TNL306) and the `torch.amp` name replacing each.
+# The deprecated `torch.cuda.amp` spellings and `torch.cpu.amp.autocast` (TNL306) and the
+# `torch.amp` name replacing each (the device: `deprecated_device`).
 DEPRECATED: Dict[str, str] = {
-    **{qual: "torch.amp.autocast" for qual in AUTOCAST_CUDA},
+    **{qual: "torch.amp.autocast" for qual in AUTOCAST_CUDA | AUTOCAST_CPU},
     **{qual: "torch.amp.GradScaler" for qual in GRAD_SCALERS if qual.startswith("torch.cuda.amp.")},
     **{qual: "torch.amp.custom_fwd" for qual in CUSTOM_FWD if qual.startswith("torch.cuda.amp.")},
     **{qual: "torch.amp.custom_bwd" for qual in CUSTOM_BWD if qual.startswith("torch.cuda.amp.")},
 }
+
+
+def deprecated_device(qual: str) -> str:
+    """The device a deprecated spelling fixes: "cpu" for `torch.cpu.amp.*`, else "cuda"."""
+    return "cpu" if qual in AUTOCAST_CPU else "cuda"
 
 
 class Dotted(NamedTuple):

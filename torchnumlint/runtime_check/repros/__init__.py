@@ -28,6 +28,7 @@ from torchnumlint.runtime_check.repros.log_domain import logsumexp_manual, softm
 from torchnumlint.runtime_check.repros.masking import label_smoothing_inf_logits, masked_inf_softmax
 from torchnumlint.runtime_check.repros.mixed_precision import (
     attention_scaled_after_matmul,
+    clip_scaled_gradients,
     deprecated_cuda_amp,
     fp16_autocast_custom_op,
     fp16_without_grad_scaler,
@@ -44,6 +45,7 @@ MODULES: Sequence[ModuleType] = (
     unguarded_division, normalize_manual,
     sqrt_of_sum_of_squares, unguarded_sqrt_or_pow,
     fp16_autocast_custom_op, fp16_without_grad_scaler, deprecated_cuda_amp, attention_scaled_after_matmul,
+    clip_scaled_gradients,
     log_one_plus, exp_minus_one, softplus_manual,
     bce_on_sigmoid, probabilities_into_cross_entropy,
     sigmoid_manual, logit_manual,

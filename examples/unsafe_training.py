@@ -116,6 +116,14 @@ class EmbeddingAgreement(nn.Module):
         return (1 - cosine).mean() + 0.01 * distance.mean() - 0.01 * spread
 
 
+def scaled_clip_step(scaler, loss, opt, params, max_norm=1.0):
+    """The loss-scaled step the project's GPU scripts call with their GradScaler."""
+    scaler.scale(loss).backward()
+    torch.nn.utils.clip_grad_norm_(params, max_norm)
+    scaler.step(opt)
+    scaler.update()
+
+
 def train(steps=3, device=None):
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(0)

@@ -98,6 +98,12 @@ def attend(q, k, v, padding_mask):
     return torch.softmax(scores, dim=-1) @ v
 
 
+def hard_negative_weights(z, peer_z):
+    sim = z @ peer_z.transpose(0, 1)
+    sim = sim.masked_fill(torch.eye(sim.shape[0], dtype=torch.bool, device=sim.device), -1e9)
+    return sim.softmax(dim=-1)
+
+
 def masked_label_smoothing(logits, labels, banned):
     logits = logits.masked_fill(banned, float("-inf"))
     return F.cross_entropy(logits, labels, label_smoothing=0.1)
@@ -158,6 +164,7 @@ def train(steps=3, device=None):
                 + 0.01 * sum(t.mean() for t in growth_terms(gate.abs() + 0.1))
                 + 0.01 * attend(z[None], peer_z[None], peer_z[None], padding).mean()
                 + 0.1 * masked_label_smoothing(logits, y, banned)
+                + 0.01 * hard_negative_weights(z, peer_z).max(dim=-1).values.mean()
             )
         opt.zero_grad()
         loss.backward()

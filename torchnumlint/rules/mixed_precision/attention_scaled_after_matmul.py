@@ -28,53 +28,11 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
-from torchnumlint.rules.fp16_code import fp16_reach
+from torchnumlint.rules.fp16_code import Product, fp16_reach, product_of
 from torchnumlint.rules.mixed_precision.scores import feeds_softmax, normalised, plain_number, scale_value
 
 # A name that says it is a scale (`self.scale`, `scaling`, `temperature`, `inv_sqrt_d`).
 SCALE_NAME = re.compile(r"scal|temperature|(^|_)tau$|sqrt|norm_fact|(^|_)d_?k$|head_dim")
-
-MATMUL_FUNCS = frozenset({"torch.matmul", "torch.bmm", "torch.einsum"})
-MATMUL_METHODS = frozenset({"matmul", "bmm"})
-
-
-class Product:
-    """A matrix product `a @ b` / `torch.matmul(a, b)` / `torch.bmm(a, b)` / `a.matmul(b)` /
-    `torch.einsum(eq, a, b)`: `first` is the operand a scale can move onto."""
-
-    def __init__(self, node: cst.BaseExpression, first: cst.BaseExpression, second: cst.BaseExpression) -> None:
-        self.node = node
-        self.first = first
-        self.second = second
-
-    def with_first(self, first: cst.BaseExpression) -> cst.BaseExpression:
-        node = self.node
-        if isinstance(node, cst.BinaryOperation):
-            return node.with_changes(left=first)
-        assert isinstance(node, cst.Call)
-        if isinstance(node.func, cst.Attribute) and node.func.value is self.first:  # a.matmul(b)
-            return node.with_changes(func=node.func.with_changes(value=_atom(first)))
-        args = [arg.with_changes(value=first) if arg.value is self.first else arg for arg in node.args]
-        return node.with_changes(args=args)
-
-
-def product_of(ctx, expr: cst.BaseExpression) -> Optional[Product]:
-    """The matrix product `expr` is, if it is one of two operands."""
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.MatrixMultiply):
-        return Product(expr, expr.left, expr.right)
-    if not isinstance(expr, cst.Call) or any(arg.star or arg.keyword for arg in expr.args):
-        return None
-    values = [arg.value for arg in expr.args]
-    qual = ctx.qualname(expr.func)
-    if qual == "torch.einsum" and len(values) == 3 and isinstance(values[0], cst.SimpleString):
-        return Product(expr, values[1], values[2])
-    if qual in MATMUL_FUNCS and len(values) == 2:
-        return Product(expr, values[0], values[1])
-    func = expr.func
-    if isinstance(func, cst.Attribute) and func.attr.value in MATMUL_METHODS and len(values) == 1 and qual is None:
-        return Product(expr, func.value, values[0])
-    return None
-
 
 def _atom(expr: cst.BaseExpression) -> cst.BaseExpression:
     """`expr` in parentheses unless it already binds tighter than any operator."""
@@ -288,7 +246,7 @@ class AttentionScaledAfterMatmul(Rule):
         if isinstance(scale, cst.BinaryOperation) and not isinstance(scale.operator, cst.Power):
             scale = _atom(scale)  # `q / (a * b)`, not `q / a * b`
         moved = cst.BinaryOperation(left=_atom(product.first), operator=operator, right=scale)
-        if isinstance(product.node, cst.BinaryOperation):  # `(q * s) @ k`: what moved, for the reader
+        if not product.as_argument:  # `(q * s) @ k`, `(q * s).matmul(k)`; an argument needs none
             moved = moved.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         new = product.with_first(moved).with_changes(lpar=node.lpar, rpar=node.rpar)
         return self.fix().replace(node, new)

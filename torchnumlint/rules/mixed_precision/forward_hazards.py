@@ -66,6 +66,7 @@ VARIANCE = "`var` (the variance of values beyond 255 overflows float16)"
 class Hazard:
     what: str  # what a finding says overflows: "`x * x` product (...)", "eps 1e-08 rounds to 0 ..."
     span: Span  # the expression a finding points at
+    kind: str = ""  # "fill" for a masked_fill constant (a site TNL305 owns when it runs)
 
 
 def eps_text(eps: float) -> str:
@@ -168,7 +169,7 @@ class _Judge:
         value = next((ref for keyword, ref in call.keywords if keyword == "value"), value)
         fill = self._at(value)
         if isinstance(fill, Number) and FP16_MAX < abs(fill.value) < float("inf") and not self.fp32(receiver):
-            return Hazard(fill_text(fill.value), call.span)
+            return Hazard(fill_text(fill.value), call.span, "fill")
         return None
 
     def _kernel(self, call: Call) -> Optional[Hazard]:

@@ -20,6 +20,7 @@ from torchnumlint.rules.amp import decorator_qualname, find_class, find_method
 from torchnumlint.rules.autocast import CUSTOM_BWD, CUSTOM_FWD
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.fp16_code import region_text
+from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.mixed_precision.forward_hazards import Hazard, forward_hazards
 from torchnumlint.rules.rewrite import with_keyword
 from torchnumlint.walk import Visitor
@@ -296,6 +297,8 @@ class Fp16AutocastCustomOp(Rule):
         if site is None or forward is None:
             return
         hazards = forward_hazards(info, index.lookup)
+        if owned_elsewhere(self.ctx, self.code, "fp16-fill"):
+            hazards = [h for h in hazards if h.kind != "fill"]
         if not hazards:
             return
         found = self._hazard_nodes(forward, hazards)

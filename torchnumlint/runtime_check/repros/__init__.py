@@ -31,6 +31,7 @@ from torchnumlint.runtime_check.repros.mixed_precision import (
     clip_scaled_gradients,
     deprecated_cuda_amp,
     fp16_autocast_custom_op,
+    fp16_overflow_constant,
     fp16_without_grad_scaler,
 )
 from torchnumlint.runtime_check.repros.roots import sqrt_of_sum_of_squares, unguarded_sqrt_or_pow
@@ -45,7 +46,7 @@ MODULES: Sequence[ModuleType] = (
     unguarded_division, normalize_manual,
     sqrt_of_sum_of_squares, unguarded_sqrt_or_pow,
     fp16_autocast_custom_op, fp16_without_grad_scaler, deprecated_cuda_amp, attention_scaled_after_matmul,
-    clip_scaled_gradients,
+    clip_scaled_gradients, fp16_overflow_constant,
     log_one_plus, exp_minus_one, softplus_manual,
     bce_on_sigmoid, probabilities_into_cross_entropy,
     sigmoid_manual, logit_manual,

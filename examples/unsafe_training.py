@@ -100,6 +100,7 @@ def attend(q, k, v, padding_mask):
 
 def hard_negative_weights(z, peer_z):
     sim = z @ peer_z.transpose(0, 1)
+    sim = sim / (sim.abs().amax(dim=-1, keepdim=True) + 1e-8)
     sim = sim.masked_fill(torch.eye(sim.shape[0], dtype=torch.bool, device=sim.device), -1e9)
     return sim.softmax(dim=-1)
 

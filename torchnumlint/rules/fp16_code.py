@@ -121,7 +121,7 @@ def fp16_reach(ctx: "FileContext") -> Optional[Fp16Reach]:
 _KEEPS_DTYPE = frozenset({
     "view", "reshape", "permute", "transpose", "contiguous", "squeeze", "unsqueeze", "flatten", "clone",
     "masked_fill", "masked_fill_", "expand", "expand_as", "repeat", "narrow", "chunk", "split", "unbind",
-    "add", "sub", "mul", "div", "neg", "relu", "abs", "tanh", "sigmoid",
+    "add", "sub", "mul", "div", "neg", "relu", "abs", "tanh", "sigmoid", "amax", "amin", "mean",
 })
 _FP16_LAYERS_FUNCS = frozenset({
     "torch.nn.functional.linear", "torch.nn.functional.conv1d", "torch.nn.functional.conv2d",

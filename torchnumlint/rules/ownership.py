@@ -36,6 +36,8 @@ OWNERS: Dict[str, str] = {
     "handwritten-bce": "TNL104",
     # `scores.masked_fill(m, -1e9)` on float16 scores in a module forward TNL301 judges: TNL305 fixes it
     "fp16-fill": "TNL305",
+    # `x / (t + 1e-8)` of a float16 `t` in a module forward TNL301 judges: TNL303 fixes the eps
+    "fp16-eps": "TNL303",
 }
 
 

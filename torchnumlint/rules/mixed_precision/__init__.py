@@ -9,6 +9,8 @@
   attention scores scaled after a float16 matmul, before their softmax.
 - TNL307 clip-scaled-gradients (`clip_scaled_gradients.py`): a clip between a scaled backward
   and the scaler's step, with no `unscale_` first.
+- TNL303 eps-below-fp16 (`eps_below_fp16.py`): an eps float16 cannot hold guarding a float16
+  value (a division, a root, a log).
 - TNL305 fp16-overflow-constant (`fp16_overflow_constant.py`): a fill constant beyond 65504 on a
   float16 tensor.
 - TNL306 deprecated-cuda-amp (`deprecated_cuda_amp.py`): the `torch.cuda.amp` spellings.
@@ -28,3 +30,4 @@ from torchnumlint.rules.mixed_precision import fp16_without_grad_scaler  # noqa:
 from torchnumlint.rules.mixed_precision import attention_scaled_after_matmul  # noqa: F401
 from torchnumlint.rules.mixed_precision import clip_scaled_gradients  # noqa: F401
 from torchnumlint.rules.mixed_precision import fp16_overflow_constant  # noqa: F401
+from torchnumlint.rules.mixed_precision import eps_below_fp16  # noqa: F401

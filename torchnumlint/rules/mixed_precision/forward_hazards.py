@@ -66,7 +66,7 @@ VARIANCE = "`var` (the variance of values beyond 255 overflows float16)"
 class Hazard:
     what: str  # what a finding says overflows: "`x * x` product (...)", "eps 1e-08 rounds to 0 ..."
     span: Span  # the expression a finding points at
-    kind: str = ""  # "fill" for a masked_fill constant (a site TNL305 owns when it runs)
+    kind: str = ""  # "fill": a masked_fill constant (TNL305's when it runs); "eps": an eps (TNL303's)
 
 
 def eps_text(eps: float) -> str:
@@ -143,7 +143,7 @@ class _Judge:
                 return Hazard(SQUARE, expr.span)
             eps = self._eps(expr.right) if expr.op == "Div" else None
             if eps is not None:  # a denominator: a zero-valued eps and a subnormal one both fail
-                return Hazard(eps_text(eps), self._at(expr.right).span)  # type: ignore[union-attr]
+                return Hazard(eps_text(eps), self._at(expr.right).span, "eps")  # type: ignore[union-attr]
             return None
         if not isinstance(expr, Call):
             return None
@@ -155,7 +155,7 @@ class _Judge:
         if name in EPS_GUARDED:
             eps = self._eps(receiver)
             if eps is not None and eps < FP16_ROUNDS_TO_ZERO:  # a subnormal eps still guards a root or log
-                return Hazard(eps_text(eps), self._at(receiver).span)  # type: ignore[union-attr]
+                return Hazard(eps_text(eps), self._at(receiver).span, "eps")  # type: ignore[union-attr]
         if name in ("masked_fill", "masked_fill_"):
             return self._fill(expr, receiver)
         if name == "var" and self.fp16(receiver):

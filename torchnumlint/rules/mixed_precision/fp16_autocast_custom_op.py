@@ -297,8 +297,8 @@ class Fp16AutocastCustomOp(Rule):
         if site is None or forward is None:
             return
         hazards = forward_hazards(info, index.lookup)
-        if owned_elsewhere(self.ctx, self.code, "fp16-fill"):
-            hazards = [h for h in hazards if h.kind != "fill"]
+        owned = {kind for kind, site in (("fill", "fp16-fill"), ("eps", "fp16-eps")) if owned_elsewhere(self.ctx, self.code, site)}
+        hazards = [h for h in hazards if h.kind not in owned]
         if not hazards:
             return
         found = self._hazard_nodes(forward, hazards)

@@ -158,6 +158,17 @@ SILENT = {
             model = Energy(8)
             deepspeed.initialize(model=model, config=ds_config)
         """,
+    "half-and-back": """\
+        import torch
+        from models import Energy
+
+
+        def main(loader):
+            model = Energy(8)
+            model.half().float()  # rounds the weights to float16's grid, trains in float32
+            for x in loader:
+                model(x).mean().backward()
+        """,
     "half-of-a-tensor": """\
         import torch
         from models import Energy

@@ -303,7 +303,8 @@ class ProjectIndex:
         for info in (c for cs in self.classes.values() for c in cs):
             for base in self._bases(info):
                 self.subclasses.setdefault(f"{base.path}:{base.name}", []).append(info)
-        for site, body in sorted(self.regions, key=lambda r: (r[0].opt_in, r[0].path, r[0].line, r[0].col)):
+        # unconditional regions first, then the project's top-level scripts (`train.py` before `tools/train.py`)
+        for site, body in sorted(self.regions, key=lambda r: (r[0].opt_in, r[0].path.count("/"), r[0].path, r[0].line, r[0].col)):
             self.reached.setdefault(body.key, site)  # a decorated function is itself the region
             stack = [(body, site)]
             while stack:
@@ -863,8 +864,12 @@ class _File:
         return False if (False in found or not found) else None
 
     def _framework_regions(self, calls: List[ast.Call], values: Dict[str, ast.AST], cls: Optional[ast.ClassDef]) -> None:
-        """The framework float16 regions among the calls of one body (see the module docstring)."""
+        """The framework float16 regions among the calls of one body (see the module docstring). A
+        `.half()` cast straight back (`model.half().float()`: YOLO rounds its anchors so) is none."""
+        recast = {id(c.func.value) for c in calls if _method_name(c) in ("float", "double") and isinstance(c.func.value, ast.Call)}  # type: ignore[attr-defined]
         for call in calls:
+            if id(call) in recast:
+                continue
             found = self._framework_region(call, values)
             if found is not None:
                 opt_in, refs, what = found

@@ -21,6 +21,7 @@ from torchnumlint.runtime_check.repros.inputs import gen, put, rows_spanning
 
 
 def peak_normalized(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """h / (max_j |h_j| + 1e-8) per row, h = x w: each row scaled to peak magnitude 1."""
     h = x @ w
     return h / (h.abs().amax(dim=-1, keepdim=True) + 1e-8)
 

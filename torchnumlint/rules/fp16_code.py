@@ -34,7 +34,6 @@ class Fp16Reach:
     is, whether only a flag turns it on, and the builder it reaches through)."""
 
     text: str
-    device: str = "cuda"
 
 
 MATMUL_FUNCS = frozenset({"torch.matmul", "torch.bmm", "torch.einsum"})
@@ -103,17 +102,17 @@ def fp16_reach(ctx: "FileContext") -> Optional[Fp16Reach]:
             return None
         openers = fp16_openers(ctx, node)
         if openers:
-            expr, (device, opt_in) = openers[0]
+            expr, (_, opt_in) = openers[0]
             positions = positions or ctx.positions
             line = positions[expr].start.line
             flag = ", enabled only by its `enabled=` flag" if opt_in else ""
-            return Fp16Reach(f"{ctx.path}:{line}{flag}", device)
+            return Fp16Reach(f"{ctx.path}:{line}{flag}")
         if isinstance(node, cst.FunctionDef) and ctx.index is not None:
             positions = positions or ctx.positions
             key = f"{ctx.path}:{positions[node.name].start.line}:{node.name.value}"
             site = ctx.index.reached.get(key)
             if site is not None:
-                return Fp16Reach(region_text(site), site.device)
+                return Fp16Reach(region_text(site))
     return None
 
 

@@ -118,6 +118,13 @@ def attend(q, k, v, padding_mask):
     return torch.softmax(scores, dim=-1) @ v
 
 
+def hard_negative_weights(z, peer_z):
+    sim = z @ peer_z.transpose(0, 1)
+    sim = sim / (sim.abs().amax(dim=-1, keepdim=True) + 1e-8)
+    sim = sim.masked_fill(torch.eye(sim.shape[0], dtype=torch.bool, device=sim.device), -1e9)
+    return sim.softmax(dim=-1)
+
+
 def masked_label_smoothing(logits, labels, banned):
     logits = logits.masked_fill(banned, float("-inf"))
     return F.cross_entropy(logits, labels, label_smoothing=0.1)
@@ -140,6 +147,14 @@ class EmbeddingAgreement(nn.Module):
 def embedding_log_volume(z):
     cov = z.T @ z / z.shape[0] + torch.eye(z.shape[1], device=z.device)
     return torch.log(torch.det(cov))
+
+
+def scaled_clip_step(scaler, loss, opt, params, max_norm=1.0):
+    """The loss-scaled step the project's GPU scripts call with their GradScaler."""
+    scaler.scale(loss).backward()
+    torch.nn.utils.clip_grad_norm_(params, max_norm)
+    scaler.step(opt)
+    scaler.update()
 
 
 def train(steps=3, device=None):
@@ -178,6 +193,7 @@ def train(steps=3, device=None):
                 + 0.01 * log_gate_loss(gate)
                 + 0.01 * attend(z[None], peer_z[None], peer_z[None], padding).mean()
                 + 0.1 * masked_label_smoothing(logits, y, banned)
+                + 0.01 * hard_negative_weights(z, peer_z).max(dim=-1).values.mean()
             )
         opt.zero_grad()
         loss.backward()

@@ -107,6 +107,10 @@ class Forward:
     params: FrozenSet[str] = frozenset()  # parameters after self/ctx not known to be numbers (default, annotation)
     defaults: Dict[str, float] = field(default_factory=dict)  # parameter -> the number it defaults to
     init_numbers: Dict[str, float] = field(default_factory=dict)  # `self.attr = number`, set once in `__init__`
+    # `self.attr = Layer(...)` in `__init__`: attr -> what may be constructed there, each as
+    # (simple name, qualified name through the imports); `("", None)` for a value of unknown kind
+    submodules: Dict[str, Tuple[Tuple[str, Optional[str]], ...]] = field(default_factory=dict)
+    returns: List[Ref] = field(default_factory=list)  # the values of its `return` statements
     cast_inputs_fp32: bool = False  # decorated with `custom_fwd(cast_inputs=torch.float32)`
     under_island: bool = False  # decorated with an autocast that is not float16
 

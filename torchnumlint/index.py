@@ -16,11 +16,22 @@ What it records:
 - `functions`: every function and method as a `FuncInfo`: what it calls (`Ref`s, resolved only
   once the whole project is known). `toplevel` finds module-level functions by name.
 - `regions`: every fp16 autocast region (`with` item, decorator, a name bound to an autocast, a
-  `functools.partial(torch.autocast, ...)`) as its `Site` and the calls of its body.
+  `functools.partial(torch.autocast, ...)`) as its `Site` and the calls of its body; and float16
+  from the frameworks, each as its site and the module it runs: `with accelerator.autocast():` and
+  `accelerator.prepare(model)` where an `Accelerator`'s `mixed_precision` can be "fp16" (opt-in
+  when only an argument or `accelerate config` says), Lightning's `trainer.fit(model)` under
+  `Trainer(precision="16-mixed")` (its forward and steps), `deepspeed.initialize(model=model,
+  config=...)` with `"fp16": {"enabled": True}`, and `model.half()` / `model.to(torch.float16)`.
 - `scaler_sites`: every `GradScaler(...)` construction, GradScaler subclass and apex
   `amp.initialize`: loss scaling somewhere in the project.
 - `reached` (by `finalize`): the functions an fp16 region reaches through the call graph, each with
   the first region that reaches it. TNL301 reports only hazards in what a region reaches.
+- builders: a function that instantiates classes by name reaches every project `nn.Module` it can
+  name: `eval(name)` or `globals()[name]` (the classes of its file and of the modules it
+  star-imports: YOLO's `parse_model` over `from models.common import *`), `getattr(module, name)`
+  (that module's classes), a registry's `R.build(cfg)` / `build_from_cfg(cfg, R)` (the classes
+  decorated `@R.register_module()`). What it reaches cites the builder (`Site.via`).
+- `aliases`: module-level `Model = DetectionModel`: a reference to the alias means the class.
 
 The index records facts; rules make the decisions. Everything is plain data (picklable, so a
 cache can store it per file); `merge` combines two indexes (then `finalize` again).
@@ -32,6 +43,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
@@ -52,7 +64,9 @@ from torchnumlint.forward_facts import (
     Span,
     Unary,
 )
+from torchnumlint.rules.module_outputs import CONTAINERS
 from torchnumlint.rules.autocast import (
+    ACCELERATORS,
     GRAD_SCALERS,
     CallShape,
     Dotted,
@@ -64,10 +78,16 @@ from torchnumlint.rules.autocast import (
     argument_value,
     number_literal,
     with_partial,
+    DEEPSPEED_INIT,
+    FP16_DTYPES,
+    LIGHTNING_RUNS,
+    LIGHTNING_STEPS,
+    accelerate_fp16,
+    lightning_fp16,
 )
 
 # A file can only matter if it mentions one of these.
-NEEDLES = ("autocast", "Module", "Function", "GradScaler", "forward", "amp.initialize")
+NEEDLES = ("autocast", "Module", "Function", "GradScaler", "forward", "amp.initialize", "half(", "float16", "ccelerat", "Trainer", "deepspeed")
 
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "torch.nn.modules.Module"})
 FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
@@ -76,6 +96,9 @@ FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.
 EXTENSION_SUFFIXES = ("_C", "_cuda", "_ext", "_cpp", "_kernels", "_kernel")
 EXTENSION_LOADERS = frozenset({"load", "load_ext", "load_inline", "load_extension"})
 # ast: a reference to one of the project's callables, resolved once the whole project is indexed.
+#   ("names", module)           every project module class of `module` (a builder's namespace)
+#   ("file", path)              every project module class defined in `path` (`eval` over globals)
+#   ("registry", name)          every class registered with the registry `name` (`R.build(cfg)`)
 #   ("call", name, qual)        name(...): a project function (a class here is only constructed)
 #   ("inst", name, qual, meth)  method `meth` of an instance of class `name` ("" calls the instance,
 #                               "apply" a Function); of what project function `name` constructs
@@ -92,6 +115,8 @@ class Site:
     col: int = 0  # 0-based character column
     device: str = "cuda"
     opt_in: bool = False  # enabled only by a flag (`enabled=args.fp16`)
+    via: str = ""  # how it reaches what it reaches when not by plain calls ("through the builder ...")
+    what: str = ""  # a framework's float16, not an autocast: what turns it on ("Accelerate's mixed precision")
 
     @property
     def where(self) -> str:
@@ -118,6 +143,7 @@ class ClassInfo:
     forward: Optional[Forward] = None  # what its own `forward` computes (TNL301 judges it)
     direct_kind: str = ""  # from its torch bases alone
     methods: Dict[str, str] = field(default_factory=dict)  # name -> FuncInfo key
+    registries: List[str] = field(default_factory=list)  # `@MODELS.register_module()`: "MODELS"
     attrs: Dict[str, List[Tuple[str, Optional[str]]]] = field(default_factory=dict)  # self.attr -> callables
 
     @property
@@ -145,6 +171,19 @@ def _pick(found: Sequence, qual: Optional[str], from_path: str):
 
 
 @dataclass
+class Alias:
+    """`name = target` at module level of `path`, where `target` names a class."""
+
+    name: str
+    path: str
+    target: str
+    qual: Optional[str]
+
+
+BUILDER_KINDS = ("names", "file", "registry")
+
+
+@dataclass
 class ProjectIndex:
     classes: Dict[str, List[ClassInfo]] = field(default_factory=dict)
     functions: Dict[str, FuncInfo] = field(default_factory=dict)  # key -> function or method
@@ -152,6 +191,9 @@ class ProjectIndex:
     regions: List[Tuple[Site, FuncInfo]] = field(default_factory=list)  # fp16 autocast, its body's calls
     scaler_sites: List[Site] = field(default_factory=list)
     reached: Dict[str, Site] = field(default_factory=dict)  # function key -> first region reaching it
+    aliases: Dict[str, List[Alias]] = field(default_factory=dict)  # alias name -> where it is bound
+    # "path:Class" -> its project subclasses (by `finalize`, for `self.attr` only subclasses set)
+    subclasses: Dict[str, List[ClassInfo]] = field(default_factory=dict, repr=False)
     files: int = 0  # files parsed (the rest were skipped by the pre-filter or a syntax error)
     summaries: Summaries = field(default_factory=Summaries)  # what each file's helpers return
 
@@ -165,7 +207,14 @@ class ProjectIndex:
         None when unknown, a torch class, or ambiguous."""
         if qual is not None and qual.startswith("torch."):
             return None
-        return _pick(self.classes.get(qual.rsplit(".", 1)[-1] if qual else name, []), qual, from_path)
+        simple = qual.rsplit(".", 1)[-1] if qual else name
+        found = self.classes.get(simple)
+        if found:
+            return _pick(found, qual, from_path)
+        alias = _pick(self.aliases.get(simple, []), qual, from_path)
+        if alias is None or alias.target == simple:
+            return None
+        return _pick(self.classes.get(alias.target, []), alias.qual, alias.path)
 
     def function(self, name: str, qual: Optional[str], from_path: str) -> Optional[FuncInfo]:
         """The project module-level function a reference means, like `lookup`."""
@@ -195,6 +244,7 @@ class ProjectIndex:
             toplevel={name: [k for k in keys if self.functions[k].path != path] for name, keys in self.toplevel.items()},
             regions=[r for r in self.regions if r[0].path != path],
             scaler_sites=[s for s in self.scaler_sites if s.path != path],
+            aliases={name: [a for a in found if a.path != path] for name, found in self.aliases.items()},
             files=self.files,
             summaries=self.summaries.without(path),
         )
@@ -218,6 +268,8 @@ class ProjectIndex:
             self.toplevel.setdefault(name, []).extend(keys)
         self.regions.extend(part.regions)
         self.scaler_sites.extend(part.scaler_sites)
+        for name, found in part.aliases.items():
+            self.aliases.setdefault(name, []).extend(found)
         self.files += part.files
         self.summaries.absorb(part.summaries)
 
@@ -244,16 +296,44 @@ class ProjectIndex:
 
     def _reach(self) -> None:
         """One walk over the call graph from every region, unconditional regions first: each
-        function keeps the first region that reaches it (what a finding cites)."""
+        function keeps the first region that reaches it (what a finding cites), and what a builder
+        names keeps the builder too (`Site.via`)."""
         self.reached = {}
-        for site, body in sorted(self.regions, key=lambda r: (r[0].opt_in, r[0].path, r[0].line, r[0].col)):
+        self.subclasses = {}
+        for info in (c for cs in self.classes.values() for c in cs):
+            for base in self._bases(info):
+                self.subclasses.setdefault(f"{base.path}:{base.name}", []).append(info)
+        # unconditional regions first, then the project's top-level scripts (`train.py` before `tools/train.py`)
+        for site, body in sorted(self.regions, key=lambda r: (r[0].opt_in, r[0].path.count("/"), r[0].path, r[0].line, r[0].col)):
             self.reached.setdefault(body.key, site)  # a decorated function is itself the region
-            stack = [body]
+            stack = [(body, site)]
             while stack:
-                for key in self._callees(stack.pop()):
+                func, at = stack.pop()
+                callees = [(key, at) for key in self._callees(func)]
+                callees += [(key, at if at.via else dataclasses.replace(at, via=via)) for key, via in self._built(func)]
+                for key, reach in callees:
                     if key not in self.reached and key in self.functions:
-                        self.reached[key] = site
-                        stack.append(self.functions[key])
+                        self.reached[key] = reach
+                        stack.append((self.functions[key], reach))
+
+    def _built(self, func: FuncInfo) -> Iterator[Tuple[str, str]]:
+        """The forwards of the project modules a builder function can name, each with how a
+        finding says it (`through the builder `parse_model` (models/yolo.py:713)`)."""
+        line = func.key.rsplit(":", 2)[-2]
+        for ref in func.refs:
+            if ref[0] not in BUILDER_KINDS:
+                continue
+            if ref[0] == "registry":
+                via = f"through the registry `{ref[1]}` built in `{func.name}` ({func.path}:{line})"
+                named = [c for cs in self.classes.values() for c in cs if ref[1] in c.registries]
+            else:
+                via = f"through the builder `{func.name}` ({func.path}:{line}), which can name every module of its namespace"
+                matches = (lambda c: c.path == ref[1]) if ref[0] == "file" else (lambda c: _path_is_module(c.path, ref[1]))
+                named = [c for cs in self.classes.values() for c in cs if matches(c)]
+            for info in named:
+                key = self._method(info, "forward") if info.kind == "module" else None
+                if key is not None:
+                    yield key, via
 
     # -- the call graph ----------------------------------------------------------------------------
     def _bases(self, info: ClassInfo) -> Iterator[ClassInfo]:
@@ -270,10 +350,17 @@ class ProjectIndex:
 
     def _attr(self, info: ClassInfo, attr: str, depth: int = 0) -> List[Tuple[str, Optional[str], str]]:
         """The callables assigned to `self.attr` in the class or its project bases, with the path
-        they are named from."""
+        they are named from; failing those, in its project subclasses (a base's method reading
+        `self.model` that only subclasses set: YOLO's `BaseModel._forward_once`)."""
+        found = self._own_attr(info, attr, depth)
+        if found or depth:
+            return found
+        return [f for sub in self.subclasses.get(f"{info.path}:{info.name}", []) for f in self._own_attr(sub, attr, 1)]
+
+    def _own_attr(self, info: ClassInfo, attr: str, depth: int) -> List[Tuple[str, Optional[str], str]]:
         if attr in info.attrs or depth > 8:
             return [(name, qual, info.path) for name, qual in info.attrs.get(attr, [])]
-        return [found for b in self._bases(info) for found in self._attr(b, attr, depth + 1)]
+        return [found for b in self._bases(info) for found in self._own_attr(b, attr, depth + 1)]
 
     def _instance(self, name: str, qual: Optional[str], method: str, path: str, builder: bool = True) -> Iterator[str]:
         """Keys run by `method` of an instance of `name` ("" calls it: a Module's forward, else
@@ -343,23 +430,38 @@ def _path_is_module(path: str, module: str) -> bool:
 # The ast pass over one file
 
 
+# What `nn` and `F` mean in a file that star-imports and binds neither itself: the names every
+# torch file gives them (YOLO's models/yolo.py reads `nn.Module` through `from models.common import *`).
+_STAR_CONVENTIONS = {"nn": "torch.nn", "F": "torch.nn.functional"}
+
+
 class _Imports:
     """local name -> qualified name, from every import in the file. A name imported from two
     places (`try: from torch.cuda.amp import autocast` / `except ImportError: from torch.musa.amp
-    import autocast`) is not resolved: which one runs is not known here."""
+    import autocast`) is not resolved: which one runs is not known here. In a file with a star
+    import, `nn` and `F` that the file does not import mean what they conventionally do."""
 
     def __init__(self, tree: ast.Module) -> None:
         found: Dict[str, set] = {}
+        star = False
         for node in _statements(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     head = alias.name.split(".")[0]
                     found.setdefault(alias.asname or head, set()).add(alias.name if alias.asname else head)
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            elif isinstance(node, ast.ImportFrom):
+                star = star or any(alias.name == "*" for alias in node.names)
+                if not node.module or node.level:
+                    continue
                 for alias in node.names:
                     if alias.name != "*":
                         found.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
         self.aliases: Dict[str, str] = {name: next(iter(quals)) for name, quals in found.items() if len(quals) == 1}
+        if star:
+            bound = {t.id for n in _statements(tree, into_defs=False) for t in _targets(n)}
+            for name, qual in _STAR_CONVENTIONS.items():
+                if name not in found and name not in bound:
+                    self.aliases[name] = qual
 
     def qualname(self, expr: ast.AST) -> Optional[str]:
         parts: List[str] = []
@@ -375,6 +477,15 @@ class _Imports:
             head = "torch"
         parts.append(head)
         return ".".join(reversed(parts))
+
+
+def _targets(node: ast.AST) -> List[ast.Name]:
+    """The names a module-level statement binds with `=` (a class or function named `nn` too)."""
+    if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [ast.Name(id=node.name)]
+    if isinstance(node, ast.Assign):
+        return [n for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    return []
 
 
 def _call_shape(imports: _Imports, call: ast.Call) -> CallShape:
@@ -477,11 +588,13 @@ class _ForwardRecorder:
     autocast is not float16), which parameters may hold tensors and the numbers the others
     default to. TNL301 reads the record under the CUDA autocast policy."""
 
-    def __init__(self, file: "_File", func: ast.FunctionDef, init_numbers: Dict[str, float]) -> None:
+    def __init__(self, file: "_File", func: ast.FunctionDef, init_numbers: Dict[str, float],
+                 submodules: Dict[str, Tuple[Tuple[str, Optional[str]], ...]]) -> None:
         self.file = file
         self.imports = file.imports
         self.func = func
         self.init_numbers = init_numbers
+        self.submodules = submodules
         self.nodes = list(self._walk())
         self.walked = [(node, island) for node, island in self.nodes if isinstance(node, ast.expr)]
         self.positions = {id(node): i for i, (node, _) in enumerate(self.walked)}
@@ -519,6 +632,8 @@ class _ForwardRecorder:
             ),
             defaults=numbers,
             init_numbers=self.init_numbers,
+            submodules=self.submodules,
+            returns=[self._ref(node.value) for node, _ in self.nodes if isinstance(node, ast.Return) and node.value],
             cast_inputs_fp32=any(is_cast_fp32(shape) for shape in calls),
             under_island=any(is_other_autocast(shape) for shape in calls),
         )
@@ -603,6 +718,10 @@ class _File:
         self.regions: List[Tuple[Site, FuncInfo]] = []
         self.scaler_sites: List[Site] = []
         self._class_infos: Dict[int, ClassInfo] = {}  # id(ClassDef) -> its info
+        self.aliases: List[Alias] = []
+        self.star_modules = _star_modules(tree, path)  # `from models.common import *`
+        self._several: Dict[str, List[ast.AST]] = {}  # in the function being read: names bound more than once
+        self.accelerate = self._accelerate()
         module_level = list(_statements(tree, into_defs=False))
         self.module_values = _single(_assignments(module_level))
         self.extensions = self._extension_names(module_level)
@@ -613,6 +732,8 @@ class _File:
                 if isinstance(node, ast.Call) and is_enabled_scaler(_call_shape(self.imports, node)):
                     self.scaler_sites.append(self._site(node, "cuda", False))
         self._block(self.tree.body, None, self.module_values, toplevel=True)
+        top = [s for s in self.tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        self._framework_regions(self._scan(top).calls, self.module_values, None)
 
     # -- structure -------------------------------------------------------------------------------
     def _block(self, body: List[ast.stmt], cls: Optional[ast.ClassDef], values: Dict[str, ast.AST],
@@ -633,6 +754,8 @@ class _File:
                     found = self._autocast(item.context_expr, values)
                     if found is not None:
                         site = self._site(item.context_expr, *found)
+                        if _accelerator_autocast(item.context_expr):
+                            site.what = "Accelerate's fp16 mixed precision"
                         body_info = FuncInfo(f"{self.path}:{stmt.lineno}:<autocast>", self.path, "<autocast>",
                                              cls.name if cls else None, self._refs(self._scan(stmt.body), values))
                         self.regions.append((site, body_info))
@@ -651,8 +774,12 @@ class _File:
         params = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
         values = {k: v for k, v in self.module_values.items() if k not in assigned and k not in params}
         values.update(_single(assigned))
+        saved, self._several = self._several, {
+            name: [v for v in found if v is not None] for name, found in assigned.items() if len(found) > 1
+        }
         key = f"{self.path}:{node.lineno}:{node.name}"
         info = FuncInfo(key, self.path, node.name, cls.name if cls else None, self._refs(scan, values))
+        info.refs.extend(self._builder_refs(scan, values))
         self.functions.append(info)
         if cls is not None and id(cls) in self._class_infos and node in cls.body:
             self._store_attrs(self._class_infos[id(cls)], node, scan.stores)
@@ -663,10 +790,40 @@ class _File:
             if found is not None:
                 self.regions.append((self._site(deco, *found), info))
         self._block(node.body, cls, values, nested=True)
+        self._framework_regions(scan.calls, values, cls)
+        self._several = saved
+
+    def _builder_refs(self, scan: "_Scan", values: Dict[str, ast.AST]) -> List[Ref]:
+        """What a function instantiating classes by name can name (`BUILDER_KINDS`): `eval(m)` of
+        a name that is not a literal, or `globals()`, name the classes of this file and of the
+        modules it star-imports; `getattr(module, name)` the classes of an imported module;
+        `R.build(cfg)` and `build_from_cfg(cfg, R)` the classes registered with `R`."""
+        refs: List[Ref] = []
+        for call in scan.calls:
+            func = call.func
+            name = func.id if isinstance(func, ast.Name) and func.id not in values else None
+            if name in ("eval", "globals") and not (call.args and isinstance(call.args[0], ast.Constant)):
+                refs += [("file", self.path)] + [("names", module) for module in self.star_modules]
+            elif name == "getattr" and len(call.args) >= 2 and not isinstance(call.args[1], ast.Constant):
+                module = self.imports.qualname(call.args[0])
+                if module is not None and isinstance(call.args[0], ast.Name) and module not in ("torch", "torch.nn"):
+                    refs.append(("names", module))
+            elif name is not None and name.startswith("build_from_cfg") and len(call.args) >= 2:
+                registry = call.args[1]
+                if isinstance(registry, (ast.Name, ast.Attribute)):
+                    refs.append(("registry", _last_name(registry)))
+            elif isinstance(func, ast.Attribute) and func.attr == "build" and isinstance(func.value, (ast.Name, ast.Attribute)):
+                refs.append(("registry", _last_name(func.value)))
+        return list(dict.fromkeys(refs))
 
     def _alias(self, node: ast.Assign) -> None:
-        """`roi_pool = RoIPoolFunction.apply` at module level: calling `roi_pool` runs the Function."""
+        """`roi_pool = RoIPoolFunction.apply` at module level: calling `roi_pool` runs the Function;
+        `Model = DetectionModel`: the alias names the class (`ProjectIndex.lookup`)."""
         target = node.targets[0]
+        if isinstance(target, ast.Name) and isinstance(node.value, (ast.Name, ast.Attribute)):
+            ref = _class_ref(self.imports, node.value)
+            if ref is not None and ref[0] != target.id:
+                self.aliases.append(Alias(target.id, self.path, *ref))
         if isinstance(target, ast.Name) and isinstance(node.value, ast.Attribute) and node.value.attr == "apply":
             ref = _class_ref(self.imports, node.value.value)
             if ref is not None:
@@ -682,11 +839,81 @@ class _File:
             expr = values.get(expr.id) or self.module_values.get(expr.id)  # type: ignore[assignment]
         if not isinstance(expr, ast.Call):
             return None
+        if _accelerator_autocast(expr):  # float16 as the Accelerator's mixed_precision says
+            return ("cuda", not self.accelerate) if self.accelerate is not None else None
         partial = None
         if isinstance(expr.func, ast.Name):
             bound = values.get(expr.func.id) or self.module_values.get(expr.func.id)
             partial = _call_shape(self.imports, bound) if isinstance(bound, ast.Call) else None
         return classify_autocast(with_partial(_call_shape(self.imports, expr), partial))
+
+    # -- float16 from the frameworks -----------------------------------------------------------
+    def _accelerate(self) -> Optional[bool]:
+        """Whether this file's `Accelerator`s run float16 (`accelerate_fp16`): True when one says
+        "fp16", False (opt-in) when one may by an argument or when none is built here (`accelerate
+        config` decides), None when every one is built with another literal."""
+        if "ccelerat" not in self.text:
+            return None
+        found = [
+            accelerate_fp16(_call_shape(self.imports, node))
+            for node in ast.walk(self.tree)
+            if isinstance(node, ast.Call) and self.imports.qualname(node.func) in ACCELERATORS
+        ]
+        if True in found:
+            return True
+        return False if (False in found or not found) else None
+
+    def _framework_regions(self, calls: List[ast.Call], values: Dict[str, ast.AST], cls: Optional[ast.ClassDef]) -> None:
+        """The framework float16 regions among the calls of one body (see the module docstring). A
+        `.half()` cast straight back (`model.half().float()`: YOLO rounds its anchors so) is none."""
+        recast = {id(c.func.value) for c in calls if _method_name(c) in ("float", "double") and isinstance(c.func.value, ast.Call)}  # type: ignore[attr-defined]
+        for call in calls:
+            if id(call) in recast:
+                continue
+            found = self._framework_region(call, values)
+            if found is not None:
+                opt_in, refs, what = found
+                key = f"{self.path}:{call.lineno}:<fp16>"
+                body = FuncInfo(key, self.path, "<fp16>", cls.name if cls else None, [r for r in refs if r is not None])
+                if body.refs:
+                    self.regions.append((dataclasses.replace(self._site(call, "cuda", opt_in), what=what), body))
+
+    def _framework_region(
+        self, call: ast.Call, values: Dict[str, ast.AST]
+    ) -> Optional[Tuple[bool, List[Optional[Ref]], str]]:
+        """(opt_in, what it runs, what turns float16 on) of one call that makes a module run in
+        float16, else None."""
+        method = _method_name(call)
+        owner = call.func.value if isinstance(call.func, ast.Attribute) else None
+        if method == "prepare" and owner is not None and self.accelerate is not None and "accelerator" in ast.unparse(owner).lower():
+            return not self.accelerate, [self._instance_of(a, values, "") for a in call.args], "Accelerate's fp16 mixed precision"
+        if method in LIGHTNING_RUNS and isinstance(owner, ast.Name) and isinstance(values.get(owner.id), ast.Call):
+            fp16 = lightning_fp16(_call_shape(self.imports, values[owner.id]))  # type: ignore[arg-type]
+            model = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "model"), None)
+            if fp16 is not None and model is not None:
+                refs = [self._instance_of(model, values, step) for step in LIGHTNING_STEPS]
+                return not fp16, refs, "Lightning's 16-bit mixed precision"
+        if self.imports.qualname(call.func) in DEEPSPEED_INIT:
+            kw = {k.arg: k.value for k in call.keywords if k.arg}
+            fp16 = _deepspeed_fp16(kw.get("config", kw.get("config_params")), values)
+            if fp16 is not None and "model" in kw:
+                return not fp16, [self._instance_of(kw["model"], values, "")], "DeepSpeed's fp16"
+        if owner is not None and (method == "half" and not call.args or method == "to" and self._to_fp16(call)):
+            return False, [self._instance_of(owner, values, "")], "a float16 model"
+        return None
+
+    def _to_fp16(self, call: ast.Call) -> bool:
+        """`.to(torch.float16)`, `.to(device, torch.half)`, `.to(dtype=torch.float16)`."""
+        given = list(call.args) + [k.value for k in call.keywords if k.arg == "dtype"]
+        return any(self.imports.qualname(a) in FP16_DTYPES for a in given if isinstance(a, (ast.Name, ast.Attribute)))
+
+    def _instance_of(self, expr: ast.AST, values: Dict[str, ast.AST], method: str) -> Optional[Ref]:
+        """`method` of the project module `expr` holds: a construction, or a name bound to one."""
+        if isinstance(expr, ast.Name):
+            if expr.id in values:
+                return self._value_ref(values[expr.id], method)
+            return self._several_ref(expr.id, method) if expr.id in self._several else None
+        return self._value_ref(expr, method) if isinstance(expr, ast.Call) else None
 
     def _site(self, call: ast.AST, device: str, opt_in: bool) -> Site:
         line = call.lineno
@@ -740,6 +967,7 @@ class _File:
             if ref is not None and qual not in MODULE_BASES | FUNCTION_BASES:
                 bases.append(ref)
         info = ClassInfo(node.name, self.path, node.lineno, bases, kind, direct_kind=kind)
+        info.registries = [r for r in map(_registry_of, node.decorator_list) if r is not None]
         methods = [s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
         info.methods = {m.name: f"{self.path}:{m.lineno}:{m.name}" for m in methods}
         self._class_infos[id(node)] = info  # its methods fill `attrs` in
@@ -750,7 +978,7 @@ class _File:
                     if is_cast_fp32(_call_shape(self.imports, deco)):
                         info.protected = True
             if isinstance(forward, ast.FunctionDef):
-                info.forward = _ForwardRecorder(self, forward, self._init_numbers(node)).record()
+                info.forward = _ForwardRecorder(self, forward, self._init_numbers(node), self._submodules(node)).record()
         self.classes.append(info)
 
     def _store_attrs(self, info: ClassInfo, method, stores: List[Tuple[str, ast.AST]]) -> None:
@@ -764,6 +992,46 @@ class _File:
             else:
                 refs = [_class_ref(self.imports, _constructor(c)) for c in ast.walk(value) if isinstance(c, ast.Call)]
             info.attrs.setdefault(attr, []).extend(r for r in refs if r is not None)
+
+    def _submodules(self, node: ast.ClassDef) -> Dict[str, Tuple[Tuple[str, Optional[str]], ...]]:
+        """`self.attr = Layer(...)` in `__init__`: attr -> the layers or project modules that may be
+        constructed there (`module_outputs.py` says what calling each gives). Both branches of a
+        conditional count; a value passed in (`act if isinstance(act, nn.Module) else
+        nn.Identity()`) beside constructed ones is left out; anything else is `("", None)`.
+        `self.default_act` reads a class attribute (`default_act = nn.SiLU()`)."""
+        init = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+        if init is None:
+            return {}
+        class_values = _single(_assignments(s for s in node.body if isinstance(s, ast.Assign)))
+        found: Dict[str, List[Tuple[str, Optional[str]]]] = {}
+        for stmt in ast.walk(init):
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                target = stmt.targets[0]
+                if isinstance(target, ast.Attribute) and _is_self(target.value):
+                    made = self._constructed(stmt.value, class_values, 0)
+                    found.setdefault(target.attr, []).extend(made or [("", None)])
+        return {attr: tuple(dict.fromkeys(refs)) for attr, refs in found.items()}
+
+    def _constructed(self, value: ast.AST, class_values: Dict[str, ast.AST], depth: int) -> List[Tuple[str, Optional[str]]]:
+        """What a value constructs, as `_submodules` reads it; [] when it constructs nothing known."""
+        if depth > 4:
+            return []
+        if isinstance(value, ast.IfExp):
+            both = [self._constructed(v, class_values, depth + 1) for v in (value.body, value.orelse)]
+            made = [ref for refs in both for ref in refs]
+            passed = [v for v in (value.body, value.orelse) if isinstance(v, ast.Name)]
+            return made if made and (len(passed) + sum(bool(r) for r in both) == 2) else []
+        if isinstance(value, ast.Attribute) and _is_self(value.value) and value.attr in class_values:
+            return self._constructed(class_values[value.attr], class_values, depth + 1)
+        if not isinstance(value, ast.Call):
+            return []
+        ref = _class_ref(self.imports, _constructor(value))
+        if ref is None:
+            return []
+        if ref[1] in CONTAINERS:  # nn.Sequential(a, b, c): what c gives
+            last = value.args[-1] if value.args and not isinstance(value.args[-1], ast.Starred) else None
+            return self._constructed(last, class_values, depth + 1) if last is not None else [("", None)]
+        return [ref]
 
     def _init_numbers(self, node: ast.ClassDef) -> Dict[str, float]:
         """`self.eps = 1e-8` (or a parameter defaulting to a number) in `__init__`, for the
@@ -806,7 +1074,8 @@ class _File:
                 if _method_name(node) == "register_modules":
                     scan.stores.extend((k.arg, k.value) for k in node.keywords if k.arg)
             elif isinstance(node, ast.Assign):
-                scan.stores.extend((t.attr, node.value) for t in node.targets if isinstance(t, ast.Attribute) and _is_self(t.value))
+                targets = [e for t in node.targets for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])]
+                scan.stores.extend((t.attr, node.value) for t in targets if isinstance(t, ast.Attribute) and _is_self(t.value))
             elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and not quiet:
                 scan.iters.append(node.iter)
             elif isinstance(node, (ast.With, ast.AsyncWith)):
@@ -835,7 +1104,8 @@ class _File:
         if isinstance(func, ast.Name):
             if func.id in values:
                 return self._value_ref(values[func.id], "")
-            return ("call", func.id, self.imports.qualname(func))
+            several = self._several_ref(func.id, "") if func.id in self._several else None
+            return several or ("call", func.id, self.imports.qualname(func))
         if isinstance(func, ast.Call):  # Head()(x)
             return self._value_ref(func, "")
         if not isinstance(func, ast.Attribute):
@@ -853,9 +1123,21 @@ class _File:
             return ("inst", *ref, "apply") if ref is not None else None
         if isinstance(owner, ast.Name) and owner.id in values:
             return self._value_ref(values[owner.id], method)
+        if isinstance(owner, ast.Name) and owner.id in self._several:
+            return self._several_ref(owner.id, method)  # `model.forward(x)`, `model.encode(x)`
         if isinstance(owner, ast.Call):
             return self._value_ref(owner, method)
         return None
+
+    def _several_ref(self, name: str, method: str) -> Optional[Ref]:
+        """A name bound more than once (`model = Model(cfg).to(device)` in two branches, then
+        `model = DataParallel(model)`): the one project instance its bindings construct, when they
+        all that construct a project-looking class construct the same one (wrappers from torch
+        and re-bindings to itself aside)."""
+        values = [v for v in self._several[name] if not _wraps(v, name)]
+        refs = {ref for value in values for ref in [self._value_ref(value, method)] if ref is not None}
+        refs = {ref for ref in refs if not (ref[2] or "").startswith("torch.")}
+        return refs.pop() if len(refs) == 1 else None
 
     def _value_ref(self, value: ast.AST, method: str) -> Optional[Ref]:
         """`method` of the value `value` evaluates to: an instance (`Head()`, `Net.from_pretrained(..)`,
@@ -875,6 +1157,70 @@ class _Scan:
     calls: List[ast.Call]
     iters: List[ast.AST]  # what `for` loops and comprehensions iterate over
     stores: List[Tuple[str, ast.AST]]  # (attr, value) of `self.attr = value`, register_modules(attr=value)
+
+
+def _accelerator_autocast(expr: ast.AST) -> bool:
+    """`accelerator.autocast()`, `self.accelerator.autocast()`: Accelerate's, not torch's."""
+    return (
+        isinstance(expr, ast.Call)
+        and _method_name(expr) == "autocast"
+        and "accelerator" in ast.unparse(expr.func.value).lower()  # type: ignore[attr-defined]
+    )
+
+
+def _deepspeed_fp16(config: Optional[ast.AST], values: Dict[str, ast.AST]) -> Optional[bool]:
+    """DeepSpeed's config: True for a dict literal with `"fp16": {"enabled": True}`, None for one
+    without it (or with `"enabled": False`), False (opt-in) for a config the code does not show
+    (a JSON file, an argument)."""
+    if isinstance(config, ast.Name):
+        config = values.get(config.id, config)
+    if not isinstance(config, ast.Dict):
+        return False if config is not None else None
+    for key, value in zip(config.keys, config.values):
+        if isinstance(key, ast.Constant) and key.value == "fp16" and isinstance(value, ast.Dict):
+            for inner_key, inner in zip(value.keys, value.values):
+                if isinstance(inner_key, ast.Constant) and inner_key.value == "enabled":
+                    return True if isinstance(inner, ast.Constant) and inner.value is True else (
+                        None if isinstance(inner, ast.Constant) else False)
+    return None
+
+
+def _wraps(value: ast.AST, name: str) -> bool:
+    """`model = DataParallel(model)`, `model = smart_DDP(model).to(device)`: a re-binding of `name`
+    to a wrapper of itself, which runs the same module."""
+    return any(
+        isinstance(call, ast.Call) and any(isinstance(a, ast.Name) and a.id == name for a in call.args)
+        for call in ast.walk(value)
+    )
+
+
+def _last_name(expr: ast.AST) -> str:
+    return expr.attr if isinstance(expr, ast.Attribute) else expr.id  # type: ignore[attr-defined]
+
+
+_REGISTERS = ("register_module", "register")
+
+
+def _registry_of(deco: ast.AST) -> Optional[str]:
+    """`MODELS` of `@MODELS.register_module()` / `@MODELS.register_module` / `@BACKBONES.register`."""
+    func = deco.func if isinstance(deco, ast.Call) else deco
+    if isinstance(func, ast.Attribute) and func.attr in _REGISTERS and isinstance(func.value, (ast.Name, ast.Attribute)):
+        return _last_name(func.value)
+    return None
+
+
+def _star_modules(tree: ast.Module, path: str) -> List[str]:
+    """The modules a file star-imports, as dotted names (a relative import resolved from `path`)."""
+    package = os.path.normpath(path).replace("\\", "/").split("/")[:-1]
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            if node.level:
+                base = package[: len(package) - node.level + 1] if node.level <= len(package) + 1 else []
+                found.append(".".join(base + ([node.module] if node.module else [])))
+            elif node.module:
+                found.append(node.module)
+    return found
 
 
 _BINDERS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.withitem, ast.NamedExpr)
@@ -944,6 +1290,8 @@ def index_file(path: str, text: str) -> ProjectIndex:
     index.toplevel = file.toplevel
     index.regions = file.regions
     index.scaler_sites = file.scaler_sites
+    for alias in file.aliases:
+        index.aliases.setdefault(alias.name, []).append(alias)
     return index
 
 

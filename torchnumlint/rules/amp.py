@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import libcst as cst
 
-from torchnumlint.rules.autocast import CallShape, Dotted, classify_autocast, source_value, with_partial
+from torchnumlint.rules.autocast import CallShape, Dotted, classify_autocast, is_other_autocast, source_value, with_partial
 from torchnumlint.rules.autocast import call_shape as shape_of
+from torchnumlint.rules.module_outputs import layer_output
 from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:
@@ -56,6 +57,18 @@ def fp16_autocast(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[Tupl
     return classify_autocast(with_partial(call_shape(ctx, expr), partial))
 
 
+def opens_island(ctx: "FileContext", node: cst.CSTNode) -> bool:
+    """Whether `node` is a `with` (or a function decorated with) an autocast that is not float16
+    (disabled, bfloat16, CPU): what runs in it is no float16 business, as the index reads it."""
+    if isinstance(node, cst.With):
+        exprs = [item.item for item in node.items]
+    elif isinstance(node, cst.FunctionDef):
+        exprs = [deco.decorator for deco in node.decorators]
+    else:
+        return False
+    return any(isinstance(e, cst.Call) and is_other_autocast(call_shape(ctx, e)) for e in exprs)
+
+
 def fp16_openers(ctx: "FileContext", node: cst.CSTNode) -> List[Tuple[cst.BaseExpression, Tuple[str, bool]]]:
     """What makes the body of `node` an fp16 region: for a `with`, its fp16 autocast items; for a
     function, its fp16 autocast decorators (`@torch.autocast("cuda")`); each with its (device,
@@ -95,3 +108,32 @@ def decorator_qualname(ctx: "FileContext", deco: cst.Decorator) -> Optional[str]
     `@amp.custom_bwd`)."""
     expr = deco.decorator
     return ctx.qualname(expr.func if isinstance(expr, cst.Call) else expr)
+
+
+def submodule_output(ctx: "FileContext", call: cst.Call) -> Optional[str]:
+    """What a module call gives under CUDA fp16 autocast (`module_outputs.py`), on LibCST nodes:
+    `self.proj(x)` where `__init__` binds `self.proj` once to a torch layer or a project module,
+    `nn.Linear(d, d)(x)`, or a name bound once to one (`head = Head(); head(x)`): "fp16", "fp32",
+    "keep" (its input's dtype), or None when it is not known to be a module call. The project
+    index judges a project module's output (`forward_hazards.output_kind`), as TNL301 does."""
+    func = call.func
+    bound: Optional[cst.BaseExpression] = func
+    if isinstance(func, cst.Name) or (
+        isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
+    ):
+        binding = ctx.binding(func)
+        bound = binding.value if binding is not None else None
+    if not isinstance(bound, cst.Call):
+        return None
+    qual = ctx.qualname(bound.func)
+    kind = layer_output(qual)
+    if kind is not None or ctx.index is None or not isinstance(bound.func, (cst.Name, cst.Attribute)):
+        return kind
+    name = bound.func.value if isinstance(bound.func, cst.Name) else bound.func.attr.value
+    info = ctx.index.lookup(name, qual, ctx.path)
+    if info is None or info.kind != "module":
+        return None
+    # the family's judge; imported here: the family's package imports this module first
+    from torchnumlint.rules.mixed_precision.forward_hazards import output_kind
+
+    return output_kind(info, ctx.index.lookup)

@@ -69,13 +69,19 @@ CUSTOM_BWD = frozenset(
      "torch.cuda.amp.autocast_mode.custom_bwd"}
 )
 
-# The deprecated `torch.cuda.amp` spellings (TNL306) and the `torch.amp` name replacing each.
+# The deprecated `torch.cuda.amp` spellings and `torch.cpu.amp.autocast` (TNL306) and the
+# `torch.amp` name replacing each (the device: `deprecated_device`).
 DEPRECATED: Dict[str, str] = {
-    **{qual: "torch.amp.autocast" for qual in AUTOCAST_CUDA},
+    **{qual: "torch.amp.autocast" for qual in AUTOCAST_CUDA | AUTOCAST_CPU},
     **{qual: "torch.amp.GradScaler" for qual in GRAD_SCALERS if qual.startswith("torch.cuda.amp.")},
     **{qual: "torch.amp.custom_fwd" for qual in CUSTOM_FWD if qual.startswith("torch.cuda.amp.")},
     **{qual: "torch.amp.custom_bwd" for qual in CUSTOM_BWD if qual.startswith("torch.cuda.amp.")},
 }
+
+
+def deprecated_device(qual: str) -> str:
+    """The device a deprecated spelling fixes: "cpu" for `torch.cpu.amp.*`, else "cuda"."""
+    return "cpu" if qual in AUTOCAST_CPU else "cuda"
 
 
 class Dotted(NamedTuple):
@@ -220,3 +226,42 @@ def is_enabled_scaler(shape: CallShape) -> bool:
     enabled = shape.kw.get("enabled", shape.pos[where] if len(shape.pos) > where else True)
     return enabled is not False
 
+
+
+# ---------------------------------------------------------------------------------------------
+# float16 from the frameworks (regions the project index records besides torch's autocast)
+
+ACCELERATORS = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
+LIGHTNING_TRAINERS = frozenset(
+    {"pytorch_lightning.Trainer", "pytorch_lightning.trainer.Trainer", "pytorch_lightning.trainer.trainer.Trainer",
+     "lightning.Trainer", "lightning.pytorch.Trainer", "lightning.pytorch.trainer.Trainer"}
+)
+LIGHTNING_RUNS = frozenset({"fit", "validate", "test", "predict"})
+# What a LightningModule given to `trainer.fit(model)` runs under the Trainer's precision.
+LIGHTNING_STEPS = ("", "training_step", "validation_step", "test_step", "predict_step")
+DEEPSPEED_INIT = frozenset({"deepspeed.initialize"})
+# Lightning's float16 precisions (2.x "16-mixed"; 1.x 16 / "16"); a number literal reads as a float.
+LIGHTNING_FP16 = frozenset({16.0, "16", "16-mixed", "16-true"})
+
+
+def accelerate_fp16(shape: CallShape) -> Optional[bool]:
+    """An `Accelerator(...)` construction: True when `mixed_precision="fp16"`, False when it can
+    be float16 only by what the code does not show (an argument, `accelerate config`: opt-in),
+    None when it is not float16 (`"bf16"`, `"no"`) or not an Accelerator."""
+    if shape.qual not in ACCELERATORS:
+        return None
+    value = shape.kw.get("mixed_precision", shape.pos[1] if len(shape.pos) > 1 else None)
+    if isinstance(value, str):
+        return True if value == "fp16" else None
+    return False
+
+
+def lightning_fp16(shape: CallShape) -> Optional[bool]:
+    """A Lightning `Trainer(...)`: True for `precision="16-mixed"` / `16`, False for a precision
+    the code does not show (opt-in), None for another literal or none (float32 by default)."""
+    if shape.qual not in LIGHTNING_TRAINERS or "precision" not in shape.kw:
+        return None
+    value = shape.kw["precision"]
+    if isinstance(value, (str, float)):
+        return True if value in LIGHTNING_FP16 else None
+    return False

@@ -47,6 +47,10 @@ OWNERS: Dict[str, str] = {
     "division-in-where": "TNL201",
     # `torch.sqrt(((a[:, None] - b[None]) ** 2).sum(-1))`: cdist is exact and skips the N x M x D tensor
     "pairwise-distance": "TNL205",
+    # `scores.masked_fill(m, -1e9)` on float16 scores in a module forward TNL301 judges: TNL305 fixes it
+    "fp16-fill": "TNL305",
+    # `x / (t + 1e-8)` of a float16 `t` in a module forward TNL301 judges: TNL303 fixes the eps
+    "fp16-eps": "TNL303",
 }
 
 

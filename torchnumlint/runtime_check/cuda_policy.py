@@ -17,7 +17,9 @@ as `__torch_function__` sees it. Casts are differentiable, as autocast's are, an
 outside the region (as CUDA's does on its own thread). `cuda_custom_fwd` / `cuda_custom_bwd` give
 `torch.amp.custom_fwd(device_type="cuda", cast_inputs=...)` / `custom_bwd` their CUDA meaning under
 the emulation: the forward's floating inputs are cast and it runs with autocast off; the backward
-runs as the forward did. Imports torch only.
+runs as the forward did. A `device_type` other than "cuda" leaves CUDA autocast alone, as torch
+does: a fix that says `custom_fwd(device_type="cpu", cast_inputs=torch.float32)` still runs its
+forward in float16 under CUDA autocast, and fails. Imports torch only.
 """
 
 from __future__ import annotations
@@ -126,16 +128,18 @@ def _suspended() -> Iterator[None]:
 
 def cuda_custom_fwd(fwd: Optional[Callable] = None, *, device_type: str = "cuda",
                     cast_inputs: Optional[torch.dtype] = None) -> Callable:
-    """`torch.amp.custom_fwd(device_type="cuda", cast_inputs=...)` under the emulation: with
-    `cast_inputs`, floating inputs are cast to it and the forward runs with autocast off."""
+    """`torch.amp.custom_fwd(device_type=..., cast_inputs=...)` under the emulation: for "cuda"
+    with `cast_inputs`, floating inputs are cast to it and the forward runs with autocast off; for
+    another device the forward runs as it would without the decorator (under the policy)."""
     if fwd is None:
         return functools.partial(cuda_custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
 
     @functools.wraps(fwd)
     def forward(*args, **kwargs):
         on = emulating()
-        args[0]._tnl_fwd_emulated = on and cast_inputs is None
-        if not (on and cast_inputs is not None):
+        casts = cast_inputs is not None and device_type == "cuda"  # another device's custom_fwd: not CUDA's
+        args[0]._tnl_fwd_emulated = on and not casts and device_type == "cuda"
+        if not (on and casts):
             return fwd(*args, **kwargs)
         with _suspended():
             return fwd(*_cast_all(args, cast_inputs), **_cast_all(kwargs, cast_inputs))
@@ -144,8 +148,9 @@ def cuda_custom_fwd(fwd: Optional[Callable] = None, *, device_type: str = "cuda"
 
 
 def cuda_custom_bwd(bwd: Optional[Callable] = None, *, device_type: str = "cuda") -> Callable:
-    """`torch.amp.custom_bwd(device_type="cuda")` under the emulation: the backward runs under the
-    policy exactly when the forward did."""
+    """`torch.amp.custom_bwd(device_type=...)` under the emulation: the backward runs under the
+    policy exactly when the forward ran under it with a CUDA custom_fwd (another device's
+    custom_bwd does not re-enter CUDA autocast)."""
     if bwd is None:
         return functools.partial(cuda_custom_bwd, device_type=device_type)
 
@@ -170,10 +175,17 @@ def uses_cuda_autocast(text: str) -> bool:
 def port(text: str) -> str:
     """An example's CUDA autocast, run under the emulation: `torch.autocast("cuda", ...)`,
     `torch.amp.autocast(device_type="cuda", ...)` and `torch.cuda.amp.autocast(...)` become
-    `cuda_autocast(...)`; custom_fwd/custom_bwd their emulated forms; a GradScaler("cuda") scales
-    on the CPU. The names are bound by `NAMESPACE`."""
+    `cuda_autocast(...)`; custom_fwd/custom_bwd their emulated forms; a CUDA GradScaler
+    (`GradScaler("cuda")`, `torch.cuda.amp.GradScaler(...)`, `torch.amp.GradScaler()` of the default
+    device) scales on the CPU. The names are bound by `NAMESPACE`."""
     text = re.sub(r'torch\.(?:amp\.)?autocast\(\s*(?:device_type\s*=\s*)?"cuda"\s*,?\s*', "_tnl_cuda_autocast(", text)
     text = re.sub(r'torch\.cuda\.amp\.autocast\(', "_tnl_cuda_autocast(", text)
     text = _CUSTOM.sub(lambda m: f"_tnl_custom_{m.group(1)}", text)
     text = re.sub(r'GradScaler\(\s*(?:device\s*=\s*)?"cuda"', 'GradScaler("cpu"', text)
+    # torch.cuda.amp.GradScaler(...) (positional arguments after the device's) and a torch.amp
+    # GradScaler of the default device ("cuda") scale on the CPU too: a machine without CUDA would
+    # disable them, and a right fix would fail as a wrong one
+    text = re.sub(r'torch\.(?:cuda\.)?amp\.GradScaler\(\s*\)', 'torch.amp.GradScaler("cpu")', text)
+    text = re.sub(r'torch\.cuda\.amp\.GradScaler\((?=\s*\S)', 'torch.amp.GradScaler("cpu", ', text)
+    text = re.sub(r'torch\.amp\.GradScaler\((?=\s*[a-z_]+\s*=)(?!\s*device\s*=)', 'torch.amp.GradScaler("cpu", ', text)
     return text

@@ -31,8 +31,8 @@ What it watches (hooks only; the model is not changed):
   every report shows the last norms, so "12 -> 295 -> 2e4 -> NaN" is visible.
 - scaler: under a GradScaler (`scaler=`, or found on the stack that called backward), non-finite gradients of a backward
   whose loss is finite are the scaler's overflow steps: counted (`watch.scaler.skips`), not
-  reported; `max_skips` checked backwards in a row is a scale collapse, an incident
-  (`watch_scaler.py`).
+  reported; as many checked backwards in a row as halve the scaler's initial scale to 1
+  (`max_skips` to override) is a scale collapse, an incident (`watch_scaler.py`).
 
 Inf counts as well as NaN (`torch.autograd.detect_anomaly` looks at backward NaN only, and records
 a stack trace for every op of the forward, which makes it slow).
@@ -214,7 +214,7 @@ class NanWatch:
         param_grads: bool = True,
         lint: bool = True,
         max_reports: int = 100,
-        max_skips: int = 12,
+        max_skips: Optional[int] = None,
         spike: float = 10.0,
     ) -> None:
         if mode not in MODES:
@@ -605,7 +605,9 @@ class NanWatch:
     def _collapse_report(self, report: NanReport) -> NanReport:
         scales = " -> ".join(f"{s:.3g}" for s in self.scaler.scales)
         report.phase, report.kind = "scaler", "scale-collapse"
-        report.hint = (f"the GradScaler skipped {self.scaler.consecutive} checked steps in a row (scale {scales}): "
+        why = "max_skips" if self.scaler.max_skips is not None else "as many as halve its initial scale to 1"
+        report.hint = (f"the GradScaler skipped {self.scaler.consecutive} checked steps in a row (scale {scales}), "
+                       f"its collapse limit ({self.scaler.limit()}: {why}): "
                        "the gradients are non-finite at any scale, so this is a NaN/Inf of the model, not an "
                        "fp16 overflow. First non-finite gradient: " + report.hint)
         return report

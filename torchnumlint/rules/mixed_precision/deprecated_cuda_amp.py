@@ -1,8 +1,10 @@
 """TNL306 deprecated-cuda-amp: the `torch.cuda.amp` spellings that torch 2.13 warns about.
 
-Rewrites `torch.cuda.amp.autocast/GradScaler/custom_fwd/custom_bwd` (the list and each
-replacement: `autocast.DEPRECATED`) to their `torch.amp` spellings with the device given, keeping
-every argument, and drops a `from torch.cuda.amp import ...` nothing reads any more. Code that
+Rewrites `torch.cuda.amp.autocast/GradScaler/custom_fwd/custom_bwd` and `torch.cpu.amp.autocast`
+(the list and each replacement: `autocast.DEPRECATED`) to their `torch.amp` spellings with the
+device given (`"cpu"` for `torch.cpu.amp`: measured, it warns the same in 2.13 and both default
+to bfloat16), keeping every argument, and drops a `from torch.cuda.amp import ...` (or
+`torch.cpu.amp`) nothing reads any more. Code that
 only old torch runs (the fallback of a version test, the `except` of a `try` using the new
 spelling) and names bound two ways are left alone.
 """
@@ -16,7 +18,7 @@ from typing import Dict, List, Optional, Sequence
 import libcst as cst
 
 from torchnumlint.findings import Safety
-from torchnumlint.rules.autocast import DEPRECATED, DEVICE_AUTOCAST_PARAMS
+from torchnumlint.rules.autocast import DEPRECATED, DEVICE_AUTOCAST_PARAMS, deprecated_device
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.names import dotted
 from torchnumlint.rules.rewrite import as_keyword, keyword_arg
@@ -29,11 +31,13 @@ _CUDA = cst.SimpleString('"cuda"')
 _COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
 
 
-def _cuda_arg(comma: bool) -> cst.Arg:
-    """The positional `"cuda"` that the torch.amp spellings take first."""
-    return cst.Arg(value=_CUDA, comma=_COMMA if comma else cst.MaybeSentinel.DEFAULT)
+def _cuda_arg(comma: bool, device: str = "cuda") -> cst.Arg:
+    """The positional `"cuda"` (or `"cpu"`) that the torch.amp spellings take first."""
+    return cst.Arg(value=cst.SimpleString(f'"{device}"'), comma=_COMMA if comma else cst.MaybeSentinel.DEFAULT)
 
 
+# The modules an import of a deprecated spelling comes from.
+_AMP_MODULES = ("torch.cuda.amp", "torch.cuda", "torch.cpu.amp", "torch.cpu")
 # The torch.amp spellings that replace torch.cuda.amp's: a `try` that uses one has an old-torch
 # fallback in its `except`.
 _NEW_AMP = re.compile(r"torch\.amp\.|torch\.autocast\b|torch\.GradScaler\b")
@@ -98,7 +102,7 @@ _WARNS = " (FutureWarning)"
 class DeprecatedCudaAmp(Rule):
     code = "TNL306"
     name = "deprecated-cuda-amp"
-    finds = "`torch.cuda.amp.autocast(...)`, `torch.cuda.amp.GradScaler(...)`, `custom_fwd/bwd`"
+    finds = '`torch.cuda.amp.autocast(...)`, `torch.cuda.amp.GradScaler(...)`, `custom_fwd/bwd`, `torch.cpu.amp.autocast(...)`'
     fix_summary = 'safe: `torch.amp.autocast("cuda", ...)`, and the `torch.cuda.amp` import once unused'
     message = "`{old}` is deprecated{why}: use `{new}`"
     rationale = (
@@ -111,7 +115,7 @@ class DeprecatedCudaAmp(Rule):
         "`device_type` and `dtype` first."
     )
     safety = Safety.SAFE
-    needles = ("cuda.amp", "cuda import amp")
+    needles = ("cuda.amp", "cuda import amp", "cpu.amp", "cpu import amp")
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -236,11 +240,12 @@ class DeprecatedCudaAmp(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        new = DEPRECATED.get(self.ctx.qualname(node.func) or "")
+        qual = self.ctx.qualname(node.func) or ""
+        new = DEPRECATED.get(qual)
         if new is None or self._ambiguous(node.func) or self._old_torch_branch():
             return
         if new == "torch.amp.autocast":
-            self._autocast(node)
+            self._autocast(node, deprecated_device(qual))
         elif new == "torch.amp.GradScaler":
             fix = self.fix()
             new = node.with_changes(
@@ -302,13 +307,13 @@ class DeprecatedCudaAmp(Rule):
         if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
             return
         module = dotted(node.module)
-        if module not in ("torch.cuda.amp", "torch.cuda") or self._may_be_needed_elsewhere():
+        if module not in _AMP_MODULES or self._may_be_needed_elsewhere():
             return
         used = self._names_used()
         unused = [
             alias
             for alias in node.names
-            if (module == "torch.cuda" and dotted(alias.name) == "amp") or module == "torch.cuda.amp"
+            if (module in ("torch.cuda", "torch.cpu") and dotted(alias.name) == "amp") or module.endswith(".amp")
             if not used.get((alias.asname.name if alias.asname else alias.name).value, 0)  # type: ignore[union-attr]
         ]
         if not unused:
@@ -385,7 +390,7 @@ class DeprecatedCudaAmp(Rule):
             fix.replace(node, new)
         self.report(node, fix, old=f"torch.cuda.amp.{short}", new=f'torch.amp.{short}(device_type="cuda", ...)', why=_WARNS)
 
-    def _autocast(self, node: cst.Call) -> None:
+    def _autocast(self, node: cst.Call, device: str) -> None:
         fix: Optional = self.fix()
         args: List[cst.Arg] = []
         positional = 0
@@ -401,6 +406,8 @@ class DeprecatedCudaAmp(Rule):
                 positional += 1
             args.append(arg)
         if fix is not None:
-            new = node.with_changes(func=fix.ref("torch.amp.autocast"), args=[_cuda_arg(bool(args))] + args)
+            new = node.with_changes(func=fix.ref("torch.amp.autocast"), args=[_cuda_arg(bool(args), device)] + args)
             fix.replace(node, new)
-        self.report(node, fix, old="torch.cuda.amp.autocast(...)", new='torch.amp.autocast("cuda", ...)', why=_WARNS)
+        self.report(
+            node, fix, old=f"torch.{device}.amp.autocast(...)", new=f'torch.amp.autocast("{device}", ...)', why=_WARNS
+        )

@@ -4,7 +4,8 @@ policy of the catalogue ("Autocast facts").
 
 CUDA autocast runs a list of ops in float32 (`FP32_OPS`: exp, log, pow, sum, softmax, the norms,
 the losses) and leaves the rest in float16, whose largest value is 65504. A value is float16 here
-when it is certainly a tensor (a tensor parameter, or computed from one; not a Python number such
+when it is certainly a tensor (a tensor parameter, computed from one, or what a submodule gives:
+`self.proj(x)` of a torch layer or a project module, `module_outputs.py`; not a Python number such
 as a size) and nothing on its way made it float32 (an op of that list, `.to(torch.float32)`,
 `.float()`). Hazards, each with the text a finding shows:
 
@@ -27,13 +28,17 @@ autocast the values are float16 already: the cast adds no overflow), anything in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, Optional
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional
 
 from torchnumlint.forward_facts import Attr, BinOp, Call, Expr, Forward, Item, Name, Number, Ref, Span, Unary
 from torchnumlint.rules.autocast import FP16_INF_RECIPROCAL, FP16_MAX, FP16_ROUNDS_TO_ZERO, FP16_TINY, FP32_DTYPES
+from torchnumlint.rules.module_outputs import layer_output
 
 if TYPE_CHECKING:
     from torchnumlint.index import ClassInfo
+
+# The project class a reference means: (simple name, qualified name, the path it is named from).
+Lookup = Callable[[str, Optional[str], str], Optional["ClassInfo"]]
 
 # Ops that CUDA autocast runs in fp32 (or that promote): their result is no fp16 hazard.
 FP32_OPS = frozenset(
@@ -61,6 +66,7 @@ VARIANCE = "`var` (the variance of values beyond 255 overflows float16)"
 class Hazard:
     what: str  # what a finding says overflows: "`x * x` product (...)", "eps 1e-08 rounds to 0 ..."
     span: Span  # the expression a finding points at
+    kind: str = ""  # "fill": a masked_fill constant (TNL305's when it runs); "eps": an eps (TNL303's)
 
 
 def eps_text(eps: float) -> str:
@@ -74,21 +80,43 @@ def fill_text(value: float) -> str:
     return f"`masked_fill` with {value:g} (beyond the float16 range, 65504)"
 
 
-def forward_hazards(info: "ClassInfo") -> List[Hazard]:
+def forward_hazards(info: "ClassInfo", lookup: Optional[Lookup] = None) -> List[Hazard]:
     """The float16 hazards of the class's own forward, in source order, one per line. Compiled
-    extension kernels count only in a class written directly on `torch.autograd.Function`."""
+    extension kernels count only in a class written directly on `torch.autograd.Function`.
+    `lookup` finds the project classes its submodules are (`ProjectIndex.lookup`): what calling
+    them gives is then known too (`module_outputs.py`)."""
     forward = info.forward
     if forward is None or forward.cast_inputs_fp32 or forward.under_island:
         return []
-    return _Judge(forward, kernels=info.direct_kind == "function").hazards()
+    return _Judge(forward, info.direct_kind == "function", info.path, lookup).hazards()
+
+
+def output_kind(info: "ClassInfo", lookup: Optional[Lookup], seen: FrozenSet[str] = frozenset()) -> Optional[str]:
+    """What calling a project module gives under CUDA fp16 autocast, as `module_outputs.py` says of
+    torch layers: "fp32" when every value its forward returns is a float32 tensor, "fp16" when
+    every one is a float16 tensor (the judge's reading), else None (unknown, also for a cycle)."""
+    forward = info.forward
+    key = f"{info.path}:{info.name}"
+    if forward is None or not forward.returns or key in seen or len(seen) > DEPTH:
+        return None
+    judge = _Judge(forward, False, info.path, lookup, seen | {key})
+    if all(judge.fp32(ref) for ref in forward.returns):
+        return "fp32"
+    if all(judge.fp16(ref) for ref in forward.returns):
+        return "fp16"
+    return None
 
 
 class _Judge:
     """The CUDA autocast policy over one recorded forward."""
 
-    def __init__(self, forward: Forward, kernels: bool) -> None:
+    def __init__(self, forward: Forward, kernels: bool, path: str = "", lookup: Optional[Lookup] = None,
+                 seen: FrozenSet[str] = frozenset()) -> None:
         self.forward = forward
         self.kernels = kernels
+        self.path = path
+        self.lookup = lookup
+        self.seen = seen
         seen: Dict[str, List[Ref]] = {}
         for binding in forward.bindings:
             if not binding.island:  # what an island binds is not float16's business
@@ -115,7 +143,7 @@ class _Judge:
                 return Hazard(SQUARE, expr.span)
             eps = self._eps(expr.right) if expr.op == "Div" else None
             if eps is not None:  # a denominator: a zero-valued eps and a subnormal one both fail
-                return Hazard(eps_text(eps), self._at(expr.right).span)  # type: ignore[union-attr]
+                return Hazard(eps_text(eps), self._at(expr.right).span, "eps")  # type: ignore[union-attr]
             return None
         if not isinstance(expr, Call):
             return None
@@ -127,7 +155,7 @@ class _Judge:
         if name in EPS_GUARDED:
             eps = self._eps(receiver)
             if eps is not None and eps < FP16_ROUNDS_TO_ZERO:  # a subnormal eps still guards a root or log
-                return Hazard(eps_text(eps), self._at(receiver).span)  # type: ignore[union-attr]
+                return Hazard(eps_text(eps), self._at(receiver).span, "eps")  # type: ignore[union-attr]
         if name in ("masked_fill", "masked_fill_"):
             return self._fill(expr, receiver)
         if name == "var" and self.fp16(receiver):
@@ -141,7 +169,7 @@ class _Judge:
         value = next((ref for keyword, ref in call.keywords if keyword == "value"), value)
         fill = self._at(value)
         if isinstance(fill, Number) and FP16_MAX < abs(fill.value) < float("inf") and not self.fp32(receiver):
-            return Hazard(fill_text(fill.value), call.span)
+            return Hazard(fill_text(fill.value), call.span, "fill")
         return None
 
     def _kernel(self, call: Call) -> Optional[Hazard]:
@@ -204,6 +232,9 @@ class _Judge:
         return False
 
     def _call_fp32(self, call: Call, depth: int) -> bool:
+        kind = self._submodule(call)
+        if kind is not None:
+            return kind == "fp32" or (kind == "keep" and bool(call.args) and self.fp32(call.args[0], depth + 1))
         qual = call.qual
         name = qual.rsplit(".", 1)[-1] if qual else call.method
         if name in FP32_OPS:
@@ -218,8 +249,8 @@ class _Judge:
         return False
 
     def tensor(self, ref: Ref, depth: int = 0) -> bool:
-        """Whether the value is certainly a tensor (a tensor parameter or computed from one), not a
-        Python number (a size, a count) and not unknown."""
+        """Whether the value is certainly a tensor (a tensor parameter, computed from one, or what a
+        submodule gives), not a Python number (a size, a count) and not unknown."""
         expr = self._at(ref)
         if depth > DEPTH:
             return False
@@ -237,7 +268,34 @@ class _Judge:
         if isinstance(expr, Attr):
             return expr.attr in ("T", "mT", "real", "imag", "data") and self.tensor(expr.value, depth + 1)
         if isinstance(expr, Call):
+            if self._submodule(expr) is not None:
+                return True
             if expr.qual is not None:
                 return expr.qual.startswith("torch.")
             return expr.method is not None and expr.method not in NUMBER_METHODS and self.tensor(expr.receiver, depth + 1)
         return False
+
+    # -- submodules ------------------------------------------------------------------------------
+    def _submodule(self, call: Call) -> Optional[str]:
+        """What `self.attr(x)` gives when `__init__` made `self.attr` a torch layer or a project
+        module: "fp16", "fp32", "keep" (its input's dtype), or None (not a submodule, unknown).
+        A linear-or-identity (two constructions) keeps its input's dtype at best: "keep"."""
+        receiver = self._at(call.receiver)
+        if call.qual is not None or call.method is None or not (isinstance(receiver, Name) and receiver.id == "self"):
+            return None
+        made = self.forward.submodules.get(call.method)
+        if not made:
+            return None
+        kinds = {self._kind(name, qual) for name, qual in made}
+        if None in kinds:
+            return None
+        if len(kinds) == 1:
+            return kinds.pop()
+        return "keep" if kinds <= {"fp16", "keep"} else None
+
+    def _kind(self, name: str, qual: Optional[str]) -> Optional[str]:
+        kind = layer_output(qual)
+        if kind is not None or not name or self.lookup is None:
+            return kind
+        info = self.lookup(name, qual, self.path)
+        return output_kind(info, self.lookup, self.seen) if info is not None and info.kind == "module" else None

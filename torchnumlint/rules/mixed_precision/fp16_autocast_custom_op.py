@@ -19,12 +19,14 @@ from torchnumlint.findings import Safety
 from torchnumlint.rules.amp import decorator_qualname, find_class, find_method
 from torchnumlint.rules.autocast import CUSTOM_BWD, CUSTOM_FWD
 from torchnumlint.rules.base import Example, Rule
+from torchnumlint.rules.fp16_code import region_text
+from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.mixed_precision.forward_hazards import Hazard, forward_hazards
 from torchnumlint.rules.rewrite import with_keyword
 from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:
-    from torchnumlint.index import ClassInfo, ProjectIndex, Site
+    from torchnumlint.index import ClassInfo, ProjectIndex
 
 
 def custom_fwd_fix(rule: Rule, info: "ClassInfo", device: str):
@@ -67,11 +69,6 @@ def _insert_under_staticmethod(fix, func: cst.FunctionDef, text: str) -> bool:
         return False
     fix.insert_line_after(static[0], f"@{text}")
     return True
-
-
-def _region_text(site: "Site") -> str:
-    """Where a finding's fp16 comes from: the region, and whether only a flag turns it on."""
-    return site.where + (", enabled only by its `enabled=` flag" if site.opt_in else "")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -305,7 +302,9 @@ class Fp16AutocastCustomOp(Rule):
         forward = find_method(node, "forward")
         if site is None or forward is None:
             return
-        hazards = forward_hazards(info)
+        hazards = forward_hazards(info, index.lookup)
+        owned = {kind for kind, site in (("fill", "fp16-fill"), ("eps", "fp16-eps")) if owned_elsewhere(self.ctx, self.code, site)}
+        hazards = [h for h in hazards if h.kind not in owned]
         if not hazards:
             return
         found = self._hazard_nodes(forward, hazards)
@@ -316,7 +315,7 @@ class Fp16AutocastCustomOp(Rule):
                 expr,
                 custom_fwd_fix(self, info, site.device),
                 what=f"custom autograd.Function `{info.name}` gets float16 inputs: {hazard.what}{more}",
-                where=_region_text(site),
+                where=region_text(site),
                 advice=f'decorate its forward with `@torch.amp.custom_fwd(device_type="{site.device}", '
                 "cast_inputs=torch.float32)`",
             )
@@ -326,7 +325,7 @@ class Fp16AutocastCustomOp(Rule):
                 expr,
                 None,
                 what=f"{hazard.what} in `{info.name}.forward` runs in float16",
-                where=_region_text(site),
+                where=region_text(site),
                 advice="compute it in a float32 island (`.float()` under autocast(enabled=False)) or use bfloat16",
             )
 

@@ -1167,10 +1167,10 @@ COS_FLAGGED = [
     ),
     # padded positions zeroed by a mask, the norms in the other order
     cos_case(
-        "def masked_similarity(x, y, mask):\n    x = x * mask[..., None]\n"
+        "def masked_similarity(x, y, visible_mask):\n    x = x * visible_mask[..., None]\n"
         "    return (x * y).sum(1) / (y.norm(dim=1) * x.norm(dim=1))\n",
         3,
-        "def masked_similarity(x, y, mask):\n    x = x * mask[..., None]\n    return F.cosine_similarity(x, y, dim=1)\n",
+        "def masked_similarity(x, y, visible_mask):\n    x = x * visible_mask[..., None]\n    return F.cosine_similarity(x, y, dim=1)\n",
     ),
     # torch.sum in function form, torch.linalg norms
     cos_case(
@@ -1181,9 +1181,9 @@ COS_FLAGGED = [
     ),
     # torch.div
     cos_case(
-        "def sim(h, g, keep):\n    h = h * keep[:, None]\n    return torch.div((h * g).sum(-1), h.norm(dim=-1) * g.norm(dim=-1))\n",
+        "def sim(h, g, keep_mask):\n    h = h * keep_mask[:, None]\n    return torch.div((h * g).sum(-1), h.norm(dim=-1) * g.norm(dim=-1))\n",
         3,
-        "def sim(h, g, keep):\n    h = h * keep[:, None]\n    return F.cosine_similarity(h, g, dim=-1)\n",
+        "def sim(h, g, keep_mask):\n    h = h * keep_mask[:, None]\n    return F.cosine_similarity(h, g, dim=-1)\n",
     ),
     # a loss in a module's forward: 1 - cosine
     cos_case(
@@ -1204,7 +1204,7 @@ COS_FLAGGED = [
         5,
     ),
     cos_case(
-        "def similarity_matrix(x, y, mask):\n    x = x * mask[..., None]\n"
+        "def similarity_matrix(x, y, visible_mask):\n    x = x * visible_mask[..., None]\n"
         "    return (x @ y.T) / (x.norm(dim=1)[:, None] * y.norm(dim=1)[None, :])\n",
         3,
     ),

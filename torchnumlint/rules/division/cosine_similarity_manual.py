@@ -84,8 +84,8 @@ class CosineSimilarityManual(DivisionRule):
                 "import torch.nn.functional as F\n"
                 "\n"
                 "\n"
-                "def similarity_matrix(x, y, mask):\n"
-                "    x = x * mask[..., None]\n"
+                "def similarity_matrix(x, y, visible_mask):\n"
+                "    x = x * visible_mask[..., None]\n"
                 "    return (x @ y.T) / (x.norm(dim=1)[:, None] * y.norm(dim=1)[None, :])\n"
             ),
             lines=(7,),

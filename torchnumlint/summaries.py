@@ -319,7 +319,12 @@ class _Exprs:
     def callee(self, func: ast.AST, depth: int = 0) -> Optional[tuple]:
         """What calling `func` means: an instance called right away, a local holding one, `self.x`,
         or a module-level / imported name; `m.forward` is calling `m`."""
-        if isinstance(func, ast.Attribute) and func.attr == "forward" and depth <= _DEPTH:
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "forward"
+            and not (isinstance(func.value, ast.Name) and func.value.id == "self")  # a method of the class
+            and depth <= _DEPTH
+        ):
             return self.callee(func.value, depth + 1)
         if isinstance(func, ast.Call):
             return self.instance(func)

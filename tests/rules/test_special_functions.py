@@ -166,6 +166,7 @@ TNL106_FLAGGED = [
                 x = self.conv(x).abs()
                 return torch.log1p(x)
         """,
+        strict=True,  # a compressed magnitude (see the rule): --strict
     ),
     # the stable softplus, where exp cannot overflow, still rounds 1 + exp(-|x|) (TNL108 declines it)
     Flagged(
@@ -201,6 +202,7 @@ TNL106_FLAGGED = [
                 return x
         """,
         (10,),
+        strict=True,  # a compressed magnitude (see the rule): --strict
     ),
     # TNL108 disabled: its site is still reported, by TNL106
     Flagged(

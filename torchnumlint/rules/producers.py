@@ -100,8 +100,8 @@ def _callee(ctx: "FileContext", own: FileSummary, func: cst.BaseExpression) -> O
     class of `self` where it is `self.name`."""
     if isinstance(func, cst.Call):  # nn.Softmax(dim=-1)(x)
         return _instance(ctx, own, func), None
-    if isinstance(func, cst.Attribute) and func.attr.value == "forward":
-        return _callee(ctx, own, func.value)  # `model.forward(x)` is `model(x)`
+    if isinstance(func, cst.Attribute) and func.attr.value == "forward" and not is_literal(func.value, "self"):
+        return _callee(ctx, own, func.value)  # `model.forward(x)` is `model(x)`; `self.forward` a method
     if isinstance(func, cst.Attribute) and is_literal(func.value, "self"):
         cls = _method_class(ctx)
         return (("self", func.attr.value), (ctx.path, cls)) if cls is not None else None

@@ -138,7 +138,7 @@ class LogOnePlus(Rule):
             return
         if found.negative and self._paired(term):
             return
-        if not found.negative and not ctx.strict and _magnitude(ctx, term):
+        if not found.negative and not ctx.strict and any(_magnitude(ctx, value) for value in _values(ctx, term)):
             return  # `log(1 + |x|)`: compressing a magnitude, whose absolute error (< 6e-8) is below its neighbours'
 
         def build(fix) -> Optional[cst.BaseExpression]:
@@ -163,6 +163,12 @@ class LogOnePlus(Rule):
         logs = [n for n in _calls(statement) if (m := match_call(ctx.imports, n, "log")) is not None
                 and same_code(ctx, m.input, p)]
         return bool(logs)
+
+
+def _values(ctx, term: cst.BaseExpression) -> List[cst.BaseExpression]:
+    """`term` and the value its name holds where it is read (`x = x.abs(); x = x + 1`)."""
+    binding = ctx.binding(term) if isinstance(term, cst.Name) else None
+    return [term] + ([binding.value] if binding is not None and binding.value is not None else [])
 
 
 def _magnitude(ctx, term: cst.BaseExpression) -> bool:

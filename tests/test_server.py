@@ -470,5 +470,5 @@ def test_without_pygls_the_server_command_says_what_to_install():
     code = "import sys; sys.modules['pygls'] = None; from torchnumlint.cli import main; main(['server'])"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.startswith("torchnumlint server needs pygls: pip install 'torchnumlint[server]'")
+    assert done.stderr.startswith('torchnumlint server needs pygls: pip install ".[server]"')
     assert done.stderr.count("\n") == 1

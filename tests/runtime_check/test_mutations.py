@@ -90,7 +90,7 @@ MUTATIONS = [
     Mutation("Distiller: KL summed, not per sample", "TNL114", 'KLDivLoss(reduction="batchmean")',
              'KLDivLoss(reduction="sum")', example=2),
     Mutation("a clamp that bites ordinary values", "TNL201", "clamp_min(1e-12)", "clamp_min(10.0)"),
-    Mutation("masked count without keepdim", "TNL201", "n = mask.sum(dim=1, keepdim=True)", "n = mask.sum(dim=1)",
+    Mutation("masked count without keepdim", "TNL201", "n = valid_mask.sum(dim=1, keepdim=True)", "n = valid_mask.sum(dim=1)",
              example=2),
     Mutation("Scaled: the population variance", "TNL201", "a.var(0).clamp_min(1e-12)",
              "a.var(0, correction=0).clamp_min(1e-12)", example=4),

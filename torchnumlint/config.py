@@ -38,12 +38,13 @@ class Config:
     unsafe_fixes: bool = False
     # Also report findings without evidence that the hazard is reached (rules/evidence.py).
     strict: bool = False
+    max_file_size: int = 10_000_000  # bytes: a larger file is skipped, named (source.read_source)
     root: Path = field(default_factory=Path.cwd)  # patterns are relative to this folder
     source: Optional[Path] = None
 
 
 _LIST_KEYS = {"select", "extend-select", "ignore", "exclude", "extend-exclude"}
-_KEYS = _LIST_KEYS | {"per-file-ignores", "unsafe-fixes", "strict"}
+_KEYS = _LIST_KEYS | {"per-file-ignores", "unsafe-fixes", "strict", "max-file-size"}
 
 
 def _read_toml(path: Path) -> dict:
@@ -168,6 +169,10 @@ def _validate(table: dict, path: Path) -> Config:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: must be true or false")
             setattr(config, key.replace("-", "_"), value)
+        elif key == "max-file-size":
+            if not (type(value) is int and value > 0):
+                raise ConfigError(f"{where}: must be a positive number of bytes")
+            config.max_file_size = value
         else:  # per-file-ignores
             if not isinstance(value, dict) or not all(
                 isinstance(codes, list) and all(isinstance(c, str) for c in codes) for codes in value.values()

@@ -21,13 +21,39 @@ from torchnumlint.sourcefile import SourceError, SourceFile
 __all__ = ["SourceError", "SourceFile", "read_source", "decode", "encode", "write_source"]
 
 
-def read_source(path: str) -> SourceFile:
+MAX_FILE_SIZE = 10_000_000  # bytes; the `max-file-size` setting (a 30 MB file cost 4.4 GB to lint)
+
+
+def read_source(path: str, max_size: int = MAX_FILE_SIZE) -> SourceFile:
+    """The file at `path`, read only if it is a regular file of at most `max_size` bytes: a FIFO
+    named `x.py` would block the run forever, a link to `/dev/zero` would read without end, and a
+    huge generated file costs gigabytes to parse. The file is opened without blocking and checked
+    through its descriptor, so what is read is what was checked, and never more than the limit."""
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as exc:
         raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise SourceError(f"skipped: not a regular file ({_kind(info.st_mode)})")
+            if info.st_size > max_size:
+                raise SourceError(f"skipped: {info.st_size:,} bytes, over the limit of {max_size:,} (max-file-size)")
+            raw = handle.read(max_size + 1)
+        except OSError as exc:
+            raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+    if len(raw) > max_size:  # it grew since the check
+        raise SourceError(f"skipped: over the limit of {max_size:,} bytes (max-file-size)")
     return decode(path, raw)
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "not a plain file"
 
 
 def decode(path: str, raw: bytes) -> SourceFile:

@@ -58,6 +58,8 @@ def parse(text: str, path: str) -> ast.Module:
             return ast.parse(text, filename=path)
     except RecursionError:
         raise TooDeep("the file is nested too deeply to parse") from None
+    except MemoryError:  # CPython's parser says so, with no message, when its own stack runs out
+        raise TooDeep("the file is nested too deeply (or is too large) for CPython's parser (MemoryError)") from None
 
 
 @dataclass

@@ -40,3 +40,10 @@ def test_a_notebook_with_a_javascript_cell_lints_its_python_cells(tmp_path):
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     cells = json.loads(path.read_text())["cells"]
     assert cells[1]["source"] == script and "log_softmax" in "".join(cells[2]["source"])
+
+
+def test_an_empty_tuple_where_a_tensor_goes_is_no_internal_error(tmp_path):
+    """Found by the fuzz suite: stripping the parentheses of `()` made a node LibCST refuses."""
+    (tmp_path / "odd.py").write_text("import torch\ny = torch.log(torch.sigmoid(()))\nz = torch.log(())\n")
+    done = run("--no-cache", "odd.py", cwd=tmp_path)
+    assert "internal error" not in done.stdout + done.stderr and done.returncode == 1, done.stdout + done.stderr

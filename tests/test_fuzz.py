@@ -26,6 +26,7 @@ import json
 import os
 import random
 import time
+import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -66,7 +67,9 @@ def _until(share: str):
 
 def _parses(text: str) -> bool:
     try:
-        ast.parse(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # CPython's SyntaxWarnings about random programs
+            ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True

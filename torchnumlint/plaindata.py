@@ -49,10 +49,10 @@ def loads(data: bytes, expected: object) -> Any:
 
 
 def _encode(value: object) -> object:
+    if isinstance(value, enum.Enum):  # first: a `str` enum (`Safety`) is a str too
+        return value.value
     if isinstance(value, _PLAIN):
         return value
-    if isinstance(value, enum.Enum):
-        return value.value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return [type(value).__name__] + [_encode(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init]
     if isinstance(value, tuple) and hasattr(value, "_fields"):
@@ -84,8 +84,6 @@ def reader(expected: object) -> Reader:
     leaf = _LEAVES.get(expected)  # type: ignore[call-overload]
     if leaf is not None:
         return leaf
-    if expected is None:
-        return _LEAVES[type(None)]
     if expected is tuple:
         return _plain_tuple
     if origin is typing.Union:

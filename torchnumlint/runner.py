@@ -379,7 +379,8 @@ class _Project:
                 parts[path] = found
             else:
                 missing.append(path)
-        for path, facts in zip(missing, run_all(lambda path: _facts_of(path, self.settings.config_of(path).max_file_size), missing, self.options.jobs, _no_facts, self.options.timeout)):
+        read = lambda path: _facts_of(path, self.settings.config_of(path).max_file_size)  # noqa: E731
+        for path, facts in zip(missing, run_all(read, missing, self.options.jobs, _no_facts, self.options.timeout)):
             if facts is None:
                 continue
             raw, matters, part = facts

@@ -90,8 +90,10 @@ def test_a_file_nested_beyond_cpythons_parser_is_a_clear_error_not_a_crash(tmp_p
 @pytest.mark.parametrize(
     "text, spans, masked",
     [
-        ("a = 1\r\nb = (\r\n  2)\r\nc = 3\r\n", [(7, 18)], "a = 1\r\npass \r\n    \r\nc = 3\r\n"),
-        ("x=(\n1)\n", [(0, 6)], "0  \n  \n"),  # a first line too short for `pass`
+        ("a = 1\r\nb = (\r\n  2)\r\nc = 3\r\n", [(7, 18)], "a = 1\r\npass \r\n#   \r\nc = 3\r\n"),
+        ("x=(\n1)\n", [(0, 6)], "0  \n# \n"),  # a first line too short for `pass`
+        ("x = (\n 1)  # c\n", [(0, 9)], "pass \n     # c\n"),  # a last line that goes on: blanks
+        ("x = (\n\n 1)", [(0, 10)], "pass \n\n#  "),  # an empty line stays empty
         ("if t: y = 'é' + 1; z = 2\n", [(6, 17)], "if t: pass       ; z = 2\n"),
     ],
 )
@@ -99,6 +101,18 @@ def test_masking_keeps_every_offset_and_line_break(text, spans, masked):
     assert prepass.mask(text, spans) == masked
     assert len(masked) == len(text)
     ast.parse(masked)
+
+
+@pytest.mark.parametrize("tail", ["", "\n", "\n   \n", "\n    \n  \n"])
+def test_a_masked_last_statement_reprints_exactly(tail):
+    """LibCST keeps one of several whitespace-only lines at the end of a file: a masked last
+    statement must not end the file with them, or every offset after it is off."""
+    import libcst
+
+    text = "import torch\n\n\ndef f(x):\n    h = torch.relu(x)\n    return h\n" + tail
+    tree = ast.parse(text)
+    masked = prepass.mask(text, [prepass.Lines(text).span(tree.body[-1])])
+    assert libcst.parse_module(masked).code == masked
 
 
 def test_statement_spans_count_characters_not_utf8_bytes():

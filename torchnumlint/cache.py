@@ -8,10 +8,12 @@ which a look-up compares; a change to any of these misses.
 - `package_fingerprint()`: torchnumlint's version and the size and mtime of each of the linter's
   source files, so an edited rule invalidates every entry even without a version bump.
 - An entry is one file, `<folder>/<kind>/<2 hex>/<rest of key>`: a magic tag, the payload's
-  length and its BLAKE2 digest, then the pickled payload. It is written to a temporary file in
-  the same folder and renamed over (`os.replace`), so a reader sees a whole entry or none; a
-  torn or foreign file fails its check and reads as a miss. Two runs writing the same key both
-  write whole entries of the same value; the last rename wins.
+  length and its BLAKE2 digest, then the payload as JSON (`plaindata.py`), read back against the
+  type its kind stores (`ENTRY_TYPES`). Never a pickle: a cache folder may be shared or checked
+  out, and whoever can write an entry must not run code in the next run; an entry whose shape is
+  not its kind's type reads as a miss, like a torn or foreign file. It is written to a temporary
+  file in the same folder and renamed over (`os.replace`), so a reader sees a whole entry or none.
+  Two runs writing the same key both write whole entries of the same value; the last rename wins.
 - `Manifest`: per project, path -> (stat, digest, whether the file can hold index facts), so a
   warm run trusts a file's digest from its stat instead of reading it. A stat taken within
   `RACY_SECONDS` of the file's mtime is not trusted (a later write in the same clock tick would
@@ -25,21 +27,34 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import pickle
 import struct
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torchnumlint
+from torchnumlint import plaindata
+from torchnumlint.findings import Finding
 
 FOLDER_NAME = ".torchnumlint_cache"
-_MAGIC = b"TNLC\x00\x01"
+_MAGIC = b"TNLC\x00\x02"  # 2: JSON payloads
 _HEADER = struct.Struct(">6sQ16s")  # magic, payload length, payload digest
 RACY_SECONDS = 2.0
 
 Stat = Tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
+LintEntry = Tuple[Optional[str], List[Finding], List[str]]  # project fingerprint or None, findings, errors
+ManifestRecords = Dict[str, Tuple[Stat, str, bool]]
+
+
+@functools.lru_cache(maxsize=None)
+def entry_type(kind: str) -> object:
+    """The type an entry of `kind` holds (the index is imported only when facts are read)."""
+    if kind == "facts":
+        from torchnumlint.index import ProjectIndex
+
+        return ProjectIndex
+    return {"lint": LintEntry, "manifest": ManifestRecords}[kind]
 
 
 def digest(*parts: object) -> str:
@@ -85,7 +100,8 @@ class Cache:
         return os.path.join(self.folder, kind, key[:2], key[2:])
 
     def get(self, kind: str, key: str) -> Optional[object]:
-        """The value stored under `key`, or None when absent, torn or unreadable."""
+        """The value stored under `key`, or None when absent, torn, unreadable or not of the type
+        its kind stores."""
         try:
             with open(self._path(kind, key), "rb") as handle:
                 data = handle.read()
@@ -98,13 +114,13 @@ class Cache:
         if magic != _MAGIC or length != len(payload) or hashlib.blake2b(payload, digest_size=16).digest() != check:
             return None
         try:
-            return pickle.loads(payload)
-        except Exception:  # a class renamed since: the package fingerprint should have caught it
+            return plaindata.loads(payload, entry_type(kind))
+        except plaindata.Mismatch:
             return None
 
     def put(self, kind: str, key: str, value: object) -> None:
         """Store `value` atomically; a cache that cannot be written is silently not written."""
-        payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        payload = plaindata.dumps(value)
         data = _HEADER.pack(_MAGIC, len(payload), hashlib.blake2b(payload, digest_size=16).digest()) + payload
         target = self._path(kind, key)
         try:

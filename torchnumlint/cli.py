@@ -79,7 +79,7 @@ class _Torchnumlint(click.Command):
     "Exit codes: 0 nothing found, 1 findings, 2 an error (a usage error, a file that cannot be "
     "read or parsed, no Python files under the paths named).",
 )
-@click.argument("paths", nargs=-1, type=click.Path())
+@click.argument("paths", nargs=-1, type=click.Path(readable=False))  # an unreadable file is its own error
 @click.option("--fix", is_flag=True, help="Apply safe fixes.")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Also apply fixes that change results.")
 @click.option("--fix-only", is_flag=True, help="Apply fixes and report nothing else; exit 0 whatever remains.")

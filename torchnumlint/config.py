@@ -52,6 +52,7 @@ class Config:
     unsafe_fixes: bool = False
     # Also report findings without evidence that the hazard is reached (rules/evidence.py).
     strict: bool = False
+    max_file_size: int = 10_000_000  # bytes: a larger file is skipped, named (source.read_source)
     root: Path = field(default_factory=Path.cwd)  # patterns are relative to this folder
     source: Optional[Path] = None
     # Why `source` could not be used (not UTF-8, bad TOML, a bad key): the files under it are not
@@ -71,7 +72,7 @@ class Config:
 
 _SELECTOR_KEYS = {"select", "extend-select", "ignore", "fixable", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes"}
 _LIST_KEYS = _SELECTOR_KEYS | {"exclude", "extend-exclude"}
-_KEYS = _LIST_KEYS | {"per-file-ignores", "unsafe-fixes", "strict", "extend"}
+_KEYS = _LIST_KEYS | {"per-file-ignores", "unsafe-fixes", "strict", "extend", "max-file-size"}
 
 
 def _read_toml(path: Path) -> dict:
@@ -282,6 +283,10 @@ def _validate(table: dict, path: Path) -> Config:
             setattr(config, key.replace("-", "_"), value)
         elif key == "extend":
             continue  # laid out by _extended before validation
+        elif key == "max-file-size":
+            if not (type(value) is int and value > 0):
+                raise ConfigError(f"{where}: must be a positive number of bytes")
+            config.max_file_size = value
         else:  # per-file-ignores
             if not isinstance(value, dict) or not all(
                 isinstance(codes, list) and all(isinstance(c, str) for c in codes) for codes in value.values()

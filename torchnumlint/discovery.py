@@ -45,7 +45,7 @@ class _GitIgnore:
         if folder not in self._specs:
             spec = None
             gitignore = folder / ".gitignore"
-            if gitignore.is_file():
+            if os.path.isfile(gitignore):
                 try:
                     lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
                     spec = pathspec.GitIgnoreSpec.from_lines(lines)
@@ -60,7 +60,7 @@ class _GitIgnore:
         if folder not in self._chains:
             spec = self._spec(folder)
             own = ((folder.as_posix(), spec),) if spec is not None else ()
-            last = (folder / ".git").exists() or folder.parent == folder
+            last = os.path.exists(folder / ".git") or folder.parent == folder
             self._chains[folder] = own + (() if last else self._chain(folder.parent))
         return self._chains[folder]
 
@@ -77,8 +77,9 @@ PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
 def is_project_root(folder: Path) -> bool:
-    """Whether `folder` holds a project marker (.git may be a file: a worktree or submodule)."""
-    return any((folder / marker).exists() for marker in PROJECT_MARKERS)
+    """Whether `folder` holds a project marker (.git may be a file: a worktree or submodule); a
+    folder the user cannot search holds none."""
+    return any(os.path.exists(folder / marker) for marker in PROJECT_MARKERS)
 
 
 def project_root(folder: Path, cache: Dict[Path, Optional[Path]]) -> Optional[Path]:
@@ -99,6 +100,7 @@ class _Walker:
         self.settings = settings
         self.gitignore = _GitIgnore()
         self._specs: Dict[int, pathspec.PathSpec] = {}
+        self.errors: List[str] = []  # folders that could not be read, one line each
 
     def spec(self, config: Config) -> pathspec.PathSpec:
         """`config`'s exclude patterns."""
@@ -116,8 +118,9 @@ class _Walker:
 
     def walk(self, top: str, into_projects: bool) -> Iterator[str]:
         """The Python files under `top`, paths joined onto `top` as given; below `top`, folders
-        that are project roots are entered only with `into_projects`."""
-        for folder, dirnames, filenames in os.walk(top):
+        that are project roots are entered only with `into_projects`. A folder that cannot be
+        listed (no permission) is named in `errors` and the walk goes on."""
+        for folder, dirnames, filenames in os.walk(top, onerror=self._unreadable):
             here = Path(os.path.abspath(folder))
             config = self.settings.config_for(here)
             spec = self.spec(config)
@@ -126,7 +129,7 @@ class _Walker:
                 child = here / name
                 if name.startswith(".") or _excluded(spec, child, config.root, True):
                     continue
-                if self.gitignore.ignored(child, True) or (child / "pyvenv.cfg").exists():  # a virtualenv
+                if self.gitignore.ignored(child, True) or os.path.exists(child / "pyvenv.cfg"):  # a virtualenv
                     continue
                 if into_projects or not is_project_root(child):
                     keep.append(name)
@@ -139,6 +142,10 @@ class _Walker:
                     yield os.path.normpath(os.path.join(folder, name))
 
 
+    def _unreadable(self, error: OSError) -> None:
+        self.errors.append(f"{error.filename}: cannot read folder: {error.strerror or error}")
+
+
 def _excluded(spec: pathspec.PathSpec, path: Path, root: Path, is_dir: bool) -> bool:
     suffix = "/" if is_dir else ""
     try:
@@ -149,18 +156,22 @@ def _excluded(spec: pathspec.PathSpec, path: Path, root: Path, is_dir: bool) -> 
 
 
 def discover(paths: Iterable[str], settings: Settings, force_exclude: bool = False) -> Tuple[List[str], List[str]]:
-    """(files to lint, in a stable order; errors for paths that do not exist). A file named in
-    `paths` is linted even where excluded or ignored, unless `force_exclude`."""
+    """(files to lint, in a stable order; errors for paths that do not exist and folders that
+    cannot be read). A file named in `paths` is linted even where excluded or ignored, unless
+    `force_exclude`; whatever it is (a FIFO, a file the user cannot read), reading it says what
+    is wrong with it."""
     walker = _Walker(settings)
     files: List[str] = []
     errors: List[str] = []
     seen = set()
     for given in paths:
         path = Path(given)
-        if not path.exists():
-            errors.append(f"{given}: no such file or directory")
+        try:
+            os.stat(given)
+        except OSError as exc:
+            errors.append(f"{given}: {'no such file or directory' if isinstance(exc, FileNotFoundError) else exc.strerror}")
             continue
-        if path.is_file():
+        if not os.path.isdir(given):
             excluded = force_exclude and walker.named_file_excluded(Path(os.path.abspath(given)))
             found: Iterable[str] = [] if excluded else [given]
         else:
@@ -170,7 +181,7 @@ def discover(paths: Iterable[str], settings: Settings, force_exclude: bool = Fal
             if key not in seen:
                 seen.add(key)
                 files.append(file)
-    return files, errors
+    return files, errors + walker.errors
 
 
 def project_files(root: str, settings: Settings) -> Iterator[str]:

@@ -105,7 +105,7 @@ EXTENSION_LOADERS = frozenset({"load", "load_ext", "load_inline", "load_extensio
 #   ("self", attr)              self.attr(...): a method, or a submodule held in the attribute
 #   ("attr", attr, meth)        self.attr.meth(...)
 #   ("super", meth)             super().meth(...)
-Ref = Tuple[str, ...]
+Ref = Tuple[Optional[str], ...]  # qual is None where the imports do not say
 
 
 @dataclass

@@ -113,7 +113,7 @@ def decode(path: str, raw: bytes) -> NotebookSource:
     code: List[Tuple[int, str, Optional[Tuple[int, int]]]] = []
     if _is_python(notebook):
         for index, cell in enumerate(cells):
-            if cell.get("cell_type") == "code":
+            if cell.get("cell_type") == "code" and _cell_is_python(cell):
                 code.append((index + 1, _text_of(cell.get("source", ""), index + 1), spans.get(index)))
     return _assemble(path, raw, bom, document, code)
 
@@ -125,6 +125,25 @@ def _is_python(notebook: dict) -> bool:
         value = metadata.get(key, {}).get(field) if isinstance(metadata.get(key), dict) else None
         if isinstance(value, str):
             return value.lower() == "python"
+    return True
+
+
+# Where an editor records that one code cell is in another language than the kernel's: VS Code's
+# `languageId` ("javascript", "sql", "markdown"), .NET Interactive / Polyglot Notebooks' kernel.
+_CELL_LANGUAGE = (("vscode", "languageId"), ("dotnet_interactive", "language"), ("polyglot_notebook", "kernelName"))
+
+
+def _cell_is_python(cell: dict) -> bool:
+    """Whether a code cell holds Python: one whose metadata names another language is left out
+    (it is not linted, and not parsed: a JavaScript cell would make the whole notebook a syntax
+    error), the notebook's other cells are linted."""
+    metadata = cell.get("metadata")
+    if not isinstance(metadata, dict):
+        return True
+    for key, field in _CELL_LANGUAGE:
+        value = metadata.get(key, {}).get(field) if isinstance(metadata.get(key), dict) else None
+        if isinstance(value, str):
+            return value.lower() in ("python", "python3", "ipython")
     return True
 
 

@@ -58,6 +58,8 @@ def parse(text: str, path: str) -> ast.Module:
             return ast.parse(text, filename=path)
     except RecursionError:
         raise TooDeep("the file is nested too deeply to parse") from None
+    except MemoryError:  # CPython's parser says so, with no message, when its own stack runs out
+        raise TooDeep("the file is nested too deeply (or is too large) for CPython's parser (MemoryError)") from None
 
 
 @dataclass
@@ -125,22 +127,31 @@ def _nested_statements(stmt: ast.stmt) -> Iterator[ast.stmt]:
 
 
 def mask(text: str, spans: List[Tuple[int, int]]) -> str:
-    """`text` with each span replaced by `pass` and spaces, line breaks kept: same length, same
-    lines. Spans must not overlap and each must start where a statement may."""
+    """`text` with each span replaced by `pass`, its later lines by comments (`#` and spaces),
+    line breaks kept: same length, same lines. Spans must not overlap and each must start where a
+    statement may.
+
+    Later lines are comments, not blanks, because LibCST does not reprint whitespace-only lines
+    at the end of a file exactly (it keeps one of `"   \n   \n"`): a masked last statement made
+    every offset after it wrong, and the engine then drops every fix of the file (issue 21: an
+    import that a fix left unused kept its finding and lost its fix)."""
     parts: List[str] = []
     at = 0
     for start, end in sorted(spans):
         parts.append(text[at:start])
-        parts.append(_blank(text[start:end]))
+        parts.append(_blank(text[start:end], ends_line=text[end:end + 1] in ("", "\n", "\r")))
         at = end
     parts.append(text[at:])
     return "".join(parts)
 
 
-def _blank(segment: str) -> str:
+def _blank(segment: str, ends_line: bool) -> str:
     rows = _NEWLINE.split(segment)  # rows at even indices, the line breaks between them
     first = rows[0]
     # `pass` where it fits (a statement's first line can be as short as `x=(`)
     rows[0] = "pass".ljust(len(first)) if len(first) >= 4 else "0".ljust(len(first))
-    return "".join(row if i % 2 else " " * len(row) if i else row for i, row in enumerate(rows))
+    last = len(rows) - 1
+    for i in range(2, len(rows), 2):  # a whole line: a comment; the last one only if nothing follows it
+        rows[i] = "#".ljust(len(rows[i])) if rows[i] and (i < last or ends_line) else " " * len(rows[i])
+    return "".join(rows)
 

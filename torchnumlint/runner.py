@@ -227,10 +227,13 @@ class _Project:
                 self.digests[path] = (record[1], record[2])
         return self.digests.get(path)
 
+    def _source(self, path: str) -> SourceFile:
+        return read_source(path, self.settings.config_of(path).max_file_size)
+
     def _read(self, path: str) -> SourceFile:
         """The file's source; with the cache, its digest noted (and recorded in the manifest)."""
         stat = caching.stat_of(path)
-        source = read_source(path)
+        source = self._source(path)
         if self.manifest is not None:
             raw = caching.digest(source.raw)
             matters = _can_hold_facts(source.text)
@@ -324,7 +327,7 @@ class _Project:
                 continue
             if path not in reads_index:
                 try:
-                    reads_index[path] = reads_project_index(read_source(path).text, self.settings.rules_for(path))
+                    reads_index[path] = reads_project_index(self._source(path).text, self.settings.rules_for(path))
                 except SourceError as exc:
                     tally.read_errors[position] = f"{path}: {exc}"
                     tally.progress.advance()
@@ -379,7 +382,8 @@ class _Project:
                 parts[path] = found
             else:
                 missing.append(path)
-        for path, facts in zip(missing, run_all(_facts_of, missing, self.options.jobs, _no_facts, self.options.timeout)):
+        read = lambda path: _facts_of(path, self.settings.config_of(path).max_file_size)  # noqa: E731
+        for path, facts in zip(missing, run_all(read, missing, self.options.jobs, _no_facts, self.options.timeout)):
             if facts is None:
                 continue
             raw, matters, part = facts
@@ -412,7 +416,7 @@ class _Project:
         for path in linted:
             own = file_options(self.options, self.settings, path)
             try:
-                source = read_source(path)
+                source = self._source(path)
                 found = own.fix_policy.apply(
                     lint_text(path, source.text, [r for r in rules[path] if r.needs_index], fresh, strict=bool(own.strict)))
                 kept.extend(notebook.locate_findings(source, found))
@@ -433,7 +437,7 @@ class _Linter:
     def __call__(self, path: str) -> _Linted:
         project = self.project
         try:
-            source = read_source(path)
+            source = project._source(path)
         except SourceError as exc:
             return _Linted(read_error=f"{path}: {exc}")
         rules = project.settings.rules_for(path)
@@ -451,10 +455,10 @@ def _failed(path: str, why: str) -> _Linted:
     return _Linted(outcome=FileOutcome(errors=[f"{path}: {why}"], cacheable=False))
 
 
-def _facts_of(path: str) -> Optional[Tuple[str, bool, ProjectIndex]]:
+def _facts_of(path: str, max_size: int) -> Optional[Tuple[str, bool, ProjectIndex]]:
     """(digest, can hold facts, facts) of a file of the project; None when it cannot be read."""
     try:
-        source = read_source(path)
+        source = read_source(path, max_size)
     except SourceError:
         return None
     return caching.digest(source.raw), _can_hold_facts(source.text), index_file(path, source.text)

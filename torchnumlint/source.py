@@ -13,22 +13,47 @@ import codecs
 import io
 import os
 import stat
-import tempfile
 import tokenize
 
-from torchnumlint import notebook
+from torchnumlint import atomic_write, notebook
 from torchnumlint.sourcefile import SourceError, SourceFile
 
 __all__ = ["SourceError", "SourceFile", "read_source", "decode", "encode", "write_source"]
 
 
-def read_source(path: str) -> SourceFile:
+MAX_FILE_SIZE = 10_000_000  # bytes; the `max-file-size` setting (a 30 MB file cost 4.4 GB to lint)
+
+
+def read_source(path: str, max_size: int = MAX_FILE_SIZE) -> SourceFile:
+    """The file at `path`, read only if it is a regular file of at most `max_size` bytes: a FIFO
+    named `x.py` would block the run forever, a link to `/dev/zero` would read without end, and a
+    huge generated file costs gigabytes to parse. The file is opened without blocking and checked
+    through its descriptor, so what is read is what was checked, and never more than the limit."""
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as exc:
         raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise SourceError(f"skipped: not a regular file ({_kind(info.st_mode)})")
+            if info.st_size > max_size:
+                raise SourceError(f"skipped: {info.st_size:,} bytes, over the limit of {max_size:,} (max-file-size)")
+            raw = handle.read(max_size + 1)
+        except OSError as exc:
+            raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+    if len(raw) > max_size:  # it grew since the check
+        raise SourceError(f"skipped: over the limit of {max_size:,} bytes (max-file-size)")
     return decode(path, raw)
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "not a plain file"
 
 
 def decode(path: str, raw: bytes) -> SourceFile:
@@ -67,10 +92,12 @@ def write_source(source: SourceFile, text: str) -> None:
 
     Refused (SourceError, one line) for a file the user cannot write, or one without any write
     permission bit (root may write anything: a read-only file is still the user's "do not touch"),
-    and for a file that changed since it was read. A symlink is written through to its target.
-    The write is atomic (a temporary file, then `os.replace`) where that keeps what the file is:
-    a file with other hard links, or whose owner we cannot give to a new file, is rewritten in
-    place instead, so the links and the owner survive. The mode always does."""
+    and for a file that changed since it was read, up to the swap itself (`atomic_write.py`). A
+    file that already holds `text` (another hard link to it was fixed first) is left alone. A
+    symlink is written through to its target. The write is atomic (a temporary file swapped in)
+    where that keeps what the file is: a file with other hard links, or whose owner we cannot give
+    to a new file, is rewritten in place instead, so the links and the owner survive. The mode
+    always does."""
     target = os.path.realpath(source.path)
     try:
         data = encode(source, text)
@@ -81,47 +108,14 @@ def write_source(source: SourceFile, text: str) -> None:
         if not os.access(target, os.W_OK) or not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
             raise SourceError("not written: the file is read-only")
         with open(target, "rb") as handle:
-            if handle.read() != source.raw:
-                raise SourceError("not written: the file changed while it was being linted")
-        if info.st_nlink > 1 or not _replace_atomically(target, data, info):
-            _rewrite_in_place(target, data)
+            current = handle.read()
+        if current == data:
+            return
+        if current != source.raw:
+            raise atomic_write.ChangedMeanwhile()
+        if info.st_nlink > 1 or not atomic_write.replace(target, source.raw, data, info):
+            atomic_write.rewrite_in_place(target, source.raw, data)
+    except atomic_write.ChangedMeanwhile:
+        raise SourceError("not written: the file changed while it was being linted (kept as it is now)") from None
     except OSError as exc:
         raise SourceError(f"cannot write: {exc.strerror or exc}") from None
-
-
-def _replace_atomically(target: str, data: bytes, info: os.stat_result) -> bool:
-    """Write `data` to a temporary file beside `target`, with its mode and owner, then move it
-    over `target`. False (nothing changed) where the owner cannot be kept."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target) or ".", prefix=".torchnumlint-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, stat.S_IMODE(info.st_mode))
-        if hasattr(os, "chown") and (info.st_uid, info.st_gid) != _owner(tmp):
-            try:
-                os.chown(tmp, info.st_uid, info.st_gid)
-            except OSError:
-                os.unlink(tmp)
-                return False
-        os.replace(tmp, target)
-        return True
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _owner(path: str) -> tuple:
-    info = os.stat(path)
-    return info.st_uid, info.st_gid
-
-
-def _rewrite_in_place(target: str, data: bytes) -> None:
-    """Overwrite the file itself (its inode: links, owner and mode stay), then cut it to length."""
-    with open(target, "r+b") as handle:
-        handle.write(data)
-        handle.truncate()
-        handle.flush()
-        os.fsync(handle.fileno())

@@ -2,7 +2,8 @@
 request's diff at the finding's span, and one per file that could not be linted.
 
 Property values and messages are escaped as the runner's parser expects (`%`, CR, LF everywhere;
-`:` and `,` in properties too), so a message with a colon or a path with a comma survives.
+`:` and `,` in properties too), so a message with a colon or a path with a comma survives; the runner reads UTF-8, so what a
+name holds that UTF-8 cannot carry is replaced (`carry.py`).
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from __future__ import annotations
 from typing import List
 
 from torchnumlint.findings import fixable
+from torchnumlint.report import carry
 from torchnumlint.report.problems import problems
 from torchnumlint.results import Options, RunResult
 
 
 def _data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return carry.text(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def _property(text: str) -> str:

@@ -4,7 +4,8 @@ GitLab shows each issue on the merge request and matches issues across pipelines
 `fingerprint`, so the fingerprint leaves out line numbers (code added above a finding must not
 make it "new"): it hashes the path, the code and the message, plus the finding's rank among
 findings with the same three. Paths are relative to the project (`CI_PROJECT_DIR`, else the
-working folder), as GitLab resolves them. A file that could not be linted is a `critical` issue.
+working folder), as GitLab resolves them; what UTF-8 cannot carry in a name is replaced
+(`carry.py`), its fingerprint still told apart by the name's bytes. A file that could not be linted is a `critical` issue.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 from collections import Counter
 from typing import Optional
 
+from torchnumlint.report import carry
 from torchnumlint.report.problems import problems
 from torchnumlint.results import Options, RunResult
 
@@ -31,7 +33,7 @@ def _issue(check: str, message: str, path: str, begin: Optional[dict], end: Opti
            seen: Counter) -> dict:
     key = (path, check, message)
     seen[key] += 1
-    fingerprint = hashlib.sha256("\0".join((*key, str(seen[key]))).encode("utf-8")).hexdigest()
+    fingerprint = hashlib.sha256(carry.name_bytes("\0".join((*key, str(seen[key]))))).hexdigest()
     location: dict = {"path": path}
     if begin is None:
         location["lines"] = {"begin": 1}
@@ -53,4 +55,4 @@ def render(result: RunResult, options: Options, quiet: bool = False, statistics:
     for p in problems(result):
         begin = None if p.line is None else {"line": p.line, "column": p.col or 1}
         issues.append(_issue("torchnumlint-error", p.message, _relative(p.path), begin, begin, "critical", seen))
-    return json.dumps(issues, indent=2)
+    return json.dumps(carry.plain(issues), indent=2)

@@ -3,7 +3,8 @@
 One test suite per file with findings; each finding is a failed test case named by its rule
 (`torchnumlint.TNL101`, class name the file), the failure saying where and what; a file that could
 not be linted is a test case in error. A run with neither is one passing test case, so that a
-clean run still shows up as a report (as ruff does).
+clean run still shows up as a report (as ruff does). A character XML 1.0 cannot hold (a control
+character or an undecodable byte in a file name) is replaced (`carry.py`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import xml.etree.ElementTree as ET
 from typing import Dict, List
 
 from torchnumlint.findings import Finding
+from torchnumlint.report import carry
 from torchnumlint.report.problems import Problem, problems
 from torchnumlint.results import Options, RunResult
 
@@ -48,4 +50,4 @@ def render(result: RunResult, options: Options, quiet: bool = False, statistics:
         suite = _suite(root, "torchnumlint", 1, 0, 0)
         ET.SubElement(suite, "testcase", name="No findings", classname="torchnumlint")
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + carry.xml(ET.tostring(root, encoding="unicode"))

@@ -9,6 +9,8 @@ itself makes) gets a descriptor with its id and name only. Each finding is a res
 with its fix as a SARIF fix. Each file that could not be linted (or only in part) is an error
 notification of the invocation, which then did not succeed.
 
+Texts replace what UTF-8 cannot carry, and URIs percent-encode a name's bytes (`carry.py`).
+
 Every finding fails the run (exit 1), so every rule's level is "error". Columns count Unicode code
 points (`columnKind`), as torchnumlint's do; end columns are exclusive in both. A relative path is
 a URI relative to `%SRCROOT%`, the working folder of the run (which GitHub maps to the checkout).
@@ -20,13 +22,13 @@ import json
 import os
 from pathlib import Path, PurePath
 from typing import Dict, List, Optional
-from urllib.parse import quote
 
 from torchnumlint import __version__
 from torchnumlint.findings import Finding, Safety
 from torchnumlint.report.problems import Problem, problems
 from torchnumlint.results import Options, RunResult
 from torchnumlint import catalogue
+from torchnumlint.report import carry
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 _ROOT = "%SRCROOT%"
@@ -40,7 +42,7 @@ _FIX = {
 def _artifact(path: str) -> dict:
     if os.path.isabs(path):
         return {"uri": Path(path).as_uri()}
-    return {"uri": quote(PurePath(path).as_posix()), "uriBaseId": _ROOT}
+    return {"uri": carry.uri_path(PurePath(path).as_posix()), "uriBaseId": _ROOT}
 
 
 def _region(line: int, col: int, end_line: int, end_col: int) -> dict:
@@ -144,4 +146,4 @@ def render(result: RunResult, options: Options, quiet: bool = False, statistics:
         "columnKind": "unicodeCodePoints",
         "results": [_result(f, index) for f in result.findings],
     }
-    return json.dumps({"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2)
+    return json.dumps(carry.plain({"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}), indent=2)

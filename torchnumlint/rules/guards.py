@@ -55,7 +55,8 @@ _DATA = {"torch.tensor", "torch.Tensor", "torch.as_tensor", "torch.from_numpy", 
 
 
 def strip_parens(expr: cst.BaseExpression) -> cst.BaseExpression:
-    """LibCST keeps parentheses on the node itself; this is the same node without them."""
+    """LibCST keeps parentheses on the node itself; this is the same node without them (an empty
+    tuple keeps its own: `()` is nothing without them)."""
     if getattr(expr, "lpar", None) and not (isinstance(expr, cst.Tuple) and not expr.elements):
         return expr.with_changes(lpar=[], rpar=[])
     return expr  # `()` cannot lose its parentheses: LibCST refuses a bare empty tuple

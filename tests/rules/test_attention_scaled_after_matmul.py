@@ -326,6 +326,31 @@ SILENT = [
             return Attention()(q, k, v)
         """
     ),
+    # the hand-written branch beside F.scaled_dot_product_attention runs only on a torch without it
+    Silent(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+
+        def attend(q, k, v, flash):
+            with torch.autocast("cuda"):
+                if flash:
+                    return F.scaled_dot_product_attention(q, k, v)
+                att = (q @ k.transpose(-2, -1)) * (1.0 / k.size(-1) ** 0.5)
+                return att.softmax(dim=-1) @ v
+
+
+        def attend_else(q, k, v, has_sdp):
+            with torch.autocast("cuda"):
+                if has_sdp:
+                    out = F.scaled_dot_product_attention(q, k, v)
+                else:
+                    s = torch.einsum("bhid,bhjd->bhij", q, k) * q.shape[-1] ** -0.5
+                    out = s.softmax(-1) @ v
+                return out
+        """
+    ),
 ]
 
 

@@ -30,6 +30,7 @@ from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.fp16_code import Product, fp16_reach, product_of
 from torchnumlint.rules.mixed_precision.scores import feeds_softmax, normalised, plain_number, scale_value
+from torchnumlint.walk import Visitor
 
 # A name that says it is a scale (`self.scale`, `scaling`, `temperature`, `inv_sqrt_d`).
 SCALE_NAME = re.compile(r"scal|temperature|(^|_)tau$|sqrt|norm_fact|(^|_)d_?k$|head_dim")
@@ -198,6 +199,8 @@ class AttentionScaledAfterMatmul(Rule):
             return
         if not feeds_softmax(self.ctx, node):
             return
+        if _fallback_of_sdpa(self.ctx):
+            return  # `if has_sdpa: F.scaled_dot_product_attention(...) else: <this>`: taken by an old torch only
         reach = fp16_reach(self.ctx)
         if reach is None and not self.ctx.strict:
             return
@@ -263,3 +266,47 @@ def _last_name(expr: cst.BaseExpression) -> Optional[str]:
     if isinstance(expr, cst.Name):
         return expr.value
     return None
+
+
+def _fallback_of_sdpa(ctx) -> bool:
+    """Whether the node being visited is in one branch of an `if` whose other branch calls
+    `F.scaled_dot_product_attention`: the hand-written attention kept for a torch without it (the
+    flash/SDPA switch of nanoGPT, LightGlue), dead on any torch with SDPA, where the other
+    branch runs (an independent reading of the corpus judged such a finding unreachable)."""
+    for at, node in enumerate(ctx.stack):
+        if not isinstance(node, cst.If):
+            continue
+        inside = ctx.stack[at + 1] if at + 1 < len(ctx.stack) else None
+        branches = [node.body] + ([node.orelse] if node.orelse is not None else [])
+        others = [b for b in branches if b is not inside]
+        if len(others) < len(branches) and any(_calls_sdpa(ctx, other) for other in others):
+            return True
+    # `if flash: return F.scaled_dot_product_attention(...)` earlier in the same block
+    for at, node in enumerate(ctx.stack[:-1]):
+        if isinstance(node, cst.IndentedBlock):
+            statement = ctx.stack[at + 1]
+            before = node.body[: next((i for i, s in enumerate(node.body) if s is statement), 0)]
+            if any(isinstance(s, cst.If) and _returns_sdpa(ctx, s.body) for s in before):
+                return True
+    return False
+
+
+def _returns_sdpa(ctx, block: cst.BaseSuite) -> bool:
+    last = block.body[-1] if isinstance(block, cst.IndentedBlock) and block.body else None
+    returns = isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, cst.Return) for s in last.body)
+    return returns and _calls_sdpa(ctx, block)
+
+
+def _calls_sdpa(ctx, tree: cst.CSTNode) -> bool:
+    found = []
+
+    class _Calls(Visitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            qual = ctx.qualname(call.func)
+            if qual == "torch.nn.functional.scaled_dot_product_attention" or (
+                isinstance(call.func, cst.Attribute) and call.func.attr.value == "scaled_dot_product_attention"
+            ):
+                found.append(call)
+
+    _Calls().walk(tree)
+    return bool(found)

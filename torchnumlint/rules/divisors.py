@@ -157,6 +157,11 @@ _STANDARDISING = "for constant data (a constant feature, equal rewards, a blank 
 # delta times a positive anchor; ground truth is filtered for empty boxes, anchors are positive),
 # and the range of an input that is exactly constant. Reported under --strict, named.
 _WEAK = frozenset({_CONSTANT_RANGE})
+# In code without gradients (inference, post-processing, data preparation, an optimizer's step)
+# the values are finished data: the same reading found none of them exactly degenerate (a
+# constant batch, two junctions that coincide, all-zero errors); only a selection that can be
+# empty, weights the caller gives and the code's own edge test stay evidence there.
+_SELECTION_REASONS = ("when nothing is selected", "when a mask", "when the mask", "when every weight", "as the code's own test")
 
 
 def _value_range(ctx: "FileContext", v: cst.BaseExpression) -> Optional[cst.BaseExpression]:
@@ -197,7 +202,9 @@ def zero_evidence(
     code's own tensor test of the divisor, as `found` or as `written` (`torch.where(n > 0, x / n,
     0)`), is evidence too (`edge_tests`)."""
     why, non_negative = _zero_evidence(ctx, found, numerator)
-    if why is not None and not ctx.strict and (found.kind == "box" or why in _WEAK):
+    if why is not None and not ctx.strict and (
+        found.kind == "box" or why in _WEAK or (gradient_free(ctx) and not why.startswith(_SELECTION_REASONS))
+    ):
         why = None  # a reason a reviewer did not find plausible in real use: strict mode names it
     if why is None and not gradient_free(ctx):  # without a gradient, a mended forward is no hazard
         why = edge_test(ctx, found.value, *written)

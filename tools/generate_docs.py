@@ -68,11 +68,11 @@ def with_cpu_section(page: str, section: str) -> str:
 
 
 def cpu_section() -> str:
-    from torchnumlint.runtime_check import runner
+    from torchnumlint.runtime_check import runner, verify_format
 
     device, absent = runner.resolve_device("cpu")
     results = runner.verify(device="cpu")
-    return runner.format_markdown(results, runner.describe_device(device))
+    return verify_format.format_markdown(results, runner.describe_device(device))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

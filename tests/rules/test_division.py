@@ -519,7 +519,7 @@ SHAPE_STEPS_FLAGGED = [
         def normalise_advantages(adv):
             centred = adv - adv.mean()
             return centred / adv.std().detach().expand_as(adv).clamp_min(1e-12)
-        """),
+        """, strict=True),
     # a mask count through a transpose
     Flagged("""
         import torch
@@ -1098,7 +1098,7 @@ BOX_SCALE_LOSS = """
             # the same ratio used as a value is reported
             Flagged(COMPARED.replace("return (proj / norm > -1e-6) & (proj / norm < 1 + 1e-6)", "return proj / norm"),
                     (9,), COMPARED.replace("return (proj / norm > -1e-6) & (proj / norm < 1 + 1e-6)",
-                                           "return proj / norm.clamp_min(1e-12)")),
+                                           "return proj / norm.clamp_min(1e-12)"), strict=True),
         ],
         silent=[Silent(HEATMAP_SCALE), Silent(PASTE_GRID), Silent(COMPARED), Silent(COMPARED, strict=True)],
     ),
@@ -1128,12 +1128,13 @@ CAPPED = """
         "TNL201",
         flagged=[
             Flagged(CAPPED.replace("threshold / norm)", "threshold / norm + 0)"), (8,),
-                    CAPPED.replace("threshold / norm)", "threshold / norm.clamp_min(1e-12) + 0)")),
+                    CAPPED.replace("threshold / norm)", "threshold / norm.clamp_min(1e-12) + 0)"), strict=True),
             Flagged(CAPPED.replace("if threshold > 0:", "if True:"), (8,),
                     CAPPED.replace("if threshold > 0:", "if True:").replace(
-                        "threshold / norm)", "threshold / norm.clamp_min(1e-12))")),
+                        "threshold / norm)", "threshold / norm.clamp_min(1e-12))"), strict=True),
             Flagged(CAPPED.replace("(1.0 / norm).clamp(max=1.0)", "(1.0 / norm).clamp(min=0.0)"), (9,),
-                    CAPPED.replace("(1.0 / norm).clamp(max=1.0)", "(1.0 / norm.clamp_min(1e-12)).clamp(min=0.0)")),
+                    CAPPED.replace("(1.0 / norm).clamp(max=1.0)", "(1.0 / norm.clamp_min(1e-12)).clamp(min=0.0)"),
+                    strict=True),
         ],
         silent=[Silent(CAPPED)],
     ),

@@ -88,7 +88,7 @@ REACHES_ZERO = [
      import torch
      def normalise_advantages(adv):
          return (adv - adv.mean()) / adv.std()
-     """, (4,), message="constant data")),
+     """, (4,), strict=True, message="constant data")),
     # advantages unpacked from a batch of rollouts
     ("TNL201", flagged("""
      import torch
@@ -96,7 +96,7 @@ REACHES_ZERO = [
          states, actions, adv = batch
          adv = (adv - adv.mean()) / adv.std()
          return adv
-     """, (5,))),
+     """, (5,), strict=True)),
     # weights that can all be 0 (confidences of rejected matches); of unknown sign: no clamp
     ("TNL201", flagged("""
      import torch

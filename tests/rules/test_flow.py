@@ -653,7 +653,7 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
         def normalise_advantages(rewards: torch.Tensor, returns: torch.Tensor, use_returns):
             r = returns if use_returns else rewards
             return (r - r.mean()) / r.std().clamp_min(1e-12)
-        """, together=DIVISION, message="constant data"),
+        """, together=DIVISION, message="constant data", strict=True),
     # strict mode: a norm clamped on one branch only, no evidence either way
     Flagged("""\
         import torch
@@ -665,6 +665,23 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
                 na = a.norm(dim=-1)
             return (a * b).sum(-1) / na
         """, (8,), strict=True, together=DIVISION, message="a norm, as `na` is assigned on line 7"),
+    # a forward's input on one way (rewards that can all be 0: a sparse reward) is evidence for its
+    # std; a model's output on the other way is none
+    Flagged("""\
+        import torch
+
+        class Critic(torch.nn.Module):
+            def forward(self, x, rewards):
+                r = self.value(x) if self.bootstrap else rewards
+                return (r - r.mean()) / r.std()
+        """, (6,), """\
+        import torch
+
+        class Critic(torch.nn.Module):
+            def forward(self, x, rewards):
+                r = self.value(x) if self.bootstrap else rewards
+                return (r - r.mean()) / r.std().clamp_min(1e-12)
+        """, together=DIVISION, message="all-zero input row of `forward`"),
 ], silent=[
     # guarded on both ways of a conditional expression, in strict mode
     Silent("""\
@@ -725,15 +742,6 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
                 scale = w.abs().sum().clamp_min(eps)
             return x
         """, strict=True, together=DIVISION),
-    # a model's output on one way is no data: no standardisation evidence
-    Silent("""\
-        import torch
-
-        class Critic(torch.nn.Module):
-            def forward(self, x, rewards):
-                r = self.value(x) if self.bootstrap else rewards
-                return (r - r.mean()) / r.std()
-        """, together=DIVISION),
     # an in-place clamp after the branches guards every way
     Silent("""\
         import torch

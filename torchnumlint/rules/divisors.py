@@ -155,8 +155,10 @@ _STANDARDISING = "for constant data (a constant feature, equal rewards, a blank 
 # Reasons that hold in principle but that an independent reading of the shared corpus found
 # implausible in real use (docs/precision.md): a degenerate box (predicted sizes are exp() of a
 # delta times a positive anchor; ground truth is filtered for empty boxes, anchors are positive),
-# and the range of an input that is exactly constant. Reported under --strict, named.
-_WEAK = frozenset({_CONSTANT_RANGE})
+# data that is exactly constant (a std of advantages, of a speech mixture, a range of an image),
+# and two different values that coincide (distinct junctions, a variance plus eps upstream; two
+# of six such findings were true, Gram-Schmidt residues). Reported under --strict, named.
+_WEAK = frozenset({_CONSTANT_RANGE, _STANDARDISING})
 # In code without gradients (inference, post-processing, data preparation, an optimizer's step)
 # the values are finished data: the same reading found none of them exactly degenerate (a
 # constant batch, two junctions that coincide, all-zero errors); only a selection that can be
@@ -203,7 +205,10 @@ def zero_evidence(
     0)`), is evidence too (`edge_tests`)."""
     why, non_negative = _zero_evidence(ctx, found, numerator)
     if why is not None and not ctx.strict and (
-        found.kind == "box" or why in _WEAK or (gradient_free(ctx) and not why.startswith(_SELECTION_REASONS))
+        found.kind == "box"
+        or why in _WEAK
+        or "coincide" in why
+        or (gradient_free(ctx) and not why.startswith(_SELECTION_REASONS))
     ):
         why = None  # a reason a reviewer did not find plausible in real use: strict mode names it
     if why is None and not gradient_free(ctx):  # without a gradient, a mended forward is no hazard
@@ -249,7 +254,7 @@ def _zero_evidence(
         hazard = root_hazard(ctx, arg)
         if hazard == "a variance":
             var = match_call(ctx.imports, strip_parens(through_shape(ctx, arg)), "var")
-            return (_STANDARDISING if var is not None and standardises(ctx, numerator, var.input) else None), True
+            return (_spread_evidence(ctx, numerator, var.input) if var is not None else None), True
         if hazard in ("a mean of squares", "a sum of squares", "a square"):
             return row_evidence(ctx, reduced_square(ctx, arg)[0]), True  # type: ignore[index]
         if hazard is not None:
@@ -266,7 +271,17 @@ def _zero_evidence(
         return summand_evidence(ctx, match.input)
     if kind == "norm":
         return row_evidence(ctx, match.input), True
-    return (_STANDARDISING if standardises(ctx, numerator, match.input) else None), True
+    return _spread_evidence(ctx, numerator, match.input), True
+
+
+def _spread_evidence(ctx: "FileContext", numerator: Optional[cst.BaseExpression], spread_of: cst.BaseExpression) -> Optional[str]:
+    """Why a std or variance of `spread_of` is 0: rows the code shows can be all zero (relu
+    outputs, zeroed rows, a forward's input rows), else a standardisation of data (weak: a
+    constant batch of real data was read as implausible)."""
+    rows = row_evidence(ctx, spread_of, strong=True)
+    if rows is not None:
+        return rows
+    return _STANDARDISING if standardises(ctx, numerator, spread_of) else None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -84,15 +84,17 @@ class UnguardedDivision(DivisionRule):
                 "import torch\n"
                 "\n"
                 "\n"
-                "def standardize(x):\n"
+                "def standardize(h):\n"
+                "    x = torch.relu(h)\n"
                 "    return (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True)\n"
             ),
-            lines=(5,),
+            lines=(6,),
             fixed=(
                 "import torch\n"
                 "\n"
                 "\n"
-                "def standardize(x):\n"
+                "def standardize(h):\n"
+                "    x = torch.relu(h)\n"
                 "    return (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True).clamp_min(1e-12)\n"
             ),
         ),

@@ -1,4 +1,5 @@
-"""TNL201 unguarded-division: standardising by a row's std is 0/0 = NaN on a constant row.
+"""TNL201 unguarded-division: standardising relu features by a row's std is 0/0 = NaN on a row
+the relu makes constant (all 0: a dead unit's row).
 
 Example 2 (a masked mean, divided by the count of its validity flags) and example 3 (a loss divided
 by the count of positive labels) are reproduced too: a row with no valid entry, a batch with no
@@ -16,7 +17,7 @@ from typing import Tuple
 import torch
 
 from torchnumlint.runtime_check.context import FP32, Bound, Builder, Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import constant_row, gen, lifted, put, rescaled, rows_spanning, spanning
+from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, rescaled, rows_spanning, spanning
 
 # clamp_min(1e-12) (examples 1, 2) acts only on a divisor below 1e-12: on these inputs only the
 # zero one (a constant row's std, an empty row's count), whose numerator is exactly 0, so the fix's
@@ -90,9 +91,21 @@ def per_positive_loss(losses: torch.Tensor, labels: torch.Tensor) -> torch.Tenso
     return total / counted if counted else total
 
 
+def relu_standard_scores(h: torch.Tensor) -> torch.Tensor:
+    """`standard_scores` of relu(h), relu written by its definition (max(h, 0))."""
+    return standard_scores(torch.where(h > 0, h, torch.zeros_like(h)))
+
+
+def dead_row(ctx: ReproContext) -> Inputs:
+    """4 x 16 randn, row 1 all negative: relu makes it all 0 (std 0: 0/0 = NaN)."""
+    h = torch.randn(4, 16, generator=gen(201))
+    h[1] = -h[1].abs() - 0.5
+    return put(ctx, h=h)
+
+
 def standardize_benign(ctx: ReproContext) -> Inputs:
     """8 rows whose stds span 1e-3 .. 1e3: a clamp or eps of the divisor above 1e-3 changes them."""
-    return put(ctx, x=rows_spanning(8, 16, 1e-3, 1e3, 2011))
+    return put(ctx, h=rows_spanning(8, 16, 1e-3, 1e3, 2011))
 
 
 def masked_rows(empty: bool, seed: int) -> Builder:
@@ -128,10 +141,10 @@ def labelled_losses(no_positive: bool, seed: int) -> Builder:
 
 REPRO = Repro(
     "TNL201", "NF", "standardize", FP32,
-    adversarial=lambda ctx: put(ctx, x=constant_row(201, 3.0)), benign=standardize_benign, grad=("x",),
-    reference=standard_scores, bound=UNCHANGED, convention=CONSTANT_ROW,
+    adversarial=dead_row, benign=standardize_benign, grad=("h",),
+    reference=relu_standard_scores, bound=UNCHANGED, convention=CONSTANT_ROW,
     shapes=lifted(standardize_benign) + rescaled(standardize_benign, 1e-3, 1e3),
-    thresholds={"*": "4 x 16, row 1 constant (std 0: 0/0 = NaN), other rows randn"},
+    thresholds={"*": "4 x 16 randn, row 1 all negative: all 0 after relu (std 0: 0/0 = NaN)"},
 )
 
 FURTHER = (

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Dict, Optional, Set
 
 import libcst as cst
 
-from torchnumlint.rules.guards import code_key, strip_parens
+from torchnumlint.rules.guards import code_key, number_value, strip_parens
 from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,9 +40,7 @@ def edge_test(ctx: "FileContext", *exprs: cst.BaseExpression) -> Optional[str]:
 
 
 def _is_zero(expr: cst.BaseExpression) -> bool:
-    expr = strip_parens(expr)
-    return isinstance(expr, (cst.Integer, cst.Float)) and float(expr.evaluated_value) == 0
-
+    return number_value(strip_parens(expr)) == 0
 
 def _edge_tests(ctx: "FileContext", scope: cst.CSTNode) -> Dict[str, str]:
     """code key of the compared value -> the test as written, with its line, for every

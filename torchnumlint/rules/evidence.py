@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
-from torchnumlint.rules import vocabulary
-from torchnumlint.rules.mask_origin import origin
+from torchnumlint.rules import mask_origin, vocabulary
 from torchnumlint.rules.guards import (
     branches,
     every_way,
@@ -484,7 +483,7 @@ def _mask_of(ctx: "FileContext", expr: cst.BaseExpression, selected: bool = True
 def mask_evidence(ctx: "FileContext", mask: cst.BaseExpression, what: str = "nothing is selected") -> Optional[str]:
     """Why `mask` can select nothing, as `when <what>: <its origin>`, or None: a padding or
     length mask, a bounded one, or one whose origin is unknown here (`mask_origin`)."""
-    found = origin(ctx, mask)
+    found = mask_origin.origin(ctx, mask)
     return f"when {what}: {found.why}" if found.why is not None else None
 
 

@@ -411,9 +411,16 @@ def says_mask(ident: Optional[str]) -> bool:
     no mask."""
     if ident is None:
         return False
-    words = set(re.findall(r"[a-z]+", re.sub(r"(?<=[a-z])(?=[A-Z])", "_", ident).lower()))
-    said = any(word in _MASK_WORDS or word.endswith(("mask", "masks")) for word in words)
-    return said and not words & _NOT_MASK_WORDS
+    said_words = words(ident)
+    said = any(word in _MASK_WORDS or word.endswith(("mask", "masks")) for word in said_words)
+    return said and not said_words & _NOT_MASK_WORDS
+
+
+def words(ident: Optional[str]) -> Set[str]:
+    """The lower-case words of an identifier (`keyPaddingMask`, `key_padding_mask`)."""
+    if not ident:
+        return set()
+    return set(re.findall(r"[a-z]+", re.sub(r"(?<=[a-z])(?=[A-Z])", "_", ident).lower()))
 
 
 def is_positive(ctx: "FileContext", expr: cst.BaseExpression) -> bool:

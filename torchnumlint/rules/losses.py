@@ -25,7 +25,7 @@ cross-entropy and BCE ask the same questions of the same call shapes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Iterator, Optional, Tuple
 
 import libcst as cst
 

@@ -29,7 +29,6 @@ enough (a selection on one branch is empty there); a padding or bounded way adds
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set
 
@@ -37,7 +36,7 @@ import libcst as cst
 
 from torchnumlint.rules import vocabulary
 from torchnumlint.rules.callers import argument_for, callers_of
-from torchnumlint.rules.guards import says_mask, strip_parens, ways
+from torchnumlint.rules.guards import number_value, says_mask, strip_parens, ways, words
 from torchnumlint.rules.names import all_params, is_literal
 from torchnumlint.walk import Visitor
 
@@ -145,13 +144,6 @@ def _combine(origins: Iterable[Origin]) -> Origin:
     if padding is not None and all(one.padding is not None or one.constant for one in found):
         return Origin(padding=padding)
     return CONSTANT if all(one.constant for one in found) else UNKNOWN
-
-
-def words(ident: Optional[str]) -> Set[str]:
-    """The lower-case words of an identifier (`keyPaddingMask`, `key_padding_mask`)."""
-    if not ident:
-        return set()
-    return set(re.findall(r"[a-z]+", re.sub(r"(?<=[a-z])(?=[A-Z])", "_", ident).lower()))
 
 
 def _named(ident: str, known: Origin) -> Origin:
@@ -298,8 +290,8 @@ class _Search:
         line = self.line(node)
         if any(says_mask(_identifier(o)) or self._range(o) for o in operands):
             return _combine(known)  # `attention_mask > 0`, `mask == 1`: the mask as it was
-        if (equality or _non_negative_test(node)) and any((_number(o) or 0) < 0 for o in operands) or (
-            _non_negative_test(node) and any(_number(o) == 0 for o in operands)
+        if (equality or _non_negative_test(node)) and any((_number_of(o) or 0) < 0 for o in operands) or (
+            _non_negative_test(node) and any(_number_of(o) == 0 for o in operands)
         ):
             return Origin(padding=f"`{text}` leaves out an ignore index")  # `labels != -100`, `idx >= 0`
         if not equality and _tolerance(operands):
@@ -310,9 +302,9 @@ class _Search:
             return _combine(known)
         if any(self._random(o) for o in operands):
             return Origin(why=f"`{text}`{line} is a random draw, which can keep nothing")
-        if any(self._reduced(o) for o in operands) and any(_number(o) == 0 for o in operands):
+        if any(self._reduced(o) for o in operands) and any(_number_of(o) == 0 for o in operands):
             return Origin(padding=f"`{text}` marks non-zero rows")
-        thresholds = [_number(o) is not None or bool(words(_identifier(o)) & _THRESHOLD_WORDS) for o in operands]
+        thresholds = [_number_of(o) is not None or bool(words(_identifier(o)) & _THRESHOLD_WORDS) for o in operands]
         if any(thresholds) and any(not t and not k.constant for t, k in zip(thresholds, known)):
             return Origin(why=f"`{text}`{line} keeps the values past a threshold, which can be none")
         return _combine(known)
@@ -533,16 +525,6 @@ def _call_through_methods(expr: cst.BaseExpression) -> Optional[cst.Call]:
     return call
 
 
-def _number(expr: cst.BaseExpression) -> Optional[float]:
-    expr = strip_parens(expr)
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        inner = _number(expr.expression)
-        return -inner if inner is not None else None
-    if isinstance(expr, (cst.Integer, cst.Float)):
-        return float(expr.evaluated_value)
-    return None
-
-
 def _short(ctx: "FileContext", node: cst.CSTNode) -> str:
     text = " ".join(ctx.module.code_for_node(node).split())
     return text if len(text) <= 48 else text[:45] + "..."
@@ -559,7 +541,7 @@ def _sets_every_row(value: cst.CSTNode) -> bool:
     if not (isinstance(value, cst.Assign) and len(value.targets) == 1):
         return False
     target = value.targets[0].target
-    if not isinstance(target, cst.Subscript) or not (is_literal(value.value, "True") or _number(value.value) == 1):
+    if not isinstance(target, cst.Subscript) or not (is_literal(value.value, "True") or _number_of(value.value) == 1):
         return False
     parts = [element.slice for element in target.slice]
     whole = [isinstance(p, cst.Slice) and p.lower is None and p.upper is None
@@ -573,7 +555,7 @@ def _non_negative_test(node: cst.BaseExpression) -> bool:
     """`x >= 0` or `x > -1` (operator form): the entries that are not an ignore marker."""
     if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
         operator = node.comparisons[0].operator
-        right = _number(node.comparisons[0].comparator)
+        right = _number_of(node.comparisons[0].comparator)
         return (isinstance(operator, cst.GreaterThanEqual) and right == 0) or (
             isinstance(operator, cst.GreaterThan) and right == -1
         )
@@ -592,3 +574,7 @@ def _tolerance(operands: Sequence[cst.BaseExpression]) -> bool:
     elif isinstance(func, (cst.Attribute, cst.Name)) and _identifier(func) == "abs" and first.args:
         inner = strip_parens(first.args[0].value)
     return isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract)
+
+
+def _number_of(expr: cst.BaseExpression) -> Optional[float]:
+    return number_value(strip_parens(expr))

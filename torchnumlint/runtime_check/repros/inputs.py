@@ -75,20 +75,22 @@ def rows_spanning(rows: int, cols: int, low: float, high: float, seed: int) -> t
 Shapes = Tuple[Tuple[str, Builder], ...]
 
 
-def lifted(build: Builder, *ndims: int) -> Shapes:
+def lifted(build: Builder, *ndims: int, keep: Tuple[str, ...] = ()) -> Shapes:
     """`build`'s inputs with leading batch dims, for an example that acts entry by entry or along
     its trailing dims: every tensor gets the same number of leading dims so that the widest has
     each of `ndims` dims (default 3 and 4). Each new dim stacks the tensor on a copy rolled by one
     along its first dim, so the slices differ (a fix that reduces the wrong dim, or broadcasts
-    one slice over another, sees other numbers) and each is a benign input as it was."""
+    one slice over another, sees other numbers) and each is a benign input as it was. The inputs
+    named in `keep` stay as they are: the ones a batch shares (a layer's weight, per-class
+    weights that broadcast along the last dim)."""
 
     def at(ndim: int) -> Builder:
         def build_at(ctx: ReproContext) -> Inputs:
             inputs = build(ctx)
-            widest = max(v.dim() for v in inputs.values() if isinstance(v, torch.Tensor))
+            widest = max(v.dim() for k, v in inputs.items() if isinstance(v, torch.Tensor) and k not in keep)
             out = {}
             for name, value in inputs.items():
-                if isinstance(value, torch.Tensor):
+                if isinstance(value, torch.Tensor) and name not in keep:
                     for _ in range(max(ndim - widest, 1)):
                         value = torch.stack([value, value.roll(1, 0)])
                 out[name] = value
@@ -99,15 +101,18 @@ def lifted(build: Builder, *ndims: int) -> Shapes:
     return tuple((f"{n}-D (leading batch dims)", at(n)) for n in (ndims or (3, 4)))
 
 
-def rescaled(build: Builder, *factors: float) -> Shapes:
+def rescaled(build: Builder, *factors: float, only: Tuple[str, ...] = ()) -> Shapes:
     """`build`'s floating inputs times each of `factors`: the same example at other scales, for
-    one whose benign region is closed under them (a division, a root, a norm: homogeneous)."""
+    one whose benign region is closed under them (a division, a root, a norm: homogeneous). With
+    `only`, just those inputs are scaled: the others have no scale (labels, 0/1 targets) or a
+    benign range of their own (a log-variance, which exp bounds)."""
 
     def at(factor: float) -> Builder:
         def build_at(ctx: ReproContext) -> Inputs:
-            return {k: v * factor if isinstance(v, torch.Tensor) and v.is_floating_point() else v
-                    for k, v in build(ctx).items()}
+            return {k: v * factor if isinstance(v, torch.Tensor) and v.is_floating_point() and (not only or k in only)
+                    else v for k, v in build(ctx).items()}
 
         return build_at
 
-    return tuple((f"x {f:g}", at(f)) for f in factors)
+    label = f" ({', '.join(only)})" if only else ""
+    return tuple((f"x {f:g}{label}", at(f)) for f in factors)

@@ -7,7 +7,12 @@ the fix has no guarded region and no bound: it must equal the mathematics on eve
 
 Example 3 (`pos_weight`, `reduction="sum"`, beside the mask `obj > 0.5`) is reproduced too,
 against the weighted sum. Example
-2 is not: the sigmoid is made by a model and the linter offers no fix."""
+2 is not: the sigmoid is made by a model and the linter offers no fix.
+
+Both run further at 3-D and 4-D (leading batch dims: the loss is entry by entry and reduces the
+whole, and example 3's per-column weights, kept 1-D, broadcast along the last dim at every shape)
+and with the logits times 1e-3 and 1e3 (|z| up to 2e4, within float16's range; the labels, the
+logits' signs, have no scale)."""
 
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ import torch
 
 from torchnumlint.runtime_check.context import PRECISION, Inputs, Repro, ReproContext
 from torchnumlint.runtime_check.repros.cross_entropy.bce_on_sigmoid import binary_cross_entropy, mean_bce
-from torchnumlint.runtime_check.repros.inputs import gen, put, spanning
+from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, rescaled, spanning
 
 
 def weighted_bce_sum_and_mask(obj_logits: torch.Tensor, obj_target: torch.Tensor,
@@ -51,22 +56,31 @@ def objectness_inputs(ctx: ReproContext, z: torch.Tensor, y: torch.Tensor) -> In
     return put(ctx, obj_logits=z, obj_target=y, pos_w=1.0 + 2.0 * torch.rand(4, generator=gen(1154)))
 
 
+def pair_inputs(ctx: ReproContext) -> Inputs:
+    return put(ctx, **dict(zip("zy", well_classified())))
+
+
+def objectness_benign(ctx: ReproContext) -> Inputs:
+    return objectness_inputs(ctx, *well_classified())
+
+
 THRESHOLD = ("8 x 4 logits (magnitudes 1e-3..5), row 0 confidently wrong at |z| = 30; reference: the binary "
              "cross entropy of the logits in float64")
 
 REPRO = Repro(
     "TNL115", "WV", "multilabel_loss", PRECISION,
     adversarial=lambda ctx: put(ctx, **dict(zip("zy", confident_mistakes()))),
-    benign=lambda ctx: put(ctx, **dict(zip("zy", well_classified()))),
-    grad=("z",), reference=mean_bce, thresholds={"*": THRESHOLD},
+    benign=pair_inputs, grad=("z",), reference=mean_bce, thresholds={"*": THRESHOLD},
+    shapes=lifted(pair_inputs) + rescaled(pair_inputs, 1e-3, 1e3, only=("z",)),
 )
 
 FURTHER = (
     Repro(
         "TNL115", "WV", "objectness_loss", PRECISION, example=2,
         adversarial=lambda ctx: objectness_inputs(ctx, *confident_mistakes()),
-        benign=lambda ctx: objectness_inputs(ctx, *well_classified()),
-        grad=("obj_logits",), reference=weighted_bce_sum_and_mask,
+        benign=objectness_benign, grad=("obj_logits",), reference=weighted_bce_sum_and_mask,
         thresholds={"*": THRESHOLD + ", positive weights in [1, 3)"},
+        shapes=lifted(objectness_benign, keep=("pos_w",))
+        + rescaled(objectness_benign, 1e-3, 1e3, only=("obj_logits",)),
     ),
 )

@@ -6,14 +6,18 @@ elsewhere.
 
 float32 and bfloat16: in float16 cosine_similarity's eps (1e-8) rounds to 0 and its zero row is
 NaN too (measured), which TNL303 (eps-below-fp16) is about. Example 2 is not reproduced: the
-linter offers no fix for it."""
+linter offers no fix for it.
+
+Further: 3-D and 4-D (leading batch dims; the example's `dim=-1` fixes the reduced dim last) and
+both inputs times 1e-3 and 1e3 (a cosine is scale-free; the smallest row norm, 5.1e-6 at 1e-3 (measured), stays
+far above cosine_similarity's eps 1e-8)."""
 
 from __future__ import annotations
 
 import torch
 
 from torchnumlint.runtime_check.context import Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import gen, put
+from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, rescaled
 
 DTYPES = ("float32", "bfloat16")
 
@@ -41,5 +45,6 @@ def live_rows(ctx: ReproContext) -> Inputs:
 REPRO = Repro(
     "TNL203", "NF", "agreement", DTYPES,
     adversarial=dead_row, benign=live_rows, grad=("z", "peer_z"), reference=relu_cosine,
+    shapes=lifted(live_rows) + rescaled(live_rows, 1e-3, 1e3),
     thresholds={"*": "8 x 16 randn, row 0 of z all negative (relu gives a zero row: 0/0)"},
 )

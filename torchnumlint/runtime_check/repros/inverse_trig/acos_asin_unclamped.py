@@ -9,7 +9,10 @@ float32 and 2.1e-8 in float64: the bound.
 
 float32 only: in float16 and bfloat16 the eps of the dtype moves acos(1) to 0.044 and 0.125, which
 those dtypes' own rounding of a cosine near 1 is of the same order as (measured in the rule's
-rationale). Examples 2 and 3 are not reproduced here: their fix is example 1's clamp."""
+rationale). Examples 2 and 3 are not reproduced here: their fix is example 1's clamp.
+
+Further: 3-D and 4-D (leading batch dims; the example's `dim=-1` fixes the reduced dim last, and
+its `.mean()` averages every angle) and both inputs times 1e-3 and 1e3 (an angle is scale-free)."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import math
 import torch
 
 from torchnumlint.runtime_check.context import FP32, Bound, Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import gen, put
+from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, rescaled
 
 # acos(1 - eps) for float32's eps (2**-23): the most the clamp moves an angle (at a cosine of 1)
 EDGE_ANGLE = Bound("the clamp to 1 - eps(float32) moves an angle of 0 to acos(1 - 2**-23) = 4.9e-4",
@@ -58,7 +61,7 @@ def near_edges(ctx: ReproContext) -> Inputs:
 REPRO = Repro(
     "TNL208", "NF", "angular_loss", FP32,
     adversarial=coinciding, benign=near_edges, grad=("pred", "target"), reference=mean_angle,
-    bound=EDGE_ANGLE,
+    bound=EDGE_ANGLE, shapes=lifted(near_edges) + rescaled(near_edges, 1e-3, 1e3),
     thresholds={"float32": "16 x 64 randn; rows 0-7 a target equal to its prediction (cosine similarity "
                            "1.0000001 in 3 rows: acos NaN; exactly 1.0 in one: gradient -inf)"},
 )

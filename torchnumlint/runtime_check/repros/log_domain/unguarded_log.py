@@ -7,6 +7,11 @@ reproduced too. Example 3 (Gumbel noise from `torch.rand_like`) is not: its zero
 probability 2^-24 per entry, which no input makes happen.
 
 float32 only: the fix's clamp_min(1e-12) rounds to 0 in float16.
+
+Example 1 runs at its own shape only: `bincount` counts 1-D labels (a batch of them is flattened
+before counting), and integer labels have no scale; its benign labels already span class
+frequencies 1e-4 .. 0.51. Example 2 runs further at 3-D and 4-D (leading batch dims: usage sums
+dim 0, not the last) and with the assignments times 1e-3 and 1e3 (p is scale-free).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import torch
 
 from torchnumlint.runtime_check.context import FP32, Bound, Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import gen, put, spanning
+from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, rescaled, spanning
 
 CLASSES = 10  # the example's minlength
 # Example 1: with at most 10^4 labels every non-zero frequency is >= 1e-4, far above 1e-12: the
@@ -81,7 +86,7 @@ FURTHER = (
     Repro(
         "TNL207", "NF", "code_usage_entropy", FP32, example=1,
         adversarial=unused_code, benign=spread_usage,
-        reference=usage_entropy,
+        reference=usage_entropy, shapes=lifted(spread_usage) + rescaled(spread_usage, 1e-3, 1e3),
         thresholds={"*": "6 x 8 assignments, code 2's column all negative (usage 0: 0 * log 0 = NaN); benign: "
                          "positive entries 1e-4 .. 1e2"},
     ),

@@ -4,6 +4,11 @@ there and the same elsewhere.
 
 Example 2 (`(1 / scale).masked_fill(scale == 0, 0.0)`: the gradient of pred's loss is finite,
 scale's is NaN at scale = 0) is reproduced too.
+
+Both run further at 3-D and 4-D (leading batch dims: entry by entry, then the mean of all) and
+with the depths (the scales) times 1e-3 and 1e3: depths 1e-7 .. 1e7 and scales 1e-6 .. 1e6 stay
+positive and non-zero, in float32's range; the targets and predictions keep their scale (a depth's
+log moves by a constant, the quotient by the factor).
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from torchnumlint.runtime_check.context import FP32, Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import gen, put, spanning
+from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, rescaled, spanning
 
 
 def log_depth_l1(depth: torch.Tensor, gt: torch.Tensor) -> torch.Tensor:
@@ -59,7 +64,7 @@ def spread_scales(ctx: ReproContext) -> Inputs:
 REPRO = Repro(
     "TNL209", "NF", "log_depth_loss", FP32,
     adversarial=zero_depths, benign=positive_depths, grad=("depth",),
-    reference=log_depth_l1,
+    reference=log_depth_l1, shapes=lifted(positive_depths) + rescaled(positive_depths, 1e-3, 1e3, only=("depth",)),
     thresholds={"*": "4 x 8 depths, 3 exactly 0 and 2 negative (the where drops them: gradient 0 * inf = NaN); "
                      "benign: depths 1e-4 .. 1e4"},
 )
@@ -68,7 +73,7 @@ FURTHER = (
     Repro(
         "TNL209", "NF", "inverse_scale_loss", FP32, example=1,
         adversarial=zero_scales, benign=spread_scales, grad=("pred", "scale"),
-        reference=scaled_square,
+        reference=scaled_square, shapes=lifted(spread_scales) + rescaled(spread_scales, 1e-3, 1e3, only=("scale",)),
         thresholds={"*": "4 x 8 scales, 4 exactly 0 (masked_fill drops 1 / 0: gradient NaN); benign: scales "
                          "1e-3 .. 1e3 of either sign"},
     ),

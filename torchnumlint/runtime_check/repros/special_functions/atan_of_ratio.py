@@ -2,6 +2,9 @@
 vertical one has a NaN gradient (x = 0), of one pointing left is off by pi; atan2 is the angle.
 
 float32 only: the hazard is the formula's (a zero component), not a precision's.
+
+Further: 3-D and 4-D (leading batch dims; the components stay the last dim, as `[..., 0]` and
+`[..., 1]` read them) and the velocities times 1e-3 and 1e3 (an angle is scale-free).
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from torchnumlint.runtime_check.context import FP32, Bound, Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import put, spanning
+from torchnumlint.runtime_check.repros.inputs import lifted, put, rescaled, spanning
 
 # atan2 is the angle itself: the fix matches the reference up to rounding everywhere, also where
 # it changes the original's value (x < 0: by pi)
@@ -41,7 +44,7 @@ def rightward_velocities(ctx: ReproContext) -> Inputs:
 REPRO = Repro(
     "TNL210", "NF", "heading", FP32,
     adversarial=edge_velocities, benign=rightward_velocities, grad=("vel",),
-    reference=angle, bound=ANGLE,
+    reference=angle, bound=ANGLE, shapes=lifted(rightward_velocities) + rescaled(rightward_velocities, 1e-3, 1e3),
     thresholds={"*": "6 velocities: (0, 0) (NaN), (0, 1) and (0, -2) (NaN gradient), (-1, 1) and (-2, -0.5) "
                      "(off by pi), (3, 1); benign: v_x > 0, magnitudes 1e-3 .. 1e3"},
 )

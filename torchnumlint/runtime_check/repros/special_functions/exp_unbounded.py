@@ -3,6 +3,11 @@ log-variance's gradient inf); with the exponent clamped at 80 both are finite.
 
 float32 only: the clamp at 80 is the float32 fix (float16 overflows from 11.09, where a clamp at 80
 does nothing).
+
+Further: 3-D and 4-D (leading batch dims; the example's `.sum(-1)` fixes the summed dim last),
+the means times 1e-3 and 1e3, and both inputs times 1e-3. The log-variances are not scaled up:
+they are logs, benign only below exp's overflow at 88.72, and -20 .. 60 already spans exp from
+2e-9 to 1.1e26 (times 1e3 they would be the hazard itself).
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from torchnumlint.runtime_check.context import FP32, Bound, Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import gen, put
+from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, rescaled
 
 # Where the clamp acts (logvar > 80) exp(logvar) is replaced by exp(80) < exp(logvar): the KL term
 # -0.5 (1 + v - mu^2 - e^v) moves toward 0 by 0.5 (e^v - e^80), less than its own size: |fix -
@@ -42,6 +47,7 @@ REPRO = Repro(
     "TNL211", "NF", "gaussian_kl", FP32,
     adversarial=exploded, benign=ordinary, grad=("mu", "logvar"),
     reference=kl_to_standard_normal, bound=LOWER,
+    shapes=lifted(ordinary) + rescaled(ordinary, 1e-3, 1e3, only=("mu",)) + rescaled(ordinary, 1e-3),
     thresholds={"*": "4 x 8, two log-variances at 90 and 100 (exp overflows past 88.72 in float32); benign: "
                      "log-variances -20 .. 60"},
 )

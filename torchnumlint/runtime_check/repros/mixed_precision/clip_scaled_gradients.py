@@ -10,6 +10,16 @@ float64 step.
 
 The reference is one SGD step of the definition in float64: the mean squared error's gradient,
 scaled by min(1, max_norm / (norm + 1e-6)) as `clip_grad_norm_` defines the clip.
+
+Further: x and y with leading batch dims, 3-D and 4-D (a linear layer acts on the last dim; its
+weight w stays 2-D), where a gradient summed over the wrong dims or a mean over the wrong count
+shows. No scale applies: the benign region is a gradient norm below 1 / 65536, where the clip acts
+on neither the scaled nor the real gradients; x and y times s scale the gradient by s^2 (measured
+in float64: real norms 3.9e-13, 3.9e-7, 0.39 at s = 1e-3, 1, 1e3), so times 1e3 the scaled
+gradients (norm 2.5e4) are clipped, the hazard itself, and times 1e-3 the step (1.2e-14) says
+nothing. Even at s = 1 the step's largest entry (1.2e-8) is below float32's resolution of w
+(entries up to 1): the benign runs check that the fix leaves w where the mathematics does, not
+the size of an unclipped step.
 """
 
 from __future__ import annotations
@@ -17,13 +27,15 @@ from __future__ import annotations
 import torch
 
 from torchnumlint.runtime_check.context import Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import gen, put
+from torchnumlint.runtime_check.repros.inputs import gen, lifted, put
 
 
 def clipped_sgd_step(x: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """w - 0.1 * clip(grad), grad of mean((x w^T - y)^2) in w, clipped to norm 1."""
-    residual = x @ w.transpose(0, 1) - y
-    grad = 2 * residual.transpose(0, 1) @ x / residual.numel()
+    """w - 0.1 * clip(grad), grad of mean((x w^T - y)^2) in w, clipped to norm 1; the rows of x
+    and y are every position of their leading dims."""
+    rows = x.reshape(-1, x.shape[-1])
+    residual = rows @ w.transpose(0, 1) - y.reshape(-1, y.shape[-1])
+    grad = 2 * residual.transpose(0, 1) @ rows / residual.numel()
     coef = torch.clamp(1.0 / (torch.linalg.vector_norm(grad) + 1e-6), max=1.0)
     return w - 0.1 * grad * coef
 
@@ -54,5 +66,6 @@ def tiny_gradients(ctx: ReproContext) -> Inputs:
 REPRO = Repro(
     "TNL307", "WV", "train_step", ("autocast",),
     adversarial=large_gradients, benign=tiny_gradients, reference=clipped_sgd_step,
+    shapes=lifted(tiny_gradients, keep=("w",)),
     thresholds={"*": "GradScaler init_scale 65536, max_norm 1: real gradient norm 1.57, the clip sees 65536 times it"},
 )

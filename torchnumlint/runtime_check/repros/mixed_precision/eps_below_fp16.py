@@ -10,6 +10,13 @@ The reference is the definition in float64: h / (max_j |h_j| + 1e-8), h = x w. T
 checked is the weight's (x is the batch: data, no gradient); at the zero row the fix's gradient
 with respect to `h` is 1/eps = 16384 times the upstream one, which x's gradient, were it asked
 for, could still take past 65504 (measured: 8 of 128 entries Inf).
+
+Further: 3-D and 4-D (leading batch dims on x and w, a batched matmul; the example's `dim=-1`
+fixes the reduced dim last) and x times 8 (a power of two: x stays on float16's grid; peaks of h
+up to 1.6e4, within float16's 65504). No other scale applies: times 1e3 the float16 matmul overflows (a hazard of its own), and below
+about 0.56 the smallest peak (227, measured) falls under 127, where the fix's eps moves the
+quotient by more than float32 resolves (6.1e-5 / 127 = 4.8e-7): the change the UNSAFE fix makes
+by design, not a benign input.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from __future__ import annotations
 import torch
 
 from torchnumlint.runtime_check.context import Bound, Inputs, Repro, ReproContext
-from torchnumlint.runtime_check.repros.inputs import gen, put, rows_spanning
+from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, rescaled, rows_spanning
 
 
 def peak_normalized(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -45,6 +52,7 @@ def spanning_rows(ctx: ReproContext) -> Inputs:
 REPRO = Repro(
     "TNL303", "NF", "peak_normalize", ("autocast",),
     adversarial=zero_row, benign=spanning_rows, grad=("w",), reference=peak_normalized,
+    shapes=lifted(spanning_rows) + rescaled(spanning_rows, 8.0, only=("x",)),
     bound=Bound("the eps 6.1e-5 replaces 1e-8: a quotient h / (p + eps) moves by at most 6.1e-5 / p relative; "
                 "at the all-zero row the gradient 1/eps is 1.6e4 instead of 1e8", rel=1.0),
     thresholds={"*": "h = x @ w in float16 with one all-zero row: its peak 0 + 1e-8 is 0 in float16 (1e-8 < 2.98e-8)"},

@@ -143,13 +143,8 @@ def test_every_example_runs_at_further_shapes():
     flat = {("TNL104", 2): "(a * b).sum(-1) + (a - b) broadcasts only for 1-D inputs",
             ("TNL113", 3): "softmax(-1) then nll_loss's class dim 1: the same dim only at 2-D",
             ("TNL402", 1): "log_softmax(-1) then nll_loss's class dim 1: the same dim only at 2-D",
-            ("TNL401", 2): "h is 3-D already (the pooled dim 1 not last)"}
-    # reproductions of the rules added in the same release as the shape sets, not yet given theirs:
-    # they run at their own shape and scale only (said in the closing note; to be lifted)
-    later = {("TNL115", 1), ("TNL115", 3), ("TNL203", 1), ("TNL208", 1), ("TNL213", 1), ("TNL207", 1),
-             ("TNL207", 2), ("TNL308", 1), ("TNL307", 1), ("TNL303", 1), ("TNL209", 1), ("TNL209", 2),
-             ("TNL210", 1), ("TNL211", 1)}
-    flat.update({where: "not yet lifted to further shapes" for where in later})
+            ("TNL401", 2): "h is 3-D already (the pooled dim 1 not last)",
+            ("TNL207", 1): "bincount counts 1-D integer labels: no other shape, and labels have no scale"}
     for code, repros in REPROS.items():
         for repro in repros:
             if repro.benign is None or repro.custom is not None:

@@ -13,10 +13,10 @@ for, could still take past 65504 (measured: 8 of 128 entries Inf).
 
 Further: 3-D and 4-D (leading batch dims on x and w, a batched matmul; the example's `dim=-1`
 fixes the reduced dim last) and x times 8 (a power of two: x stays on float16's grid; peaks of h
-up to 1.6e4, within float16's 65504). No other scale applies: times 1e3 the float16 matmul overflows (a hazard of its own), and below
-about 0.56 the smallest peak (227, measured) falls under 127, where the fix's eps moves the
-quotient by more than float32 resolves (6.1e-5 / 127 = 4.8e-7): the change the UNSAFE fix makes
-by design, not a benign input.
+up to 1.6e4, within float16's 65504). No other scale applies: times 1e3 the float16 matmul
+overflows (a hazard of its own), and below about 0.56 the smallest peak (227, measured) falls
+under 127, where the fix's eps moves the quotient by more than float32 resolves (6.1e-5 / 127 =
+4.8e-7): the change the UNSAFE fix makes by design, not a benign input.
 """
 
 from __future__ import annotations

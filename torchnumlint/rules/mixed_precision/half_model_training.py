@@ -196,15 +196,16 @@ class HalfModelTraining(Rule):
     def _trained(self, cast: Event, optimizer: Event, events: List[Event], cls: Optional[cst.CSTNode]) -> None:
         """Report a trained half model where the optimizer is stepped again and again: in a loop of
         the scope, or by a method of the class (a training step); else only in strict mode."""
-        how = self._steps(optimizer, events, cls)
-        if how is None:
-            if not self.ctx.strict:
-                return
-            how = f", may be trained {STRICT_WHY}"
         call = optimizer.node
         by = self.ctx.module.code_for_node(call.func) if isinstance(call, cst.Call) else "an optimizer"
-        self.report(cast.node, None, model=cast.name, what="a float16 model", cast=cast.text,
-                    how=f" trained by `{by}` on line {self._line(call)}{how}", hazard=_TRAINED)
+        steps = self._steps(optimizer, events, cls)
+        if steps is not None:
+            how = f" trained by `{by}` on line {self._line(call)}{steps}"
+        elif self.ctx.strict:
+            how = f" given to `{by}` on line {self._line(call)}, which may train it {STRICT_WHY}"
+        else:
+            return
+        self.report(cast.node, None, model=cast.name, what="a float16 model", cast=cast.text, how=how, hazard=_TRAINED)
 
     def _steps(self, optimizer: Event, events: List[Event], cls: Optional[cst.CSTNode]) -> Optional[str]:
         bound = optimizer.text

@@ -196,3 +196,133 @@ def test_star_import_gives_nn_its_usual_meaning():
     for text, kind in ((conventional, "module"), (rebound, "")):
         index = build_index([("models/heads.py", text)])
         assert index.lookup("Head", None, "models/heads.py").kind == kind
+
+
+TIMM_MODELS = """\
+    import torch.nn as nn
+    from timm.models import register_model
+
+
+    class Block(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.fc = nn.Linear(dim, dim)
+
+        def forward(self, x):
+            h = self.fc(x)
+            return h * h
+
+
+    class Net(nn.Module):
+        def __init__(self, block=Block, dim=64):
+            super().__init__()
+            self.body = nn.Sequential(*[block(dim) for _ in range(2)])
+
+        def forward(self, x):
+            return self.body(x)
+
+
+    class Tower(nn.Module):
+        def __init__(self, dim=64):
+            super().__init__()
+            self.fc = nn.Linear(dim, dim)
+
+        def forward(self, x):
+            h = self.fc(x)
+            return h * h
+
+
+    def _create(variant, model_cls, **kwargs):
+        return build_model_with_cfg(model_cls, variant, **kwargs)
+
+
+    @register_model
+    def net_small(pretrained=False, **kwargs):
+        return _create("net_small", Net, block=Block, **kwargs)
+
+
+    def tower(**kwargs):
+        return Tower(**kwargs)
+    """
+
+
+def timm_project(name):
+    return files(
+        models__nets=TIMM_MODELS,
+        train=f"""\
+            import timm
+            import torch
+
+
+            def main(args, loader):
+                model = timm.create_model({name}, pretrained=False)
+                for x in loader:
+                    with torch.autocast("cuda"):
+                        loss = model(x).mean()
+                    loss.backward()
+            """,
+    )
+
+
+def test_timm_create_model_reaches_registered_model_functions_and_the_classes_they_hand_on():
+    found = findings_in(timm_project("args.model"), "models/nets.py")
+    # Block's square, reached through `net_small`, which hands `Net` and `block=Block` to its factory;
+    # Tower is built only by an unregistered function no builder can name
+    assert [(code, line) for code, line, _ in found] == [("TNL301", 12)]
+    assert "train.py:8" in found[0][2]
+    assert "through the model factory `create_model` (train.py:6), which can name every `@register_model` function" in found[0][2]
+
+
+def test_timm_create_model_with_a_literal_names_that_function_only():
+    assert [(c, l) for c, l, _ in findings_in(timm_project('"net_small"'), "models/nets.py")] == [("TNL301", 12)]
+    assert findings_in(timm_project('"resnet50"'), "models/nets.py") == []
+
+
+def test_detectron2_registry_get_reaches_registered_classes_only():
+    project = files(
+        models__heads=SQUARE_BLOCK.replace("MODELS", "META_ARCH_REGISTRY").replace("register_module()", "register()"),
+        registry="""\
+            from fvcore.common.registry import Registry
+
+            META_ARCH_REGISTRY = Registry("META_ARCH")
+            """,
+        train="""\
+            import torch
+            from registry import META_ARCH_REGISTRY
+
+
+            def build_model(cfg):
+                return META_ARCH_REGISTRY.get(cfg.MODEL.META_ARCHITECTURE)(cfg)
+
+
+            def fit(cfg, batches):
+                model = build_model(cfg)
+                for x in batches:
+                    with torch.autocast("cuda"):
+                        loss = model(x).mean()
+                    loss.backward()
+            """,
+    )
+    found = findings_in(project, "models/heads.py")
+    assert [(code, line) for code, line, _ in found] == [("TNL301", 13)]
+    assert "registry `META_ARCH_REGISTRY` built in `build_model` (train.py:5)" in found[0][2]
+
+
+def test_a_class_only_checked_by_isinstance_is_not_reached():
+    project = files(
+        models__heads=SQUARE_BLOCK,
+        train="""\
+            import torch
+            from models.heads import SquareHead, Unregistered
+
+
+            def fit(model, batches):
+                for x in batches:
+                    with torch.autocast("cuda"):
+                        if isinstance(model, (SquareHead, Unregistered)):
+                            print(type(model))
+                        loss = model(x).mean()
+                    loss.backward()
+            """,
+    )
+    assert findings_in(project, "models/heads.py") == []

@@ -30,7 +30,12 @@ What it records:
   name: `eval(name)` or `globals()[name]` (the classes of its file and of the modules it
   star-imports: YOLO's `parse_model` over `from models.common import *`), `getattr(module, name)`
   (that module's classes), a registry's `R.build(cfg)` / `build_from_cfg(cfg, R)` (the classes
-  decorated `@R.register_module()`). What it reaches cites the builder (`Site.via`).
+  decorated `@R.register_module()`, and detectron2's `R.get(name)(cfg)`: `@R.register()`), timm's
+  `create_model(name)` (the project's `@register_model` functions; with a literal name, that one),
+  and a project `nn.Module` class handed to a call as an argument (`build_model_with_cfg(ResNet,
+  ...)`, `block=Bottleneck`: the callee instantiates it). What it reaches cites the builder
+  (`Site.via`). Hydra's `instantiate(cfg)` is not read: its `_target_` names live in YAML files,
+  which the project walk does not index.
 - `aliases`: module-level `Model = DetectionModel`: a reference to the alias means the class.
 
 The index records facts; rules make the decisions. Everything is plain data (picklable, so a
@@ -99,6 +104,9 @@ EXTENSION_LOADERS = frozenset({"load", "load_ext", "load_inline", "load_extensio
 #   ("names", module)           every project module class of `module` (a builder's namespace)
 #   ("file", path)              every project module class defined in `path` (`eval` over globals)
 #   ("registry", name)          every class registered with the registry `name` (`R.build(cfg)`)
+#   ("model_fns", name, at)     every function registered with `@register_model` ("" for all), timm;
+#                               `at` is where `create_model` is called (path:line)
+#   ("passed", name, qual)      a project module class handed to a call: the callee constructs it
 #   ("call", name, qual)        name(...): a project function (a class here is only constructed)
 #   ("inst", name, qual, meth)  method `meth` of an instance of class `name` ("" calls the instance,
 #                               "apply" a Function); of what project function `name` constructs
@@ -130,6 +138,7 @@ class FuncInfo:
     name: str
     cls: Optional[str] = None  # the enclosing class (a method), by simple name
     refs: List[Ref] = field(default_factory=list)
+    model_factory: bool = False  # decorated `@register_model` (timm's `create_model` names it)
 
 
 @dataclass
@@ -180,7 +189,7 @@ class Alias:
     qual: Optional[str]
 
 
-BUILDER_KINDS = ("names", "file", "registry")
+BUILDER_KINDS = ("names", "file", "registry", "model_fns")
 
 
 @dataclass
@@ -323,6 +332,13 @@ class ProjectIndex:
         for ref in func.refs:
             if ref[0] not in BUILDER_KINDS:
                 continue
+            if ref[0] == "model_fns":
+                which = f"`{ref[1]}`" if ref[1] else "every `@register_model` function of the project"
+                via = f"through the model factory `create_model` ({ref[2]}), which can name {which}"
+                for factory in self.functions.values():
+                    if factory.model_factory and (not ref[1] or factory.name == ref[1]):
+                        yield factory.key, via
+                continue
             if ref[0] == "registry":
                 via = f"through the registry `{ref[1]}` built in `{func.name}` ({func.path}:{line})"
                 named = [c for cs in self.classes.values() for c in cs if ref[1] in c.registries]
@@ -393,6 +409,12 @@ class ProjectIndex:
                     yield callee.key
             elif kind == "inst":
                 yield from self._instance(ref[1], ref[2], ref[3], func.path)
+            elif kind == "passed":
+                info = self.lookup(ref[1], ref[2], func.path)  # type: ignore[arg-type]
+                if info is not None and info.kind == "module":
+                    key = self._method(info, "forward")
+                    if key is not None:
+                        yield key
             elif cls is None:
                 continue
             elif kind == "self":
@@ -780,6 +802,8 @@ class _File:
         key = f"{self.path}:{node.lineno}:{node.name}"
         info = FuncInfo(key, self.path, node.name, cls.name if cls else None, self._refs(scan, values))
         info.refs.extend(self._builder_refs(scan, values))
+        info.model_factory = toplevel and any(_last_name(_decorator(d)) == "register_model" for d in node.decorator_list
+                                              if isinstance(_decorator(d), (ast.Name, ast.Attribute)))
         self.functions.append(info)
         if cls is not None and id(cls) in self._class_infos and node in cls.body:
             self._store_attrs(self._class_infos[id(cls)], node, scan.stores)
@@ -814,7 +838,24 @@ class _File:
                     refs.append(("registry", _last_name(registry)))
             elif isinstance(func, ast.Attribute) and func.attr == "build" and isinstance(func.value, (ast.Name, ast.Attribute)):
                 refs.append(("registry", _last_name(func.value)))
+            elif _is_registry_get(func):  # `META_ARCH_REGISTRY.get(name)(cfg)`
+                refs.append(("registry", _last_name(func.func.value)))  # type: ignore[attr-defined]
+            else:
+                factory = self._model_factory_ref(call)
+                if factory is not None:
+                    refs.append(factory)
         return list(dict.fromkeys(refs))
+
+    def _model_factory_ref(self, call: ast.Call) -> Optional[Ref]:
+        """timm's `create_model(name, ...)`: ("model_fns", the literal name or "", where it is)."""
+        func = call.func
+        if not (isinstance(func, (ast.Name, ast.Attribute)) and _last_name(func) == "create_model"):
+            return None
+        named = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "model_name"), None)
+        if named is None:
+            return None
+        literal = named.value if isinstance(named, ast.Constant) and isinstance(named.value, str) else ""
+        return ("model_fns", literal, f"{self.path}:{call.lineno}")
 
     def _alias(self, node: ast.Assign) -> None:
         """`roi_pool = RoIPoolFunction.apply` at module level: calling `roi_pool` runs the Function;
@@ -1091,6 +1132,12 @@ class _File:
             ref = self._call_ref(call, values)
             if ref is not None:
                 refs[ref] = None
+        for call in scan.calls:  # `build_model_with_cfg(ResNet, ...)`, `Stage(block=Bottleneck)`
+            if isinstance(call.func, ast.Name) and call.func.id in _NOT_CONSTRUCTING:
+                continue
+            for arg in [*call.args, *(k.value for k in call.keywords)]:
+                if isinstance(arg, ast.Name) and arg.id[:1].isupper() and arg.id not in values:
+                    refs[("passed", arg.id, self.imports.qualname(arg))] = None
         for iterable in scan.iters:  # `for block in self.blocks: x = block(x)`
             for inner in ast.walk(iterable):
                 if isinstance(inner, ast.Attribute) and _is_self(inner.value):
@@ -1147,6 +1194,9 @@ class _File:
             return ("inst", *ref, "apply") if ref is not None else None
         if not isinstance(value, ast.Call):
             return None
+        factory = self._model_factory_ref(_constructor_call(value))
+        if factory is not None:
+            return factory  # `model = timm.create_model(args.model).cuda()`
         ref = _class_ref(self.imports, _constructor(value))
         return ("inst", *ref, method) if ref is not None else None
 
@@ -1199,6 +1249,22 @@ def _last_name(expr: ast.AST) -> str:
 
 
 _REGISTERS = ("register_module", "register")
+# builtins that take a class without constructing it
+_NOT_CONSTRUCTING = frozenset({"isinstance", "issubclass", "super", "type", "getattr", "setattr", "hasattr", "print", "repr", "str", "id"})
+
+
+def _decorator(deco: ast.AST) -> ast.AST:
+    return deco.func if isinstance(deco, ast.Call) else deco
+
+
+def _is_registry_get(func: ast.AST) -> bool:
+    """`R.get(name)` called (`META_ARCH_REGISTRY.get(meta_arch)(cfg)`): a registry of upper-case
+    name looked up by a name that is not a literal."""
+    return (
+        isinstance(func, ast.Call) and isinstance(func.func, ast.Attribute) and func.func.attr == "get"
+        and isinstance(func.func.value, (ast.Name, ast.Attribute)) and _last_name(func.func.value).isupper()
+        and bool(func.args) and not isinstance(func.args[0], ast.Constant)
+    )
 
 
 def _registry_of(deco: ast.AST) -> Optional[str]:
@@ -1224,6 +1290,13 @@ def _star_modules(tree: ast.Module, path: str) -> List[str]:
 
 
 _BINDERS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.withitem, ast.NamedExpr)
+
+
+def _constructor_call(call: ast.Call) -> ast.Call:
+    """The call that constructs: `Net(...)` of `Net(...).to(device).eval()`."""
+    while isinstance(call.func, ast.Attribute) and call.func.attr in _MODULE_METHODS and isinstance(call.func.value, ast.Call):
+        call = call.func.value
+    return call
 
 
 def _constructor(call: ast.Call) -> ast.AST:

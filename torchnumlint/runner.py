@@ -343,6 +343,7 @@ class _Project:
                 if linted.read_error is not None:
                     tally.read_errors[position] = linted.read_error
                 else:
+                    assert linted.outcome is not None  # a file that was read was linted
                     outcomes[position] = linted.outcome
                 tally.progress.advance()
             del index, lint
@@ -377,7 +378,7 @@ class _Project:
         missing = []
         for path in paths:
             known = self._digest(path) if self.cache is not None else None
-            found = self.cache.get("facts", self._facts_key(path, known[0])) if known is not None else None
+            found = self.cache.get("facts", self._facts_key(path, known[0])) if self.cache is not None and known is not None else None
             if isinstance(found, ProjectIndex):
                 parts[path] = found
             else:

@@ -104,8 +104,9 @@ def zero_kind(ctx: "FileContext", d: cst.BaseExpression) -> Optional[Divisor]:
     several = branches(ctx, v)
     if several is not None:  # `d = a.sum() + eps` on one branch, `d = b.sum()` on the other
         for way in several:
-            if isinstance(way.value, cst.BaseExpression):
-                found = unless_asking(ctx, "zero kind", way.value, lambda: zero_kind(ctx, way.value), None)
+            value = way.value
+            if isinstance(value, cst.BaseExpression):
+                found = unless_asking(ctx, "zero kind", value, lambda: zero_kind(ctx, value), None)
                 if found is not None:
                     return found if found.several else Divisor(found.kind, found.value, found.what + way_note(ctx, way), True)
         return None
@@ -224,7 +225,7 @@ def _zero_evidence(
         counted = match_call(ctx.imports, v, "sum", "count_nonzero")
         return (mask_evidence(ctx, counted.input) if counted is not None else None), True
     if kind == "box":
-        _, why, non_negative = box_divisor(ctx, v)  # type: ignore[misc]
+        _, why, non_negative = box_divisor(ctx, v)  # type: ignore[misc]  # a box divisor of this kind is found (`zero_kind`)
         return why, non_negative
     if kind == "range":
         # min-max scaling: 0/0 for a constant input, which data can be (a blank image, a flat
@@ -233,21 +234,21 @@ def _zero_evidence(
         return (_CONSTANT_RANGE if data is not None and is_data(ctx, data) else None), True
     if kind == "total":
         # both parts must reach 0 together: evidence for each, and the same selection at best
-        parts = [zero_evidence(ctx, zero_kind(ctx, side), numerator) for side in (v.left, v.right)]  # type: ignore[arg-type, attr-defined]
+        parts = [zero_evidence(ctx, zero_kind(ctx, side), numerator) for side in (v.left, v.right)]  # type: ignore[arg-type, attr-defined]  # a total divisor is a BinaryOperation (`zero_kind`)
         if any(why is None for why, _ in parts):
             return None, all(nonneg for _, nonneg in parts)
         first, second = parts[0][0], parts[1][0]
-        why = first if first == second else f"{first}, and {second.split(': ', 1)[-1]}"
+        why = first if first == second else f"{first}, and {str(second).split(': ', 1)[-1]}"
         return why, all(nonneg for _, nonneg in parts)
     if kind == "product":
-        factors = [zero_kind(ctx, f) for f in (v.left, v.right)]  # type: ignore[attr-defined]
+        factors = [zero_kind(ctx, f) for f in (v.left, v.right)]  # type: ignore[attr-defined]  # a product divisor is a BinaryOperation (`zero_kind`)
         evidence = [zero_evidence(ctx, f, numerator) for f in factors if f is not None]
         why = next((w for w, _ in evidence if w is not None), None)
-        others = [f for f, k in zip((v.left, v.right), factors) if k is None]  # type: ignore[attr-defined]
+        others = [f for f, k in zip((v.left, v.right), factors) if k is None]  # type: ignore[attr-defined]  # a product divisor is a BinaryOperation (`zero_kind`)
         positive = all((number_value(strip_parens(f)) or 0) > 0 for f in others)
         return why, all(nonneg for _, nonneg in evidence) and positive
     if kind == "sqrt":
-        arg = root_of(ctx, v)[1]  # type: ignore[index]
+        arg = root_of(ctx, v)[1]  # type: ignore[index]  # a sqrt divisor is a root (`zero_kind`)
         squares = sum_of_squares(ctx, arg, v)
         if squares is not None:
             return row_evidence(ctx, squares.base), True
@@ -256,7 +257,7 @@ def _zero_evidence(
             var = match_call(ctx.imports, strip_parens(through_shape(ctx, arg)), "var")
             return (_spread_evidence(ctx, numerator, var.input) if var is not None else None), True
         if hazard in ("a mean of squares", "a sum of squares", "a square"):
-            return row_evidence(ctx, reduced_square(ctx, arg)[0]), True  # type: ignore[index]
+            return row_evidence(ctx, reduced_square(ctx, arg)[0]), True  # type: ignore[index]  # this hazard comes from a reduced square (`root_hazard`)
         if hazard is not None:
             return f"where the terms of {hazard} coincide", True
         inner = zero_kind(ctx, arg)
@@ -325,7 +326,7 @@ def normalize_site(ctx: "FileContext", x: cst.BaseExpression, d: cst.BaseExpress
     if ctx.resolve(d) is not d and ctx.rebound_between(match.input, use):
         return None
     dim = match.arg("dim")
-    if not match.given("dim") or isinstance(strip_parens(dim), (cst.Tuple, cst.List)):
+    if dim is None or not match.given("dim") or isinstance(strip_parens(dim), (cst.Tuple, cst.List)):
         return None
     if not is_literal(match.arg("keepdim"), "True"):
         return None

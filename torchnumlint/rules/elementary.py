@@ -92,8 +92,8 @@ def minus_one(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[cst.Base
         return None
     sub = match_call(ctx.imports, expr, _SUB)
     if sub is not None and sub.fully_known and not sub.given("alpha"):
-        other = sub.arg("other")
-        if other is not None and is_one(ctx, other):
+        subtrahend = sub.arg("other")
+        if subtrahend is not None and is_one(ctx, subtrahend):
             return strip_parens(sub.input)
     return None
 
@@ -111,7 +111,7 @@ def exp_of(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[Exp]:
     """The torch `exp` that `expr` is, inline or through local names, with every argument
     accounted for; else None."""
     chain: List[Binding] = ctx.chain(expr, _MAX_CHAIN, names_only=True)
-    value = strip_parens(chain[-1].value if chain else expr)  # type: ignore[arg-type]
+    value = strip_parens(chain[-1].value if chain else expr)  # type: ignore[arg-type]  # a chain's bindings all have values (`FileContext.chain`)
     match = match_call(ctx.imports, value, "exp")
     if match is None or not match.fully_known:
         return None
@@ -176,7 +176,7 @@ def _identifier(expr: cst.CSTNode) -> Optional[str]:
 
 
 def _integer(ctx: "FileContext", expr: cst.CSTNode) -> bool:
-    expr = strip_parens(expr)  # type: ignore[arg-type]
+    expr = strip_parens(expr)  # type: ignore[arg-type]  # strip_parens leaves any other node as it is
     if isinstance(expr, cst.Integer) or says_count(_identifier(expr)):
         return True
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):

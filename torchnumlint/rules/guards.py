@@ -181,7 +181,7 @@ def every_way(
     return answer
 
 
-def number_value(expr: cst.BaseExpression) -> Optional[float]:
+def number_value(expr: Optional[cst.BaseExpression]) -> Optional[float]:
     """The value of a numeric literal (with an optional unary minus), else None."""
     sign = 1.0
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
@@ -264,7 +264,7 @@ def _guarded(ctx: "FileContext", expr: cst.CSTNode) -> bool:
 
 
 def _mentions_finfo(expr: cst.CSTNode) -> bool:
-    found = []
+    found: List[cst.BaseExpression] = []
 
     class _Find(Visitor):
         def visit_Attribute(self, node: cst.Attribute) -> bool:
@@ -553,7 +553,7 @@ def _detached(ctx: "FileContext", expr: cst.CSTNode) -> bool:
                     return False
                 expr = expr.args[0].value
             else:
-                expr = expr.func.value  # method form: the receiver
+                expr = cst.ensure_type(expr.func, cst.Attribute).value  # method form: the receiver
             continue
         if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
             return True

@@ -72,8 +72,8 @@ def loss_site(ctx: "FileContext", call: cst.Call, op: Op, classes: Tuple[str, ..
         return None
     positional = [a for a in call.args if a.keyword is None and not a.star]
     named = [a for a in call.args if a.keyword is not None and a.keyword.value == "input"]
-    arg = positional[0] if positional else named[0] if named else None
-    return LossSite(call, arg, None, ctor) if arg is not None else None
+    given = positional[0] if positional else named[0] if named else None
+    return LossSite(call, given, None, ctor) if given is not None else None
 
 
 @dataclass
@@ -228,10 +228,10 @@ def _callers_pass_no_gradient(
         return None
     student_param = target_param(ctx, student) if student is not None else None
     for path in paths:
-        arg = argument_for(path[-1], function, param)  # type: ignore[arg-type]
+        arg = argument_for(path[-1], function, param)  # type: ignore[arg-type]  # a caller's path ends at its Call (`callers_of`)
         if arg is None:
             return False
-        other = argument_for(path[-1], function, student_param) if student_param is not None else None  # type: ignore[arg-type]
+        other = argument_for(path[-1], function, student_param) if student_param is not None else None  # type: ignore[arg-type]  # a caller's path ends at its Call (`callers_of`)
         with ctx.visiting(path + (arg, arg.value)):
             if not _no_gradient_here(ctx, arg.value, other.value if other is not None else None):
                 return False

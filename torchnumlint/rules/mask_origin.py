@@ -263,7 +263,7 @@ class _Search:
         ctx = self.ctx
         passed: List[Origin] = []
         for path in callers_of(ctx):
-            arg = argument_for(path[-1], func, param)  # type: ignore[arg-type]
+            arg = argument_for(path[-1], func, param)  # type: ignore[arg-type]  # a caller's path ends at its Call (`callers_of`)
             if arg is None:
                 return UNKNOWN
             with ctx.visiting(path + (arg, arg.value)):
@@ -415,7 +415,7 @@ class _Search:
 
     def elsewhere(self, path: List[cst.CSTNode], depth: int) -> Origin:
         with self.ctx.visiting(path):
-            return self.of(path[-1], depth + 1)  # type: ignore[arg-type]
+            return self.of(path[-1], depth + 1)  # type: ignore[arg-type]  # a caller's path ends at an expression
 
 
 def _helper(known: Origin) -> Origin:

@@ -86,7 +86,7 @@ class ImportMap:
             for alias in node.names:
                 full = dotted(alias.name)
                 if alias.asname is not None:
-                    found[alias.asname.name.value] = full  # type: ignore[union-attr]
+                    found[cst.ensure_type(alias.asname.name, cst.Name).value] = full
                 else:
                     head = full.split(".")[0]
                     found[head] = head
@@ -96,7 +96,7 @@ class ImportMap:
             base = dotted(node.module)
             for alias in node.names:
                 name = dotted(alias.name)
-                local = alias.asname.name.value if alias.asname is not None else name  # type: ignore[union-attr]
+                local = alias.asname.name.value if alias.asname is not None else name
                 found[local] = f"{base}.{name}"
         for local, target in found.items():
             if self.aliases.get(local, target) != target:
@@ -431,7 +431,7 @@ def augmented_value(node: cst.AugAssign) -> cst.BinaryOperation:
     return cst.BinaryOperation(left=node.target, operator=operator, right=node.value)
 
 
-def _assign_targets(node: cst.CSTNode) -> List[cst.BaseExpression]:
+def _assign_targets(node: Union[cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr]) -> List[cst.BaseExpression]:
     if isinstance(node, cst.Assign):
         return [t.target for t in node.targets]
     if isinstance(node, cst.AnnAssign):
@@ -651,7 +651,7 @@ def _tensor_call(
     if short in (methods if functions is None else functions) and expr.args:
         first = expr.args[0]
         if first.keyword is None and not first.star:
-            return short, first.value, expr.args[1:]  # type: ignore[return-value]
+            return short, first.value, expr.args[1:]
     return None
 
 
@@ -772,4 +772,4 @@ def is_plain(expr: cst.BaseExpression) -> bool:
 def _plain_slice(part: cst.BaseSlice) -> bool:
     if isinstance(part, cst.Index):
         return is_plain(part.value)
-    return all(p is None or is_plain(p) for p in (part.lower, part.upper, part.step))  # type: ignore[attr-defined]
+    return all(p is None or is_plain(p) for p in (part.lower, part.upper, part.step))  # type: ignore[attr-defined]  # not an Index: a Slice

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, FrozenSet, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -95,7 +95,7 @@ def _summaries(ctx: "FileContext") -> Tuple[Summaries, Optional[FileSummary]]:
     return ctx.per_file("producers.summaries", build)
 
 
-def _callee(ctx: "FileContext", own: FileSummary, func: cst.BaseExpression) -> Optional[Tuple[tuple, Optional[Instance]]]:
+def _callee(ctx: "FileContext", own: FileSummary, func: cst.BaseExpression) -> Optional[Tuple[Optional[tuple], Optional[Instance]]]:
     """The callee fact (`torchnumlint.summaries`) of `func` at the node being visited, and the
     class of `self` where it is `self.name`."""
     if isinstance(func, cst.Call):  # nn.Softmax(dim=-1)(x)
@@ -169,14 +169,14 @@ def _is_local(ctx: "FileContext", name: str) -> bool:
 
 def _imported(func: cst.FunctionDef) -> FrozenSet[str]:
     """Names a function's own `import` statements bind (ScopeTable leaves imports to ImportMap)."""
-    found = set()
-    stack = [func.body]
+    found: Set[str] = set()
+    stack: List[cst.CSTNode] = [func.body]
     while stack:
         node = stack.pop()
         if isinstance(node, cst.Import):
-            found.update(a.asname.name.value if a.asname else dotted(a.name).split(".")[0] for a in node.names)
+            found.update(cst.ensure_type(a.asname.name, cst.Name).value if a.asname else dotted(a.name).split(".")[0] for a in node.names)
         elif isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
-            found.update(a.asname.name.value if a.asname else dotted(a.name) for a in node.names)
+            found.update(cst.ensure_type(a.asname.name, cst.Name).value if a.asname else dotted(a.name) for a in node.names)
         elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             stack.extend(n for n in node.children if isinstance(n, cst.CSTNode))
     return frozenset(found)

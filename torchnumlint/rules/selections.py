@@ -87,7 +87,7 @@ def edge_value(ctx: "FileContext", condition: cst.BaseExpression, value: cst.Bas
                cst.GreaterThanEqual: cst.LessThanEqual, cst.LessThanEqual: cst.GreaterThanEqual}
     if _is_value(ctx, right, value) and not _is_value(ctx, left, value):
         left, right = right, left
-        operator = flipped.get(type(operator), type(operator))()
+        operator = flipped.get(type(operator), type(operator))()  # type: ignore[abstract]  # the class of an operator node: concrete
     if not _is_value(ctx, left, value) or not _small(ctx, right):
         return None
     zero = number_value(right) == 0

@@ -21,7 +21,7 @@ reads it; every rule that tunes its message or its silence to the use asks the s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Type, TypeVar, Union
 
 import libcst as cst
 
@@ -164,7 +164,10 @@ def _is_store(stack: Sequence[cst.CSTNode]) -> bool:
     return False
 
 
-def _innermost(path: Sequence[cst.CSTNode], types) -> Optional[cst.CSTNode]:
+N = TypeVar("N", bound=cst.CSTNode)
+
+
+def _innermost(path: Sequence[cst.CSTNode], types: Union[Type[N], Tuple[Type[N], ...]]) -> Optional[N]:
     return next((n for n in reversed(path) if isinstance(n, types)), None)
 
 

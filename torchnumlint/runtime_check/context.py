@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union, cast
 
 import torch
 
@@ -29,7 +29,7 @@ TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": 
 FP32 = ("float32",)
 PRECISION = ("float32", "bfloat16", "float16")
 
-Inputs = Dict[str, torch.Tensor]
+Inputs = Dict[str, Union[torch.Tensor, float]]  # tensors, and Python numbers (a temperature)
 Builder = Callable[["ReproContext"], Inputs]
 
 
@@ -173,7 +173,8 @@ class ReproContext:
                                emulate_cuda=self.emulated)
         if not owner:
             return loaded
-        obj = self.repro.instance(loaded) if self.repro.instance else loaded()
+        # for a method, what was loaded is its class
+        obj = self.repro.instance(cast(type, loaded)) if self.repro.instance else loaded()
         if isinstance(obj, torch.nn.Module):
             obj = obj.to(device=self.device, dtype=dtype or self.dtype)
         bound = getattr(obj, method, None)

@@ -32,7 +32,7 @@ import torch
 
 import torchnumlint.catalogue as catalogue
 from torchnumlint.runtime_check import oracles
-from torchnumlint.runtime_check.context import Repro, ReproContext, ReproError
+from torchnumlint.runtime_check.context import Inputs, Repro, ReproContext, ReproError
 from torchnumlint.runtime_check.linted import Fixed, Fixer, real_fixes
 from torchnumlint.runtime_check.oracles import CONFIRMED, FIX_FAILED, NOT_REPRODUCED, SKIPPED, Outcome, Result
 from torchnumlint.runtime_check.repros import REPROS
@@ -43,7 +43,7 @@ def _unsupported(outcome: Outcome) -> bool:
     return "not implemented for" in msg or "not supported" in msg.lower() and "dtype" in msg.lower()
 
 
-def _run_pair(ctx: ReproContext, inputs: Dict[str, torch.Tensor]) -> Tuple[Outcome, Outcome]:
+def _run_pair(ctx: ReproContext, inputs: Inputs) -> Tuple[Outcome, Outcome]:
     bad = oracles.run("original", ctx.load("bad"), inputs, ctx.repro.grad)
     fix = oracles.run("fix", ctx.load(ctx.repro.fixed_from), inputs, ctx.repro.grad)
     return bad, fix
@@ -55,7 +55,7 @@ def _skip_unsupported(ctx: ReproContext, outcome: Outcome) -> Optional[Result]:
     return None
 
 
-def _float64(inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+def _float64(inputs: Inputs) -> Inputs:
     return {k: (v.detach().to(torch.float64) if isinstance(v, torch.Tensor) and v.is_floating_point() else v)
             for k, v in inputs.items()}
 
@@ -72,7 +72,7 @@ class Judgement:
         self.failure = self.failure or why
 
 
-def _reference(ctx: ReproContext, inputs: Dict[str, torch.Tensor]) -> Outcome:
+def _reference(ctx: ReproContext, inputs: Inputs) -> Outcome:
     """The rule's mathematics in float64 on the run's inputs (rounded to the run's dtype first)."""
     if ctx.repro.reference is None:
         raise ReproError(f"{ctx.info.code} example {ctx.repro.example + 1}: no float64 reference is declared")
@@ -147,7 +147,7 @@ def _formula(j: Judgement, ctx: ReproContext, inputs, ref: Outcome, guarded: boo
             needed.append(f"{name} {bounded:.0%}")
     if needed:
         j.evidence.append(f"fix in float64 is within the stated bound of the reference, not equal to it "
-                          f"({', '.join(needed)} of the reference's largest value; {bound.why})")
+                          f"({', '.join(needed)} of the reference's largest value; {bound.why if bound else ''})")
     else:
         j.evidence.append(f"fix in float64 equals the reference (tol {tol:.2g})")
 
@@ -166,6 +166,7 @@ def _precision(j: Judgement, ctx: ReproContext, inputs, bad: Outcome, fix: Outco
     Differences below the dtype's smallest normal number are rounding to the subnormal grid."""
     bound = ctx.repro.bound if ctx.fix_safety != "SAFE" and guarded else None
     floor = torch.finfo(ctx.compute_dtype).tiny
+    assert ctx.repro.reference is not None  # `_reference` has run: it refuses a repro without one
     in_dtype = oracles.run("reference in the run's dtype", ctx.repro.reference, inputs, ctx.repro.grad,
                            ctx.autocast_region)
     fb, ff, fr, fd = oracles.fields(bad), oracles.fields(fix), oracles.fields(ref), oracles.fields(in_dtype)
@@ -174,8 +175,8 @@ def _precision(j: Judgement, ctx: ReproContext, inputs, bad: Outcome, fix: Outco
             continue
         o = fb.get(name)
         comparable = o is not None and o.shape == r.shape
-        finite = torch.isfinite(o.detach()).cpu() if comparable else torch.ones(r.shape, dtype=torch.bool)
-        orig_err = oracles.diff(name, o, r, finite, floor).rel if comparable else 0.0
+        finite = torch.isfinite(o.detach()).cpu() if o is not None and comparable else torch.ones(r.shape, dtype=torch.bool)
+        orig_err = oracles.diff(name, o, r, finite, floor).rel if o is not None and comparable else 0.0
         d = fd.get(name)
         math_err = oracles.diff(name, d, r, None, floor).rel if d is not None and d.shape == r.shape else 0.0
         if not math.isfinite(math_err):  # the mathematics overflows in this dtype: it allows nothing
@@ -238,7 +239,7 @@ def _benign(j: Judgement, ctx: ReproContext) -> Optional[str]:
     return None
 
 
-def _benign_set(j: Judgement, ctx: ReproContext, label: str, inputs: Dict[str, torch.Tensor]) -> Optional[str]:
+def _benign_set(j: Judgement, ctx: ReproContext, label: str, inputs: Inputs) -> Optional[str]:
     bad, fix = _run_pair(ctx, inputs)
     j.numbers[label] = {"original": bad.counts(), "fix": fix.counts()}
     if not bad.finite:
@@ -258,6 +259,13 @@ def _benign_set(j: Judgement, ctx: ReproContext, label: str, inputs: Dict[str, t
     return None
 
 
+def adversarial(ctx: ReproContext) -> Inputs:
+    """The inputs at the hazard, which every check but WARN needs."""
+    if ctx.repro.adversarial is None:
+        raise ReproError(f"{ctx.info.code} example {ctx.repro.example + 1}: no adversarial inputs are declared")
+    return ctx.repro.adversarial(ctx)
+
+
 def _finish(ctx: ReproContext, j: Judgement, verdict: str) -> Result:
     if verdict == CONFIRMED and j.failure:
         verdict = FIX_FAILED
@@ -268,7 +276,7 @@ def _finish(ctx: ReproContext, j: Judgement, verdict: str) -> Result:
 
 def check_nf(ctx: ReproContext) -> Result:
     j = Judgement()
-    inputs = ctx.repro.adversarial(ctx)
+    inputs = adversarial(ctx)
     bad, fix = _run_pair(ctx, inputs)
     skip = _skip_unsupported(ctx, bad)
     if skip:
@@ -291,7 +299,7 @@ def check_nf(ctx: ReproContext) -> Result:
 
 def check_wv(ctx: ReproContext) -> Result:
     j = Judgement()
-    inputs = ctx.repro.adversarial(ctx)
+    inputs = adversarial(ctx)
     bad, fix = _run_pair(ctx, inputs)
     skip = _skip_unsupported(ctx, bad)
     if skip:
@@ -307,6 +315,7 @@ def check_wv(ctx: ReproContext) -> Result:
         j.fail("the original is not finite (WV expects finite but wrong)")
         return _finish(ctx, j, NOT_REPRODUCED)
     err_bad = oracles.worst(oracles.compare(bad, ref))
+    assert err_bad is not None  # both ran and are finite: there are values to compare
     wrong = ctx.tol * oracles.WRONG_FACTOR
     j.numbers["error_original"] = err_bad
     j.evidence.append(f"original vs float64 reference: {err_bad.describe()} (wrong above {wrong:.2g})")
@@ -322,6 +331,7 @@ def check_wv(ctx: ReproContext) -> Result:
         _formula(j, ctx, inputs, ref, guarded=False)
     if not j.failure:
         err_fix = oracles.worst(oracles.compare(fix, ref))
+        assert err_fix is not None  # both ran and are finite: there are values to compare
         j.numbers["error_fix"] = err_fix
         j.evidence.append(f"fix vs float64 reference: {err_fix.describe()} (tol {ctx.tol:.2g})")
         if err_fix.rel > ctx.tol:
@@ -331,7 +341,7 @@ def check_wv(ctx: ReproContext) -> Result:
 
 def check_err(ctx: ReproContext) -> Result:
     j = Judgement()
-    inputs = ctx.repro.adversarial(ctx)
+    inputs = adversarial(ctx)
     bad, fix = _run_pair(ctx, inputs)
     j.numbers["original"], j.numbers["fix"] = bad.counts(), fix.counts()
     j.evidence.append(bad.describe())
@@ -352,7 +362,7 @@ def check_err(ctx: ReproContext) -> Result:
 
 def check_zg(ctx: ReproContext) -> Result:
     j = Judgement()
-    bad, fix = _run_pair(ctx, ctx.repro.adversarial(ctx))
+    bad, fix = _run_pair(ctx, adversarial(ctx))
     skip = _skip_unsupported(ctx, bad)
     if skip:
         return skip

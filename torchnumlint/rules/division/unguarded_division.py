@@ -251,7 +251,7 @@ class UnguardedDivision(DivisionRule):
         ctx = self.ctx
         if found.kind != "sqrt":
             return clamp_fix(self, d, count_floor(ctx, found.value) if found.kind == "count" else EPS)
-        _, arg = root_of(ctx, found.value)  # type: ignore[misc]
+        _, arg = root_of(ctx, found.value)  # type: ignore[misc]  # a sqrt divisor is a root (`zero_kind`)
         if self._vector_norm_first(arg, found.value):
             return None
         if through_shape(ctx, d, names=False) is found.value:

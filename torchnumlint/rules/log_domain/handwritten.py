@@ -127,8 +127,8 @@ def _sign(ctx, expr: cst.BaseExpression, depth: int = 0) -> Optional[int]:
         if isinstance(expr.operator, cst.Add) and left == right == 1:
             return 1
         return None
-    inner, stepped = _through(ctx, expr, expr)
-    return _sign(ctx, inner, depth + 1) if inner is not expr and (stepped or isinstance(expr, cst.Name)) else None
+    through, stepped = _through(ctx, expr, expr)
+    return _sign(ctx, through, depth + 1) if through is not expr and (stepped or isinstance(expr, cst.Name)) else None
 
 
 def is_gaussian(ctx, logits: cst.BaseExpression) -> bool:

@@ -16,7 +16,7 @@ attribute or helper, a max-subtracted hand-written one (its exp's input is not t
 
 from __future__ import annotations
 
-from typing import Optional, Set
+from typing import Callable, Optional, Set
 
 import libcst as cst
 
@@ -213,7 +213,8 @@ class LogOfSoftmax(LogRule):
 
     def _site(self, node: cst.Call, inp: cst.BaseExpression) -> Optional[LogSite]:
         ctx = self.ctx
-        core, wrap = strip_parens(inp), None
+        core = strip_parens(inp)
+        wrap: Optional[Callable[[cst.BaseExpression], cst.BaseExpression]] = None
         if isinstance(core, cst.Subscript):
             subscript = core
             core, wrap = subscript.value, (lambda new: subscript.with_changes(value=new))
@@ -230,7 +231,7 @@ class LogOfSoftmax(LogRule):
         hand = hand_softmax(ctx, core)
         if hand is None:
             return None
-        dim = hand.dim.value  # type: ignore[union-attr]
+        dim = hand.dim.value  # type: ignore[union-attr]  # a hand softmax has its dim (`hand_softmax`)
         build = None if hand.shifted or isinstance(dim, (cst.Tuple, cst.List)) else _hand_builder(hand)
         followed = hand.exp_chain + hand.total_chain
         if followed and not ctx.unchanged_since([hand.logits], followed):
@@ -246,7 +247,7 @@ class LogOfSoftmax(LogRule):
         if site.wrap is not None or len(stack) < 3:
             return None
         arg, parent = stack[-2], stack[-3]
-        if not isinstance(arg, cst.Arg) or arg.value is not node:
+        if not isinstance(arg, cst.Arg) or arg.value is not node or not isinstance(parent, cst.Call):
             return None
         nll = match_call(self.ctx.imports, parent, "nll_loss")
         if nll is None or nll.input is not node or not nll.fully_known:

@@ -87,7 +87,7 @@ def _logsumexp_builder(reduction: CallMatch, logits: cst.BaseExpression) -> Buil
             return None
         size = cst.Subscript(
             value=cst.Attribute(value=x, attr=cst.Name("shape")),
-            slice=[cst.SubscriptElement(slice=cst.Index(value=strip_parens(reduction.arg("dim"))))],  # type: ignore[arg-type]
+            slice=[cst.SubscriptElement(slice=cst.Index(value=strip_parens(reduction.arg("dim"))))],  # type: ignore[arg-type]  # `fully_known` reductions give their dim
         )
         log_n = cst.Call(func=cst.Attribute(value=math, attr=cst.Name("log")), args=[cst.Arg(value=size)])
         return cst.BinaryOperation(left=call, operator=cst.Subtract(), right=log_n)
@@ -238,9 +238,9 @@ class LogsumexpManual(LogRule):
         exps = [exp_of(ctx, term) for term in terms]
         if len(terms) < 2 or any(e is None or stable_exp(ctx, e.input) or is_not_torch(ctx, e.input) for e in exps):
             return None
-        inline = all(e.call is t for e, t in zip(exps, terms))  # type: ignore[union-attr]
-        build = _logaddexp_builder(exps[0].input, exps[1].input) if len(exps) == 2 and inline else None  # type: ignore[union-attr]
-        parts = [e.input for e in exps]  # type: ignore[union-attr]
+        inline = all(e.call is t for e, t in zip(exps, terms))  # type: ignore[union-attr]  # no None in `exps`: returned above
+        build = _logaddexp_builder(exps[0].input, exps[1].input) if len(exps) == 2 and inline else None  # type: ignore[union-attr]  # no None in `exps`: returned above
+        parts = [e.input for e in exps]  # type: ignore[union-attr]  # no None in `exps`: returned above
         return LogSite(node, core, chain(ctx, core), parts[0], build, parts), "sum", "`torch.logaddexp`", parts
 
     def _reduction_build(self, reduction: CallMatch, logits: cst.BaseExpression, exp_chain) -> Optional[Build]:

@@ -98,7 +98,7 @@ def _max_helper(ctx, func: cst.BaseExpression, depth: int) -> bool:
     if id(function) not in known:
         known[id(function)] = False  # a helper that calls itself proves nothing by that call
         paths = _returns(function, (ctx.module, function))
-        known[id(function)] = bool(paths) and all(_returns_max(ctx, path, depth) for path in paths)  # type: ignore[union-attr]
+        known[id(function)] = bool(paths) and all(_returns_max(ctx, path, depth) for path in paths)  # type: ignore[union-attr]  # `bool(paths)` has ruled out None
     return known[id(function)]
 
 

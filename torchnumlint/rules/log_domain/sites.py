@@ -48,7 +48,7 @@ def recognised(ctx, expr: cst.BaseExpression, recognise, op: str) -> Tuple[Optio
 
 def store_targets(bindings: Sequence[Binding]) -> List[cst.Name]:
     """The names bound by `bindings` (plain one-target assignments)."""
-    return [b.node.targets[0].target for b in bindings if b.rewritable and isinstance(b.node.targets[0].target, cst.Name)]  # type: ignore[attr-defined]
+    return [b.node.targets[0].target for b in bindings if b.rewritable and isinstance(b.node.targets[0].target, cst.Name)]  # type: ignore[attr-defined]  # `rewritable`: a one-target Assign
 
 
 @dataclass
@@ -92,5 +92,5 @@ class LogRule(Rule):
         fix.replace(site.log, new)  # a wrap decides the parentheses (a difference in a product needs them)
         replaced = site.chain[0].value if renamed else site.log
         for target in site.unread:
-            drop_if_unread(fix, target, replaced)  # type: ignore[arg-type]
+            drop_if_unread(fix, target, replaced)  # type: ignore[arg-type]  # a chain's bindings all have values (`FileContext.chain`)
         return fix, renamed_note(renamed)

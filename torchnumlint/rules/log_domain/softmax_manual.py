@@ -169,7 +169,7 @@ class SoftmaxManual(DivisionRule):
         softmax: `torch.log(e / e.sum(d, keepdim=True))` inline, or through a name that only the
         log reads. Such a log is one hazard with its quotient."""
         ctx = self.ctx
-        if hand_softmax(ctx, node) is None:  # type: ignore[arg-type]
+        if hand_softmax(ctx, node) is None:  # type: ignore[arg-type]  # called with the quotient, an expression
             return False
         stack = ctx.stack
         if self._log_above(stack):

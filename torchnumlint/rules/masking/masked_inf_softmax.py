@@ -208,12 +208,13 @@ class MaskedInfSoftmax(Rule):
     def _hazard(self, fill: InfFill, zeroed: bool) -> Optional[str]:
         if not zeroed:
             return "a row whose every entry is masked is NaN (-inf - -inf), and so is every gradient through it"
-        if not fill.additive or gradient_note(self.ctx) is None:
+        note = gradient_note(self.ctx) if fill.additive else None
+        if note is None:
             return None  # masked_fill's backward zeroes the masked entries: finite both ways (measured)
         return (
             "the output is re-zeroed where masked, so the forward is finite, but a fully masked row "
             "still sends NaN into the gradient of the scores through the additive mask"
-            + gradient_note(self.ctx)
+            + note
         )
 
     @staticmethod

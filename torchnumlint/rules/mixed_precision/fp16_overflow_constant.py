@@ -116,7 +116,7 @@ class Fp16OverflowConstant(Rule):
         arg = next((a for a in node.args if a.keyword is not None and a.keyword.value == "value"), None)
         arg = arg or (positional[at] if len(positional) > at else None)
         value = self._constant(arg.value) if arg is not None else None
-        if receiver is None or value is None or not FP16_MAX < abs(value) < float("inf"):
+        if arg is None or receiver is None or value is None or not FP16_MAX < abs(value) < float("inf"):
             return
         why = fp16_value(self.ctx, receiver)
         reach = fp16_reach(self.ctx)

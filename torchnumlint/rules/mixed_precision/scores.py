@@ -45,8 +45,8 @@ def _reaches(ctx: "FileContext", path: Sequence[cst.CSTNode], depth: int) -> boo
         if isinstance(parent, cst.BinaryOperation) and not isinstance(parent.operator, cst.MatrixMultiply):
             i -= 1
             continue
-        if isinstance(parent, cst.Attribute) and parent.value is child and i >= 2 and isinstance(path[i - 2], cst.Call):
-            call = path[i - 2]
+        call = path[i - 2] if i >= 2 else None
+        if isinstance(parent, cst.Attribute) and parent.value is child and isinstance(call, cst.Call):
             if _is_softmax(ctx, call) or parent.attr.value not in _KEEPING_METHODS:
                 return _is_softmax(ctx, call)
             i -= 2

@@ -136,7 +136,7 @@ def _indexed_pair(ctx, y: cst.BaseExpression, x: cst.BaseExpression) -> bool:
         return False
     values = [e.slice.value for e in (last_y, last_x) if isinstance(e.slice, cst.Index)]
     return len(values) == 2 and all(isinstance(v, cst.Integer) for v in values) and (
-        values[0].value != values[1].value  # type: ignore[attr-defined]
+        values[0].value != values[1].value  # type: ignore[attr-defined]  # both are Integers: asked just before
     )
 
 

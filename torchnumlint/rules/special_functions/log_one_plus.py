@@ -124,7 +124,7 @@ class LogOnePlus(Rule):
         chain = ctx.chain(match.input, _CHAIN, names_only=True)
         if chain and not read_only_at(ctx, chain[0], node):
             return  # `beta_t = 1 - r` read elsewhere too: a quantity of its own, rounded where it is made
-        found = one_plus(ctx, chain[-1].value if chain else match.input)  # type: ignore[arg-type]
+        found = one_plus(ctx, chain[-1].value if chain else match.input)  # type: ignore[arg-type]  # a chain's bindings all have values (`FileContext.chain`)
         if found is None:
             return
         term = found.term

@@ -30,7 +30,7 @@ original wherever the original is finite.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import libcst as cst
 
@@ -79,7 +79,7 @@ class Logistic:
 def _denominator_exp(ctx, expr: cst.BaseExpression):
     """The `exp(v)` of `expr` = `1 + exp(v)` (through local names), with the names followed."""
     chain: List[Binding] = ctx.chain(expr, _MAX_CHAIN, names_only=True)
-    value = strip_parens(chain[-1].value if chain else expr)  # type: ignore[arg-type]
+    value = strip_parens(chain[-1].value if chain else expr)  # type: ignore[arg-type]  # a chain's bindings all have values (`FileContext.chain`)
     total = one_plus(ctx, value)
     if total is None or total.negative:
         return None
@@ -113,7 +113,7 @@ def _exp_factor(ctx, top: cst.BaseExpression, v: cst.BaseExpression):
     """(the rest or None, the `exp(v)`) where the numerator `top` is `exp(v)` or `c * exp(v)` /
     `exp(v) * c` for the same plain `v`; else None."""
     top = strip_parens(top)
-    splits = [(None, top)]
+    splits: List[Tuple[Optional[cst.BaseExpression], cst.BaseExpression]] = [(None, top)]
     if isinstance(top, cst.BinaryOperation) and isinstance(top.operator, cst.Multiply):
         splits += [(top.left, top.right), (top.right, top.left)]
     for rest, factor in splits:

@@ -25,6 +25,7 @@ def check(ctx: ReproContext) -> Result:
     bad = oracles.run("original", lambda: ctx.load("bad")(x, y), {}, ())
     if not bad.ok:
         return ctx.result(NOT_REPRODUCED, evidence=[bad.describe()], reason="the original raised")
+    assert bad.out is not None  # the step returns its loss
     loss_bad = float(bad.out)
     numbers["original_loss"] = loss_bad
     evidence.append(f"float16 model: mse_loss = {loss_bad} ({bad.out.dtype})")
@@ -32,6 +33,7 @@ def check(ctx: ReproContext) -> Result:
     good = oracles.run("float32 weights", lambda: ctx.load("good")(x, y), {}, ())
     if not good.ok:
         return ctx.result(FIX_FAILED, evidence=evidence + [good.describe()], reason="the float32 step raised")
+    assert good.out is not None  # the step returns its loss
     loss_good = float(good.out)
     numbers["float32_loss"] = loss_good
     evidence.append(f"float32 weights (good snippet): mse_loss = {loss_good:.6g}")

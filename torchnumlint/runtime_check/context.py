@@ -1,7 +1,7 @@
 """What a reproduction declares (`Repro`) and what it runs with (`ReproContext`).
 
 The contract between the reproductions (`repros/`, one module per rule) and the checks that run
-them (`runner.py`): both import this module and neither imports the other's internals, so the
+them (`runner.py`, `checks.py`, `judging.py`): both import this module and neither imports the other's internals, so the
 reproductions never depend on the runner. A `Repro` holds builders that take a `ReproContext`, and a
 `ReproContext` holds its `Repro`: the two types refer to each other, so they live here together.
 

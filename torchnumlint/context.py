@@ -14,16 +14,9 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.notebook import is_notebook
 from torchnumlint.positions import Spans
-from torchnumlint.rules.names import (
-    Binding,
-    ImportMap,
-    ScopeTable,
-    is_no_grad_function,
-    is_no_grad_item,
-    is_plain,
-    selection_of,
-    selection_of_element,
-)
+from torchnumlint.rules.bindings import Binding, is_no_grad_function, is_no_grad_item, is_plain, ScopeTable
+from torchnumlint.rules.imports import ImportMap
+from torchnumlint.rules.value_steps import selection_of, selection_of_element
 from torchnumlint.walk import contains
 
 if TYPE_CHECKING:
@@ -209,7 +202,7 @@ class FileContext:
     def origins(self, expr: cst.BaseExpression, depth: int = 8) -> List[cst.BaseExpression]:
         """The values `expr` may come from: through names (every reaching definition; `self.x`
         and module names when bound once), indexing, selections, reshapes and float casts
-        (`names.selection_of`), and the values part of an unpacked ranking (`vals, idx =
+        (`value_steps.selection_of`), and the values part of an unpacked ranking (`vals, idx =
         p.topk(5)`: `vals` comes from `p`, `idx` from nothing known). A way that ends at
         something unknown (a parameter, an index, an in-place change) ends at the name itself,
         so that "is every origin a softmax?" is then no."""

@@ -178,7 +178,7 @@ def reads_project_index(text: str, rules: Sequence[Type[Rule]]) -> bool:
     finding of a rule that reads its facts (a `forward` for TNL301, an `autocast` for TNL302), or
     of a rule that sees what the project's helpers produce (TNL103's `log(probs(z))` names no
     softmax: only the index can tell). A pre-commit run on files that have none costs no project walk."""
-    from torchnumlint.rules.names import imports_torch
+    from torchnumlint.rules.imports import imports_torch
 
     return imports_torch(text) and any(rule.needs_index and (rule.produced or rule.could_fire(text)) for rule in rules)
 

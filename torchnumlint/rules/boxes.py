@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Optional, Tuple
 
 import libcst as cst
 
-from torchnumlint.rules.guards import number_value, strip_parens
-from torchnumlint.rules.names import match_call
+from torchnumlint.rules.syntax import number_value, strip_parens
+from torchnumlint.rules.calls import match_call
 from torchnumlint.rules.shapes import shape_step
 
 if TYPE_CHECKING:  # pragma: no cover

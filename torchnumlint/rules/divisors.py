@@ -27,20 +27,14 @@ from torchnumlint.rules.base import Rule
 from torchnumlint.rules.boxes import box_divisor
 from torchnumlint.rules.edge_tests import edge_test
 from torchnumlint.rules.evidence import is_data, mask_evidence, row_evidence, standardises, summand_evidence
-from torchnumlint.rules.guards import (
-    branches,
-    gradient_free,
-    is_constant,
-    is_guarded,
-    is_mask,
-    is_positive,
-    number_value,
-    same_code,
-    strip_parens,
-    unless_asking,
-    way_note,
-)
-from torchnumlint.rules.names import is_literal, is_plain, match_call
+from torchnumlint.rules.gradient_context import gradient_free
+from torchnumlint.rules.guarding import is_guarded
+from torchnumlint.rules.masks import is_mask
+from torchnumlint.rules.number_kinds import is_constant, is_positive
+from torchnumlint.rules.syntax import number_value, same_code, strip_parens
+from torchnumlint.rules.ways import branches, unless_asking, way_note
+from torchnumlint.rules.bindings import is_plain
+from torchnumlint.rules.calls import is_literal, match_call
 from torchnumlint.rules.rewrite import with_clamp
 from torchnumlint.rules.shapes import reduced_square, root_hazard, root_of, sum_of_squares, through_shape
 
@@ -77,7 +71,7 @@ class Divisor:
     """A divisor that can be exactly 0: its `kind` (count, norm, sum, std, var, sqrt, product,
     box), the `value` that makes it (the call, under names, casts and shape-only steps), and how
     the message names it. `several`: found on one of several values the divisor may hold (an
-    `if` that assigns it on both branches, `guards.branches`), which `what` names; its sign on
+    `if` that assigns it on both branches, `ways.branches`), which `what` names; its sign on
     the other ways is unknown, so no clamp is written for it."""
 
     kind: str

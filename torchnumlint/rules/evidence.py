@@ -7,11 +7,11 @@ network's output, the norm of a learned embedding), so a division or root rule r
 only with evidence that its argument reaches the hazard, and names that evidence in its message.
 Without evidence a finding is "possible": reported only in strict mode (`--strict`).
 
-Values are followed through names (every assignment that may reach them, `guards.ways`),
+Values are followed through names (every assignment that may reach them, `ways.ways`),
 arithmetic, indexing and the shape-only and cast methods that keep zeros (`view`, `reshape`,
 `unsqueeze`, `float()`...). What a value is, and whether it is data or bounded, must hold of every
 way it comes; a reason to reach 0 needs only one way that a path can take and that no guard
-covers, and the message names that way (`guards.way_note`).
+covers, and the message names that way (`ways.way_note`).
 """
 
 from __future__ import annotations
@@ -21,21 +21,14 @@ from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Tupl
 import libcst as cst
 
 from torchnumlint.rules import mask_origin, vocabulary
-from torchnumlint.rules.guards import (
-    branches,
-    every_way,
-    is_guarded,
-    is_mask,
-    is_python_number,
-    number_value,
-    same_code,
-    strip_parens,
-    unless_asking,
-    way_note,
-    ways,
-)
+from torchnumlint.rules.guarding import is_guarded
+from torchnumlint.rules.masks import is_mask
+from torchnumlint.rules.number_kinds import is_python_number
+from torchnumlint.rules.syntax import number_value, same_code, strip_parens
+from torchnumlint.rules.ways import branches, every_way, unless_asking, way_note, ways
 from torchnumlint.rules.gradients import is_module_class
-from torchnumlint.rules.names import Binding, all_params, match_call
+from torchnumlint.rules.bindings import all_params, Binding
+from torchnumlint.rules.calls import match_call
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext
@@ -313,7 +306,7 @@ def lineage(
 ) -> Iterator[cst.BaseExpression]:
     """`expr`, then what it was made from, nearest first: a name's one assignment, and for
     anything else what `step` says (None: the line of descent ends). It ends at a name several
-    assignments may give its value (`guards.branches`): a question of every way, or of some
+    assignments may give its value (`ways.branches`): a question of every way, or of some
     way, is then asked of each (`some_way`)."""
     for _ in range(limit):
         expr = strip_parens(expr)

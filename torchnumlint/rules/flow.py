@@ -45,7 +45,7 @@ class Reaching:
     """The state at the entry of every statement of a scope (`entry`), from which `at` answers
     for one use."""
 
-    def __init__(self, table) -> None:  # a names.ScopeTable (names imports this module)
+    def __init__(self, table) -> None:  # a bindings.ScopeTable (names imports this module)
         self.table = table
         self.entry: Dict[int, State] = {}
         # each statement's own bindings, in order: (name, index into table.bindings[name])

@@ -36,8 +36,11 @@ import libcst as cst
 
 from torchnumlint.rules import vocabulary
 from torchnumlint.rules.callers import argument_for, callers_of
-from torchnumlint.rules.guards import number_value, says_mask, strip_parens, ways, words
-from torchnumlint.rules.names import all_params, is_literal
+from torchnumlint.rules.masks import says_mask
+from torchnumlint.rules.syntax import number_value, strip_parens, words
+from torchnumlint.rules.ways import ways
+from torchnumlint.rules.bindings import all_params
+from torchnumlint.rules.calls import is_literal
 from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:  # pragma: no cover

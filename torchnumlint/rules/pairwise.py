@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Optional, Tuple
 
 import libcst as cst
 
-from torchnumlint.rules.guards import number_value, strip_parens
-from torchnumlint.rules.names import CallMatch
+from torchnumlint.rules.syntax import number_value, strip_parens
+from torchnumlint.rules.calls import CallMatch
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext

@@ -2,7 +2,7 @@
 
 `torch.log(F.softmax(z, -1))` shows its softmax; `torch.log(self.probs(z))`, `torch.log(act(z))`
 with `act = nn.Softmax(dim=-1)`, or `torch.log(model(x))` whose `forward` ends in `nn.Sigmoid()`
-hide theirs. The shared matchers (`guards.softmax_call`, `guards.sigmoid_call`) ask this module
+hide theirs. The shared matchers (`made_by.softmax_call`, `made_by.sigmoid_call`) ask this module
 as their last step, after the call itself and the names behind it did not match.
 
 The one question a rule (or a matcher) may ask:
@@ -48,7 +48,9 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchnumlint.rules.names import ScopeTable, all_params, dotted, is_literal
+from torchnumlint.rules.bindings import all_params, ScopeTable
+from torchnumlint.rules.calls import is_literal
+from torchnumlint.rules.imports import dotted
 from torchnumlint.summaries import FileSummary, Instance, Summaries, instance_callee, summarize
 
 if TYPE_CHECKING:

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from torchnumlint.rules.guards import strip_parens
-from torchnumlint.rules.names import Binding, CallMatch, OPS, match_call
+from torchnumlint.rules.syntax import strip_parens
+from torchnumlint.rules.bindings import Binding
+from torchnumlint.rules.calls import CallMatch, match_call, OPS
 from torchnumlint.rules.uses import binding_line, reads_of
 
 if TYPE_CHECKING:  # pragma: no cover

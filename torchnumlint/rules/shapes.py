@@ -26,8 +26,11 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 import libcst as cst
 
 from torchnumlint.rules import vocabulary
-from torchnumlint.rules.guards import is_constant, is_guarded, is_positive, number_value, same_code, strip_parens
-from torchnumlint.rules.names import CallMatch, is_plain, match_call
+from torchnumlint.rules.guarding import is_guarded
+from torchnumlint.rules.number_kinds import is_constant, is_positive
+from torchnumlint.rules.syntax import number_value, same_code, strip_parens
+from torchnumlint.rules.bindings import is_plain
+from torchnumlint.rules.calls import CallMatch, match_call
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext, FixBuilder

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Ty
 import libcst as cst
 
 from torchnumlint.rules import vocabulary
-from torchnumlint.rules.guards import gradient_free
-from torchnumlint.rules.names import match_call
+from torchnumlint.rules.gradient_context import gradient_free
+from torchnumlint.rules.calls import match_call
 from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import libcst as cst
 
-from torchnumlint.rules.guards import strip_parens
-from torchnumlint.rules.names import Binding, CallMatch, match_call
+from torchnumlint.rules.syntax import strip_parens
+from torchnumlint.rules.bindings import Binding
+from torchnumlint.rules.calls import CallMatch, match_call
 from torchnumlint.rules.rewrite import Build, at_source, drop_if_unread
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -28,8 +28,9 @@ from torchnumlint.rules.base import Example
 from torchnumlint.rules.cosines import manual_cosine, norm_of
 from torchnumlint.rules.divisors import DivisionRule, in_where, replaces_whole, zero_evidence, zero_kind
 from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch
-from torchnumlint.rules.guards import is_tested, same_code, strip_parens
-from torchnumlint.rules.names import is_literal, match_call
+from torchnumlint.rules.guarding import is_tested
+from torchnumlint.rules.syntax import same_code, strip_parens
+from torchnumlint.rules.calls import is_literal, match_call
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FixBuilder

@@ -31,7 +31,9 @@ from torchnumlint.rules.divisors import (
     zero_kind,
 )
 from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch, is_torch_value, value_kind
-from torchnumlint.rules.guards import gradient_free, gradient_note, is_tested, number_value
+from torchnumlint.rules.gradient_context import gradient_free, gradient_note
+from torchnumlint.rules.guarding import is_tested
+from torchnumlint.rules.syntax import number_value
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.shapes import (
     root_hazard,

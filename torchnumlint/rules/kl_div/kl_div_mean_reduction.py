@@ -23,9 +23,10 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
-from torchnumlint.rules.guards import every_way, strip_parens
+from torchnumlint.rules.syntax import strip_parens
+from torchnumlint.rules.ways import every_way
 from torchnumlint.rules.losses import KLDIV_LOSS, kl_site
-from torchnumlint.rules.names import is_literal, match_call
+from torchnumlint.rules.calls import is_literal, match_call
 from torchnumlint.rules.rewrite import with_keyword
 
 # nn.KLDivLoss(size_average=None, reduce=None, reduction="mean", log_target=False)

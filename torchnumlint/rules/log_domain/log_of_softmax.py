@@ -1,7 +1,7 @@
 """TNL103 log-of-softmax: `log(softmax(x))`, whose probabilities underflow to exactly 0 (and the
 log to -inf) long before the log-probabilities stop being finite.
 
-A softmax is what `guards.softmax_call` recognises (any alias, the method form, through names),
+A softmax is what `made_by.softmax_call` recognises (any alias, the method form, through names),
 or one written by hand (`log_domain.handwritten.hand_softmax`: `exp(x) / exp(x).sum(d,
 keepdim=True)`, max-subtracted or not). What the -inf is used for (`uses.uses_of`) decides the
 message, and silence where it is only ranked without a gradient.
@@ -22,10 +22,12 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
-from torchnumlint.rules.guards import gradient_free, is_detached, number_value, softmax_call, strip_parens
+from torchnumlint.rules.gradient_context import gradient_free, is_detached
+from torchnumlint.rules.made_by import softmax_call
+from torchnumlint.rules.syntax import number_value, strip_parens
 from torchnumlint.rules.log_domain.handwritten import ExpNormalisation, hand_softmax, softmax_like
 from torchnumlint.rules.log_domain.sites import LogRule, LogSite, chain, recognised, store_targets
-from torchnumlint.rules.names import CallMatch, match_call
+from torchnumlint.rules.calls import CallMatch, match_call
 from torchnumlint.rules.rewrite import Build, renamed_call, renamed_func, with_input
 from torchnumlint.rules.uses import only_ranked, uses_of
 

@@ -27,11 +27,13 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
 from torchnumlint.rules.evidence import is_not_torch
-from torchnumlint.rules.guards import in_reference_implementation, number_value, strip_parens
+from torchnumlint.rules.gradient_context import in_reference_implementation
+from torchnumlint.rules.syntax import number_value, strip_parens
 from torchnumlint.rules.log_domain.handwritten import exp_of, stable_exp
 from torchnumlint.rules.log_domain.sites import LogRule, LogSite, chain, resolved, store_targets
 from torchnumlint.rules.log_domain.unreached import on_empty_input, selected_at_non_finite
-from torchnumlint.rules.names import CallMatch, is_plain, match_call
+from torchnumlint.rules.bindings import is_plain
+from torchnumlint.rules.calls import CallMatch, match_call
 from torchnumlint.rules.rewrite import Build
 
 _COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))

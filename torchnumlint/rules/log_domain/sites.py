@@ -15,8 +15,9 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import libcst as cst
 
 from torchnumlint.rules.base import Rule
-from torchnumlint.rules.guards import strip_parens
-from torchnumlint.rules.names import Binding, CallMatch, match_call
+from torchnumlint.rules.syntax import strip_parens
+from torchnumlint.rules.bindings import Binding
+from torchnumlint.rules.calls import CallMatch, match_call
 from torchnumlint.rules.rewrite import Build, at_source, drop_if_unread, renamed_note
 
 # Plain names followed (`q = p`, `p = F.softmax(x, -1)`) for a fix; never `self.attr`, whose
@@ -35,8 +36,8 @@ def resolved(ctx, expr: cst.BaseExpression) -> cst.BaseExpression:
 
 
 def recognised(ctx, expr: cst.BaseExpression, recognise, op: str) -> Tuple[Optional[CallMatch], bool]:
-    """(`expr` as a call of `op` by the shared recogniser `recognise` (`guards.softmax_call`,
-    `guards.sigmoid_call`), whether a fix may rebuild it: a plain call of `op` with every
+    """(`expr` as a call of `op` by the shared recogniser `recognise` (`made_by.softmax_call`,
+    `made_by.sigmoid_call`), whether a fix may rebuild it: a plain call of `op` with every
     argument visible, reached from `expr` through local names only. A softmax found through an
     attribute, a helper or a module activation is reported, never rewritten here.)"""
     match = recognise(ctx, expr)

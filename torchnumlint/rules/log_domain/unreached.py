@@ -22,7 +22,7 @@ from typing import Iterator, List, Optional, Sequence
 
 import libcst as cst
 
-from torchnumlint.rules.guards import number_value, same_code, strip_parens
+from torchnumlint.rules.syntax import number_value, same_code, strip_parens
 from torchnumlint.rules.uses import reads_of
 
 _MAX_HOPS = 6  # names and wheres followed outward from the value

@@ -3,7 +3,7 @@ cover a whole row.
 
 A `-inf` fill is found backwards from where the value is used (a softmax, a cross entropy),
 through names (every reaching assignment, `self.x` and module names bound once), the steps that
-keep values (`names.selection_of`: indexing, reshapes, float casts) and additions, which make an
+keep values (`value_steps.selection_of`: indexing, reshapes, float casts) and additions, which make an
 additive mask of it:
 
 - `s.masked_fill(m, -inf)`, `torch.masked_fill(s, m, -inf)`, `torch.where(m, -inf, s)`;
@@ -40,8 +40,9 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 import libcst as cst
 
-from torchnumlint.rules.guards import code_key, number_value, strip_parens, unwrap_casts
-from torchnumlint.rules.names import is_literal, make_op, match_call, selection_of
+from torchnumlint.rules.syntax import code_key, number_value, strip_parens, unwrap_casts
+from torchnumlint.rules.calls import is_literal, make_op, match_call
+from torchnumlint.rules.value_steps import selection_of
 from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -20,7 +20,7 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.autocast import DEPRECATED, DEVICE_AUTOCAST_PARAMS, deprecated_device
 from torchnumlint.rules.base import Example, Rule
-from torchnumlint.rules.names import dotted
+from torchnumlint.rules.imports import dotted
 from torchnumlint.rules.rewrite import as_keyword, keyword_arg
 from torchnumlint.walk import Visitor
 

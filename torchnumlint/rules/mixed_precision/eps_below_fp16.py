@@ -27,7 +27,7 @@ from torchnumlint.findings import Safety
 from torchnumlint.rules.autocast import FP16_INF_RECIPROCAL, FP16_ROUNDS_TO_ZERO
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.fp16_code import fp16_reach, fp16_value
-from torchnumlint.rules.names import all_params
+from torchnumlint.rules.bindings import all_params
 
 ROOTS_LOGS = frozenset({"sqrt", "rsqrt", "log", "log2", "log10"})
 CLAMPS = frozenset({"clamp", "clamp_min", "clip"})

@@ -25,7 +25,7 @@ from torchnumlint.rules.autocast import FP16_MAX, source_value
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.fp16_code import fp16_reach, fp16_value
 from torchnumlint.rules.mixed_precision.scores import feeds_softmax
-from torchnumlint.rules.names import is_plain
+from torchnumlint.rules.bindings import is_plain
 
 FILLS = frozenset({"masked_fill", "masked_fill_"})
 FINFO_FP32 = frozenset({"torch.float32", "torch.float", "torch.float64", "torch.double"})

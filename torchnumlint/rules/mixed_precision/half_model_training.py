@@ -21,7 +21,7 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
-from torchnumlint.rules.names import dotted
+from torchnumlint.rules.imports import dotted
 from torchnumlint.walk import Visitor
 
 _FLOAT16 = frozenset({"torch.float16", "torch.half"})

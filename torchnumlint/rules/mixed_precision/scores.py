@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 import libcst as cst
 
-from torchnumlint.rules.names import all_params, match_call
+from torchnumlint.rules.bindings import all_params
+from torchnumlint.rules.calls import match_call
 from torchnumlint.rules.uses import reads_of
 
 if TYPE_CHECKING:

@@ -26,8 +26,10 @@ from torchnumlint.rules.evidence import (
     row_evidence,
     value_kind,
 )
-from torchnumlint.rules.guards import gradient_note, is_tested, number_value, same_code, strip_parens
-from torchnumlint.rules.names import match_call
+from torchnumlint.rules.gradient_context import gradient_note
+from torchnumlint.rules.guarding import is_tested
+from torchnumlint.rules.syntax import number_value, same_code, strip_parens
+from torchnumlint.rules.calls import match_call
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.roots.base import RootRule
 from torchnumlint.rules.shapes import (

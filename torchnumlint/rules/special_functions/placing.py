@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from torchnumlint.rules.guards import strip_parens
-from torchnumlint.rules.names import Binding
+from torchnumlint.rules.syntax import strip_parens
+from torchnumlint.rules.bindings import Binding
 from torchnumlint.rules.rewrite import Build, at_source, drop_if_unread
 from torchnumlint.rules.uses import reads_of
 

@@ -39,8 +39,10 @@ from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.divisors import division_operands, replaces_whole
 from torchnumlint.rules.elementary import Exp, exp_of, is_one, one_plus, overflowing_exp
 from torchnumlint.rules.evidence import may_carry_grad
-from torchnumlint.rules.guards import gradient_free, in_reference_implementation, number_value, same_code, strip_parens
-from torchnumlint.rules.names import Binding, is_plain, make_op, match_call
+from torchnumlint.rules.gradient_context import gradient_free, in_reference_implementation
+from torchnumlint.rules.syntax import number_value, same_code, strip_parens
+from torchnumlint.rules.bindings import Binding, is_plain
+from torchnumlint.rules.calls import make_op, match_call
 from torchnumlint.rules.rewrite import negated
 from torchnumlint.rules.special_functions.placing import placed, torch_function
 

@@ -19,8 +19,9 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.elementary import Exp, one_plus, overflowing_exp
-from torchnumlint.rules.guards import strip_parens
-from torchnumlint.rules.names import Binding, match_call
+from torchnumlint.rules.syntax import strip_parens
+from torchnumlint.rules.bindings import Binding
+from torchnumlint.rules.calls import match_call
 from torchnumlint.rules.special_functions.placing import placed
 
 _CHAIN = 4

@@ -9,7 +9,8 @@ from torchnumlint.engine import ParseError, candidate_rules, lint_text
 from torchnumlint.fixes import apply_fixes, fix_text
 from torchnumlint.findings import Edit, Finding, Fix, Safety
 from torchnumlint.rules.registry import registry
-from torchnumlint.rules.names import ImportMap, match_call
+from torchnumlint.rules.calls import match_call
+from torchnumlint.rules.imports import ImportMap
 
 from tests.conftest import fixed, lint
 

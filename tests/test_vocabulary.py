@@ -4,12 +4,12 @@ what each deliberately adds or leaves out."""
 
 import pytest
 
-from torchnumlint.rules import elementary, evidence, guards, mask_origin, names, shapes, uses, vocabulary
+from torchnumlint.rules import elementary, evidence, mask_origin, masks, shapes, uses, value_steps, vocabulary
 
 COMPOSED = {
     "evidence.SHAPE_METHODS": evidence.SHAPE_METHODS,
-    "guards._RESHAPES": guards._RESHAPES,
-    "names._STEP_METHODS": names._STEP_METHODS,
+    "masks._RESHAPES": masks._RESHAPES,
+    "value_steps._STEP_METHODS": value_steps._STEP_METHODS,
     "elementary._KEEPING": elementary._KEEPING,
     "uses._SAME_VALUES": uses._SAME_VALUES,
     "shapes.SHAPE_STEPS": shapes.SHAPE_STEPS,
@@ -31,4 +31,4 @@ def test_only_the_mask_question_takes_casts_that_change_values():
 
 
 def test_shape_attributes_are_one_set():
-    assert names._STEP_ATTRS is vocabulary.SHAPE_ATTRIBUTES is shapes.SHAPE_ATTRIBUTES
+    assert value_steps._STEP_ATTRS is vocabulary.SHAPE_ATTRIBUTES is shapes.SHAPE_ATTRIBUTES

@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import List, Optional, Sequence, Set, Tuple, Type
+from typing import TYPE_CHECKING, List, Optional, Sequence, Set, Tuple, Type
 
 from torchnumlint.prepass import Lines
 from torchnumlint.rules.base import Rule
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchnumlint.index import ProjectIndex
 
 _MASKABLE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _WORD = re.compile(r"[^\W\d]\w*")
@@ -72,7 +75,7 @@ def _bound_names(node: ast.stmt, text: str) -> Set[str]:
 
 
 def unneeded(
-    text: str, tree: ast.Module, lines: Lines, rules: Sequence[Type[Rule]], index: Optional[object] = None
+    text: str, tree: ast.Module, lines: Lines, rules: Sequence[Type[Rule]], index: Optional[ProjectIndex] = None
 ) -> Optional[List[Tuple[int, int]]]:
     """The spans of the top-level statements LibCST need not see (to be masked), or None where no
     statement can hold a finding of `rules` (LibCST need not parse the file at all)."""
@@ -132,7 +135,7 @@ def _statements(text: str, tree: ast.Module, lines: Lines) -> List[_Statement]:
     out = []
     for i, node in enumerate(tree.body):
         start, end = spans[i]
-        alone = (i == 0 or tree.body[i - 1].end_lineno < _first_line(node)) and (
+        alone = (i == 0 or (tree.body[i - 1].end_lineno or tree.body[i - 1].lineno) < _first_line(node)) and (
             i + 1 == len(tree.body) or tree.body[i + 1].lineno > (node.end_lineno or node.lineno)
         )
         out.append(_Statement(node, (start, end), text[start:end], alone and isinstance(node, _MASKABLE)))

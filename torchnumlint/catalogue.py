@@ -116,7 +116,7 @@ def _rules_in(path: Path) -> Dict[str, RuleInfo]:
         if "default" in attrs:
             default = bool(ast.literal_eval(attrs["default"]))
         name_node = attrs.get("name")
-        name = name_node.value if isinstance(name_node, ast.Constant) else ""
+        name = name_node.value if isinstance(name_node, ast.Constant) and isinstance(name_node.value, str) else ""
         if code in found:
             raise CatalogueError(f"{where}: duplicate rule code {code}")
         rationale = ast.literal_eval(attrs["rationale"]) if "rationale" in attrs else ""

@@ -58,7 +58,7 @@ class _Torchnumlint(click.Command):
     """The lint command, which hands the arguments to another command when the first names one
     (`check` names the lint command itself)."""
 
-    def main(self, args: Optional[Sequence[str]] = None, prog_name: Optional[str] = None, **extra):
+    def main(self, args: Optional[Sequence[str]] = None, prog_name: Optional[str] = None, **extra):  # type: ignore[override]  # click's other parameters pass through `extra` by keyword
         args = list(sys.argv[1:] if args is None else args)
         if args and args[0] == "check":
             args = args[1:]
@@ -179,7 +179,7 @@ def cli(paths, fix, unsafe_fixes, fix_only, show_fixes, diff, add_noqa, strict, 
         if stdin:
             from torchnumlint.stdin import run_stdin
 
-            raw = click.get_binary_stream("stdin").read()
+            raw = click.get_binary_stream("stdin").read()  # type: ignore[operator, unused-ignore]  # click >= 8.5 serves it from a deprecated module __getattr__ (typed object); earlier versions type it
             result, fixed_source = run_stdin(raw, stdin_filename or "-", settings, options)
         else:
             from torchnumlint.progress import Progress

@@ -7,23 +7,16 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, TypeVar
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Type, TypeVar, cast, overload
 
 import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.notebook import is_notebook
 from torchnumlint.positions import Spans
-from torchnumlint.rules.names import (
-    Binding,
-    ImportMap,
-    ScopeTable,
-    is_no_grad_function,
-    is_no_grad_item,
-    is_plain,
-    selection_of,
-    selection_of_element,
-)
+from torchnumlint.rules.bindings import Binding, is_no_grad_function, is_no_grad_item, is_plain, ScopeTable
+from torchnumlint.rules.imports import ImportMap
+from torchnumlint.rules.value_steps import selection_of, selection_of_element
 from torchnumlint.walk import contains
 
 if TYPE_CHECKING:
@@ -33,6 +26,7 @@ _SCOPES = (cst.FunctionDef, cst.Module)
 _LOOPS = (cst.For, cst.While)
 _MAX_ORIGINS = 16
 T = TypeVar("T")
+N = TypeVar("N", bound=cst.CSTNode)
 
 
 class FixBuilder:
@@ -50,7 +44,13 @@ class FixBuilder:
         """Swap `old` for `new`, parentheses included; `new` keeps `old`'s parentheses unless it
         brings its own or holds `old` itself (`(a - b)` -> `(a - b).clamp_min(1)`), so
         `2 * (log(p))` stays parenthesised and no pair is doubled."""
-        if getattr(old, "lpar", None) and hasattr(new, "lpar") and not new.lpar and not contains(new, old):
+        if (
+            isinstance(old, cst.BaseExpression)
+            and old.lpar
+            and isinstance(new, cst.BaseExpression)
+            and not new.lpar
+            and not contains(new, old)
+        ):
             new = new.with_changes(lpar=old.lpar, rpar=old.rpar)
         self.replacements.append((old, new))
         return self
@@ -140,7 +140,11 @@ class FileContext:
     def parent(self) -> Optional[cst.CSTNode]:
         return self.stack[-2] if len(self.stack) > 1 else None
 
-    def enclosing(self, *types: type) -> Optional[cst.CSTNode]:
+    @overload
+    def enclosing(self, kind: Type[N], /) -> Optional[N]: ...
+    @overload
+    def enclosing(self, *types: Type[cst.CSTNode]) -> Optional[cst.CSTNode]: ...
+    def enclosing(self, *types: Type[cst.CSTNode]) -> Optional[cst.CSTNode]:
         for node in reversed(self.stack[:-1]):
             if isinstance(node, types):
                 return node
@@ -198,7 +202,7 @@ class FileContext:
     def origins(self, expr: cst.BaseExpression, depth: int = 8) -> List[cst.BaseExpression]:
         """The values `expr` may come from: through names (every reaching definition; `self.x`
         and module names when bound once), indexing, selections, reshapes and float casts
-        (`names.selection_of`), and the values part of an unpacked ranking (`vals, idx =
+        (`value_steps.selection_of`), and the values part of an unpacked ranking (`vals, idx =
         p.topk(5)`: `vals` comes from `p`, `idx` from nothing known). A way that ends at
         something unknown (a parameter, an index, an in-place change) ends at the name itself,
         so that "is every origin a softmax?" is then no."""
@@ -252,7 +256,8 @@ class FileContext:
     def resolve(self, expr: cst.BaseExpression, depth: int = 6, names_only: bool = False) -> cst.BaseExpression:
         """Follow names to the value they were assigned, as far as that is unambiguous."""
         found = self.chain(expr, depth, names_only)
-        return found[-1].value if found else expr  # type: ignore[return-value]
+        value = found[-1].value if found else None
+        return value if value is not None else expr
 
     def only_read_here(self, name: cst.BaseExpression) -> bool:
         """Whether the local `name` is read nowhere but at the node being visited, so that its
@@ -319,7 +324,8 @@ class FileContext:
         slot = (key, 0)
         if slot not in self._per_scope:
             self._per_scope[slot] = build(self)
-        return self._per_scope[slot]  # type: ignore[return-value]
+        # the slot's key names what `build` computes, so the stored value has its type
+        return cast(T, self._per_scope[slot])
 
     def per_scope(self, key: str, build: Callable[[cst.CSTNode], T]) -> T:
         """`build(scope)` for the function (or module) around the node being visited, computed
@@ -328,7 +334,7 @@ class FileContext:
         slot = (key, id(scope))
         if slot not in self._per_scope:
             self._per_scope[slot] = build(scope)
-        return self._per_scope[slot]  # type: ignore[return-value]
+        return cast(T, self._per_scope[slot])
 
     @property
     def positions(self) -> Spans:

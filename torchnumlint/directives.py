@@ -104,7 +104,7 @@ def directives(text: str) -> List[Noqa]:
         line_start = starts[row - 1]
         before = lines[row - 1][:col]
         at = line_start + col
-        codes = ()
+        codes: Tuple[Code, ...] = ()
         if match.group("codes"):
             base = at + match.start("codes")
             codes = tuple(

@@ -21,7 +21,7 @@ from torchnumlint.findings import Edit, Finding, Fix
 from torchnumlint.index import ProjectIndex, build_index
 from torchnumlint.positions import Spans
 from torchnumlint.rules.base import Rule
-from torchnumlint.rules.names import imports_torch
+from torchnumlint.rules.imports import imports_torch
 from torchnumlint.walk import Visitor
 
 # Seconds one file's analysis (each pass of a fix) may take before the file is given up.

@@ -55,7 +55,7 @@ class Finding:
     cell: Optional[int] = None
 
     @property
-    def sort_key(self):
+    def sort_key(self) -> Tuple[str, int, int, int, str]:
         return (self.path, self.cell or 0, self.line, self.col, self.code)
 
     @property

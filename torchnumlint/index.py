@@ -51,7 +51,7 @@ import copy
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union, cast
 
 from torchnumlint.summaries import Summaries, summarize
 from torchnumlint.summaries import could_matter as could_summarise
@@ -344,7 +344,7 @@ class ProjectIndex:
                 named = [c for cs in self.classes.values() for c in cs if ref[1] in c.registries]
             else:
                 via = f"through the builder `{func.name}` ({func.path}:{line}), which can name every module of its namespace"
-                matches = (lambda c: c.path == ref[1]) if ref[0] == "file" else (lambda c: _path_is_module(c.path, ref[1]))
+                matches = (lambda c: c.path == ref[1]) if ref[0] == "file" else (lambda c: _path_is_module(c.path, cast(str, ref[1])))
                 named = [c for cs in self.classes.values() for c in cs if matches(c)]
             for info in named:
                 key = self._method(info, "forward") if info.kind == "module" else None
@@ -397,20 +397,20 @@ class ProjectIndex:
             yield func.key
             for ref in func.refs:
                 if ref[0] == "call":
-                    yield from self._instance(ref[1], ref[2], method, func.path, builder=False)
+                    yield from self._instance(cast(str, ref[1]), ref[2], method, func.path, builder=False)
 
     def _callees(self, func: FuncInfo) -> Iterator[str]:
         cls = self.lookup(func.cls, None, func.path) if func.cls else None
         for ref in func.refs:
             kind = ref[0]
             if kind == "call":
-                callee = self.function(ref[1], ref[2], func.path)
+                callee = self.function(cast(str, ref[1]), ref[2], func.path)
                 if callee is not None:
                     yield callee.key
             elif kind == "inst":
-                yield from self._instance(ref[1], ref[2], ref[3], func.path)
+                yield from self._instance(cast(str, ref[1]), ref[2], cast(str, ref[3]), func.path)
             elif kind == "passed":
-                info = self.lookup(ref[1], ref[2], func.path)  # type: ignore[arg-type]
+                info = self.lookup(cast(str, ref[1]), ref[2], func.path)
                 if info is not None and info.kind == "module":
                     key = self._method(info, "forward")
                     if key is not None:
@@ -418,18 +418,18 @@ class ProjectIndex:
             elif cls is None:
                 continue
             elif kind == "self":
-                key = self._method(cls, ref[1])
+                key = self._method(cls, cast(str, ref[1]))
                 if key is not None:
                     yield key
                 else:
-                    for name, qual, path in self._attr(cls, ref[1]):
+                    for name, qual, path in self._attr(cls, cast(str, ref[1])):
                         yield from self._instance(name, qual, "", path)
             elif kind == "attr":
-                for name, qual, path in self._attr(cls, ref[1]):
-                    yield from self._instance(name, qual, ref[2], path)
+                for name, qual, path in self._attr(cls, cast(str, ref[1])):
+                    yield from self._instance(name, qual, cast(str, ref[2]), path)
             elif kind == "super":
                 for base in self._bases(cls):
-                    key = self._method(base, ref[1])
+                    key = self._method(base, cast(str, ref[1]))
                     if key is not None:
                         yield key
 
@@ -512,7 +512,7 @@ def _targets(node: ast.AST) -> List[ast.Name]:
 
 def _call_shape(imports: _Imports, call: ast.Call) -> CallShape:
     """The call in the shared vocabulary (`rules/autocast.py`)."""
-    args = [(None, "*" if isinstance(a, ast.Starred) else "", _value(imports, a)) for a in call.args]
+    args: List[Tuple[Optional[str], str, object]] = [(None, "*" if isinstance(a, ast.Starred) else "", _value(imports, a)) for a in call.args]
     args += [(k.arg, "" if k.arg else "**", _value(imports, k.value)) for k in call.keywords]
     return call_shape(imports.qualname(call.func), args)
 
@@ -556,8 +556,8 @@ def _bound(node: ast.AST) -> List[Tuple[str, Optional[ast.AST]]]:
                 found.extend((inner.id, None) for inner in ast.walk(target) if isinstance(inner, ast.Name))
         return found
     if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.withitem, ast.NamedExpr)):
-        target = getattr(node, "target", None) or getattr(node, "optional_vars", None)
-        return [(inner.id, None) for inner in ast.walk(target) if isinstance(inner, ast.Name)] if target is not None else []
+        bound = getattr(node, "target", None) or getattr(node, "optional_vars", None)
+        return [(inner.id, None) for inner in ast.walk(bound) if isinstance(inner, ast.Name)] if bound is not None else []
     return []
 
 
@@ -595,9 +595,9 @@ def _same_code(a: ast.AST, b: ast.AST) -> bool:
         if isinstance(x, ast.AST):
             stack.extend((getattr(x, f, None), getattr(y, f, None)) for f in x._fields)
         elif isinstance(x, list):
-            if len(x) != len(y):  # type: ignore[arg-type]
+            if len(x) != len(y):  # type: ignore[arg-type]  # two trees of one shape: `y` is a list too where `x` is
                 return False
-            stack.extend(zip(x, y))  # type: ignore[call-overload]
+            stack.extend(zip(x, y))  # type: ignore[call-overload]  # two trees of one shape: `y` is a list too where `x` is
         elif x != y:
             return False
     return True
@@ -696,13 +696,13 @@ class _ForwardRecorder:
 
     def _call(self, node: ast.Call) -> Call:
         func = node.func
-        attribute = isinstance(func, ast.Attribute)
+        attribute = func if isinstance(func, ast.Attribute) else None
         given = [_value(self.imports, a) for a in node.args]
         given += [_value(self.imports, k.value) for k in node.keywords if k.arg == "dtype"]
         return Call(
             qual=self.imports.qualname(func),
-            method=func.attr if attribute else None,  # type: ignore[union-attr]
-            receiver=self._ref(func.value) if attribute else None,  # type: ignore[union-attr]
+            method=attribute.attr if attribute else None,
+            receiver=self._ref(attribute.value) if attribute else None,
             args=tuple(self._ref(a) for a in node.args),
             keywords=tuple((k.arg, self._ref(k.value)) for k in node.keywords if k.arg),
             dtypes=tuple(v.qual for v in given if isinstance(v, Dotted)),
@@ -788,7 +788,7 @@ class _File:
                 for name in ("body", "orelse", "finalbody", "handlers", "cases"):
                     children = getattr(stmt, name, None)
                     if isinstance(children, list):
-                        self._block(children, cls, values, toplevel, nested)  # type: ignore[arg-type]
+                        self._block(children, cls, values, toplevel, nested)
 
     def _function(self, node, cls: Optional[ast.ClassDef], toplevel: bool) -> None:
         scan = self._scan(node.body)
@@ -877,7 +877,7 @@ class _File:
         """(device, opt_in) of an fp16 autocast: a call, a name bound to one (`with amp:`), or a
         call of `functools.partial(torch.autocast, ...)`."""
         if isinstance(expr, ast.Name):
-            expr = values.get(expr.id) or self.module_values.get(expr.id)  # type: ignore[assignment]
+            expr = values.get(expr.id) or self.module_values.get(expr.id)  # type: ignore[assignment]  # None where nothing binds it: the next test returns
         if not isinstance(expr, ast.Call):
             return None
         if _accelerator_autocast(expr):  # float16 as the Accelerator's mixed_precision says
@@ -907,7 +907,7 @@ class _File:
     def _framework_regions(self, calls: List[ast.Call], values: Dict[str, ast.AST], cls: Optional[ast.ClassDef]) -> None:
         """The framework float16 regions among the calls of one body (see the module docstring). A
         `.half()` cast straight back (`model.half().float()`: YOLO rounds its anchors so) is none."""
-        recast = {id(c.func.value) for c in calls if _method_name(c) in ("float", "double") and isinstance(c.func.value, ast.Call)}  # type: ignore[attr-defined]
+        recast = {id(c.func.value) for c in calls if _method_name(c) in ("float", "double") and isinstance(c.func.value, ast.Call)}  # type: ignore[attr-defined]  # calls of `.float()`/`.double()` are method calls: their func is an Attribute
         for call in calls:
             if id(call) in recast:
                 continue
@@ -929,7 +929,7 @@ class _File:
         if method == "prepare" and owner is not None and self.accelerate is not None and "accelerator" in ast.unparse(owner).lower():
             return not self.accelerate, [self._instance_of(a, values, "") for a in call.args], "Accelerate's fp16 mixed precision"
         if method in LIGHTNING_RUNS and isinstance(owner, ast.Name) and isinstance(values.get(owner.id), ast.Call):
-            fp16 = lightning_fp16(_call_shape(self.imports, values[owner.id]))  # type: ignore[arg-type]
+            fp16 = lightning_fp16(_call_shape(self.imports, values[owner.id]))  # type: ignore[arg-type]  # an ast.Call: asked just before
             model = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "model"), None)
             if fp16 is not None and model is not None:
                 refs = [self._instance_of(model, values, step) for step in LIGHTNING_STEPS]
@@ -956,7 +956,7 @@ class _File:
             return self._several_ref(expr.id, method) if expr.id in self._several else None
         return self._value_ref(expr, method) if isinstance(expr, ast.Call) else None
 
-    def _site(self, call: ast.AST, device: str, opt_in: bool) -> Site:
+    def _site(self, call: Union[ast.expr, ast.stmt], device: str, opt_in: bool) -> Site:
         line = call.lineno
         return Site(self.path, line, _char_col(self.lines, line, call.col_offset), device, opt_in)
 
@@ -1102,7 +1102,7 @@ class _File:
         `checkpoint(...)` runs here), except under a non-fp16 autocast (`enabled=False`, bf16),
         which fp16 does not reach through; and its `self.attr = value` stores."""
         scan = _Scan([], [], [], [])
-        stack = [(node, False, False) for node in body]
+        stack: List[Tuple[ast.AST, bool, bool]] = [(node, False, False) for node in body]
         while stack:
             node, nested, quiet = stack.pop()
             if isinstance(node, ast.ClassDef):
@@ -1214,7 +1214,7 @@ def _accelerator_autocast(expr: ast.AST) -> bool:
     return (
         isinstance(expr, ast.Call)
         and _method_name(expr) == "autocast"
-        and "accelerator" in ast.unparse(expr.func.value).lower()  # type: ignore[attr-defined]
+        and "accelerator" in ast.unparse(expr.func.value).lower()  # type: ignore[attr-defined]  # a method call (`_method_name`): its func is an Attribute
     )
 
 
@@ -1245,7 +1245,7 @@ def _wraps(value: ast.AST, name: str) -> bool:
 
 
 def _last_name(expr: ast.AST) -> str:
-    return expr.attr if isinstance(expr, ast.Attribute) else expr.id  # type: ignore[attr-defined]
+    return expr.attr if isinstance(expr, ast.Attribute) else expr.id  # type: ignore[attr-defined]  # the registries and builders it is given are Names or Attributes
 
 
 _REGISTERS = ("register_module", "register")
@@ -1324,7 +1324,7 @@ _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 def _statements(tree: ast.AST, into_defs: bool = True):
     """Every statement (at any depth, also in functions and classes unless not `into_defs`),
     never expressions."""
-    stack = list(reversed(tree.body))  # type: ignore[attr-defined]
+    stack = list(reversed(tree.body))  # type: ignore[attr-defined]  # given a parsed module
     while stack:
         node = stack.pop()
         yield node

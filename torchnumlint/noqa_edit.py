@@ -72,8 +72,8 @@ def with_noqa(text: str, wanted: Dict[Tuple[int, ...], Set[str]]) -> Tuple[str, 
     existing = {noqa.line: noqa for noqa in directives(text) if not noqa.file_wide}
     lines = io.StringIO(text).readlines()
     starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line))
+    for text_line in lines:
+        starts.append(starts[-1] + len(text_line))
     edits: List[Tuple[int, str]] = []  # (offset, text to insert)
     for row, found in codes.items():
         noqa = existing.get(row)
@@ -83,7 +83,9 @@ def with_noqa(text: str, wanted: Dict[Tuple[int, ...], Set[str]]) -> Tuple[str, 
                 edits.append((noqa.codes[-1].end, "".join(f", {code}" for code in missing)))
             continue
         body = lines[row - 1]
-        end = starts[row - 1] + _LINE_END.search(body).start()
+        ending = _LINE_END.search(body)
+        assert ending is not None  # the pattern ends at `$`: it matches every line
+        end = starts[row - 1] + ending.start()
         edits.append((end, f"  # noqa: {', '.join(sorted(found))}"))
     for offset, insert in sorted(edits, reverse=True):
         text = text[:offset] + insert + text[offset:]

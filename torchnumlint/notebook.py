@@ -33,7 +33,7 @@ import json
 import re
 import tokenize
 from dataclasses import dataclass
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]  # there at run time (the C scanner's Python face); typeshed leaves it out
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from torchnumlint.findings import Edit, Finding, Fix
@@ -120,7 +120,7 @@ def decode(path: str, raw: bytes) -> NotebookSource:
 
 def _is_python(notebook: dict) -> bool:
     """Whether the kernel runs Python (a notebook that does not say is taken to be Python)."""
-    metadata = notebook.get("metadata") if isinstance(notebook.get("metadata"), dict) else {}
+    metadata: dict = notebook["metadata"] if isinstance(notebook.get("metadata"), dict) else {}
     for key, field in (("language_info", "name"), ("kernelspec", "language")):
         value = metadata.get(key, {}).get(field) if isinstance(metadata.get(key), dict) else None
         if isinstance(value, str):
@@ -188,7 +188,9 @@ def _source_spans(document: str) -> Dict[int, Tuple[int, int]]:
 
 
 def _skip(text: str, index: int) -> int:
-    return _WHITESPACE.match(text, index).end()
+    found = _WHITESPACE.match(text, index)
+    assert found is not None  # the pattern matches the empty string, so everywhere
+    return found.end()
 
 
 def _members(text: str, index: int) -> List[Tuple[str, int, int]]:

@@ -21,7 +21,7 @@ import enum
 import functools
 import json
 import typing
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple, cast
 
 Reader = Callable[[Any], Any]
 
@@ -81,7 +81,7 @@ def reader(expected: object) -> Reader:
     eagerly, field readers included: the types stored hold no cycles)."""
     origin = typing.get_origin(expected)
     args = typing.get_args(expected)
-    leaf = _LEAVES.get(expected)  # type: ignore[call-overload]
+    leaf = _LEAVES.get(expected)
     if leaf is not None:
         return leaf
     if expected is tuple:
@@ -101,7 +101,7 @@ def reader(expected: object) -> Reader:
         if _is_record(expected):
             hints = typing.get_type_hints(expected)
             keywords = dataclasses.is_dataclass(expected)
-            names = [f.name for f in dataclasses.fields(expected) if f.init] if keywords else list(expected._fields)
+            names = [f.name for f in dataclasses.fields(expected) if f.init] if dataclasses.is_dataclass(expected) else list(cast(Any, expected)._fields)
             return _record(expected, [(name, reader(hints[name])) for name in names], keywords)
         custom = _custom_codecs().get(expected)
         if custom is not None:
@@ -119,7 +119,7 @@ def _leaf(*kinds: type) -> Reader:
             raise Mismatch(f"expected {kinds[0].__name__}")
         return tree
 
-    read.kinds = kinds  # type: ignore[attr-defined]
+    read.kinds = kinds  # type: ignore[attr-defined]  # a reader carries its scalar kinds (read back with getattr)
     return read
 
 
@@ -153,7 +153,7 @@ def _plain_item(item: Any) -> Any:
 
 
 def _union(readers: List[Reader], args: Tuple[object, ...]) -> Reader:
-    tagged = {arg.__name__: read for arg, read in zip(args, readers) if _is_record(arg)}
+    tagged = {cast(type, arg).__name__: read for arg, read in zip(args, readers) if _is_record(arg)}
 
     def read(tree: Any) -> Any:
         if tagged and type(tree) is list and tree and type(tree[0]) is str and tree[0] in tagged:
@@ -183,7 +183,8 @@ def _sequence(origin: type, args: Tuple[object, ...]) -> Reader:
 
         return fixed
     item = reader(args[0])
-    build = {list: list, tuple: tuple, frozenset: frozenset, set: set}[origin]
+    builds: Dict[type, type] = {list: list, tuple: tuple, frozenset: frozenset, set: set}
+    build = builds[origin]
     kinds = getattr(item, "kinds", None)
 
     def many(tree: Any) -> Any:

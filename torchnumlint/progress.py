@@ -39,7 +39,7 @@ class Progress:
             self._draw()
 
     def finish(self) -> None:
-        if self.shown:
+        if self.shown and self.stream is not None:
             self.stream.write("\r" + " " * self._width + "\r")
             self.stream.flush()
             self.shown = False
@@ -47,6 +47,8 @@ class Progress:
     def _draw(self) -> None:
         line = f"torchnumlint: {self.done}/{self.total} files"
         self._width = max(self._width, len(line))
+        if self.stream is None:
+            return  # never: `shown` needs a stream
         self.stream.write("\r" + line.ljust(self._width))
         self.stream.flush()
         self._drawn = time.monotonic()

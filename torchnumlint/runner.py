@@ -178,7 +178,7 @@ def reads_project_index(text: str, rules: Sequence[Type[Rule]]) -> bool:
     finding of a rule that reads its facts (a `forward` for TNL301, an `autocast` for TNL302), or
     of a rule that sees what the project's helpers produce (TNL103's `log(probs(z))` names no
     softmax: only the index can tell). A pre-commit run on files that have none costs no project walk."""
-    from torchnumlint.rules.names import imports_torch
+    from torchnumlint.rules.imports import imports_torch
 
     return imports_torch(text) and any(rule.needs_index and (rule.produced or rule.could_fire(text)) for rule in rules)
 
@@ -343,6 +343,7 @@ class _Project:
                 if linted.read_error is not None:
                     tally.read_errors[position] = linted.read_error
                 else:
+                    assert linted.outcome is not None  # a file that was read was linted
                     outcomes[position] = linted.outcome
                 tally.progress.advance()
             del index, lint
@@ -377,7 +378,7 @@ class _Project:
         missing = []
         for path in paths:
             known = self._digest(path) if self.cache is not None else None
-            found = self.cache.get("facts", self._facts_key(path, known[0])) if known is not None else None
+            found = self.cache.get("facts", self._facts_key(path, known[0])) if self.cache is not None and known is not None else None
             if isinstance(found, ProjectIndex):
                 parts[path] = found
             else:

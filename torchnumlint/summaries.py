@@ -37,7 +37,7 @@ import ast
 import functools
 import posixpath
 import re
-from typing import Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Set, Tuple
+from typing import AbstractSet, Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Set, Tuple, Union
 
 from torchnumlint.rules import vocabulary
 
@@ -269,7 +269,7 @@ class _Exprs:
     """Facts of expressions in one scope: `locals_` are the scope's names, `values` those bound
     once by a plain assignment (followed), the rest are module-level or imported names."""
 
-    def __init__(self, imports: Dict[str, Target], locals_: Set[str] = frozenset(), values: Dict[str, ast.AST] = None):
+    def __init__(self, imports: Dict[str, Target], locals_: AbstractSet[str] = frozenset(), values: Optional[Dict[str, ast.AST]] = None) -> None:
         self.imports = imports
         self.locals = locals_
         self.values = values or {}
@@ -382,7 +382,7 @@ class _Scan:
     stores in `self.attr` (the value where `plain`: a single-target assignment at the top of the
     body), whether it sets attributes dynamically."""
 
-    def __init__(self, func: ast.AST, plain_stores: bool) -> None:
+    def __init__(self, func: Union[ast.FunctionDef, ast.AsyncFunctionDef], plain_stores: bool) -> None:
         self.returns: List[ast.Return] = []
         self.generator = False
         self.binds: Dict[str, int] = {}
@@ -423,7 +423,7 @@ class _Scan:
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
             self.plain[node.target.id] = node.value
 
-    def _store(self, node: ast.AST, top: bool) -> None:
+    def _store(self, node: Union[ast.Assign, ast.AugAssign, ast.AnnAssign], top: bool) -> None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         plain = top and len(targets) == 1 and not isinstance(node, ast.AugAssign)
         for target in targets:
@@ -446,7 +446,7 @@ def _always_returns(body: List[ast.stmt]) -> bool:
     return False
 
 
-def _returns(func: ast.AST, imports: Dict[str, Target], scan: _Scan) -> Optional[tuple]:
+def _returns(func: Union[ast.FunctionDef, ast.AsyncFunctionDef], imports: Dict[str, Target], scan: _Scan) -> Optional[tuple]:
     """The results of a function's returns, or None when its value cannot be told from them."""
     if isinstance(func, ast.AsyncFunctionDef) or scan.generator or not _always_returns(func.body):
         return None
@@ -515,8 +515,8 @@ class Summaries:
     def __getstate__(self):
         return {"files": self.files}
 
-    def __setstate__(self, state) -> None:
-        self.__init__(state["files"])
+    def __setstate__(self, state: Dict[str, Dict[str, Optional[FileSummary]]]) -> None:
+        Summaries.__init__(self, state["files"])
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Summaries) and self.files == other.files
@@ -581,6 +581,7 @@ class Summaries:
             return None
         what, where, name = found
         summary = self.files[where]
+        assert summary is not None  # `_resolve` finds names only in files that were read
         if tag == "new":
             return self._forward_kind((where, name), depth + 1) if what == "class" else None
         if what == "function":
@@ -664,11 +665,13 @@ class Summaries:
         while todo:
             current = todo.pop()
             for sub in self._subclasses.get(current[1], ()):
+                summary = self.files[sub[0]]
+                assert summary is not None  # `_subclasses` holds classes of the files that were read
                 if sub in seen or not any(
-                    self._resolve(sub[0], base, 0) == ("class", *current) for base in self.files[sub[0]].classes[sub[1]].bases
+                    self._resolve(sub[0], base, 0) == ("class", *current) for base in summary.classes[sub[1]].bases
                 ):
                     continue
-                info = self.files[sub[0]].classes[sub[1]]
+                info = summary.classes[sub[1]]
                 if name in info.methods or name in info.attrs:
                     return True
                 seen.add(sub)

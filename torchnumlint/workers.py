@@ -132,6 +132,7 @@ class _Pool:
                         return
                     continue
                 for worker in self._settle(busy):
+                    assert worker.task is not None  # settled workers hold their result
                     position, item, _ = worker.task
                     worker.task = None
                     done[position] = item
@@ -145,11 +146,12 @@ class _Pool:
         in place of its item (the caller moves it to `done`)."""
         timeout = None
         if self.timeout is not None:
-            first = min(w.task[2] for w in busy)
+            first = min(w.task[2] for w in busy if w.task is not None)
             timeout = max(0.0, first + self.timeout - time.monotonic())
         ready = wait([w.conn for w in busy], timeout)
         finished = []
         for worker in busy:
+            assert worker.task is not None  # busy: it holds a task
             position, item, started = worker.task
             if worker.conn in ready:
                 try:

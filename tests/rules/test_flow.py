@@ -1,6 +1,6 @@
 """Names that see through real code: reaching definitions (`ctx.reaching`, a value that every
 branch, loop iteration or handler gives the same kind) and value-preserving steps
-(`names.selection_of`, `ctx.origins`: indexing, selections, reshapes, float casts, the values of
+(`value_steps.selection_of`, `ctx.origins`: indexing, selections, reshapes, float casts, the values of
 a ranking), asked through the rules that use them. Several reaching definitions, or a selection,
 are reported without a fix: the fix rewrites one assignment or recomputes one value."""
 

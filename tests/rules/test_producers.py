@@ -840,7 +840,7 @@ def test_the_index_summarises_helper_files_and_stays_plain_data(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# Through a run: what a rule that reads the index sees (guards.softmax_call asks call_kind last)
+# Through a run: what a rule that reads the index sees (made_by.softmax_call asks call_kind last)
 
 
 def _log_of_softmax(reads_index: bool):

@@ -1,6 +1,6 @@
 """A test's reference implementation of an op is written the naive way on purpose, to check the
 real op against on inputs the test bounds: the by-hand rules (TNL109, TNL110, TNL111) leave it
-alone, and still report the same code in a model (`guards.in_reference_implementation`)."""
+alone, and still report the same code in a model (`gradient_context.in_reference_implementation`)."""
 
 import pytest
 

@@ -170,7 +170,8 @@ def classify_autocast(shape: CallShape) -> Optional[Tuple[str, bool]]:
     or a dtype or device that cannot be read). `opt_in`: `enabled=` is given and is not the
     literal True (`enabled=args.fp16`): the region is fp16 only when a flag says so."""
     if shape.qual in AUTOCAST_GENERIC:
-        names, device = GENERIC_AUTOCAST_PARAMS, None
+        names: Tuple[str, ...] = GENERIC_AUTOCAST_PARAMS
+        device: Optional[str] = None
     elif shape.qual in AUTOCAST_CUDA:
         names, device = DEVICE_AUTOCAST_PARAMS, "cuda"
     elif shape.qual in AUTOCAST_CPU:
@@ -180,7 +181,8 @@ def classify_autocast(shape: CallShape) -> Optional[Tuple[str, bool]]:
     args = dict(zip(names, shape.pos))
     args.update(shape.kw)
     if device is None:
-        device = args.get("device_type")
+        given = args.get("device_type")
+        device = given if isinstance(given, str) or given is None else None
     if args.get("enabled", True) is False:
         return None
     opt_in = "enabled" in args and args["enabled"] is not True

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Dict, FrozenSet, Optional, Tuple, Type
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, Optional, Tuple, Type
 
 from torchnumlint.findings import Safety
 
@@ -65,7 +65,7 @@ class Rule:
     examples: ClassVar[Tuple[Example, ...]]
     good: ClassVar[Tuple[str, ...]]
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         code = cls.__dict__.get("code")
         if code:

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Optional, Tuple
 
 import libcst as cst
 
-from torchnumlint.rules.guards import number_value, strip_parens
-from torchnumlint.rules.names import match_call
+from torchnumlint.rules.syntax import number_value, strip_parens
+from torchnumlint.rules.calls import match_call
 from torchnumlint.rules.shapes import shape_step
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,7 +42,7 @@ def _index(part: cst.BaseSlice) -> Optional[Coords]:
     if isinstance(part, cst.Slice) and part.step is None:
         lower = number_value(part.lower) if part.lower is not None else 0
         upper = number_value(part.upper) if part.upper is not None else (4 if lower == 2 else None)
-        if (lower, upper) in ((0, 2), (2, 4)):
+        if lower is not None and (lower, upper) in ((0, 2), (2, 4)):
             return (int(lower), int(lower) + 1)
     return None
 
@@ -84,9 +84,10 @@ def _value(ctx: "FileContext", expr: cst.BaseExpression) -> cst.BaseExpression:
         expr = ctx.resolve(expr)
         binding = ctx.binding(expr) if isinstance(expr, cst.Name) else None
         unpacked = getattr(binding, "unpacked", None) if binding is not None else None
-        if unpacked is None or not isinstance(strip_parens(unpacked[0]), cst.Tuple):
+        packed = strip_parens(unpacked[0]) if unpacked is not None else None
+        if unpacked is None or not isinstance(packed, cst.Tuple):
             return expr
-        elements = strip_parens(unpacked[0]).elements
+        elements = packed.elements
         if unpacked[1] >= len(elements) or isinstance(elements[unpacked[1]], cst.StarredElement):
             return expr
         expr = elements[unpacked[1]].value
@@ -163,7 +164,7 @@ def area(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[bool]:
     sides clamped at 0), or None for no area."""
     expr = strip_parens(_value(ctx, expr))
     while shape_step(ctx, expr) is not None and not isinstance(expr, cst.Subscript):
-        expr = strip_parens(ctx.resolve(shape_step(ctx, expr)))  # type: ignore[arg-type]
+        expr = strip_parens(ctx.resolve(shape_step(ctx, expr)))  # type: ignore[arg-type]  # not None: the loop test just asked
     if isinstance(expr, cst.Call) and ctx.qualname(expr.func) in _AREA_FUNCS:
         return False
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "prod":

@@ -78,5 +78,6 @@ def callers_of(ctx: "FileContext") -> List[Tuple[cst.CSTNode, ...]]:
     if function is None:
         return []
     at = ctx.stack.index(function)
-    cls = ctx.stack[at - 2] if at >= 2 and isinstance(ctx.stack[at - 2], cst.ClassDef) else None
+    above = ctx.stack[at - 2] if at >= 2 else None
+    cls = above if isinstance(above, cst.ClassDef) else None
     return ctx.per_file("call-sites", lambda c: CallSites(c.module)).of(function, cls)

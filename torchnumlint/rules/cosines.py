@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Optional, Tuple
 
 import libcst as cst
 
-from torchnumlint.rules.guards import number_value, same_code, strip_parens
-from torchnumlint.rules.names import CallMatch, match_call
+from torchnumlint.rules.syntax import number_value, same_code, strip_parens
+from torchnumlint.rules.calls import CallMatch, match_call
 from torchnumlint.rules.shapes import through_shape
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -27,20 +27,14 @@ from torchnumlint.rules.base import Rule
 from torchnumlint.rules.boxes import box_divisor
 from torchnumlint.rules.edge_tests import edge_test
 from torchnumlint.rules.evidence import is_data, mask_evidence, row_evidence, standardises, summand_evidence
-from torchnumlint.rules.guards import (
-    branches,
-    gradient_free,
-    is_constant,
-    is_guarded,
-    is_mask,
-    is_positive,
-    number_value,
-    same_code,
-    strip_parens,
-    unless_asking,
-    way_note,
-)
-from torchnumlint.rules.names import is_literal, is_plain, match_call
+from torchnumlint.rules.gradient_context import gradient_free
+from torchnumlint.rules.guarding import is_guarded
+from torchnumlint.rules.masks import is_mask
+from torchnumlint.rules.number_kinds import is_constant, is_positive
+from torchnumlint.rules.syntax import number_value, same_code, strip_parens
+from torchnumlint.rules.ways import branches, unless_asking, way_note
+from torchnumlint.rules.bindings import is_plain
+from torchnumlint.rules.calls import is_literal, match_call
 from torchnumlint.rules.rewrite import with_clamp
 from torchnumlint.rules.shapes import reduced_square, root_hazard, root_of, sum_of_squares, through_shape
 
@@ -77,7 +71,7 @@ class Divisor:
     """A divisor that can be exactly 0: its `kind` (count, norm, sum, std, var, sqrt, product,
     box), the `value` that makes it (the call, under names, casts and shape-only steps), and how
     the message names it. `several`: found on one of several values the divisor may hold (an
-    `if` that assigns it on both branches, `guards.branches`), which `what` names; its sign on
+    `if` that assigns it on both branches, `ways.branches`), which `what` names; its sign on
     the other ways is unknown, so no clamp is written for it."""
 
     kind: str
@@ -104,8 +98,9 @@ def zero_kind(ctx: "FileContext", d: cst.BaseExpression) -> Optional[Divisor]:
     several = branches(ctx, v)
     if several is not None:  # `d = a.sum() + eps` on one branch, `d = b.sum()` on the other
         for way in several:
-            if isinstance(way.value, cst.BaseExpression):
-                found = unless_asking(ctx, "zero kind", way.value, lambda: zero_kind(ctx, way.value), None)
+            value = way.value
+            if isinstance(value, cst.BaseExpression):
+                found = unless_asking(ctx, "zero kind", value, lambda: zero_kind(ctx, value), None)
                 if found is not None:
                     return found if found.several else Divisor(found.kind, found.value, found.what + way_note(ctx, way), True)
         return None
@@ -224,7 +219,7 @@ def _zero_evidence(
         counted = match_call(ctx.imports, v, "sum", "count_nonzero")
         return (mask_evidence(ctx, counted.input) if counted is not None else None), True
     if kind == "box":
-        _, why, non_negative = box_divisor(ctx, v)  # type: ignore[misc]
+        _, why, non_negative = box_divisor(ctx, v)  # type: ignore[misc]  # a box divisor of this kind is found (`zero_kind`)
         return why, non_negative
     if kind == "range":
         # min-max scaling: 0/0 for a constant input, which data can be (a blank image, a flat
@@ -233,21 +228,21 @@ def _zero_evidence(
         return (_CONSTANT_RANGE if data is not None and is_data(ctx, data) else None), True
     if kind == "total":
         # both parts must reach 0 together: evidence for each, and the same selection at best
-        parts = [zero_evidence(ctx, zero_kind(ctx, side), numerator) for side in (v.left, v.right)]  # type: ignore[arg-type, attr-defined]
+        parts = [zero_evidence(ctx, zero_kind(ctx, side), numerator) for side in (v.left, v.right)]  # type: ignore[arg-type, attr-defined]  # a total divisor is a BinaryOperation (`zero_kind`)
         if any(why is None for why, _ in parts):
             return None, all(nonneg for _, nonneg in parts)
         first, second = parts[0][0], parts[1][0]
-        why = first if first == second else f"{first}, and {second.split(': ', 1)[-1]}"
+        why = first if first == second else f"{first}, and {str(second).split(': ', 1)[-1]}"
         return why, all(nonneg for _, nonneg in parts)
     if kind == "product":
-        factors = [zero_kind(ctx, f) for f in (v.left, v.right)]  # type: ignore[attr-defined]
+        factors = [zero_kind(ctx, f) for f in (v.left, v.right)]  # type: ignore[attr-defined]  # a product divisor is a BinaryOperation (`zero_kind`)
         evidence = [zero_evidence(ctx, f, numerator) for f in factors if f is not None]
         why = next((w for w, _ in evidence if w is not None), None)
-        others = [f for f, k in zip((v.left, v.right), factors) if k is None]  # type: ignore[attr-defined]
+        others = [f for f, k in zip((v.left, v.right), factors) if k is None]  # type: ignore[attr-defined]  # a product divisor is a BinaryOperation (`zero_kind`)
         positive = all((number_value(strip_parens(f)) or 0) > 0 for f in others)
         return why, all(nonneg for _, nonneg in evidence) and positive
     if kind == "sqrt":
-        arg = root_of(ctx, v)[1]  # type: ignore[index]
+        arg = root_of(ctx, v)[1]  # type: ignore[index]  # a sqrt divisor is a root (`zero_kind`)
         squares = sum_of_squares(ctx, arg, v)
         if squares is not None:
             return row_evidence(ctx, squares.base), True
@@ -256,7 +251,7 @@ def _zero_evidence(
             var = match_call(ctx.imports, strip_parens(through_shape(ctx, arg)), "var")
             return (_spread_evidence(ctx, numerator, var.input) if var is not None else None), True
         if hazard in ("a mean of squares", "a sum of squares", "a square"):
-            return row_evidence(ctx, reduced_square(ctx, arg)[0]), True  # type: ignore[index]
+            return row_evidence(ctx, reduced_square(ctx, arg)[0]), True  # type: ignore[index]  # this hazard comes from a reduced square (`root_hazard`)
         if hazard is not None:
             return f"where the terms of {hazard} coincide", True
         inner = zero_kind(ctx, arg)
@@ -325,7 +320,7 @@ def normalize_site(ctx: "FileContext", x: cst.BaseExpression, d: cst.BaseExpress
     if ctx.resolve(d) is not d and ctx.rebound_between(match.input, use):
         return None
     dim = match.arg("dim")
-    if not match.given("dim") or isinstance(strip_parens(dim), (cst.Tuple, cst.List)):
+    if dim is None or not match.given("dim") or isinstance(strip_parens(dim), (cst.Tuple, cst.List)):
         return None
     if not is_literal(match.arg("keepdim"), "True"):
         return None

@@ -9,7 +9,7 @@ can have that 0 is reached for real inputs, so a rule that needs evidence takes 
 and names the test in its message.
 
 A control-flow test (`if n > 0:`, `assert n.all()`) is different: it keeps the division from
-running at all, and `guards.is_tested` reports it as a guard; it is never evidence here.
+running at all, and `guarding.is_tested` reports it as a guard; it is never evidence here.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Dict, Optional, Set
 
 import libcst as cst
 
-from torchnumlint.rules.guards import code_key, number_value, strip_parens
+from torchnumlint.rules.syntax import code_key, number_value, strip_parens
 from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -57,7 +57,7 @@ def _edge_tests(ctx: "FileContext", scope: cst.CSTNode) -> Dict[str, str]:
     class _Tests(Visitor):
         def on_visit(self, node: cst.CSTNode) -> bool:
             if isinstance(node, (cst.If, cst.While, cst.Assert, cst.IfExp)):
-                control.add(id(node.test))  # control flow: a guard, `guards.is_tested`
+                control.add(id(node.test))  # control flow: a guard, `guarding.is_tested`
             if id(node) in control:
                 return False
             if node is not scope and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):

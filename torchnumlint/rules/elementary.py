@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 import libcst as cst
 
 from torchnumlint.rules import vocabulary
-from torchnumlint.rules import guards
-from torchnumlint.rules.guards import number_value, strip_parens
+from torchnumlint.rules import masks, syntax, ways
+from torchnumlint.rules.syntax import number_value, strip_parens
 from torchnumlint.rules.evidence import is_torch_value
-from torchnumlint.rules.names import Binding, CallMatch, make_op, match_call
+from torchnumlint.rules.bindings import Binding
+from torchnumlint.rules.calls import CallMatch, make_op, match_call
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext
@@ -92,8 +93,8 @@ def minus_one(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[cst.Base
         return None
     sub = match_call(ctx.imports, expr, _SUB)
     if sub is not None and sub.fully_known and not sub.given("alpha"):
-        other = sub.arg("other")
-        if other is not None and is_one(ctx, other):
+        subtrahend = sub.arg("other")
+        if subtrahend is not None and is_one(ctx, subtrahend):
             return strip_parens(sub.input)
     return None
 
@@ -111,7 +112,7 @@ def exp_of(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[Exp]:
     """The torch `exp` that `expr` is, inline or through local names, with every argument
     accounted for; else None."""
     chain: List[Binding] = ctx.chain(expr, _MAX_CHAIN, names_only=True)
-    value = strip_parens(chain[-1].value if chain else expr)  # type: ignore[arg-type]
+    value = strip_parens(chain[-1].value if chain else expr)  # type: ignore[arg-type]  # a chain's bindings all have values (`FileContext.chain`)
     match = match_call(ctx.imports, value, "exp")
     if match is None or not match.fully_known:
         return None
@@ -156,13 +157,13 @@ def says_count(ident: Optional[str]) -> bool:
 
 
 def is_integer_valued(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
-    """Holds whole numbers on every way it comes (`guards.every_way`): an integer literal,
+    """Holds whole numbers on every way it comes (`ways.every_way`): an integer literal,
     `len(...)`, a shape, `torch.arange` of integers, a count (`count_nonzero`, `bincount`, the
     `sum` of a comparison), an integer cast (`.long()`, `dtype=torch.long`), a name that says it
     counts (`says_count`), and sums, products, casts and reshapes of such values."""
     if says_count(_identifier(strip_parens(expr))):
         return True
-    return guards.every_way(ctx, expr, "integer valued", lambda value: _integer(ctx, value))
+    return ways.every_way(ctx, expr, "integer valued", lambda value: _integer(ctx, value))
 
 
 def _identifier(expr: cst.CSTNode) -> Optional[str]:
@@ -176,7 +177,7 @@ def _identifier(expr: cst.CSTNode) -> Optional[str]:
 
 
 def _integer(ctx: "FileContext", expr: cst.CSTNode) -> bool:
-    expr = strip_parens(expr)  # type: ignore[arg-type]
+    expr = strip_parens(expr)  # type: ignore[arg-type]  # strip_parens leaves any other node as it is
     if isinstance(expr, cst.Integer) or says_count(_identifier(expr)):
         return True
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
@@ -218,7 +219,7 @@ def _integer(ctx: "FileContext", expr: cst.CSTNode) -> bool:
         if method in ("to", "type") and any(ctx.qualname(a.value) in _INTEGER_DTYPES for a in expr.args):
             return True
         if method in _KEEPING:
-            return is_integer_valued(ctx, func.value) or guards.is_mask(ctx, func.value, by_name=False)
+            return is_integer_valued(ctx, func.value) or masks.is_mask(ctx, func.value, by_name=False)
     return False
 
 
@@ -236,7 +237,7 @@ def bounded_above(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
     (`F.logsigmoid`, `log_softmax`), a value with a ceiling (`x.clamp(max=c)`, `torch.clamp(x,
     lo, hi)`, `clamp_max`, `torch.minimum`), or a value minus its max (`x - x.max(d, keepdim=True)[0]`,
     `x - x.amax(d)`)."""
-    return guards.every_way(ctx, expr, "bounded above", lambda value: _bounded_above(ctx, value))
+    return ways.every_way(ctx, expr, "bounded above", lambda value: _bounded_above(ctx, value))
 
 
 def _non_negative(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
@@ -309,11 +310,11 @@ def _max_of(ctx: "FileContext", expr: cst.BaseExpression, of: cst.BaseExpression
         return False
     func = expr.func
     if ctx.qualname(func) in ("torch.max", "torch.amax", "torch.logsumexp"):
-        return bool(expr.args) and guards.same_code(ctx, expr.args[0].value, of)
+        return bool(expr.args) and syntax.same_code(ctx, expr.args[0].value, of)
     return (
         isinstance(func, cst.Attribute)
         and func.attr.value in ("max", "amax", "logsumexp")
-        and guards.same_code(ctx, func.value, of)
+        and syntax.same_code(ctx, func.value, of)
     )
 
 
@@ -339,7 +340,7 @@ def is_random_draw(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
     or an affine map, `abs` or clamp of one (`(1 - 2 * b) * torch.rand_like(x) + b`,
     `2 * (p - 0.5).abs()`): Gumbel, logistic or concrete noise, not a value computed to the last
     digit."""
-    return guards.every_way(ctx, expr, "random draw", lambda value: _random(ctx, value))
+    return ways.every_way(ctx, expr, "random draw", lambda value: _random(ctx, value))
 
 
 def _random(ctx: "FileContext", expr: cst.CSTNode) -> bool:

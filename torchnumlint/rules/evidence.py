@@ -7,35 +7,28 @@ network's output, the norm of a learned embedding), so a division or root rule r
 only with evidence that its argument reaches the hazard, and names that evidence in its message.
 Without evidence a finding is "possible": reported only in strict mode (`--strict`).
 
-Values are followed through names (every assignment that may reach them, `guards.ways`),
+Values are followed through names (every assignment that may reach them, `ways.ways`),
 arithmetic, indexing and the shape-only and cast methods that keep zeros (`view`, `reshape`,
 `unsqueeze`, `float()`...). What a value is, and whether it is data or bounded, must hold of every
 way it comes; a reason to reach 0 needs only one way that a path can take and that no guard
-covers, and the message names that way (`guards.way_note`).
+covers, and the message names that way (`ways.way_note`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
 from torchnumlint.rules import mask_origin, vocabulary
-from torchnumlint.rules.guards import (
-    branches,
-    every_way,
-    is_guarded,
-    is_mask,
-    is_python_number,
-    number_value,
-    same_code,
-    strip_parens,
-    unless_asking,
-    way_note,
-    ways,
-)
+from torchnumlint.rules.guarding import is_guarded
+from torchnumlint.rules.masks import is_mask
+from torchnumlint.rules.number_kinds import is_python_number
+from torchnumlint.rules.syntax import number_value, same_code, strip_parens
+from torchnumlint.rules.ways import branches, every_way, unless_asking, way_note, ways
 from torchnumlint.rules.gradients import is_module_class
-from torchnumlint.rules.names import Binding, all_params, match_call
+from torchnumlint.rules.bindings import all_params, Binding
+from torchnumlint.rules.calls import match_call
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext
@@ -109,7 +102,8 @@ def _method_of(ctx: "FileContext", func: cst.FunctionDef) -> Optional[cst.ClassD
     """The class whose body defines `func` directly (not a function nested in a method)."""
     stack = ctx.stack
     at = next((i for i, node in enumerate(stack) if node is func), -1)
-    return stack[at - 2] if at >= 2 and isinstance(stack[at - 2], cst.ClassDef) else None
+    above = stack[at - 2] if at >= 2 else None
+    return above if isinstance(above, cst.ClassDef) else None
 
 
 def is_forward_input(ctx: "FileContext", param: cst.Param) -> bool:
@@ -137,7 +131,7 @@ def value_kind(ctx: "FileContext", expr: cst.CSTNode, depth: int = 0) -> Optiona
     otherwise be asked about again down every path."""
     if depth > 8:
         return None
-    known = ctx.per_file("value kinds", lambda _: {})
+    known: Dict[int, Tuple[cst.CSTNode, Optional[str]]] = ctx.per_file("value kinds", lambda _: {})
     entry = known.get(id(expr))
     if entry is None:  # the node is kept with its answer, so that its id is not reused meanwhile
         entry = known[id(expr)] = (expr, _value_kind(ctx, expr, depth))
@@ -145,7 +139,7 @@ def value_kind(ctx: "FileContext", expr: cst.CSTNode, depth: int = 0) -> Optiona
 
 
 def _value_kind(ctx: "FileContext", expr: cst.CSTNode, depth: int) -> Optional[str]:
-    expr = strip_parens(expr)  # type: ignore[arg-type]
+    expr = strip_parens(expr)  # type: ignore[arg-type]  # strip_parens leaves any other node as it is
     if isinstance(expr, cst.BaseExpression) and is_python_number(ctx, expr):
         return "python"
     if isinstance(expr, cst.Param):
@@ -312,7 +306,7 @@ def lineage(
 ) -> Iterator[cst.BaseExpression]:
     """`expr`, then what it was made from, nearest first: a name's one assignment, and for
     anything else what `step` says (None: the line of descent ends). It ends at a name several
-    assignments may give its value (`guards.branches`): a question of every way, or of some
+    assignments may give its value (`ways.branches`): a question of every way, or of some
     way, is then asked of each (`some_way`)."""
     for _ in range(limit):
         expr = strip_parens(expr)
@@ -407,7 +401,8 @@ def difference_evidence(ctx: "FileContext", expr: cst.BaseExpression, strong: bo
     sets (`pos[i] - pos[j]` over the edges of a graph) are 0 only for self-pairs, which such
     code excludes. Of a name with several ways, the first of them that reaches 0."""
     if branches(ctx, expr) is not None:
-        return some_way(ctx, expr, lambda value: difference_evidence(ctx, value, strong))
+        # a way that is no expression (a parameter, a loop target) is no difference
+        return some_way(ctx, expr, lambda value: difference_evidence(ctx, value, strong) if isinstance(value, cst.BaseExpression) else None)
     if not (
         isinstance(expr, cst.BinaryOperation)
         and isinstance(expr.operator, cst.Subtract)
@@ -555,7 +550,7 @@ def summand_evidence(ctx: "FileContext", summed: cst.BaseExpression) -> Tuple[Op
             # weights computed here (`torch.ones(n) * m`, `w + alpha`) are the code's to know
             param = _param_at(ctx, origin)
             func = _function_of(ctx, param) if param is not None else None
-            if func is not None and func.name.value != "__init__" and _annotation(param) != "Parameter":
+            if func is not None and param is not None and func.name.value != "__init__" and _annotation(param) != "Parameter":
                 return "when every weight is 0", False
     return None, False
 

@@ -45,7 +45,7 @@ class Reaching:
     """The state at the entry of every statement of a scope (`entry`), from which `at` answers
     for one use."""
 
-    def __init__(self, table) -> None:  # a names.ScopeTable (names imports this module)
+    def __init__(self, table) -> None:  # a bindings.ScopeTable (names imports this module)
         self.table = table
         self.entry: Dict[int, State] = {}
         # each statement's own bindings, in order: (name, index into table.bindings[name])
@@ -62,7 +62,7 @@ class Reaching:
         self._loops: List[_Loop] = []
         self._tries: List[List[State]] = []  # states seen inside each enclosing `try` body
         scope = table.scope
-        body = scope.body.body if isinstance(scope, cst.FunctionDef) else scope.body  # type: ignore[union-attr]
+        body = scope.body.body if isinstance(scope, cst.FunctionDef) else scope.body
         self._block(body, initial)
 
     def at(self, name: str, use: cst.Name) -> Optional[List[int]]:
@@ -110,7 +110,7 @@ class Reaching:
         return state
 
     def _suite(self, suite: cst.BaseSuite, state: Optional[State]) -> Optional[State]:
-        return self._block(suite.body, state)  # type: ignore[attr-defined]
+        return self._block(suite.body, state)
 
     def _statement(self, stmt: cst.CSTNode, state: State) -> Optional[State]:
         if isinstance(stmt, cst.SimpleStatementLine):
@@ -165,7 +165,7 @@ class Reaching:
             grown = _merge(before, end, *loop.continues)
             if grown == head:
                 break
-            head = grown  # type: ignore[assignment]
+            head = grown  # type: ignore[assignment]  # a merge of states is a state
         done = self._suite(stmt.orelse.body, head) if stmt.orelse is not None else head
         return _merge(done, *loop.breaks)
 
@@ -178,8 +178,8 @@ class Reaching:
         anywhere = _merge(*seen, body)
         outs: List[Optional[State]] = [self._suite(stmt.orelse.body, body) if stmt.orelse is not None else body]
         for handler in stmt.handlers:
-            self._record(handler, anywhere)  # type: ignore[arg-type]
-            outs.append(self._suite(handler.body, self._gen(handler, anywhere)))  # type: ignore[arg-type]
+            self._record(handler, anywhere)  # type: ignore[arg-type]  # a try's handlers are ExceptHandlers or ExceptStarHandlers alike
+            outs.append(self._suite(handler.body, self._gen(handler, anywhere)))  # type: ignore[arg-type]  # a try's handlers are ExceptHandlers or ExceptStarHandlers alike
         out = _merge(*outs)
         if stmt.finalbody is None:
             return out

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 import libcst as cst
 
-from torchnumlint.rules.names import is_no_grad_function, is_no_grad_item
+from torchnumlint.rules.bindings import is_no_grad_function, is_no_grad_item
 from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -3,10 +3,10 @@
 What it answers:
 
 - `loss_site(ctx, call, op, classes)`: `call` as a loss in function form (`F.binary_cross_entropy`,
-  `F.cross_entropy`, `F.nll_loss` under any alias: `op`, an `names.Op`) or through an `nn` loss
+  `F.cross_entropy`, `F.nll_loss` under any alias: `op`, an `calls.Op`) or through an `nn` loss
   module (`classes`: `nn.BCELoss`, `nn.CrossEntropyLoss`, `nn.NLLLoss`) called inline
   (`nn.BCELoss()(p, y)`), through a local or module-level name, or an attribute
-  (`self.criterion = nn.BCELoss()` in `__init__`, called in `training_step`: `guards.module_call`).
+  (`self.criterion = nn.BCELoss()` in `__init__`, called in `training_step`: `module_calls.module_call`).
   `LossSite.input` is the argument that holds the probabilities.
 - `kl_site(ctx, call)`: is this call a KL divergence, and which argument is its input, its target,
   its `log_target`? `F.kl_div(...)` in any alias, or an `nn.KLDivLoss` instance called inline
@@ -31,8 +31,11 @@ import libcst as cst
 
 from torchnumlint.rules.callers import argument_for, callers_of
 from torchnumlint.rules.evidence import lineage
-from torchnumlint.rules.guards import gradient_free, is_detached, is_python_number, module_call, strip_parens
-from torchnumlint.rules.names import CallMatch, Op, is_literal, match_call
+from torchnumlint.rules.gradient_context import gradient_free, is_detached
+from torchnumlint.rules.module_calls import module_call
+from torchnumlint.rules.number_kinds import is_python_number
+from torchnumlint.rules.syntax import strip_parens
+from torchnumlint.rules.calls import CallMatch, is_literal, match_call, Op
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext
@@ -72,8 +75,8 @@ def loss_site(ctx: "FileContext", call: cst.Call, op: Op, classes: Tuple[str, ..
         return None
     positional = [a for a in call.args if a.keyword is None and not a.star]
     named = [a for a in call.args if a.keyword is not None and a.keyword.value == "input"]
-    arg = positional[0] if positional else named[0] if named else None
-    return LossSite(call, arg, None, ctor) if arg is not None else None
+    given = positional[0] if positional else named[0] if named else None
+    return LossSite(call, given, None, ctor) if given is not None else None
 
 
 @dataclass
@@ -228,10 +231,10 @@ def _callers_pass_no_gradient(
         return None
     student_param = target_param(ctx, student) if student is not None else None
     for path in paths:
-        arg = argument_for(path[-1], function, param)  # type: ignore[arg-type]
+        arg = argument_for(path[-1], function, param)  # type: ignore[arg-type]  # a caller's path ends at its Call (`callers_of`)
         if arg is None:
             return False
-        other = argument_for(path[-1], function, student_param) if student_param is not None else None  # type: ignore[arg-type]
+        other = argument_for(path[-1], function, student_param) if student_param is not None else None  # type: ignore[arg-type]  # a caller's path ends at its Call (`callers_of`)
         with ctx.visiting(path + (arg, arg.value)):
             if not _no_gradient_here(ctx, arg.value, other.value if other is not None else None):
                 return False

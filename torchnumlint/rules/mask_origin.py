@@ -36,8 +36,11 @@ import libcst as cst
 
 from torchnumlint.rules import vocabulary
 from torchnumlint.rules.callers import argument_for, callers_of
-from torchnumlint.rules.guards import number_value, says_mask, strip_parens, ways, words
-from torchnumlint.rules.names import all_params, is_literal
+from torchnumlint.rules.masks import says_mask
+from torchnumlint.rules.syntax import number_value, strip_parens, words
+from torchnumlint.rules.ways import ways
+from torchnumlint.rules.bindings import all_params
+from torchnumlint.rules.calls import is_literal
 from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -263,7 +266,7 @@ class _Search:
         ctx = self.ctx
         passed: List[Origin] = []
         for path in callers_of(ctx):
-            arg = argument_for(path[-1], func, param)  # type: ignore[arg-type]
+            arg = argument_for(path[-1], func, param)  # type: ignore[arg-type]  # a caller's path ends at its Call (`callers_of`)
             if arg is None:
                 return UNKNOWN
             with ctx.visiting(path + (arg, arg.value)):
@@ -415,7 +418,7 @@ class _Search:
 
     def elsewhere(self, path: List[cst.CSTNode], depth: int) -> Origin:
         with self.ctx.visiting(path):
-            return self.of(path[-1], depth + 1)  # type: ignore[arg-type]
+            return self.of(path[-1], depth + 1)  # type: ignore[arg-type]  # a caller's path ends at an expression
 
 
 def _helper(known: Origin) -> Origin:

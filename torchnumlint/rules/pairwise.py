@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Optional, Tuple
 
 import libcst as cst
 
-from torchnumlint.rules.guards import number_value, strip_parens
-from torchnumlint.rules.names import CallMatch
+from torchnumlint.rules.syntax import number_value, strip_parens
+from torchnumlint.rules.calls import CallMatch
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext
@@ -57,18 +57,18 @@ def _unsqueezed(expr: cst.BaseExpression) -> Optional[Tuple[cst.BaseExpression, 
 
 
 def _layout(left: cst.BaseExpression, right: cst.BaseExpression) -> Optional[Tuple[str, cst.BaseExpression, cst.BaseExpression]]:
-    indexed = (_pattern(left), _pattern(right))
-    if indexed[0] is not None and indexed[1] is not None:
-        (a, first), (b, second) = indexed  # type: ignore[misc]
+    left_index, right_index = _pattern(left), _pattern(right)
+    if left_index is not None and right_index is not None:
+        (a, first), (b, second) = left_index, right_index
         for layout, (lefts, rights) in (("rows", _ROWS), ("batched", _BATCHED)):
             if first in lefts and second in rights:
                 return layout, a, b
         return None
-    unsqueezed = (_unsqueezed(left), _unsqueezed(right))
-    if unsqueezed[0] is not None and unsqueezed[1] is not None:
-        (a, i), (b, j) = unsqueezed  # type: ignore[misc]
-        layout = _UNSQUEEZED.get((i, j))
-        return (layout, a, b) if layout is not None else None
+    left_axis, right_axis = _unsqueezed(left), _unsqueezed(right)
+    if left_axis is not None and right_axis is not None:
+        (a, i), (b, j) = left_axis, right_axis
+        paired = _UNSQUEEZED.get((i, j))
+        return (paired, a, b) if paired is not None else None
     return None
 
 

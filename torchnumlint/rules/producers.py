@@ -2,7 +2,7 @@
 
 `torch.log(F.softmax(z, -1))` shows its softmax; `torch.log(self.probs(z))`, `torch.log(act(z))`
 with `act = nn.Softmax(dim=-1)`, or `torch.log(model(x))` whose `forward` ends in `nn.Sigmoid()`
-hide theirs. The shared matchers (`guards.softmax_call`, `guards.sigmoid_call`) ask this module
+hide theirs. The shared matchers (`made_by.softmax_call`, `made_by.sigmoid_call`) ask this module
 as their last step, after the call itself and the names behind it did not match.
 
 The one question a rule (or a matcher) may ask:
@@ -44,11 +44,13 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, FrozenSet, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchnumlint.rules.names import ScopeTable, all_params, dotted, is_literal
+from torchnumlint.rules.bindings import all_params, ScopeTable
+from torchnumlint.rules.calls import is_literal
+from torchnumlint.rules.imports import dotted
 from torchnumlint.summaries import FileSummary, Instance, Summaries, instance_callee, summarize
 
 if TYPE_CHECKING:
@@ -95,7 +97,7 @@ def _summaries(ctx: "FileContext") -> Tuple[Summaries, Optional[FileSummary]]:
     return ctx.per_file("producers.summaries", build)
 
 
-def _callee(ctx: "FileContext", own: FileSummary, func: cst.BaseExpression) -> Optional[Tuple[tuple, Optional[Instance]]]:
+def _callee(ctx: "FileContext", own: FileSummary, func: cst.BaseExpression) -> Optional[Tuple[Optional[tuple], Optional[Instance]]]:
     """The callee fact (`torchnumlint.summaries`) of `func` at the node being visited, and the
     class of `self` where it is `self.name`."""
     if isinstance(func, cst.Call):  # nn.Softmax(dim=-1)(x)
@@ -169,14 +171,14 @@ def _is_local(ctx: "FileContext", name: str) -> bool:
 
 def _imported(func: cst.FunctionDef) -> FrozenSet[str]:
     """Names a function's own `import` statements bind (ScopeTable leaves imports to ImportMap)."""
-    found = set()
-    stack = [func.body]
+    found: Set[str] = set()
+    stack: List[cst.CSTNode] = [func.body]
     while stack:
         node = stack.pop()
         if isinstance(node, cst.Import):
-            found.update(a.asname.name.value if a.asname else dotted(a.name).split(".")[0] for a in node.names)
+            found.update(cst.ensure_type(a.asname.name, cst.Name).value if a.asname else dotted(a.name).split(".")[0] for a in node.names)
         elif isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
-            found.update(a.asname.name.value if a.asname else dotted(a.name) for a in node.names)
+            found.update(cst.ensure_type(a.asname.name, cst.Name).value if a.asname else dotted(a.name) for a in node.names)
         elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             stack.extend(n for n in node.children if isinstance(n, cst.CSTNode))
     return frozenset(found)

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from torchnumlint.rules.guards import strip_parens
-from torchnumlint.rules.names import Binding, CallMatch, OPS, match_call
+from torchnumlint.rules.syntax import strip_parens
+from torchnumlint.rules.bindings import Binding
+from torchnumlint.rules.calls import CallMatch, match_call, OPS
 from torchnumlint.rules.uses import binding_line, reads_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,7 +36,7 @@ def renamed_func(fix: "FixBuilder", match: CallMatch, new_op: str) -> cst.BaseEx
     target = OPS[new_op]
     if match.form == "method":
         assert target.method is not None, new_op
-        return func.with_changes(attr=cst.Name(target.method))  # type: ignore[union-attr]
+        return func.with_changes(attr=cst.Name(target.method))
     qual = fix.ctx.qualname(func)
     assert qual is not None
     module = qual.rsplit(".", 1)[0]
@@ -106,7 +107,7 @@ def with_input(match: CallMatch, new: cst.BaseExpression) -> cst.Call:
     """`match`'s call with its tensor input replaced (the receiver, for the method form)."""
     call = match.call
     if match.form == "method":
-        return call.with_changes(func=call.func.with_changes(value=new))  # type: ignore[union-attr]
+        return call.with_changes(func=call.func.with_changes(value=new))
     return call.with_changes(args=[a.with_changes(value=new) if a.value is match.input else a for a in call.args])
 
 
@@ -166,7 +167,7 @@ def at_source(
         new = build(fix)
         if new is None:
             return None, None
-        fix.replace(first.value, new)  # type: ignore[arg-type]
+        fix.replace(first.value, new)  # type: ignore[arg-type]  # a chain's bindings all have values (`FileContext.chain`)
         return name, name.value
     if parts is None or not ctx.unchanged_since(parts, chain):
         return None, None
@@ -185,7 +186,7 @@ def to_log_softmax(fix: "FixBuilder", value: cst.BaseExpression) -> Tuple[Option
     ctx = fix.ctx
     chain = ctx.chain(value, names_only=True)
     source = chain[-1].value if chain else value
-    match = match_call(ctx.imports, strip_parens(source), "softmax")  # type: ignore[arg-type]
+    match = match_call(ctx.imports, strip_parens(source), "softmax")  # type: ignore[arg-type]  # a chain's bindings all have values (`FileContext.chain`)
     if match is None:
         return None, None
     return at_source(fix, value, chain, lambda f: renamed_call(f, match, "log_softmax"))

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Optional, Set
 
 import libcst as cst
 
-from torchnumlint.rules.guards import code_key, is_eps_like, number_value, strip_parens
-from torchnumlint.rules.names import is_plain, match_call
+from torchnumlint.rules.guarding import is_eps_like
+from torchnumlint.rules.syntax import code_key, number_value, strip_parens
+from torchnumlint.rules.bindings import is_plain
+from torchnumlint.rules.calls import match_call
 from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -87,7 +89,7 @@ def edge_value(ctx: "FileContext", condition: cst.BaseExpression, value: cst.Bas
                cst.GreaterThanEqual: cst.LessThanEqual, cst.LessThanEqual: cst.GreaterThanEqual}
     if _is_value(ctx, right, value) and not _is_value(ctx, left, value):
         left, right = right, left
-        operator = flipped.get(type(operator), type(operator))()
+        operator = flipped.get(type(operator), type(operator))()  # type: ignore[abstract]  # the class of an operator node: concrete
     if not _is_value(ctx, left, value) or not _small(ctx, right):
         return None
     zero = number_value(right) == 0
@@ -120,7 +122,7 @@ def mentions(ctx: "FileContext", condition: cst.BaseExpression, value: cst.BaseE
 
 
 def plain_condition(expr: cst.BaseExpression) -> bool:
-    """Recomputing the condition gives the same mask (`names.is_plain`, and comparisons of plain
+    """Recomputing the condition gives the same mask (`bindings.is_plain`, and comparisons of plain
     values: `x > 0`, `(n != 0) & valid`), so a fix may write it twice."""
     expr = strip_parens(expr)
     if isinstance(expr, cst.Comparison):

@@ -26,8 +26,11 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 import libcst as cst
 
 from torchnumlint.rules import vocabulary
-from torchnumlint.rules.guards import is_constant, is_guarded, is_positive, number_value, same_code, strip_parens
-from torchnumlint.rules.names import CallMatch, is_plain, match_call
+from torchnumlint.rules.guarding import is_guarded
+from torchnumlint.rules.number_kinds import is_constant, is_positive
+from torchnumlint.rules.syntax import number_value, same_code, strip_parens
+from torchnumlint.rules.bindings import is_plain
+from torchnumlint.rules.calls import CallMatch, match_call
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext, FixBuilder
@@ -39,7 +42,7 @@ SHAPE_STEPS = vocabulary.SAME_VALUES | vocabulary.DETACH
 SHAPE_ATTRIBUTES = vocabulary.SHAPE_ATTRIBUTES
 
 
-def shape_step(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+def shape_step(ctx: "FileContext", expr: cst.CSTNode) -> Optional[cst.BaseExpression]:
     """What a shape-only or value-preserving step is applied to (`n` in `n.unsqueeze(-1)`,
     `n.float()[:, None]`'s `n.float()`, `n.T`), or None when `expr` is no such step."""
     if isinstance(expr, cst.Subscript):
@@ -175,7 +178,8 @@ def norms_of_squares(ctx: "FileContext", expr: cst.BaseExpression, use: cst.CSTN
     if not (isinstance(product, cst.BinaryOperation) and isinstance(product.operator, cst.Multiply)):
         return []
     factors = [sum_of_squares(ctx, side, use) for side in (product.left, product.right)]
-    return factors if all(f is not None and f.site is side for f, side in zip(factors, (product.left, product.right))) else []  # type: ignore[misc]
+    found = [f for f, side in zip(factors, (product.left, product.right)) if f is not None and f.site is side]
+    return found if len(found) == len(factors) else []
 
 
 def _vector_norm(fix: "FixBuilder", ctx: "FileContext", found: SumOfSquares) -> str:
@@ -200,7 +204,7 @@ def vector_norm_fix(rule: "Rule", root: cst.CSTNode, arg: cst.BaseExpression, fo
         new = cst.parse_expression(norms[0])
         site = found[0].site
         if site is not arg:
-            new = arg.deep_replace(site, new)  # type: ignore[assignment]
+            new = arg.deep_replace(site, new)
             new = new.with_changes(lpar=[], rpar=[]) if getattr(new, "lpar", None) else new
     else:
         text = " * ".join(norms)
@@ -300,7 +304,7 @@ def root_hazard(ctx: "FileContext", value: cst.BaseExpression) -> Optional[str]:
                 return root_hazard(ctx, v.right)
         if quadratic_form(ctx, v) is not None:
             return "a quadratic form"
-        if square_base(ctx, v) is not None and not is_constant(ctx, square_base(ctx, v)):  # type: ignore[arg-type]
+        if square_base(ctx, v) is not None and not is_constant(ctx, square_base(ctx, v)):  # type: ignore[arg-type]  # not None: asked just before
             return "a square"
         return None
     if quadratic_form(ctx, v) is not None:

@@ -21,13 +21,13 @@ reads it; every rule that tunes its message or its silence to the use asks the s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Type, TypeVar, Union
 
 import libcst as cst
 
 from torchnumlint.rules import vocabulary
-from torchnumlint.rules.guards import gradient_free
-from torchnumlint.rules.names import match_call
+from torchnumlint.rules.gradient_context import gradient_free
+from torchnumlint.rules.calls import match_call
 from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -164,7 +164,10 @@ def _is_store(stack: Sequence[cst.CSTNode]) -> bool:
     return False
 
 
-def _innermost(path: Sequence[cst.CSTNode], types) -> Optional[cst.CSTNode]:
+N = TypeVar("N", bound=cst.CSTNode)
+
+
+def _innermost(path: Sequence[cst.CSTNode], types: Union[Type[N], Tuple[Type[N], ...]]) -> Optional[N]:
     return next((n for n in reversed(path) if isinstance(n, types)), None)
 
 

@@ -28,18 +28,12 @@ from torchnumlint.rules.divisors import zero_evidence, zero_kind
 from torchnumlint.rules.elementary import is_random_draw
 from torchnumlint.rules.elementary import is_integer_valued
 from torchnumlint.rules.evidence import difference_evidence, is_learned, row_evidence, some_way
-from torchnumlint.rules.guards import (
-    branches,
-    every_way,
-    is_constant,
-    is_guarded,
-    is_mask,
-    is_positive,
-    number_value,
-    strip_parens,
-    unwrap_casts,
-)
-from torchnumlint.rules.names import match_call
+from torchnumlint.rules.guarding import is_guarded
+from torchnumlint.rules.masks import is_mask
+from torchnumlint.rules.number_kinds import is_constant, is_positive
+from torchnumlint.rules.syntax import number_value, strip_parens, unwrap_casts
+from torchnumlint.rules.ways import branches, every_way
+from torchnumlint.rules.calls import match_call
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext

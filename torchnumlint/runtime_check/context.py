@@ -1,7 +1,7 @@
 """What a reproduction declares (`Repro`) and what it runs with (`ReproContext`).
 
 The contract between the reproductions (`repros/`, one module per rule) and the checks that run
-them (`runner.py`): both import this module and neither imports the other's internals, so the
+them (`runner.py`, `checks.py`, `judging.py`): both import this module and neither imports the other's internals, so the
 reproductions never depend on the runner. A `Repro` holds builders that take a `ReproContext`, and a
 `ReproContext` holds its `Repro`: the two types refer to each other, so they live here together.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union, cast
 
 import torch
 
@@ -29,7 +29,7 @@ TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": 
 FP32 = ("float32",)
 PRECISION = ("float32", "bfloat16", "float16")
 
-Inputs = Dict[str, torch.Tensor]
+Inputs = Dict[str, Union[torch.Tensor, float]]  # tensors, and Python numbers (a temperature)
 Builder = Callable[["ReproContext"], Inputs]
 
 
@@ -173,7 +173,8 @@ class ReproContext:
                                emulate_cuda=self.emulated)
         if not owner:
             return loaded
-        obj = self.repro.instance(loaded) if self.repro.instance else loaded()
+        # for a method, what was loaded is its class
+        obj = self.repro.instance(cast(type, loaded)) if self.repro.instance else loaded()
         if isinstance(obj, torch.nn.Module):
             obj = obj.to(device=self.device, dtype=dtype or self.dtype)
         bound = getattr(obj, method, None)

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import math
-import traceback
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -140,7 +139,7 @@ def _to_tensor(value: Any) -> torch.Tensor:
 def run(
     label: str,
     fn: Callable[..., Any],
-    inputs: Dict[str, torch.Tensor],
+    inputs: Dict[str, Union[torch.Tensor, float]],
     grad: Sequence[str] = (),
     context: Callable[[], Any] = contextlib.nullcontext,
 ) -> Outcome:
@@ -162,14 +161,13 @@ def run(
             with context():
                 out = _to_tensor(fn(*args.values()))
             outcome.out = out.detach()
-            leaves = [args[n] for n in grad if isinstance(args[n], torch.Tensor)]
+            leaves = [v for v in (args[n] for n in grad) if isinstance(v, torch.Tensor)]
             if leaves and out.requires_grad:
                 gs = torch.autograd.grad(_weighted_sum(out), leaves, allow_unused=True)
                 outcome.grads = {n: (g.detach() if g is not None else None) for n, g in zip(grad, gs)}
         except Exception as exc:  # the original may raise on purpose (ERR); the caller judges
             outcome.error = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else repr(exc)
             outcome.error_type = type(exc).__name__
-            outcome.traceback = traceback.format_exc(limit=3)
     outcome.warnings = [f"{w.category.__name__}: {w.message}" for w in caught]
     return outcome
 

@@ -1,6 +1,6 @@
 """How verify's results read: one line per check (text), JSON, and a markdown section of
-docs/runtime-results.md. Kept apart from the checks (`runner.py`), which decide the verdicts and
-never format them.
+docs/runtime-results.md. Kept apart from the checks (`checks.py`, `judging.py`), which decide the
+verdicts and never format them.
 """
 
 from __future__ import annotations

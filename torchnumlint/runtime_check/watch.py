@@ -576,6 +576,7 @@ class NanWatch:
     # ---- reports -----------------------------------------------------------------------------
 
     def _loss_report(self, loss: LossSite) -> NanReport:
+        assert loss.loss is not None  # reported only for a loss that was found and is non-finite
         stats = TensorStats.of(loss.loss)
         hint = ("the model's outputs are finite and the loss is not: the loss code creates the NaN/Inf "
                 f"(backward called at {loss.where or 'an unknown place'})")

@@ -36,8 +36,9 @@ def _driver_dirs() -> Tuple[str, ...]:
     dirs = [_TORCH_DIR, _HERE]
     for name in DRIVERS:
         module = sys.modules.get(name)
-        if module is not None and getattr(module, "__file__", None):
-            dirs.append(os.path.dirname(os.path.abspath(module.__file__)) + os.sep)
+        path = getattr(module, "__file__", None) if module is not None else None
+        if path:
+            dirs.append(os.path.dirname(os.path.abspath(path)) + os.sep)
     return tuple(dirs)
 
 

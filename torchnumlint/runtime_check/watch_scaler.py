@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from types import FrameType
-from typing import Callable, Iterable, List, Optional
+from typing import Any, Callable, Iterable, List, Optional, cast
 
 import torch
 
@@ -43,7 +43,7 @@ def collapse_limit(init_scale: float, dtype: torch.dtype = torch.float16) -> int
         return 1
     return int(math.ceil(math.log2(init_scale / floor))) + 1
 
-def _in_use(scaler: object) -> bool:
+def _in_use(scaler: Any) -> bool:
     # type(), not isinstance(): some live objects (deprecated torch proxies) warn when asked their __class__
     return issubclass(type(scaler), torch.amp.GradScaler) and scaler.is_enabled() and scaler._scale is not None
 
@@ -92,7 +92,7 @@ class ScalerWatch:
 
     def scale(self) -> Optional[torch.Tensor]:
         """The current scale as a tensor on its device (no synchronisation), when active."""
-        return self.scaler._scale if self.active() else None
+        return self.scaler._scale if self.scaler is not None and self.active() else None
 
     def limit(self) -> int:
         """Skips in a row that make a collapse: `max_skips` when given, else `collapse_limit` of
@@ -111,6 +111,7 @@ class ScalerWatch:
         run of skips: the collapse is one incident)."""
         self.skips += 1
         self.consecutive += 1
+        assert self.scaler is not None  # an expected overflow: a scaler is active
         self._scale_at_skip = float(self.scaler.get_scale())
         self.scales.append(self._scale_at_skip)
         return self.consecutive == self.limit()
@@ -124,7 +125,8 @@ class ScalerWatch:
         """Whether the scaler has lowered its scale (`scaler.update()`) since the last overflow,
         i.e. that skipped step is over (asked at each forward while an overflow is pending; the
         scale only falls when a step is skipped)."""
-        if self._scale_at_skip is None or float(self.scaler.get_scale()) >= self._scale_at_skip:
+        # an overflow is pending (`_scale_at_skip`) only where `overflow` saw the scaler
+        if self._scale_at_skip is None or float(cast(torch.amp.GradScaler, self.scaler).get_scale()) >= self._scale_at_skip:
             return False
         self._scale_at_skip = None
         return True

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any, Dict, List, Optional, Sequence
 
 import torch
@@ -47,7 +48,7 @@ class OpSite:
 
 
 def _call_site(op: str) -> Optional[OpSite]:
-    frame = sys._getframe(2)
+    frame: Optional[FrameType] = sys._getframe(2)
     while frame is not None:
         path = os.path.abspath(frame.f_code.co_filename)
         if not (path.startswith((_TORCH_DIR, _HERE)) or frame.f_code.co_filename.startswith("<frozen")):
@@ -98,7 +99,7 @@ class StepTrace(TorchFunctionMode):
                 continue
             self.sites[node] = site
             node.register_hook(self._hook(node))
-            stack.extend(n for n, _ in node.next_functions)
+            stack.extend(n for n, _ in node.next_functions if n is not None)
 
     def _hook(self, node):
         def hook(grad_inputs, grad_outputs):
@@ -128,9 +129,10 @@ class StepTrace(TorchFunctionMode):
                 if nxt is not None and nxt not in parent:
                     parent[nxt] = node
                     stack.append(nxt)
-        chain, node = [], self.culprit if self.culprit in parent else None
-        while node is not None:
-            chain.append(node)
-            node = parent[node]
-        sites = [self.sites[n] for n in reversed(chain) if n in self.sites] or [self.culprit_site]
+        chain: List[Any] = []
+        link: Any = self.culprit if self.culprit in parent else None
+        while link is not None:
+            chain.append(link)
+            link = parent[link]
+        sites: List[Optional[OpSite]] = [self.sites[n] for n in reversed(chain) if n in self.sites] or [self.culprit_site]
         return list(dict.fromkeys(s for s in sites if s is not None))

@@ -14,6 +14,7 @@ import multiprocessing
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.connection import Connection
 from typing import Callable, Deque, Dict, Optional, Tuple
 
 from torchnumlint.server import messages
@@ -43,7 +44,7 @@ class Linter:
         self._next = 0
         self._busy: Optional[Tuple[int, asyncio.TimerHandle]] = None
         self._process: Optional[multiprocessing.process.BaseProcess] = None
-        self._conn = None
+        self._conn: Optional[Connection] = None
         self._ready = False
         self._generation = 0
         self.closed = False

@@ -15,6 +15,7 @@ import gc
 import os
 import time
 from multiprocessing.connection import Connection
+from typing import Tuple, cast
 from torchnumlint.server import messages
 from torchnumlint.server.facts import Projects
 
@@ -76,7 +77,7 @@ class _Worker:
             except Exception as exc:  # the file's facts stay as they were
                 self.bug(f"reading the facts of {message.path}", exc)
             return
-        number, request = message  # type: ignore[misc]
+        number, request = cast(Tuple[int, object], message)  # any other message is a numbered request
         try:
             result = self.answer(request)
         except Exception as exc:  # a bug in torchnumlint: say so, keep serving

@@ -5,7 +5,7 @@ The built-in `F.binary_cross_entropy` / `nn.BCELoss` clamps its logs at -100: on
 rounds to 1 (or to 0), the loss is capped at 100 and the gradient that should be +-1 is 0 (NaN in
 float16). The sites: the function form under any alias, an `nn.BCELoss` called inline, through a
 name or an attribute (`self.criterion = nn.BCELoss()` called in another method:
-`losses.loss_site`), whose input is a sigmoid as `guards.sigmoid_call` sees it
+`losses.loss_site`), whose input is a sigmoid as `made_by.sigmoid_call` sees it
 (inline, through names and subscripts, a helper or a model ending in `nn.Sigmoid()`). A clamped
 sigmoid is no sigmoid there: the author has chosen the clamp. Code that runs without a gradient
 (`no_grad`, evaluation) is left alone: there the only harm is one element's loss capped at 100.
@@ -33,9 +33,12 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.cross_entropy.sites import rewritten_input, source_of
-from torchnumlint.rules.guards import gradient_free, number_value, same_code, sigmoid_call, strip_parens
+from torchnumlint.rules.gradient_context import gradient_free
+from torchnumlint.rules.made_by import sigmoid_call
+from torchnumlint.rules.syntax import number_value, same_code, strip_parens
 from torchnumlint.rules.losses import LossSite, loss_site
-from torchnumlint.rules.names import CallMatch, is_plain, make_op, match_call
+from torchnumlint.rules.bindings import is_plain
+from torchnumlint.rules.calls import CallMatch, make_op, match_call
 from torchnumlint.rules.ownership import owned_elsewhere
 
 BCE = make_op(

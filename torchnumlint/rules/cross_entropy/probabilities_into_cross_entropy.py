@@ -4,7 +4,7 @@
 
 The sites (`losses.loss_site`): the function forms under any alias, and the loss
 modules called inline, through a name or an attribute (`self.criterion = nn.CrossEntropyLoss()`).
-The input is a softmax as `guards.softmax_call` sees it: inline, through names and subscripts,
+The input is a softmax as `made_by.softmax_call` sees it: inline, through names and subscripts,
 a helper returning one, a model whose `Sequential` or `forward` ends in `nn.Softmax`. Not this
 rule's: `log_softmax` into `cross_entropy` (measured on torch 2.13: exactly the same loss as the
 logits, since log_softmax is idempotent), and `nll_loss(torch.log(F.softmax(x)))`, whose input
@@ -27,9 +27,10 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.cross_entropy.sites import rewritten_input, source_of
-from torchnumlint.rules.guards import softmax_call, strip_parens
+from torchnumlint.rules.made_by import softmax_call
+from torchnumlint.rules.syntax import strip_parens
 from torchnumlint.rules.losses import LossSite, loss_site
-from torchnumlint.rules.names import OPS, CallMatch
+from torchnumlint.rules.calls import CallMatch, OPS
 from torchnumlint.rules.rewrite import renamed_call, renamed_note
 
 CE_LOSS = ("torch.nn.CrossEntropyLoss", "torch.nn.modules.loss.CrossEntropyLoss")

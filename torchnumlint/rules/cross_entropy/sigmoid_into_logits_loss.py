@@ -7,7 +7,7 @@ any example is squeezed into [0.31, 1.31], and a confident mistake (a positive a
 0.693 instead of 30, with a gradient of 4.7e-14 instead of 1: the model stops learning without a
 NaN or a warning. The sites are TNL105's (`losses.loss_site`: the function form under any alias,
 an `nn.BCEWithLogitsLoss` called inline, through a name or an attribute set in `__init__`), and
-the sigmoid is `guards.sigmoid_call`'s (inline, through names and subscripts, a helper or a
+the sigmoid is `made_by.sigmoid_call`'s (inline, through names and subscripts, a helper or a
 model ending in `nn.Sigmoid()`). Unlike TNL105 this is reported in evaluation code too: the loss
 value itself is wrong there, not only its gradient.
 
@@ -28,9 +28,11 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.cross_entropy.sites import rewritten_input, source_of
-from torchnumlint.rules.guards import sigmoid_call, strip_parens
+from torchnumlint.rules.made_by import sigmoid_call
+from torchnumlint.rules.syntax import strip_parens
 from torchnumlint.rules.losses import LossSite, loss_site
-from torchnumlint.rules.names import CallMatch, is_plain, make_op
+from torchnumlint.rules.bindings import is_plain
+from torchnumlint.rules.calls import CallMatch, make_op
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FixBuilder

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import libcst as cst
 
-from torchnumlint.rules.guards import strip_parens
-from torchnumlint.rules.names import Binding, CallMatch, match_call
+from torchnumlint.rules.syntax import strip_parens
+from torchnumlint.rules.bindings import Binding
+from torchnumlint.rules.calls import CallMatch, match_call
 from torchnumlint.rules.rewrite import Build, at_source, drop_if_unread
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -32,7 +33,7 @@ def source_of(ctx: "FileContext", expr: cst.BaseExpression, op: str) -> Optional
     """The plain, fully known call of `op` that `expr` is (inline or through local names), with
     the names followed to it, nearest first; None where the call is not in reach."""
     chain = ctx.chain(expr, MAX_CHAIN, names_only=True)
-    value = strip_parens(chain[-1].value if chain else expr)  # type: ignore[arg-type]
+    value = strip_parens(chain[-1].value if chain else expr)  # type: ignore[arg-type]  # a chain's bindings all have values (`FileContext.chain`)
     match = match_call(ctx.imports, value, op)
     if match is None or not match.fully_known:
         return None
@@ -57,7 +58,7 @@ def rewritten_input(
         if new is None:
             return None, None
         first = chain[0]
-        if len(chain) == 1 and first.rewritable and isinstance(first.node.targets[0].target, cst.Name):  # type: ignore[attr-defined]
-            drop_if_unread(fix, first.node.targets[0].target, expr)  # type: ignore[attr-defined]
+        if len(chain) == 1 and first.rewritable and isinstance(first.node.targets[0].target, cst.Name):  # type: ignore[attr-defined]  # `rewritable`: a one-target Assign
+            drop_if_unread(fix, first.node.targets[0].target, expr)  # type: ignore[attr-defined]  # `rewritable`: a one-target Assign
         return new, None
     return at_source(fix, expr, chain, build, parts)

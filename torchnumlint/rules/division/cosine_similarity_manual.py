@@ -28,8 +28,9 @@ from torchnumlint.rules.base import Example
 from torchnumlint.rules.cosines import manual_cosine, norm_of
 from torchnumlint.rules.divisors import DivisionRule, in_where, replaces_whole, zero_evidence, zero_kind
 from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch
-from torchnumlint.rules.guards import is_tested, same_code, strip_parens
-from torchnumlint.rules.names import is_literal, match_call
+from torchnumlint.rules.guarding import is_tested
+from torchnumlint.rules.syntax import same_code, strip_parens
+from torchnumlint.rules.calls import is_literal, match_call
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FixBuilder
@@ -123,20 +124,21 @@ class CosineSimilarityManual(DivisionRule):
         ctx = self.ctx
         summed = match_call(ctx.imports, strip_parens(x), "sum")
         den = strip_parens(d)
-        if summed is None or not summed.fully_known or summed.arg("dim") is None or summed.given("keepdim"):
+        dim = summed.arg("dim") if summed is not None else None
+        if summed is None or not summed.fully_known or dim is None or summed.given("keepdim"):
             return None
         product = strip_parens(summed.input)
         if not (isinstance(product, cst.BinaryOperation) and isinstance(product.operator, cst.Multiply)):
             return None  # the product read through a name: its factors may have changed since
         if not (isinstance(den, cst.BinaryOperation) and isinstance(den.operator, cst.Multiply)):
             return None
-        dim = summed.arg("dim")
         inputs = []
         for factor in (den.left, den.right):
             norm = norm_of(ctx, factor)
             if norm is None or strip_parens(factor) is not norm.call or not norm.fully_known:
                 return None
-            if norm.arg("dim") is None or not same_code(ctx, norm.arg("dim"), dim) or "dtype" in norm.args:
+            norm_dim = norm.arg("dim")
+            if norm_dim is None or not same_code(ctx, norm_dim, dim) or "dtype" in norm.args:
                 return None
             if norm.given("keepdim") and not is_literal(norm.arg("keepdim"), "False"):
                 return None

@@ -10,7 +10,7 @@ from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
 from torchnumlint.rules.divisors import DivisionRule, in_where, normalize_site, replaces_whole
 from torchnumlint.rules.evidence import STRICT_WHY, row_evidence
-from torchnumlint.rules.guards import strip_parens
+from torchnumlint.rules.syntax import strip_parens
 
 
 class NormalizeManual(DivisionRule):

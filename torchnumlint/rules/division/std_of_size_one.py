@@ -18,8 +18,9 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch
-from torchnumlint.rules.guards import is_mask, number_value, strip_parens
-from torchnumlint.rules.names import match_call
+from torchnumlint.rules.masks import is_mask
+from torchnumlint.rules.syntax import number_value, strip_parens
+from torchnumlint.rules.calls import match_call
 from torchnumlint.rules.rewrite import with_keyword
 
 _CHOSEN = frozenset({"unbiased", "correction", "ddof"})

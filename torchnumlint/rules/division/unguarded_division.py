@@ -31,7 +31,9 @@ from torchnumlint.rules.divisors import (
     zero_kind,
 )
 from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch, is_torch_value, value_kind
-from torchnumlint.rules.guards import gradient_free, gradient_note, is_tested, number_value
+from torchnumlint.rules.gradient_context import gradient_free, gradient_note
+from torchnumlint.rules.guarding import is_tested
+from torchnumlint.rules.syntax import number_value
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.shapes import (
     root_hazard,
@@ -251,7 +253,7 @@ class UnguardedDivision(DivisionRule):
         ctx = self.ctx
         if found.kind != "sqrt":
             return clamp_fix(self, d, count_floor(ctx, found.value) if found.kind == "count" else EPS)
-        _, arg = root_of(ctx, found.value)  # type: ignore[misc]
+        _, arg = root_of(ctx, found.value)  # type: ignore[misc]  # a sqrt divisor is a root (`zero_kind`)
         if self._vector_norm_first(arg, found.value):
             return None
         if through_shape(ctx, d, names=False) is found.value:

@@ -33,8 +33,10 @@ from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.cosines import cosine_evidence
 from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch
-from torchnumlint.rules.guards import gradient_free, is_detached, is_tested, number_value, strip_parens
-from torchnumlint.rules.names import CallMatch, make_op, match_call
+from torchnumlint.rules.gradient_context import gradient_free, is_detached
+from torchnumlint.rules.guarding import is_tested
+from torchnumlint.rules.syntax import number_value, strip_parens
+from torchnumlint.rules.calls import CallMatch, make_op, match_call
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext, FixBuilder

@@ -5,6 +5,6 @@ by batch x classes instead of the batch (TNL114, `kl_div_mean_reduction`).
 
 One module per rule. What they share lives in the shared matcher layer: the KL call sites in any
 form and the evidence that no gradient reaches a target in `rules/losses.py`, the softmax
-recogniser in `guards.softmax_call`, and the fix placement (the call, or the one assignment of
+recogniser in `made_by.softmax_call`, and the fix placement (the call, or the one assignment of
 the softmax) in `rules/rewrite.py`. `rules/registry.py` finds its rule modules.
 """

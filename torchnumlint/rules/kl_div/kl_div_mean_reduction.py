@@ -23,9 +23,10 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
-from torchnumlint.rules.guards import every_way, strip_parens
+from torchnumlint.rules.syntax import strip_parens
+from torchnumlint.rules.ways import every_way
 from torchnumlint.rules.losses import KLDIV_LOSS, kl_site
-from torchnumlint.rules.names import is_literal, match_call
+from torchnumlint.rules.calls import is_literal, match_call
 from torchnumlint.rules.rewrite import with_keyword
 
 # nn.KLDivLoss(size_average=None, reduce=None, reduction="mean", log_target=False)
@@ -104,7 +105,7 @@ def _batchmean(call: cst.Call, given: Optional[cst.Arg]) -> cst.Call:
     its quotes kept), or a new keyword."""
     if given is None:
         return with_keyword(call, "reduction", cst.SimpleString('"batchmean"'))
-    quote = strip_parens(given.value).quote  # type: ignore[union-attr]
+    quote = strip_parens(given.value).quote  # type: ignore[attr-defined]  # fixable only where the reduction is a string literal (`_reduction`)
     new = given.with_changes(value=cst.SimpleString(f"{quote}batchmean{quote}"))
     return call.with_changes(args=[new if a is given else a for a in call.args])
 
@@ -246,7 +247,7 @@ class KlDivMeanReduction(Rule):
             site = kl_site(ctx, node)
             if site is None or site.ctor is not None or site.opaque:
                 return
-            args, what = match_call(ctx.imports, node, "kl_div").args, "kl_div"  # type: ignore[union-attr]
+            args, what = match_call(ctx.imports, node, "kl_div").args, "kl_div"  # type: ignore[union-attr]  # `kl_site` matched this call as `kl_div`
         found = _reduction(ctx, args) if args is not None else None
         if found is None:
             return

@@ -11,7 +11,7 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
-from torchnumlint.rules.guards import softmax_call
+from torchnumlint.rules.made_by import softmax_call
 from torchnumlint.rules.losses import kl_site
 from torchnumlint.rules.rewrite import renamed_note, to_log_softmax
 

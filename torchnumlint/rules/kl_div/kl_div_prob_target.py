@@ -14,7 +14,7 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
-from torchnumlint.rules.guards import softmax_call
+from torchnumlint.rules.made_by import softmax_call
 from torchnumlint.rules.losses import kl_site, target_without_gradient
 from torchnumlint.rules.rewrite import renamed_note, to_log_softmax, with_keyword
 

@@ -35,8 +35,8 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.evidence import STRICT_WHY
-from torchnumlint.rules.guards import same_code, strip_parens
-from torchnumlint.rules.names import CallMatch, Op, make_op, match_call
+from torchnumlint.rules.syntax import same_code, strip_parens
+from torchnumlint.rules.calls import CallMatch, make_op, match_call, Op
 from torchnumlint.rules.shapes import through_shape
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -7,8 +7,8 @@ before the log-probabilities stop being finite; `log(exp(x).sum(d))`, `log(exp(x
 
 One module per rule; what the rules share is in `sites` (what a log reads, and how its fix is
 placed) and `handwritten` (softmaxes and label probabilities written out by hand). The shared
-matcher layer answers the rest: "is this a softmax / sigmoid" in `guards.softmax_call` /
-`guards.sigmoid_call`, "what is the -inf used for" in `rules/uses.py`, "rewrite the one
+matcher layer answers the rest: "is this a softmax / sigmoid" in `made_by.softmax_call` /
+`made_by.sigmoid_call`, "what is the -inf used for" in `rules/uses.py`, "rewrite the one
 assignment, recompute at the use, or no fix" in `rules/rewrite.py`. `rules/registry.py`
 finds its rule modules.
 """

@@ -35,10 +35,12 @@ from typing import List, Optional, Tuple
 import libcst as cst
 
 from torchnumlint.rules.evidence import may_carry_grad
-from torchnumlint.rules.guards import number_value, same_code, sigmoid_call, strip_parens
+from torchnumlint.rules.made_by import sigmoid_call
+from torchnumlint.rules.syntax import number_value, same_code, strip_parens
 from torchnumlint.rules.log_domain.shifts import is_shifted
 from torchnumlint.rules.log_domain.sites import chain, resolved
-from torchnumlint.rules.names import Binding, CallMatch, is_literal, match_call
+from torchnumlint.rules.bindings import Binding
+from torchnumlint.rules.calls import CallMatch, is_literal, match_call
 from torchnumlint.rules.rewrite import keyword_arg
 from torchnumlint.rules.shapes import shape_step, square_base
 
@@ -127,8 +129,8 @@ def _sign(ctx, expr: cst.BaseExpression, depth: int = 0) -> Optional[int]:
         if isinstance(expr.operator, cst.Add) and left == right == 1:
             return 1
         return None
-    inner, stepped = _through(ctx, expr, expr)
-    return _sign(ctx, inner, depth + 1) if inner is not expr and (stepped or isinstance(expr, cst.Name)) else None
+    through, stepped = _through(ctx, expr, expr)
+    return _sign(ctx, through, depth + 1) if through is not expr and (stepped or isinstance(expr, cst.Name)) else None
 
 
 def is_gaussian(ctx, logits: cst.BaseExpression) -> bool:

@@ -2,7 +2,7 @@
 log of the probability a sigmoid gives a label, `torch.where(y, p, 1 - p)` or
 `y * p + (1 - y) * (1 - p)`: each is -inf once the sigmoid rounds to 0 or 1.
 
-A sigmoid is what `guards.sigmoid_call` recognises; the label forms are
+A sigmoid is what `made_by.sigmoid_call` recognises; the label forms are
 `log_domain.handwritten.sigmoid_pick`. A guarded input (`+ eps`, `clamp`, a second assignment) is
 never one of these shapes. Fixes (placed by `rewrite.at_source`): `F.logsigmoid(x)`,
 `F.logsigmoid(-x)`, and `F.logsigmoid(torch.where(y, x, -x))`, which equals the `where` form
@@ -17,10 +17,12 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
-from torchnumlint.rules.guards import gradient_free, sigmoid_call, strip_parens
+from torchnumlint.rules.gradient_context import gradient_free
+from torchnumlint.rules.made_by import sigmoid_call
+from torchnumlint.rules.syntax import strip_parens
 from torchnumlint.rules.log_domain.handwritten import SigmoidPick, one_minus, sigmoid_pick
 from torchnumlint.rules.log_domain.sites import LogRule, LogSite, chain, recognised, resolved, store_targets
-from torchnumlint.rules.names import CallMatch, match_call
+from torchnumlint.rules.calls import CallMatch, match_call
 from torchnumlint.rules.rewrite import Build, negated
 from torchnumlint.rules.uses import only_ranked, uses_of
 

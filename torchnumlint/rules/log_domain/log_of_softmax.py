@@ -1,7 +1,7 @@
 """TNL103 log-of-softmax: `log(softmax(x))`, whose probabilities underflow to exactly 0 (and the
 log to -inf) long before the log-probabilities stop being finite.
 
-A softmax is what `guards.softmax_call` recognises (any alias, the method form, through names),
+A softmax is what `made_by.softmax_call` recognises (any alias, the method form, through names),
 or one written by hand (`log_domain.handwritten.hand_softmax`: `exp(x) / exp(x).sum(d,
 keepdim=True)`, max-subtracted or not). What the -inf is used for (`uses.uses_of`) decides the
 message, and silence where it is only ranked without a gradient.
@@ -16,16 +16,18 @@ attribute or helper, a max-subtracted hand-written one (its exp's input is not t
 
 from __future__ import annotations
 
-from typing import Optional, Set
+from typing import Callable, Optional, Set
 
 import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
-from torchnumlint.rules.guards import gradient_free, is_detached, number_value, softmax_call, strip_parens
+from torchnumlint.rules.gradient_context import gradient_free, is_detached
+from torchnumlint.rules.made_by import softmax_call
+from torchnumlint.rules.syntax import number_value, strip_parens
 from torchnumlint.rules.log_domain.handwritten import ExpNormalisation, hand_softmax, softmax_like
 from torchnumlint.rules.log_domain.sites import LogRule, LogSite, chain, recognised, store_targets
-from torchnumlint.rules.names import CallMatch, match_call
+from torchnumlint.rules.calls import CallMatch, match_call
 from torchnumlint.rules.rewrite import Build, renamed_call, renamed_func, with_input
 from torchnumlint.rules.uses import only_ranked, uses_of
 
@@ -213,7 +215,8 @@ class LogOfSoftmax(LogRule):
 
     def _site(self, node: cst.Call, inp: cst.BaseExpression) -> Optional[LogSite]:
         ctx = self.ctx
-        core, wrap = strip_parens(inp), None
+        core = strip_parens(inp)
+        wrap: Optional[Callable[[cst.BaseExpression], cst.BaseExpression]] = None
         if isinstance(core, cst.Subscript):
             subscript = core
             core, wrap = subscript.value, (lambda new: subscript.with_changes(value=new))
@@ -230,7 +233,7 @@ class LogOfSoftmax(LogRule):
         hand = hand_softmax(ctx, core)
         if hand is None:
             return None
-        dim = hand.dim.value  # type: ignore[union-attr]
+        dim = hand.dim.value  # type: ignore[union-attr]  # a hand softmax has its dim (`hand_softmax`)
         build = None if hand.shifted or isinstance(dim, (cst.Tuple, cst.List)) else _hand_builder(hand)
         followed = hand.exp_chain + hand.total_chain
         if followed and not ctx.unchanged_since([hand.logits], followed):
@@ -246,7 +249,7 @@ class LogOfSoftmax(LogRule):
         if site.wrap is not None or len(stack) < 3:
             return None
         arg, parent = stack[-2], stack[-3]
-        if not isinstance(arg, cst.Arg) or arg.value is not node:
+        if not isinstance(arg, cst.Arg) or arg.value is not node or not isinstance(parent, cst.Call):
             return None
         nll = match_call(self.ctx.imports, parent, "nll_loss")
         if nll is None or nll.input is not node or not nll.fully_known:

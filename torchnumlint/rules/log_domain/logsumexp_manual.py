@@ -27,11 +27,13 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
 from torchnumlint.rules.evidence import is_not_torch
-from torchnumlint.rules.guards import in_reference_implementation, number_value, strip_parens
+from torchnumlint.rules.gradient_context import in_reference_implementation
+from torchnumlint.rules.syntax import number_value, strip_parens
 from torchnumlint.rules.log_domain.handwritten import exp_of, stable_exp
 from torchnumlint.rules.log_domain.sites import LogRule, LogSite, chain, resolved, store_targets
 from torchnumlint.rules.log_domain.unreached import on_empty_input, selected_at_non_finite
-from torchnumlint.rules.names import CallMatch, is_plain, match_call
+from torchnumlint.rules.bindings import is_plain
+from torchnumlint.rules.calls import CallMatch, match_call
 from torchnumlint.rules.rewrite import Build
 
 _COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
@@ -87,7 +89,7 @@ def _logsumexp_builder(reduction: CallMatch, logits: cst.BaseExpression) -> Buil
             return None
         size = cst.Subscript(
             value=cst.Attribute(value=x, attr=cst.Name("shape")),
-            slice=[cst.SubscriptElement(slice=cst.Index(value=strip_parens(reduction.arg("dim"))))],  # type: ignore[arg-type]
+            slice=[cst.SubscriptElement(slice=cst.Index(value=strip_parens(reduction.arg("dim"))))],  # type: ignore[arg-type]  # `fully_known` reductions give their dim
         )
         log_n = cst.Call(func=cst.Attribute(value=math, attr=cst.Name("log")), args=[cst.Arg(value=size)])
         return cst.BinaryOperation(left=call, operator=cst.Subtract(), right=log_n)
@@ -238,9 +240,9 @@ class LogsumexpManual(LogRule):
         exps = [exp_of(ctx, term) for term in terms]
         if len(terms) < 2 or any(e is None or stable_exp(ctx, e.input) or is_not_torch(ctx, e.input) for e in exps):
             return None
-        inline = all(e.call is t for e, t in zip(exps, terms))  # type: ignore[union-attr]
-        build = _logaddexp_builder(exps[0].input, exps[1].input) if len(exps) == 2 and inline else None  # type: ignore[union-attr]
-        parts = [e.input for e in exps]  # type: ignore[union-attr]
+        inline = all(e.call is t for e, t in zip(exps, terms))  # type: ignore[union-attr]  # no None in `exps`: returned above
+        build = _logaddexp_builder(exps[0].input, exps[1].input) if len(exps) == 2 and inline else None  # type: ignore[union-attr]  # no None in `exps`: returned above
+        parts = [e.input for e in exps]  # type: ignore[union-attr]  # no None in `exps`: returned above
         return LogSite(node, core, chain(ctx, core), parts[0], build, parts), "sum", "`torch.logaddexp`", parts
 
     def _reduction_build(self, reduction: CallMatch, logits: cst.BaseExpression, exp_chain) -> Optional[Build]:

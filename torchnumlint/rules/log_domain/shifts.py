@@ -6,7 +6,7 @@ through names, under a positive scale (`(x - m) / t`, `r * (x - m)`), with the m
 - inline or through names: `x.max(d, keepdim=True).values`, `[0]`, `x.amax(d)`, a tuple unpack
   `m, _ = x.max(1, keepdim=True)`, `.detach()`, a `logsumexp`, a max pool (timm's LSE pools);
 - through every assignment that may reach the name (`m = x.amax(1) if c else x.max(1)[0]`, one
-  per branch of an `if`): each must be a max (`guards.every_way`);
+  per branch of an `if`): each must be a max (`ways.every_way`);
 - with its infinite entries replaced by a number, `torch.masked_fill(m, m.abs() == inf, 0)` or
   `torch.where(torch.isinf(m), 0, m)`: where the max is infinite the row holds an inf (or only
   -inf), whose exp is already the true inf (or 0), so the shift keeps every row exact (torch's
@@ -22,10 +22,11 @@ from typing import Dict, List, Optional
 
 import libcst as cst
 
-from torchnumlint.rules.guards import every_way, number_value, same_code, strip_parens, ways
+from torchnumlint.rules.syntax import number_value, same_code, strip_parens
+from torchnumlint.rules.ways import every_way, ways
 from torchnumlint.rules.log_domain.sites import resolved
 from torchnumlint.rules.log_domain.unreached import non_finite
-from torchnumlint.rules.names import Binding
+from torchnumlint.rules.bindings import Binding
 from torchnumlint.rules.shapes import shape_step
 
 # what a stable exp subtracts from its input (timm's generalised-mean pools subtract a max pool)
@@ -98,7 +99,7 @@ def _max_helper(ctx, func: cst.BaseExpression, depth: int) -> bool:
     if id(function) not in known:
         known[id(function)] = False  # a helper that calls itself proves nothing by that call
         paths = _returns(function, (ctx.module, function))
-        known[id(function)] = bool(paths) and all(_returns_max(ctx, path, depth) for path in paths)  # type: ignore[union-attr]
+        known[id(function)] = bool(paths) and all(_returns_max(ctx, path, depth) for path in paths)  # type: ignore[union-attr]  # `bool(paths)` has ruled out None
     return known[id(function)]
 
 

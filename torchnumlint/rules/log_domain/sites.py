@@ -15,8 +15,9 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import libcst as cst
 
 from torchnumlint.rules.base import Rule
-from torchnumlint.rules.guards import strip_parens
-from torchnumlint.rules.names import Binding, CallMatch, match_call
+from torchnumlint.rules.syntax import strip_parens
+from torchnumlint.rules.bindings import Binding
+from torchnumlint.rules.calls import CallMatch, match_call
 from torchnumlint.rules.rewrite import Build, at_source, drop_if_unread, renamed_note
 
 # Plain names followed (`q = p`, `p = F.softmax(x, -1)`) for a fix; never `self.attr`, whose
@@ -35,8 +36,8 @@ def resolved(ctx, expr: cst.BaseExpression) -> cst.BaseExpression:
 
 
 def recognised(ctx, expr: cst.BaseExpression, recognise, op: str) -> Tuple[Optional[CallMatch], bool]:
-    """(`expr` as a call of `op` by the shared recogniser `recognise` (`guards.softmax_call`,
-    `guards.sigmoid_call`), whether a fix may rebuild it: a plain call of `op` with every
+    """(`expr` as a call of `op` by the shared recogniser `recognise` (`made_by.softmax_call`,
+    `made_by.sigmoid_call`), whether a fix may rebuild it: a plain call of `op` with every
     argument visible, reached from `expr` through local names only. A softmax found through an
     attribute, a helper or a module activation is reported, never rewritten here.)"""
     match = recognise(ctx, expr)
@@ -48,7 +49,7 @@ def recognised(ctx, expr: cst.BaseExpression, recognise, op: str) -> Tuple[Optio
 
 def store_targets(bindings: Sequence[Binding]) -> List[cst.Name]:
     """The names bound by `bindings` (plain one-target assignments)."""
-    return [b.node.targets[0].target for b in bindings if b.rewritable and isinstance(b.node.targets[0].target, cst.Name)]  # type: ignore[attr-defined]
+    return [b.node.targets[0].target for b in bindings if b.rewritable and isinstance(b.node.targets[0].target, cst.Name)]  # type: ignore[attr-defined]  # `rewritable`: a one-target Assign
 
 
 @dataclass
@@ -92,5 +93,5 @@ class LogRule(Rule):
         fix.replace(site.log, new)  # a wrap decides the parentheses (a difference in a product needs them)
         replaced = site.chain[0].value if renamed else site.log
         for target in site.unread:
-            drop_if_unread(fix, target, replaced)  # type: ignore[arg-type]
+            drop_if_unread(fix, target, replaced)  # type: ignore[arg-type]  # a chain's bindings all have values (`FileContext.chain`)
         return fix, renamed_note(renamed)

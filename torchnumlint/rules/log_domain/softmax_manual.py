@@ -29,7 +29,8 @@ from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
 from torchnumlint.rules.divisors import DivisionRule
 from torchnumlint.rules.evidence import is_not_torch
-from torchnumlint.rules.guards import in_reference_implementation, strip_parens
+from torchnumlint.rules.gradient_context import in_reference_implementation
+from torchnumlint.rules.syntax import strip_parens
 from torchnumlint.rules.log_domain.handwritten import (
     ExpNormalisation,
     exp_normalisation,
@@ -39,7 +40,7 @@ from torchnumlint.rules.log_domain.handwritten import (
 )
 from torchnumlint.rules.log_domain.sites import store_targets
 from torchnumlint.rules.log_domain.unreached import on_empty_input
-from torchnumlint.rules.names import match_call
+from torchnumlint.rules.calls import match_call
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.uses import binding_line, only_ranked, reads_of, uses_of
 
@@ -169,7 +170,7 @@ class SoftmaxManual(DivisionRule):
         softmax: `torch.log(e / e.sum(d, keepdim=True))` inline, or through a name that only the
         log reads. Such a log is one hazard with its quotient."""
         ctx = self.ctx
-        if hand_softmax(ctx, node) is None:  # type: ignore[arg-type]
+        if hand_softmax(ctx, node) is None:  # type: ignore[arg-type]  # called with the quotient, an expression
             return False
         stack = ctx.stack
         if self._log_above(stack):

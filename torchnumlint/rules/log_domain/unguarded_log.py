@@ -21,17 +21,13 @@ from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.divisors import clamp_fix
 from torchnumlint.rules.elementary import one_plus
 from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch, is_torch_value, may_carry_grad, value_kind
-from torchnumlint.rules.guards import (
-    in_reference_implementation,
-    is_guarded,
-    is_mask,
-    is_positive,
-    same_code,
-    sigmoid_call,
-    softmax_call,
-    strip_parens,
-)
-from torchnumlint.rules.names import make_op, match_call
+from torchnumlint.rules.gradient_context import in_reference_implementation
+from torchnumlint.rules.guarding import is_guarded
+from torchnumlint.rules.made_by import sigmoid_call, softmax_call
+from torchnumlint.rules.masks import is_mask
+from torchnumlint.rules.number_kinds import is_positive
+from torchnumlint.rules.syntax import same_code, strip_parens
+from torchnumlint.rules.calls import make_op, match_call
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.uses import only_ranked, uses_of
 from torchnumlint.rules.selections import enclosing_selection, mentions

@@ -22,7 +22,7 @@ from typing import Iterator, List, Optional, Sequence
 
 import libcst as cst
 
-from torchnumlint.rules.guards import number_value, same_code, strip_parens
+from torchnumlint.rules.syntax import number_value, same_code, strip_parens
 from torchnumlint.rules.uses import reads_of
 
 _MAX_HOPS = 6  # names and wheres followed outward from the value
@@ -68,7 +68,8 @@ def _infinite(expr: cst.BaseExpression) -> bool:
         return expr.attr.value == "inf"
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "float":
         arg = expr.args[0].value if len(expr.args) == 1 else None
-        return isinstance(arg, cst.SimpleString) and arg.evaluated_value.lstrip("+-").lower() in ("inf", "infinity")
+        text = arg.evaluated_value if isinstance(arg, cst.SimpleString) else None
+        return isinstance(text, str) and text.lstrip("+-").lower() in ("inf", "infinity")
     return False
 
 
@@ -128,7 +129,7 @@ def _equal_pair(part: cst.BaseExpression):
 def _unreal(ctx, expr: cst.BaseExpression) -> cst.BaseExpression:
     expr = strip_parens(expr)
     while isinstance(expr, cst.Call) and _call_name(ctx, expr) == "real" and _subject(ctx, expr) is not None:
-        expr = _subject(ctx, expr)  # type: ignore[assignment]
+        expr = _subject(ctx, expr)  # type: ignore[assignment]  # not None: the loop test just asked
     return expr
 
 

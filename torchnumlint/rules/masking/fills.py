@@ -3,7 +3,7 @@ cover a whole row.
 
 A `-inf` fill is found backwards from where the value is used (a softmax, a cross entropy),
 through names (every reaching assignment, `self.x` and module names bound once), the steps that
-keep values (`names.selection_of`: indexing, reshapes, float casts) and additions, which make an
+keep values (`value_steps.selection_of`: indexing, reshapes, float casts) and additions, which make an
 additive mask of it:
 
 - `s.masked_fill(m, -inf)`, `torch.masked_fill(s, m, -inf)`, `torch.where(m, -inf, s)`;
@@ -40,8 +40,9 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 import libcst as cst
 
-from torchnumlint.rules.guards import code_key, number_value, strip_parens, unwrap_casts
-from torchnumlint.rules.names import is_literal, make_op, match_call, selection_of
+from torchnumlint.rules.syntax import code_key, number_value, strip_parens, unwrap_casts
+from torchnumlint.rules.calls import is_literal, make_op, match_call
+from torchnumlint.rules.value_steps import selection_of
 from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -226,10 +227,10 @@ def masks_first_row(ctx: "FileContext", mask: cst.BaseExpression) -> bool:
     if inner is not None:
         tril = match_call(ctx.imports, _unwrapped(ctx, inner), TRIL)
         diagonal = _literal_diagonal(tril) if tril is not None else None
-        return diagonal is not None and diagonal < 0 and _ones(ctx, tril.input)
+        return tril is not None and diagonal is not None and diagonal < 0 and _ones(ctx, tril.input)
     triu = match_call(ctx.imports, value, TRIU)
     diagonal = _literal_diagonal(triu) if triu is not None else None
-    return diagonal is not None and diagonal <= 0 and _ones(ctx, triu.input)
+    return triu is not None and diagonal is not None and diagonal <= 0 and _ones(ctx, triu.input)
 
 
 def _literal_diagonal(match) -> Optional[int]:
@@ -429,10 +430,11 @@ def _inplace_fill(
     """The fill a binding with no value stands for: `name.masked_fill_(m, -inf)` or
     `name[m] = -inf` (how the scope table records an in-place change)."""
     fill = match_call(ctx.imports, node, MASKED_FILL_)
-    if fill is not None and is_neg_inf(ctx, fill.arg("value")) and (
+    value = fill.arg("value") if fill is not None else None
+    if fill is not None and value is not None and is_neg_inf(ctx, value) and (
         any_entry or _row_mask(ctx, fill.input, fill.arg("mask"))
     ):
-        return InfFill(node, fill.arg("value"), name, "masked_fill_", additive, fill.arg("mask"))
+        return InfFill(node, value, name, "masked_fill_", additive, fill.arg("mask"))
     if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Subscript):
         target = node.targets[0].target
         if is_neg_inf(ctx, node.value) and (any_entry or _row_mask(ctx, target.value, _element_mask(target))):
@@ -495,15 +497,17 @@ class _Walk:
                 self.walk(side, True, depth + 1)
             return
         add = match_call(imports, expr, ADD)
-        if add is not None and add.arg("other") is not None and add.arg("alpha") is None:
-            for side in (add.input, add.arg("other")):
+        other = add.arg("other") if add is not None else None
+        if add is not None and other is not None and add.arg("alpha") is None:
+            for side in (add.input, other):
                 self.walk(side, True, depth + 1)
             return
         fill = match_call(imports, expr, MASKED_FILL, MASKED_FILL_)
         if fill is not None:
-            if is_neg_inf(ctx, fill.arg("value")):
+            value = fill.arg("value")
+            if value is not None and is_neg_inf(ctx, value):
                 if self.covers(fill.input, fill.arg("mask")):
-                    found.append(InfFill(expr, fill.arg("value"), fill.input, fill.op.name, additive, fill.arg("mask")))
+                    found.append(InfFill(expr, value, fill.input, fill.op.name, additive, fill.arg("mask")))
                 return
             self.walk(fill.input, additive, depth + 1)
             return
@@ -513,8 +517,9 @@ class _Walk:
             return
         full = match_call(imports, expr, FULL, FULL_LIKE)
         if full is not None:
-            if is_neg_inf(ctx, full.arg("fill_value")):
-                found.append(InfFill(expr, full.arg("fill_value"), None, full.op.name, True))
+            value = full.arg("fill_value")
+            if value is not None and is_neg_inf(ctx, value):
+                found.append(InfFill(expr, value, None, full.op.name, True))
             return
         triu = match_call(imports, expr, TRIU)
         if triu is not None:

@@ -25,10 +25,11 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
-from torchnumlint.rules.guards import every_way, number_value, strip_parens
+from torchnumlint.rules.syntax import number_value, strip_parens
+from torchnumlint.rules.ways import every_way
 from torchnumlint.rules.losses import LossSite, loss_site
 from torchnumlint.rules.masking.fills import inf_fills
-from torchnumlint.rules.names import OPS
+from torchnumlint.rules.calls import OPS
 
 CE_LOSS = ("torch.nn.CrossEntropyLoss", "torch.nn.modules.loss.CrossEntropyLoss")
 # nn.CrossEntropyLoss(weight, size_average, ignore_index, reduce, reduction, label_smoothing)

@@ -35,10 +35,13 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.evidence import STRICT_WHY
-from torchnumlint.rules.guards import gradient_note, module_call, strip_parens
+from torchnumlint.rules.gradient_context import gradient_note
+from torchnumlint.rules.module_calls import module_call
+from torchnumlint.rules.syntax import strip_parens
 from torchnumlint.rules.masking.fills import InfFill, inf_fills, masks_first_row, rezeroed
 from torchnumlint.rules.mask_origin import origin
-from torchnumlint.rules.names import is_plain, match_call
+from torchnumlint.rules.bindings import is_plain
+from torchnumlint.rules.calls import match_call
 
 _SOFTMAX_MODULES = ("torch.nn.Softmax", "torch.nn.LogSoftmax")
 _FIXABLE = frozenset({"masked_fill", "masked_fill_", "index", "data", "where"})
@@ -208,12 +211,13 @@ class MaskedInfSoftmax(Rule):
     def _hazard(self, fill: InfFill, zeroed: bool) -> Optional[str]:
         if not zeroed:
             return "a row whose every entry is masked is NaN (-inf - -inf), and so is every gradient through it"
-        if not fill.additive or gradient_note(self.ctx) is None:
+        note = gradient_note(self.ctx) if fill.additive else None
+        if note is None:
             return None  # masked_fill's backward zeroes the masked entries: finite both ways (measured)
         return (
             "the output is re-zeroed where masked, so the forward is finite, but a fully masked row "
             "still sends NaN into the gradient of the scores through the additive mask"
-            + gradient_note(self.ctx)
+            + note
         )
 
     @staticmethod

@@ -168,7 +168,7 @@ class ClipScaledGradients(Rule):
         )
         at = next((i for i, s in enumerate(steps) if s[2] is node), None)
         backward = next((s for s in reversed(steps[:at]) if s[0] == "backward"), None) if at is not None else None
-        if backward is None:
+        if at is None or backward is None:
             return
         scaler = backward[1]
         between = steps[steps.index(backward) + 1 : at]

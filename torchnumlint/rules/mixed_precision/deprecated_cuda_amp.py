@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
 import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.autocast import DEPRECATED, DEVICE_AUTOCAST_PARAMS, deprecated_device
 from torchnumlint.rules.base import Example, Rule
-from torchnumlint.rules.names import dotted
+from torchnumlint.rules.imports import dotted
 from torchnumlint.rules.rewrite import as_keyword, keyword_arg
 from torchnumlint.walk import Visitor
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchnumlint.context import FixBuilder
 
 # The replacements that are decorators (used bare too: `@amp.custom_fwd`).
 _CUSTOM = ("torch.amp.custom_fwd", "torch.amp.custom_bwd")
@@ -59,12 +62,12 @@ def _module_bindings(body: Sequence[cst.CSTNode]) -> Dict[str, set]:
                 if isinstance(small, cst.Import):
                     for alias in small.names:
                         full = dotted(alias.name)
-                        bind(alias.asname.name.value if alias.asname else full.split(".")[0],  # type: ignore[union-attr]
+                        bind(alias.asname.name.value if alias.asname else full.split(".")[0],  # type: ignore[union-attr]  # an import's `as` target is a Name
                              full if alias.asname else full.split(".")[0])
                 elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
                     base = "." * len(small.relative) + (dotted(small.module) if small.module else "")
                     for alias in small.names:
-                        bind(alias.asname.name.value if alias.asname else dotted(alias.name),  # type: ignore[union-attr]
+                        bind(alias.asname.name.value if alias.asname else dotted(alias.name),  # type: ignore[union-attr]  # an import's `as` target is a Name
                              f"{base}.{dotted(alias.name)}")
                 elif isinstance(small, (cst.Assign, cst.AnnAssign)):
                     targets = small.targets if isinstance(small, cst.Assign) else [small]
@@ -248,10 +251,10 @@ class DeprecatedCudaAmp(Rule):
             self._autocast(node, deprecated_device(qual))
         elif new == "torch.amp.GradScaler":
             fix = self.fix()
-            new = node.with_changes(
+            scaler = node.with_changes(
                 func=fix.ref("torch.amp.GradScaler"), args=[_cuda_arg(bool(node.args))] + list(node.args)
             )
-            fix.replace(node, new)
+            fix.replace(node, scaler)
             self.report(
                 node, fix, old="torch.cuda.amp.GradScaler(...)", new='torch.amp.GradScaler("cuda", ...)', why=_WARNS
             )
@@ -314,23 +317,24 @@ class DeprecatedCudaAmp(Rule):
             alias
             for alias in node.names
             if (module in ("torch.cuda", "torch.cpu") and dotted(alias.name) == "amp") or module.endswith(".amp")
-            if not used.get((alias.asname.name if alias.asname else alias.name).value, 0)  # type: ignore[union-attr]
+            if not used.get((alias.asname.name if alias.asname else alias.name).value, 0)  # type: ignore[union-attr, arg-type]  # a from-import's names and `as` targets are Names
         ]
         if not unused:
             return
-        fix = self.fix()
+        builder = self.fix()
+        fix: Optional[FixBuilder] = builder
         kept = [alias for alias in node.names if alias not in unused]
         line = self.ctx.parent if isinstance(self.ctx.parent, cst.SimpleStatementLine) else None
         block = self.ctx.stack[-3] if len(self.ctx.stack) > 2 else None
         if kept:
-            fix.replace(node, node.with_changes(names=[*kept[:-1], kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]))
+            builder.replace(node, node.with_changes(names=[*kept[:-1], kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]))
         elif line is not None and len(line.body) == 1 and isinstance(block, cst.IndentedBlock) and all(
             isinstance(s, cst.SimpleStatementLine) and all(isinstance(i, (cst.Import, cst.ImportFrom)) for i in s.body)
             for s in block.body
         ):
-            fix.replace(node, cst.Pass())  # removing every import of `if x:` would leave it empty
+            builder.replace(node, cst.Pass())  # removing every import of `if x:` would leave it empty
         elif line is not None and len(line.body) == 1:
-            fix.remove_line(line)
+            builder.remove_line(line)
         else:
             fix = None
         names = ", ".join(dotted(alias.name) for alias in unused)
@@ -373,8 +377,9 @@ class DeprecatedCudaAmp(Rule):
     def _custom(self, node: cst.BaseExpression, call: Optional[cst.Call], new: str) -> None:
         """`torch.cuda.amp.custom_fwd/custom_bwd`, called or bare, as `new` with `device_type="cuda"`."""
         short = new.rsplit(".", 1)[1]
-        fix = self.fix()
-        func = fix.ref(new)
+        builder = self.fix()
+        fix: Optional[FixBuilder] = builder
+        func = builder.ref(new)
         args = list(call.args) if call is not None else []
         if any(a.star == "**" for a in args):
             fix = None
@@ -384,14 +389,14 @@ class DeprecatedCudaAmp(Rule):
             device = keyword_arg("device_type", _CUDA, comma=bool(rest))
             if positional:
                 positional[-1] = positional[-1].with_changes(comma=_COMMA)
-            new = cst.Call(func=func, args=positional + [device] + rest)
+            built = cst.Call(func=func, args=positional + [device] + rest)
             if call is not None:
-                new = call.with_changes(func=func, args=new.args)
-            fix.replace(node, new)
+                built = call.with_changes(func=func, args=built.args)
+            builder.replace(node, built)
         self.report(node, fix, old=f"torch.cuda.amp.{short}", new=f'torch.amp.{short}(device_type="cuda", ...)', why=_WARNS)
 
     def _autocast(self, node: cst.Call, device: str) -> None:
-        fix: Optional = self.fix()
+        fix: Optional[FixBuilder] = self.fix()
         args: List[cst.Arg] = []
         positional = 0
         for arg in node.args:

@@ -27,7 +27,7 @@ from torchnumlint.findings import Safety
 from torchnumlint.rules.autocast import FP16_INF_RECIPROCAL, FP16_ROUNDS_TO_ZERO
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.fp16_code import fp16_reach, fp16_value
-from torchnumlint.rules.names import all_params
+from torchnumlint.rules.bindings import all_params
 
 ROOTS_LOGS = frozenset({"sqrt", "rsqrt", "log", "log2", "log10"})
 CLAMPS = frozenset({"clamp", "clamp_min", "clip"})
@@ -131,7 +131,7 @@ class EpsBelowFp16(Rule):
         name = qual.rsplit(".", 1)[-1] if qual and qual.startswith("torch.") else None
         if name is None and isinstance(func, cst.Attribute) and qual is None:
             name = func.attr.value
-            inner = func.value
+            inner: Optional[cst.BaseExpression] = func.value
         else:
             inner = node.args[0].value if node.args else None
         if name in ROOTS_LOGS and inner is not None:
@@ -174,7 +174,7 @@ class EpsBelowFp16(Rule):
                 floor = expr.args[0].value
             eps = self._small(floor) if floor is not None else None
             if eps is not None:
-                return expr.func.value, floor, eps  # type: ignore[return-value]
+                return expr.func.value, floor, eps  # type: ignore[return-value]  # a method call here: its func is an Attribute
         return None
 
     def _small(self, expr: cst.BaseExpression, depth: int = 0) -> Optional[float]:

@@ -117,12 +117,12 @@ class _Judge:
         self.path = path
         self.lookup = lookup
         self.seen = seen
-        seen: Dict[str, List[Ref]] = {}
+        bound: Dict[str, List[Ref]] = {}
         for binding in forward.bindings:
             if not binding.island:  # what an island binds is not float16's business
-                seen.setdefault(binding.name, []).append(binding.value)
+                bound.setdefault(binding.name, []).append(binding.value)
         # names bound once, plainly, outside islands: their value is known wherever they are read
-        self.values = {name: refs[0] for name, refs in seen.items() if len(refs) == 1 and refs[0] is not None}
+        self.values = {name: refs[0] for name, refs in bound.items() if len(refs) == 1 and refs[0] is not None}
         # eps-like numbers: `self.eps` set in __init__ and parameters' defaults, by name
         self.small = {k: v for k, v in forward.init_numbers.items() if 0 < v < FP16_TINY}
         self.small.update((k, v) for k, v in forward.defaults.items() if 0 < v < FP16_TINY)
@@ -143,7 +143,7 @@ class _Judge:
                 return Hazard(SQUARE, expr.span)
             eps = self._eps(expr.right) if expr.op == "Div" else None
             if eps is not None:  # a denominator: a zero-valued eps and a subnormal one both fail
-                return Hazard(eps_text(eps), self._at(expr.right).span, "eps")  # type: ignore[union-attr]
+                return Hazard(eps_text(eps), self._at(expr.right).span, "eps")  # type: ignore[union-attr]  # a recorded operand (`_at` gives None only for no ref)
             return None
         if not isinstance(expr, Call):
             return None
@@ -155,7 +155,7 @@ class _Judge:
         if name in EPS_GUARDED:
             eps = self._eps(receiver)
             if eps is not None and eps < FP16_ROUNDS_TO_ZERO:  # a subnormal eps still guards a root or log
-                return Hazard(eps_text(eps), self._at(receiver).span, "eps")  # type: ignore[union-attr]
+                return Hazard(eps_text(eps), self._at(receiver).span, "eps")  # type: ignore[union-attr]  # a recorded operand (`_at` gives None only for no ref)
         if name in ("masked_fill", "masked_fill_"):
             return self._fill(expr, receiver)
         if name == "var" and self.fp16(receiver):
@@ -197,7 +197,7 @@ class _Judge:
             return self.small.get(expr.id)
         owner = self._at(expr.value) if isinstance(expr, Attr) else None
         if isinstance(owner, Name) and owner.id == "self":
-            return self.small.get(expr.attr)  # type: ignore[union-attr]
+            return self.small.get(expr.attr)  # type: ignore[union-attr]  # an Attr: `owner` is set only for one
         return None
 
     # -- values ----------------------------------------------------------------------------------

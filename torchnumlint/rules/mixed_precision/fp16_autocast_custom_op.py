@@ -56,7 +56,7 @@ def custom_fwd_fix(rule: Rule, info: "ClassInfo", device: str):
         fix, forward, f'{code(fix.ref("torch.amp.custom_fwd"))}(device_type="{device}", cast_inputs={float32})'
     ):
         return None
-    backward = find_method(cls, "backward")  # type: ignore[arg-type]
+    backward = find_method(cls, "backward")  # type: ignore[arg-type]  # not None: `forward` was found in it above
     if backward is not None and not any(decorator_qualname(ctx, d) in CUSTOM_BWD for d in backward.decorators):
         _insert_under_staticmethod(fix, backward, f'{code(fix.ref("torch.amp.custom_bwd"))}(device_type="{device}")')
     return fix

@@ -25,7 +25,7 @@ from torchnumlint.rules.autocast import FP16_MAX, source_value
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.fp16_code import fp16_reach, fp16_value
 from torchnumlint.rules.mixed_precision.scores import feeds_softmax
-from torchnumlint.rules.names import is_plain
+from torchnumlint.rules.bindings import is_plain
 
 FILLS = frozenset({"masked_fill", "masked_fill_"})
 FINFO_FP32 = frozenset({"torch.float32", "torch.float", "torch.float64", "torch.double"})
@@ -116,7 +116,7 @@ class Fp16OverflowConstant(Rule):
         arg = next((a for a in node.args if a.keyword is not None and a.keyword.value == "value"), None)
         arg = arg or (positional[at] if len(positional) > at else None)
         value = self._constant(arg.value) if arg is not None else None
-        if receiver is None or value is None or not FP16_MAX < abs(value) < float("inf"):
+        if arg is None or receiver is None or value is None or not FP16_MAX < abs(value) < float("inf"):
             return
         why = fp16_value(self.ctx, receiver)
         reach = fp16_reach(self.ctx)

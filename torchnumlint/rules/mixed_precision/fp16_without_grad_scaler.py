@@ -16,7 +16,7 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.amp import fp16_openers
 from torchnumlint.rules.base import Example, Rule
-from torchnumlint.rules.names import is_no_grad_item, read_names
+from torchnumlint.rules.bindings import is_no_grad_item, read_names
 from torchnumlint.walk import Visitor
 
 

@@ -20,8 +20,8 @@ from typing import List, NamedTuple, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchnumlint.rules import guards
-from torchnumlint.rules.names import dotted
+from torchnumlint.rules import syntax
+from torchnumlint.rules.imports import dotted
 from torchnumlint.walk import Visitor
 
 _FLOAT16 = frozenset({"torch.float16", "torch.half"})
@@ -211,7 +211,7 @@ def decay_near_one(scope: cst.CSTNode) -> Optional[Tuple[str, cst.CSTNode]]:
     def take(value: Optional[cst.BaseExpression], named: str) -> None:
         if value is None or not any(word in named.lower() for word in _DECAY_WORDS):
             return
-        number = guards.number_value(value)
+        number = syntax.number_value(value)
         if number is not None and DECAY_LIMIT <= number < 1:
             found.append((_code(value), value))
 

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 import libcst as cst
 
-from torchnumlint.rules.names import all_params, match_call
+from torchnumlint.rules.bindings import all_params
+from torchnumlint.rules.calls import match_call
 from torchnumlint.rules.uses import reads_of
 
 if TYPE_CHECKING:
@@ -45,8 +46,8 @@ def _reaches(ctx: "FileContext", path: Sequence[cst.CSTNode], depth: int) -> boo
         if isinstance(parent, cst.BinaryOperation) and not isinstance(parent.operator, cst.MatrixMultiply):
             i -= 1
             continue
-        if isinstance(parent, cst.Attribute) and parent.value is child and i >= 2 and isinstance(path[i - 2], cst.Call):
-            call = path[i - 2]
+        call = path[i - 2] if i >= 2 else None
+        if isinstance(parent, cst.Attribute) and parent.value is child and isinstance(call, cst.Call):
             if _is_softmax(ctx, call) or parent.attr.value not in _KEEPING_METHODS:
                 return _is_softmax(ctx, call)
             i -= 2

@@ -15,7 +15,8 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
 from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch, may_carry_grad
-from torchnumlint.rules.guards import gradient_note, same_code, strip_parens
+from torchnumlint.rules.gradient_context import gradient_note
+from torchnumlint.rules.syntax import same_code, strip_parens
 from torchnumlint.rules.pairwise import pairwise_rows
 from torchnumlint.rules.roots.base import RootRule
 from torchnumlint.rules.shapes import sum_of_squares

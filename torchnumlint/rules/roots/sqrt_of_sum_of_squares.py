@@ -9,7 +9,7 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
 from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch, is_torch_value, may_carry_grad, row_evidence, value_kind
-from torchnumlint.rules.guards import gradient_note
+from torchnumlint.rules.gradient_context import gradient_note
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.pairwise import pairwise_rows
 from torchnumlint.rules.roots.base import RootRule

@@ -26,8 +26,10 @@ from torchnumlint.rules.evidence import (
     row_evidence,
     value_kind,
 )
-from torchnumlint.rules.guards import gradient_note, is_tested, number_value, same_code, strip_parens
-from torchnumlint.rules.names import match_call
+from torchnumlint.rules.gradient_context import gradient_note
+from torchnumlint.rules.guarding import is_tested
+from torchnumlint.rules.syntax import number_value, same_code, strip_parens
+from torchnumlint.rules.calls import match_call
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.roots.base import RootRule
 from torchnumlint.rules.shapes import (
@@ -171,9 +173,10 @@ class UnguardedSqrtOrPow(RootRule):
         note = ""
         if edge is None:
             if kind != "rsqrt":
-                note = gradient_note(ctx)
-                if note is None or not may_carry_grad(ctx, arg):
+                flows = gradient_note(ctx)
+                if flows is None or not may_carry_grad(ctx, arg):
                     return  # only the gradient at 0 is at stake: reported where one flows
+                note = flows
             why = self._zero(what, arg)
             if why is None:
                 if not ctx.strict:
@@ -187,7 +190,7 @@ class UnguardedSqrtOrPow(RootRule):
         if torch_value and what == "a square" and kind == "sqrt":
             # `sqrt(x ** 2)` is |x| (within a rounding of the square), with gradient 0 at 0
             how = "it is `torch.abs(x)`"
-            base = reduced_square(ctx, arg)[0]  # type: ignore[index]
+            base = reduced_square(ctx, arg)[0]  # type: ignore[index]  # this hazard comes from a reduced square (`root_hazard`)
             fix = self.fix(Safety.SAFE)
             fix.replace(node, cst.parse_expression(f"{ctx.module.code_for_node(fix.ref('torch.abs'))}({ctx.module.code_for_node(strip_parens(base))})"))
         elif torch_value:
@@ -214,12 +217,12 @@ class UnguardedSqrtOrPow(RootRule):
         """Why the argument reaches 0 for real inputs, or None without evidence."""
         ctx = self.ctx
         if what in ("a mean of squares", "a sum of squares", "a square"):
-            return row_evidence(ctx, reduced_square(ctx, arg)[0], strong=True)  # type: ignore[index]
+            return row_evidence(ctx, reduced_square(ctx, arg)[0], strong=True)  # type: ignore[index]  # this hazard comes from a reduced square (`root_hazard`)
         if what == "a product of sums of squares":
             bases = [f.base for f in norms_of_squares(ctx, arg, arg)]
             return next((w for w in (row_evidence(ctx, b, strong=True) for b in bases) if w is not None), None)
         if what == "a quadratic form":
-            return row_evidence(ctx, quadratic_form(ctx, through_shape(ctx, arg)), strong=True)  # type: ignore[arg-type]
+            return row_evidence(ctx, quadratic_form(ctx, through_shape(ctx, arg)), strong=True)  # type: ignore[arg-type]  # this hazard comes from a quadratic form (`root_hazard`)
         if what == "a variance":
             var = match_call(ctx.imports, through_shape(ctx, arg), "var")
             if var is None:

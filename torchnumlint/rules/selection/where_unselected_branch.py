@@ -6,7 +6,7 @@ multiplies their derivative (1 / 0 = inf) by the 0 the selection gives them: NaN
 spreads to every parameter.
 
 The condition is the evidence: it tests the value, so its author expects the edge. The claim is
-about a gradient, so it is made where one is shown to flow (`guards.gradient_note`). A division by
+about a gradient, so it is made where one is shown to flow (`gradient_context.gradient_note`). A division by
 a norm, sum or count inside a `where` is TNL201's (`rules/ownership.py`).
 """
 
@@ -20,8 +20,11 @@ from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.divisors import zero_kind
 from torchnumlint.rules.evidence import is_not_torch, may_carry_grad
-from torchnumlint.rules.guards import gradient_note, is_guarded, is_positive, strip_parens
-from torchnumlint.rules.names import make_op, match_call
+from torchnumlint.rules.gradient_context import gradient_note
+from torchnumlint.rules.guarding import is_guarded
+from torchnumlint.rules.number_kinds import is_positive
+from torchnumlint.rules.syntax import strip_parens
+from torchnumlint.rules.calls import make_op, match_call
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.elementary import says_count
 from torchnumlint.rules.selections import Selection, edge_value, enclosing_selection, plain_condition

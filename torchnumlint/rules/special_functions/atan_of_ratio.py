@@ -19,8 +19,9 @@ from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.divisors import division_operands
 from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch
-from torchnumlint.rules.guards import is_guarded, same_code, strip_parens
-from torchnumlint.rules.names import make_op, match_call
+from torchnumlint.rules.guarding import is_guarded
+from torchnumlint.rules.syntax import same_code, strip_parens
+from torchnumlint.rules.calls import make_op, match_call
 
 _ATAN = make_op("atan", {"torch.atan", "torch.arctan"}, "atan")
 _ARCTAN = make_op("arctan", set(), "arctan")
@@ -136,7 +137,7 @@ def _indexed_pair(ctx, y: cst.BaseExpression, x: cst.BaseExpression) -> bool:
         return False
     values = [e.slice.value for e in (last_y, last_x) if isinstance(e.slice, cst.Index)]
     return len(values) == 2 and all(isinstance(v, cst.Integer) for v in values) and (
-        values[0].value != values[1].value  # type: ignore[attr-defined]
+        values[0].value != values[1].value  # type: ignore[attr-defined]  # both are Integers: asked just before
     )
 
 

@@ -22,7 +22,8 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.elementary import exp_of, is_integer_valued, is_random_draw, minus_one
-from torchnumlint.rules.names import match_call, read_names
+from torchnumlint.rules.bindings import read_names
+from torchnumlint.rules.calls import match_call
 from torchnumlint.rules.special_functions.placing import method, placed, torch_function
 from torchnumlint.rules.uses import reads_of
 

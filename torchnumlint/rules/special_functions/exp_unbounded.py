@@ -19,8 +19,8 @@ from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.elementary import bounded_above
 from torchnumlint.rules.evidence import is_not_torch
-from torchnumlint.rules.guards import strip_parens
-from torchnumlint.rules.names import match_call
+from torchnumlint.rules.syntax import strip_parens
+from torchnumlint.rules.calls import match_call
 
 # `logvar`, `log_var`, `log_sigma`, `logstd`, `self.log_scale`, `log_temperature`, `log_alpha`
 _LOG_SPACE = re.compile(r"(^|_)log_?(var|variance|sigma|sigma2|std|scale|temp|temperature|tau|rate|alpha|beta|precision)s?($|_)")

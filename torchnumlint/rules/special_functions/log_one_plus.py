@@ -6,7 +6,7 @@ Left to others: `log(1 + exp(x))` with an exp that can overflow (TNL108 softplus
 softplus also removes the overflow) and `log(1 - sigmoid(x))` (TNL104 log-of-sigmoid owns it).
 Left alone (read on the corpus, see the tests): `math.log`/`np.log` (not torch's log), a Python
 or numpy `x`; counts (`log(1 + n)` of an integer-valued `n`: `1 + n` is exact, nothing to lose:
-`elementary.is_integer_valued`); an `x` kept away from 0 (`0.99 * m + 0.005`: `guards.is_guarded`);
+`elementary.is_integer_valued`); an `x` kept away from 0 (`0.99 * m + 0.005`: `guarding.is_guarded`);
 noise (`log(1 - u)` of a uniform draw `u`: `elementary.is_random_draw`); an `x` cast to float at the
 log (`log(target.float() + 1)`: an integer tensor converted there); `log(1 - p)` beside
 `log(p)` in one statement (a binary cross-entropy, an entropy, a logit: the pair's value is
@@ -28,8 +28,10 @@ from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.elementary import is_integer_valued, is_random_draw, one_plus, overflowing_exp
 from torchnumlint.rules.evidence import is_not_torch
-from torchnumlint.rules.guards import is_guarded, same_code, sigmoid_call, strip_parens
-from torchnumlint.rules.names import match_call
+from torchnumlint.rules.guarding import is_guarded
+from torchnumlint.rules.made_by import sigmoid_call
+from torchnumlint.rules.syntax import same_code, strip_parens
+from torchnumlint.rules.calls import match_call
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.rewrite import negated
 from torchnumlint.rules.special_functions.placing import method, placed, read_only_at, torch_function
@@ -124,7 +126,7 @@ class LogOnePlus(Rule):
         chain = ctx.chain(match.input, _CHAIN, names_only=True)
         if chain and not read_only_at(ctx, chain[0], node):
             return  # `beta_t = 1 - r` read elsewhere too: a quantity of its own, rounded where it is made
-        found = one_plus(ctx, chain[-1].value if chain else match.input)  # type: ignore[arg-type]
+        found = one_plus(ctx, chain[-1].value if chain else match.input)  # type: ignore[arg-type]  # a chain's bindings all have values (`FileContext.chain`)
         if found is None:
             return
         term = found.term

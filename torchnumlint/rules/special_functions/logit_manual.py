@@ -5,10 +5,10 @@
 Reported by default only where the code shows that `p` reaches 0 or 1 (read on the corpus: the
 log-odds of a value known to lie inside (0, 1), an anchor grid with a validity mask, a prior
 probability, is what the author meant):
-- a sigmoid (`guards.sigmoid_call`: inline, through names, helpers, `nn.Sigmoid` modules), which
+- a sigmoid (`made_by.sigmoid_call`: inline, through names, helpers, `nn.Sigmoid` modules), which
   rounds to 1 from x = 16.64 and to 0 below x = -88.72 in float32; the logit of a sigmoid is its
   input itself, which the message says;
-- a softmax (`guards.softmax_call`), whose entries underflow to 0;
+- a softmax (`made_by.softmax_call`), whose entries underflow to 0;
 - a value clamped to [0, 1], which keeps both ends;
 - a uniform draw (`torch.rand`, `rand_like`, `uniform_`), exactly 0 once in 2**24 draws.
 Anything else is reported only in strict mode, and a guarded `p` (`p.clamp(eps, 1 - eps)`,
@@ -30,8 +30,11 @@ from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.divisors import division_operands
 from torchnumlint.rules.elementary import is_random_draw, one_plus
 from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch
-from torchnumlint.rules.guards import is_guarded, number_value, same_code, sigmoid_call, softmax_call, strip_parens
-from torchnumlint.rules.names import is_plain, make_op, match_call
+from torchnumlint.rules.guarding import is_guarded
+from torchnumlint.rules.made_by import sigmoid_call, softmax_call
+from torchnumlint.rules.syntax import number_value, same_code, strip_parens
+from torchnumlint.rules.bindings import is_plain
+from torchnumlint.rules.calls import make_op, match_call
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.rewrite import keyword_arg, with_keyword
 from torchnumlint.rules.special_functions.placing import placed

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from torchnumlint.rules.guards import strip_parens
-from torchnumlint.rules.names import Binding
+from torchnumlint.rules.syntax import strip_parens
+from torchnumlint.rules.bindings import Binding
 from torchnumlint.rules.rewrite import Build, at_source, drop_if_unread
 from torchnumlint.rules.uses import reads_of
 
@@ -42,7 +42,7 @@ def placed(
     fix.replace(replaced, strip_parens(new))
     if renamed is None:
         for binding in chain:
-            target = binding.node.targets[0].target if binding.rewritable else None  # type: ignore[attr-defined]
+            target = binding.node.targets[0].target if binding.rewritable else None  # type: ignore[attr-defined]  # `rewritable`: a one-target Assign
             if isinstance(target, cst.Name):
                 drop_if_unread(fix, target, replaced)
     note = f" (the fix makes `{renamed}` hold {holds})" if renamed else ""
@@ -71,8 +71,8 @@ def method(receiver: cst.BaseExpression, name: str) -> cst.Call:
 def read_only_at(ctx: "FileContext", binding: Binding, node: cst.CSTNode) -> bool:
     """Whether the value `binding` gives its name is read nowhere but inside `node` (`x = x + 1`
     then `x = x.log()`: the value of `x + 1` is read once, whatever `x` holds before and after)."""
-    target = binding.node.targets[0].target if binding.rewritable else None  # type: ignore[attr-defined]
+    target = binding.node.targets[0].target if binding.rewritable else None  # type: ignore[attr-defined]  # `rewritable`: a one-target Assign
     if not isinstance(target, cst.Name):
         return False
     reads = reads_of(ctx, target)
-    return bool(reads) and all(any(n is node for n in path) for path in reads)  # type: ignore[union-attr]
+    return bool(reads) and all(any(n is node for n in path) for path in reads)  # type: ignore[union-attr]  # `reads_of` gives the paths of the reads

@@ -30,7 +30,7 @@ original wherever the original is finite.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import libcst as cst
 
@@ -39,8 +39,10 @@ from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.divisors import division_operands, replaces_whole
 from torchnumlint.rules.elementary import Exp, exp_of, is_one, one_plus, overflowing_exp
 from torchnumlint.rules.evidence import may_carry_grad
-from torchnumlint.rules.guards import gradient_free, in_reference_implementation, number_value, same_code, strip_parens
-from torchnumlint.rules.names import Binding, is_plain, make_op, match_call
+from torchnumlint.rules.gradient_context import gradient_free, in_reference_implementation
+from torchnumlint.rules.syntax import number_value, same_code, strip_parens
+from torchnumlint.rules.bindings import Binding, is_plain
+from torchnumlint.rules.calls import make_op, match_call
 from torchnumlint.rules.rewrite import negated
 from torchnumlint.rules.special_functions.placing import placed, torch_function
 
@@ -79,7 +81,7 @@ class Logistic:
 def _denominator_exp(ctx, expr: cst.BaseExpression):
     """The `exp(v)` of `expr` = `1 + exp(v)` (through local names), with the names followed."""
     chain: List[Binding] = ctx.chain(expr, _MAX_CHAIN, names_only=True)
-    value = strip_parens(chain[-1].value if chain else expr)  # type: ignore[arg-type]
+    value = strip_parens(chain[-1].value if chain else expr)  # type: ignore[arg-type]  # a chain's bindings all have values (`FileContext.chain`)
     total = one_plus(ctx, value)
     if total is None or total.negative:
         return None
@@ -113,7 +115,7 @@ def _exp_factor(ctx, top: cst.BaseExpression, v: cst.BaseExpression):
     """(the rest or None, the `exp(v)`) where the numerator `top` is `exp(v)` or `c * exp(v)` /
     `exp(v) * c` for the same plain `v`; else None."""
     top = strip_parens(top)
-    splits = [(None, top)]
+    splits: List[Tuple[Optional[cst.BaseExpression], cst.BaseExpression]] = [(None, top)]
     if isinstance(top, cst.BinaryOperation) and isinstance(top.operator, cst.Multiply):
         splits += [(top.left, top.right), (top.right, top.left)]
     for rest, factor in splits:

@@ -19,8 +19,9 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.elementary import Exp, one_plus, overflowing_exp
-from torchnumlint.rules.guards import strip_parens
-from torchnumlint.rules.names import Binding, match_call
+from torchnumlint.rules.syntax import strip_parens
+from torchnumlint.rules.bindings import Binding
+from torchnumlint.rules.calls import match_call
 from torchnumlint.rules.special_functions.placing import placed
 
 _CHAIN = 4
@@ -131,7 +132,7 @@ class SoftplusManual(Rule):
         # Names are followed whoever else reads them: the exp overflows where it is computed, and
         # the log of it is Inf all the same (the fix recomputes at the log when it can).
         chain = tuple(ctx.chain(log.input, _CHAIN, names_only=True))
-        sum_ = one_plus(ctx, chain[-1].value if chain else log.input)  # type: ignore[arg-type]
+        sum_ = one_plus(ctx, chain[-1].value if chain else log.input)  # type: ignore[arg-type]  # a chain's bindings all have values (`FileContext.chain`)
         if sum_ is None or sum_.negative:
             return None
         exp = overflowing_exp(ctx, sum_.term)

@@ -11,6 +11,8 @@ h) is reproduced too. Example 3 is not: the linter offers no fix for it."""
 
 from __future__ import annotations
 
+from typing import Dict
+
 import torch
 
 from torchnumlint.runtime_check.context import PRECISION, Inputs, Repro, ReproContext
@@ -77,7 +79,7 @@ def benign(ctx: ReproContext) -> Inputs:
 LOWERED = {"float32": 200.0, "bfloat16": 0.0, "float16": 0.0}
 
 
-def pool_inputs(full_row: bool, seed: int, lowered: float = 0.0) -> Inputs:
+def pool_inputs(full_row: bool, seed: int, lowered: float = 0.0) -> Dict[str, torch.Tensor]:
     """h: 3 x 5 x 4, magnitudes 1e-3 to 3 (either sign); w: 4 weights of magnitude 0.1 to 1;
     pad: partly_masked, row 1 all padding when `full_row`. Row 2 of h is moved along w so that its
     logits h @ w are `lowered` below what they were."""

@@ -20,7 +20,7 @@ tolerance.
 from __future__ import annotations
 
 import warnings
-from typing import Callable, List, Tuple
+from typing import Callable, Dict, List, Tuple
 
 import torch
 
@@ -51,13 +51,14 @@ def warn_check(call: Call) -> Callable[[ReproContext], Result]:
         fix, still = as_written(ctx, "fixed", call)
         evidence = [f"original as written: {len(warned)} deprecation warning(s)" + (f": {warned[0][:160]}" if warned else ""),
                     f"fix as written: {len(still)} deprecation warning(s)" + (f": {still[0][:160]}" if still else "")]
-        numbers = {"original_deprecations": warned, "fix_deprecations": still}
+        numbers: Dict[str, object] = {"original_deprecations": warned, "fix_deprecations": still}
         if not bad.ok or not fix.ok:
             evidence += [bad.describe(), fix.describe()]
             return ctx.result(NOT_REPRODUCED if not bad.ok else FIX_FAILED, evidence=evidence, numbers=numbers,
                               reason="the original raised" if not bad.ok else "the fix raised")
         values = [oracles.run(side, lambda side=side: call(ctx.load(side)), {}) for side in ("bad", "fixed")]
         same = oracles.worst(oracles.compare(values[1], values[0]))
+        assert same is not None  # both sides ran (checked above), so there are values to compare
         numbers["fix_vs_original"] = same
         evidence.append(f"values (as the runner loads them): fix vs original {same.describe()} (tol {ctx.tol:.2g})")
         if not warned:

@@ -8,6 +8,8 @@ torch.amp.GradScaler) trains the same loss and its unscaled gradient is not 0.
 
 from __future__ import annotations
 
+from typing import Dict, List
+
 import torch
 
 from torchnumlint.runtime_check import oracles
@@ -20,7 +22,8 @@ def check(ctx: ReproContext) -> Result:
     g = gen(302)
     x = torch.randn(8, 64, generator=g).to(ctx.device)
     w0 = (torch.randn(64, 64, generator=g) * 0.1).to(ctx.device)
-    evidence, numbers = [], {}
+    evidence: List[str] = []
+    numbers: Dict[str, object] = {}
 
     w = w0.clone().requires_grad_(True)
     bad = oracles.run("original", lambda: ctx.load("bad")(w, x), {}, ())

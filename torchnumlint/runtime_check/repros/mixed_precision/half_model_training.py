@@ -32,6 +32,7 @@ def check(ctx: ReproContext) -> Result:
     bad = oracles.run("original", lambda: ctx.load("bad")(x, y), {}, ())
     if not bad.ok:
         return ctx.result(NOT_REPRODUCED, evidence=[bad.describe()], reason="the original raised")
+    assert bad.out is not None  # the step returns its loss
     loss_bad = float(bad.out)
     numbers["original_loss"] = loss_bad
     evidence.append(f"float16 model: mse_loss = {loss_bad} ({bad.out.dtype})")
@@ -39,6 +40,7 @@ def check(ctx: ReproContext) -> Result:
     good = oracles.run("float32 weights", lambda: ctx.load("good")(x, y), {}, ())
     if not good.ok:
         return ctx.result(FIX_FAILED, evidence=evidence + [good.describe()], reason="the float32 step raised")
+    assert good.out is not None  # the step returns its loss
     loss_good = float(good.out)
     numbers["float32_loss"] = loss_good
     evidence.append(f"float32 weights (good snippet): mse_loss = {loss_good:.6g}")
@@ -73,6 +75,7 @@ def check_average(ctx: ReproContext) -> Result:
     bad = oracles.run("original", lambda: ctx.load("bad")(_model().to(ctx.device), _DRIFT), {}, ())
     if not bad.ok:
         return ctx.result(NOT_REPRODUCED, evidence=evidence + [bad.describe()], reason="the original raised")
+    assert bad.out is not None  # a run that is ok has an output
     got = bad.out.double().mean().item()
     numbers["float16_average"] = got
     evidence.append(f"float16 average (the example): {got:.6g} ({bad.out.dtype})")
@@ -83,6 +86,7 @@ def check_average(ctx: ReproContext) -> Result:
     good = oracles.run("float32 average", run_good, {}, ())
     if not good.ok:
         return ctx.result(FIX_FAILED, evidence=evidence + [good.describe()], reason="the float32 average raised")
+    assert good.out is not None  # a run that is ok has an output
     kept = good.out.double().mean().item()
     numbers["float32_average"] = kept
     evidence.append(f"float32 average (good snippet): {kept:.6g}")

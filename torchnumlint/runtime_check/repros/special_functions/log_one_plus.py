@@ -32,6 +32,7 @@ def benign_rate(ctx: ReproContext) -> Inputs:
 def small_survival(ctx: ReproContext) -> Inputs:
     """Hazards and dropouts below the rounding threshold, in opposite orders."""
     small = below_rounding("hazard")(ctx)["hazard"]
+    assert isinstance(small, torch.Tensor)
     return {"hazard": small, "dropout": small.flip(0)}
 
 

@@ -32,3 +32,11 @@ def test_only_the_mask_question_takes_casts_that_change_values():
 
 def test_shape_attributes_are_one_set():
     assert names._STEP_ATTRS is vocabulary.SHAPE_ATTRIBUTES is shapes.SHAPE_ATTRIBUTES
+
+
+def test_the_index_and_the_summaries_follow_one_set_of_module_methods():
+    # `Net().double()` is still a Net for both: the index (constructors) and the summaries (returns)
+    from torchnumlint import index, summaries
+
+    assert index.MODULE_METHODS is summaries.vocabulary.MODULE_METHODS is vocabulary.MODULE_METHODS
+    assert {"to", "eval", "half", "double"} <= vocabulary.MODULE_METHODS

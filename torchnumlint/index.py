@@ -65,6 +65,7 @@ from torchnumlint.forward_facts import (
     Unary,
 )
 from torchnumlint.rules.module_outputs import CONTAINERS
+from torchnumlint.rules.vocabulary import MODULE_METHODS
 from torchnumlint.rules.autocast import (
     ACCELERATORS,
     GRAD_SCALERS,
@@ -1232,7 +1233,7 @@ def _constructor(call: ast.Call) -> ast.AST:
     while (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
-        and node.func.attr in _MODULE_METHODS
+        and node.func.attr in MODULE_METHODS
         and isinstance(node.func.value, ast.Call)
     ):
         node = node.func.value
@@ -1240,9 +1241,6 @@ def _constructor(call: ast.Call) -> ast.AST:
     if isinstance(func, ast.Attribute) and func.attr.startswith("from_"):
         return func.value
     return func
-
-
-_MODULE_METHODS = ("to", "cuda", "cpu", "train", "eval", "float", "half", "requires_grad_")
 
 
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")

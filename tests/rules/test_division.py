@@ -1262,3 +1262,143 @@ def test_a_cosine_by_hand_has_one_owner(enabled, expected):
     source = COS_HEAD + "def sim(z, g):\n    z = torch.relu(z)\n    return (z * g).sum(-1) / (z.norm(dim=-1) * g.norm(dim=-1))\n"
     found = lint_text("example.py", source, [registry()[code] for code in enabled])
     assert [f.code for f in found] == [expected]
+
+
+# ---------------------------------------------------------------------------------------------
+# TNL206: a graph degree under a negative power (`D^-1/2 A D^-1/2`), default mode: an isolated
+# node's degree is 0, Inf there and NaN once it meets the node's zero adjacency row
+
+GCN_HEAD = (
+    "import torch\n"
+    "from torch_geometric.utils import add_self_loops, degree, scatter\n"
+    "\n"
+    "\n"
+)
+
+T206_DEGREE_FLAGGED = [
+    # a message-passing layer without self-loops: degree counts edges, a clamp at 1 is exact
+    Flagged(
+        GCN_HEAD
+        + "class Conv(torch.nn.Module):\n"
+        "    def forward(self, x, edge_index):\n"
+        "        row, col = edge_index\n"
+        "        deg = degree(col, x.size(0), dtype=x.dtype)\n"
+        "        deg_inv_sqrt = deg.pow(-0.5)\n"
+        "        return deg_inv_sqrt[row] * deg_inv_sqrt[col]\n",
+        (9,),
+        GCN_HEAD
+        + "class Conv(torch.nn.Module):\n"
+        "    def forward(self, x, edge_index):\n"
+        "        row, col = edge_index\n"
+        "        deg = degree(col, x.size(0), dtype=x.dtype)\n"
+        "        deg_inv_sqrt = deg.clamp_min(1).pow(-0.5)\n"
+        "        return deg_inv_sqrt[row] * deg_inv_sqrt[col]\n",
+        safe=True,
+        message="isolated node",
+    ),
+    # a dense adjacency's row sums, `** -0.5`: weights, so the clamp is at eps (unsafe)
+    Flagged(
+        "import torch\n"
+        "\n"
+        "\n"
+        "def normalize_adjacency(adj: torch.Tensor) -> torch.Tensor:\n"
+        "    d = adj.sum(dim=1) ** -0.5\n"
+        "    return d[:, None] * adj * d[None, :]\n",
+        (5,),
+        "import torch\n"
+        "\n"
+        "\n"
+        "def normalize_adjacency(adj: torch.Tensor) -> torch.Tensor:\n"
+        "    d = adj.sum(dim=1).clamp_min(1e-12) ** -0.5\n"
+        "    return d[:, None] * adj * d[None, :]\n",
+        message="graph degree",
+    ),
+    # summed edge weights, `torch.pow` and `rsqrt` spellings
+    Flagged(
+        GCN_HEAD
+        + "def gcn_norm(edge_index, edge_weight, num_nodes):\n"
+        "    row, col = edge_index\n"
+        "    deg = scatter(edge_weight, col, 0, num_nodes, reduce='sum')\n"
+        "    left = torch.pow(deg, -0.5)\n"
+        "    right = deg.rsqrt()\n"
+        "    return left[row] * edge_weight * right[col]\n",
+        (8, 9),
+        GCN_HEAD
+        + "def gcn_norm(edge_index, edge_weight, num_nodes):\n"
+        "    row, col = edge_index\n"
+        "    deg = scatter(edge_weight, col, 0, num_nodes, reduce='sum')\n"
+        "    left = torch.pow(deg.clamp_min(1e-12), -0.5)\n"
+        "    right = deg.clamp_min(1e-12).rsqrt()\n"
+        "    return left[row] * edge_weight * right[col]\n",
+    ),
+    # in place: reported, no rewrite (a clamp would stop `deg` itself being overwritten)
+    Flagged(
+        GCN_HEAD
+        + "def propagate_norm(adj_t):\n"
+        "    deg = adj_t.storage.rowcount().to(torch.float)\n"
+        "    deg_inv_sqrt = deg.pow_(-0.5)\n"
+        "    return deg_inv_sqrt.view(-1, 1) * adj_t * deg_inv_sqrt.view(1, -1)\n",
+        (7,),
+        None,
+    ),
+]
+
+T206_DEGREE_CLEAN = [
+    # the Inf mended right after, on a degree that carries no gradient (every PyG convolution)
+    Silent(
+        GCN_HEAD
+        + "def gcn_norm(edge_index, num_nodes):\n"
+        "    row, col = edge_index\n"
+        "    deg = degree(col, num_nodes)\n"
+        "    deg_inv_sqrt = deg.pow(-0.5)\n"
+        "    deg_inv_sqrt[deg_inv_sqrt == float('inf')] = 0\n"
+        "    return deg_inv_sqrt[row] * deg_inv_sqrt[col]\n"
+    ),
+    Silent(
+        GCN_HEAD
+        + "def sym_norm(adj_t):\n"
+        "    deg = adj_t.sum(dim=1)\n"
+        "    deg_inv_sqrt = deg.pow_(-0.5)\n"
+        "    deg_inv_sqrt.masked_fill_(torch.isinf(deg_inv_sqrt), 0.0)\n"
+        "    return deg_inv_sqrt.view(-1, 1) * adj_t * deg_inv_sqrt.view(1, -1)\n"
+    ),
+    # self-loops first: every node has an edge to itself
+    Silent(
+        GCN_HEAD
+        + "class Conv(torch.nn.Module):\n"
+        "    def forward(self, x, edge_index):\n"
+        "        edge_index, _ = add_self_loops(edge_index, num_nodes=x.size(0))\n"
+        "        row, col = edge_index\n"
+        "        deg = degree(row, x.size(0), dtype=x.dtype)\n"
+        "        return deg.pow(-0.5)[row] * deg.pow(-0.5)[col]\n"
+    ),
+    Silent(
+        "import torch\n"
+        "\n"
+        "\n"
+        "def renormalize(adj: torch.Tensor) -> torch.Tensor:\n"
+        "    adj = adj + torch.eye(adj.size(0))\n"
+        "    d = adj.sum(1).pow(-0.5)\n"
+        "    return d[:, None] * adj * d[None, :]\n"
+    ),
+    # bounded: `+ 1`, a clamp at 1
+    Silent(
+        GCN_HEAD
+        + "def norm(edge_index, num_nodes):\n"
+        "    deg = degree(edge_index[0], num_nodes) + 1\n"
+        "    return deg.pow(-0.5) * degree(edge_index[1], num_nodes).clamp(min=1).pow(-0.5)\n"
+    ),
+    # a positive power of a degree, a root of a sum that is no degree, a scatter that takes a max
+    Silent(
+        GCN_HEAD
+        + "def f(edge_index, scores, num_nodes):\n"
+        "    deg = degree(edge_index[0], num_nodes)\n"
+        "    top = scatter(scores, edge_index[0], 0, num_nodes, reduce='max')\n"
+        "    return deg.pow(0.5) + scores.sum(-1).pow(-0.5) + top.pow(-0.5)\n"
+    ),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL206", T206_DEGREE_FLAGGED, T206_DEGREE_CLEAN))
+def test_tnl206_graph_degree(code, case):
+    harness.check(code, case)

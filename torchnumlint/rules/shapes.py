@@ -102,11 +102,16 @@ def _fraction(expr: Optional[cst.BaseExpression]) -> Optional[float]:
 
 
 def root_of(ctx: "FileContext", node: cst.CSTNode) -> Optional[Tuple[str, cst.BaseExpression]]:
-    """A square root, reciprocal root or fractional power: (`"sqrt"`/`"rsqrt"`/`"pow"`, its base)."""
+    """A square root, reciprocal root or fractional power: (`"sqrt"`/`"rsqrt"`/`"pow"`, its base).
+    The in-place `d.pow_(-0.5)` is one too (`in_place` tells a rule that no rewrite of its base
+    keeps what it does to `d`)."""
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Power):
         if _fraction(strip_parens(node.right)) is not None:
             return ("sqrt" if number_value(strip_parens(node.right)) == 0.5 else "pow"), node.left
         return None
+    if in_place(node):
+        exponent = node.args[0].value if len(node.args) == 1 else None  # type: ignore[attr-defined]
+        return ("pow", node.func.value) if _fraction(strip_parens(exponent)) is not None else None  # type: ignore[arg-type, attr-defined]
     match = match_call(ctx.imports, node, "sqrt", "rsqrt", "pow")
     if match is None or not match.fully_known:
         return None
@@ -118,6 +123,27 @@ def root_of(ctx: "FileContext", node: cst.CSTNode) -> Optional[Tuple[str, cst.Ba
     if match.args:
         return None
     return match.op.name, match.input
+
+
+def in_place(node: cst.CSTNode) -> bool:
+    """`d.pow_(p)`: a power that overwrites its base."""
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "pow_"
+
+
+def reciprocal(ctx: "FileContext", node: cst.CSTNode) -> bool:
+    """A root `root_of` found whose exponent is negative (`rsqrt`, `d ** -0.5`, `d.pow(-0.5)`):
+    Inf in the forward pass where its base is 0, not only an infinite gradient."""
+    if isinstance(node, cst.BinaryOperation):
+        return (number_value(strip_parens(node.right)) or 0) < 0
+    if in_place(node):
+        return (number_value(strip_parens(node.args[0].value)) or 0) < 0  # type: ignore[attr-defined]
+    match = match_call(ctx.imports, node, "rsqrt", "pow")
+    if match is None:
+        return False
+    if match.op.name == "rsqrt":
+        return True
+    exponent = match.arg("exponent")
+    return exponent is not None and (number_value(strip_parens(exponent)) or 0) < 0
 
 
 # ---------------------------------------------------------------------------------------------

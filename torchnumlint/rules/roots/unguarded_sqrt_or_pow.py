@@ -15,7 +15,8 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
-from torchnumlint.rules.divisors import clamp_fix, division_operands, zero_kind
+from torchnumlint.rules.degrees import ISOLATED, Degree, degree
+from torchnumlint.rules.divisors import COUNT_EPS, EPS, clamp_fix, division_operands, zero_kind
 from torchnumlint.rules.evidence import (
     STRICT_WHY,
     is_bounded,
@@ -27,12 +28,15 @@ from torchnumlint.rules.evidence import (
     value_kind,
 )
 from torchnumlint.rules.guards import gradient_note, is_tested, number_value, same_code, strip_parens
+from torchnumlint.rules.mends import mended_after
 from torchnumlint.rules.names import match_call
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.roots.base import RootRule
 from torchnumlint.rules.shapes import (
+    in_place,
     norms_of_squares,
     quadratic_form,
+    reciprocal,
     reduced_square,
     root_hazard,
     shape_step,
@@ -95,7 +99,7 @@ class UnguardedSqrtOrPow(RootRule):
     safety = Safety.UNSAFE
     needles = ("sqrt", "**", "pow")
     # a root: sqrt/rsqrt, or a power whose exponent is a fractional literal (`** 0.5`, `pow(1.5)`)
-    pattern = r"sqrt|\*\*\s*\(?\s*-?\d*\.\d|\*\*\s*\(?\s*-?\d+e|pow\s*\("
+    pattern = r"sqrt|\*\*\s*\(?\s*-?\d*\.\d|\*\*\s*\(?\s*-?\d+e|pow_?\s*\("
     examples = (
         Example(
             bad=(
@@ -159,6 +163,11 @@ class UnguardedSqrtOrPow(RootRule):
 
     def root(self, node: cst.CSTNode, kind: str, arg: cst.BaseExpression) -> None:
         ctx = self.ctx
+        if reciprocal(ctx, node):
+            found = degree(ctx, arg)
+            if found is not None:
+                self._degree(node, kind, arg, found)
+                return
         what = root_hazard(ctx, arg)
         if what is None and kind == "sqrt" and not owned_elsewhere(ctx, self.code, "root-of-sum-of-squares"):
             norms = norms_of_squares(ctx, arg, node)
@@ -193,6 +202,24 @@ class UnguardedSqrtOrPow(RootRule):
         elif torch_value:
             fix = clamp_fix(self, arg)
         self.report(node, fix, op=op, what=what, edge=edge, how=how, note=note)
+
+    def _degree(self, node: cst.CSTNode, kind: str, arg: cst.BaseExpression, found: Degree) -> None:
+        """`deg.pow(-0.5)` of a graph degree: Inf for an isolated node, NaN once it meets the
+        node's zero adjacency row. Left alone where the code mends the Inf right after
+        (`d[d == float('inf')] = 0`): a degree is the graph's structure, data that carries no
+        gradient (a count of edges never does), so the mend is exact."""
+        ctx = self.ctx
+        if is_tested(ctx, arg, ctx.resolve(arg)):
+            return
+        mend = mended_after(ctx, node)
+        if mend is not None:
+            return
+        op = {"rsqrt": "`rsqrt`", "pow": "a negative power"}.get(kind, "`sqrt`")
+        edge = f"which is 0 {ISOLATED}: Inf there, and NaN where it meets that node's zero row of the adjacency"
+        floor = COUNT_EPS if found.counts else EPS
+        how = f"clamp it first: `.clamp_min({floor})`"
+        fix = None if in_place(node) else clamp_fix(self, arg, floor)
+        self.report(node, fix, op=op, what="a graph degree", edge=edge, how=how, note="")
 
     def _negative(self, what: str, arg: cst.BaseExpression) -> Optional[str]:
         """Why the argument goes below 0, a forward NaN wherever the code runs: `E[x^2] - E[x]^2`

@@ -1402,3 +1402,61 @@ T206_DEGREE_CLEAN = [
 @pytest.mark.parametrize("code, case", harness.params("TNL206", T206_DEGREE_FLAGGED, T206_DEGREE_CLEAN))
 def test_tnl206_graph_degree(code, case):
     harness.check(code, case)
+
+
+# ---------------------------------------------------------------------------------------------
+# TNL201: a quotient whose Inf the code re-fills right after is a guard of the forward; the
+# gradient at the mended entry is still NaN (0 * inf), claimed only where a gradient is shown
+
+T201_MENDED_FLAGGED = [
+    Flagged(
+        "import torch\n"
+        "\n"
+        "\n"
+        "class Rescale(torch.nn.Module):\n"
+        "    def forward(self, err, labels):\n"
+        "        scale = err.abs().sum() / (labels == 3).sum()\n"
+        "        scale[torch.isinf(scale)] = 1.0\n"
+        "        return err * scale\n",
+        (6,),
+        "import torch\n"
+        "\n"
+        "\n"
+        "class Rescale(torch.nn.Module):\n"
+        "    def forward(self, err, labels):\n"
+        "        scale = err.abs().sum() / (labels == 3).sum().clamp_min(1)\n"
+        "        scale[torch.isinf(scale)] = 1.0\n"
+        "        return err * scale\n",
+        safe=True,
+        message="keeps the forward finite, not the gradient",
+    ),
+]
+
+T201_MENDED_CLEAN = [
+    # the same mend in evaluation code: no gradient, the forward is all there is
+    Silent(
+        "import torch\n"
+        "\n"
+        "\n"
+        "@torch.no_grad()\n"
+        "def rescale(err, labels):\n"
+        "    scale = err.abs().sum() / (labels == 3).sum()\n"
+        "    scale[torch.isinf(scale) | (scale > 1000)] = 1.0\n"
+        "    return err * scale\n"
+    ),
+    Silent(
+        "import torch\n"
+        "\n"
+        "\n"
+        "def precision(pred, target):\n"
+        "    with torch.no_grad():\n"
+        "        hits = (pred == target).float().sum(0) / (target == 1).sum(0)\n"
+        "        hits = torch.where(torch.isfinite(hits), hits, torch.zeros_like(hits))\n"
+        "        return hits.mean()\n"
+    ),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL201", T201_MENDED_FLAGGED, T201_MENDED_CLEAN))
+def test_tnl201_mended_quotient(code, case):
+    harness.check(code, case)

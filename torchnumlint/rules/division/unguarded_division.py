@@ -30,8 +30,9 @@ from torchnumlint.rules.divisors import (
     zero_evidence,
     zero_kind,
 )
-from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch, is_torch_value, value_kind
+from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch, is_torch_value, may_carry_grad, value_kind
 from torchnumlint.rules.guards import gradient_free, gradient_note, is_tested, number_value
+from torchnumlint.rules.mends import mended_after
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.shapes import (
     root_hazard,
@@ -228,6 +229,12 @@ class UnguardedDivision(DivisionRule):
             return  # `if var > 0: x /= torch.sqrt(var)`
         if is_not_torch(ctx, found.value):
             return  # numpy or Python numbers: not this linter's business, and no clamp_min
+        mend = mended_after(ctx, node) if replaces_whole(node) else None
+        if mend is not None and (gradient_note(ctx) is None or not (may_carry_grad(ctx, x) or may_carry_grad(ctx, d))):
+            # its Inf re-filled on the next lines: a guard of the forward; what is left is the
+            # gradient's NaN at the mended entry (0 * inf, into the numerator and the divisor,
+            # measured), claimed only where one is shown
+            return
         why, non_negative = zero_evidence(ctx, found, x, d, through_shape(ctx, d, names=False))
         if why is None:
             if not ctx.strict:
@@ -241,7 +248,10 @@ class UnguardedDivision(DivisionRule):
             if fix is False:
                 return  # the root is TNL206's, reported where it is computed
         at = node if isinstance(node, cst.AugAssign) else d
-        self.report(at, fix, what=found.what, why=why, how=self._how(selected, note, found, fix, non_negative))
+        how = self._how(selected, note, found, fix, non_negative)
+        if mend is not None:
+            how += f" (the mend {mend} keeps the forward finite, not the gradient)"
+        self.report(at, fix, what=found.what, why=why, how=how)
 
     def _clamp(self, d: cst.BaseExpression, found: Divisor):
         """The clamp for a non-negative divisor: the whole divisor (shape-only steps commute with

@@ -1,6 +1,7 @@
 """TNL401 masked-inf-softmax: a `-inf` fill (`masked_fill`, in place, through `.data`, an index
-assignment, `torch.where`, or an additive mask built with `torch.full(..., -inf)`) whose result
-reaches a softmax or log-softmax in the same function.
+assignment, `torch.where`, or an additive mask built with `torch.full(..., -inf)` or as the log
+of a 0/1 mask, `scores + keep.log()`) whose result reaches a softmax or log-softmax in the same
+function.
 
 A row whose every entry is masked is `-inf - (-inf)` = NaN after the max-subtraction of the
 softmax, and its NaN reaches every gradient that flows through the softmax's output. Which fills
@@ -71,7 +72,7 @@ class MaskedInfSoftmax(Rule):
         "`F.scaled_dot_product_attention` gives 0 for a fully masked row."
     )
     safety = Safety.SAFE
-    needles = ("inf",)
+    needles = ("inf", "log(")  # a `-inf` spelled out, or the log of a 0/1 mask
     pattern = r"softmax|Softmax"
     examples = (
         Example(
@@ -193,7 +194,7 @@ class MaskedInfSoftmax(Rule):
         """Why the fill can cover a whole row, or None (see the module)."""
         if fill.mask is None:
             return "every entry of the `-inf` tensor is filled" if fill.form in ("full", "full_like") else None
-        if fill.form != "where" and masks_first_row(self.ctx, fill.mask):  # a where's condition may be kept
+        if fill.form not in ("where", "log") and masks_first_row(self.ctx, fill.mask):  # theirs may be kept
             return "the triangle masks the whole first row"
         return origin(self.ctx, fill.mask).why
 
@@ -218,6 +219,12 @@ class MaskedInfSoftmax(Rule):
 
     @staticmethod
     def _advice(fill: InfFill) -> str:
+        if fill.form == "log":
+            return (
+                "the log of a 0/1 mask is -inf where it is 0: build the additive mask as "
+                "`torch.where(keep, 0.0, torch.finfo(dtype).min)` and add it once, or use "
+                "`F.scaled_dot_product_attention`"
+            )
         if fill.additive:
             return (
                 "build the mask with `torch.finfo(dtype).min` and add it once (finfo.min + finfo.min "

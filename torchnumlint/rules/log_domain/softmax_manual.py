@@ -160,6 +160,8 @@ class SoftmaxManual(DivisionRule):
         fix = self._fix(found)
         if fix is not None:
             use = "use `torch.softmax`"
+        elif found.selected:  # InfoNCE written out: one entry of the softmax, often logged
+            use = "take `torch.log_softmax(x, d)` and pick the entry from it (`F.cross_entropy` for a loss)"
         else:
             use = "subtract the max before the exp (`x - x.amax(d, keepdim=True)`), or use `torch.softmax`"
         self.report(node, fix, use=use)

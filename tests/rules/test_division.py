@@ -1460,3 +1460,49 @@ T201_MENDED_CLEAN = [
 @pytest.mark.parametrize("code, case", harness.params("TNL201", T201_MENDED_FLAGGED, T201_MENDED_CLEAN))
 def test_tnl201_mended_quotient(code, case):
     harness.check(code, case)
+
+
+# TNL206: a quadratic form written with `einsum` (a batched `v @ M @ v`) under a root, as the
+# matrix-product spellings above: the pairwise differences of a batch with itself reach 0 on the
+# diagonal, where the root's gradient is infinite
+EINSUM_206_FLAGGED = [
+    Flagged("""
+        import torch
+        class Mahalanobis(torch.nn.Module):
+            def forward(self, x):
+                d = x[:, None] - x[None]
+                return torch.sqrt(torch.einsum("abi,ij,abj->ab", d, self.precision, d))
+        """, (6,), """
+        import torch
+        class Mahalanobis(torch.nn.Module):
+            def forward(self, x):
+                d = x[:, None] - x[None]
+                return torch.sqrt(torch.einsum("abi,ij,abj->ab", d, self.precision, d).clamp_min(1e-12))
+        """),
+]
+
+EINSUM_206_SILENT = [
+    # a floor inside the root
+    Silent("""
+        import torch
+        class Mahalanobis(torch.nn.Module):
+            def forward(self, x):
+                d = x[:, None] - x[None]
+                return torch.sqrt(torch.einsum("abi,ij,abj->ab", d, self.precision, d) + 1e-6)
+        """),
+    # not a quadratic form: two different vectors, and a contraction that keeps an index
+    Silent("""
+        import torch
+        class Bilinear(torch.nn.Module):
+            def forward(self, x, y):
+                d = x[:, None] - x[None]
+                a = torch.einsum("abi,ij,abj->ab", d, self.weight, y[:, None] - y[None])
+                b = torch.einsum("abi,ij,abi->abj", d, self.weight, d)
+                return torch.sqrt(a) + torch.sqrt(b)
+        """),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL206", EINSUM_206_FLAGGED, EINSUM_206_SILENT))
+def test_tnl206_einsum_quadratic_form(code, case):
+    harness.check(code, case)

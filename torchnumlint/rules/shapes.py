@@ -268,9 +268,12 @@ def _untransposed(ctx: "FileContext", expr: cst.BaseExpression) -> cst.BaseExpre
 
 
 def quadratic_form(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-    """v in `v @ M @ v` (`v.T @ M @ v` too), `(v * (v @ M)).sum(-1)`, `((v @ M) * v).sum(-1)`:
-    a squared Mahalanobis length, 0 at v = 0 (and rounding below 0 for a nearly singular M)."""
+    """v in `v @ M @ v` (`v.T @ M @ v` too), `(v * (v @ M)).sum(-1)`, `((v @ M) * v).sum(-1)`,
+    `torch.einsum("bi,ij,bj->b", v, M, v)`: a squared Mahalanobis length, 0 at v = 0 (and rounding below 0 for a nearly singular M)."""
     value = strip_parens(ctx.resolve(expr))
+    einsum = _einsum_form(ctx, value)
+    if einsum is not None:
+        return einsum
     if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.MatrixMultiply):
         left = strip_parens(value.left)
         if isinstance(left, cst.BinaryOperation) and isinstance(left.operator, cst.MatrixMultiply):
@@ -292,6 +295,27 @@ def quadratic_form(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[cst
             and is_plain(v)
         ):
             return v
+    return None
+
+
+def _einsum_form(ctx: "FileContext", value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """v in `torch.einsum("bi,ij,bj->b", v, M, v)`: the same plain operand on both sides of a
+    matrix, each of its indices contracted with one of the matrix's (a batched `v @ M @ v`)."""
+    if not (isinstance(value, cst.Call) and ctx.qualname(value.func) == "torch.einsum" and len(value.args) == 4):
+        return None
+    spec = strip_parens(value.args[0].value)
+    if not isinstance(spec, cst.SimpleString) or any(a.keyword is not None or a.star for a in value.args):
+        return None
+    text = "".join(str(spec.evaluated_value).split())
+    inputs, _, _ = text.partition("->")
+    terms = inputs.split(",")
+    left, matrix, right = (strip_parens(a.value) for a in value.args[1:])
+    if len(terms) != 3 or len(terms[1]) != 2 or not is_plain(left) or not same_code(ctx, left, right):
+        return None
+    first, second = terms[1]
+    left_only, right_only = set(terms[0]) - set(terms[2]), set(terms[2]) - set(terms[0])
+    if left_only == {first} and right_only == {second} and first != second:
+        return left
     return None
 
 

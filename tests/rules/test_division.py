@@ -1388,6 +1388,17 @@ T206_DEGREE_CLEAN = [
         "    deg = degree(edge_index[0], num_nodes) + 1\n"
         "    return deg.pow(-0.5) * degree(edge_index[1], num_nodes).clamp(min=1).pow(-0.5)\n"
     ),
+    # numpy: an adjacency held as an array
+    Silent(
+        "import numpy as np\n"
+        "import torch\n"
+        "\n"
+        "\n"
+        "def normalize(adj):\n"
+        "    adj = np.asarray(adj)\n"
+        "    d = adj.sum(axis=1) ** -0.5\n"
+        "    return torch.from_numpy(d[:, None] * adj * d[None, :])\n"
+    ),
     # a positive power of a degree, a root of a sum that is no degree, a scatter that takes a max
     Silent(
         GCN_HEAD
@@ -1505,4 +1516,53 @@ EINSUM_206_SILENT = [
 
 @pytest.mark.parametrize("code, case", harness.params("TNL206", EINSUM_206_FLAGGED, EINSUM_206_SILENT))
 def test_tnl206_einsum_quadratic_form(code, case):
+    harness.check(code, case)
+
+
+# TNL201: the reciprocal of a graph degree (`D^-1 A`), Inf for an isolated node, as its root above
+T201_DEGREE_FLAGGED = [
+    Flagged(
+        GCN_HEAD
+        + "class MeanConv(torch.nn.Module):\n"
+        "    def forward(self, x, edge_index):\n"
+        "        row, col = edge_index\n"
+        "        deg = degree(col, x.size(0), dtype=x.dtype)\n"
+        "        return x / deg[:, None]\n",
+        (9,),
+        GCN_HEAD
+        + "class MeanConv(torch.nn.Module):\n"
+        "    def forward(self, x, edge_index):\n"
+        "        row, col = edge_index\n"
+        "        deg = degree(col, x.size(0), dtype=x.dtype)\n"
+        "        return x / deg[:, None].clamp_min(1)\n",
+        safe=True,
+        message="isolated node",
+    ),
+]
+
+T201_DEGREE_CLEAN = [
+    # mended right after, in a data transform
+    Silent(
+        GCN_HEAD
+        + "def col_norm(edge_index, edge_weight, num_nodes):\n"
+        "    _, col = edge_index\n"
+        "    deg = scatter(edge_weight, col, 0, num_nodes, reduce='sum')\n"
+        "    deg_inv = 1. / deg\n"
+        "    deg_inv[deg_inv == float('inf')] = 0\n"
+        "    return edge_weight * deg_inv[col]\n"
+    ),
+    # self-loops first
+    Silent(
+        GCN_HEAD
+        + "class MeanConv(torch.nn.Module):\n"
+        "    def forward(self, x, edge_index):\n"
+        "        edge_index, _ = add_self_loops(edge_index, num_nodes=x.size(0))\n"
+        "        deg = degree(edge_index[1], x.size(0), dtype=x.dtype)\n"
+        "        return x / deg[:, None]\n"
+    ),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL201", T201_DEGREE_FLAGGED, T201_DEGREE_CLEAN))
+def test_tnl201_graph_degree(code, case):
     harness.check(code, case)

@@ -47,11 +47,13 @@ _SELF_LOOPS = frozenset({"add_self_loops", "add_remaining_self_loops", "fill_dia
 
 @dataclass(frozen=True)
 class Degree:
-    """A graph degree: the call that computes it, and whether it counts edges (an integer, so
-    that a clamp at 1 is exact) or sums their weights."""
+    """A graph degree: the call that computes it, whether it counts edges (an integer, so
+    that a clamp at 1 is exact) or sums their weights, and whether a graph library computes it
+    (then it is surely a torch tensor, which a `clamp_min` fix needs)."""
 
     value: cst.BaseExpression
     counts: bool
+    library: bool = False
 
 
 def degree(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[Degree]:
@@ -76,19 +78,19 @@ def _degree_call(ctx: "FileContext", call: cst.Call) -> Optional[Degree]:
     library = qual.startswith(_GRAPH_LIBRARIES)
     last = qual.rpartition(".")[2] if qual else func.attr.value if isinstance(func, cst.Attribute) else ""
     if last in _COUNTS and (library or (not qual and isinstance(func, cst.Attribute))):
-        return Degree(call, True)
+        return Degree(call, True, library)
     if last in _SCATTERS and library:
         reduce = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "reduce"), None)
         if last == "scatter_add" or (
             isinstance(reduce, cst.SimpleString) and reduce.evaluated_value in _SUM_REDUCES
         ):
-            return Degree(call, False)
+            return Degree(call, False, True)
         return None
     if last == "sum" and call.args and (
         (library and _says_adjacency(call.args[0].value))
         or (not qual and isinstance(func, cst.Attribute) and _says_adjacency(func.value))
     ):
-        return Degree(call, False)
+        return Degree(call, False, library)
     return None
 
 

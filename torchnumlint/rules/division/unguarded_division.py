@@ -16,6 +16,7 @@ from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
 from torchnumlint.rules.boxes import side
 from torchnumlint.rules.cosines import manual_cosine
+from torchnumlint.rules.degrees import degree
 from torchnumlint.rules.divisors import (
     DivisionRule,
     COUNT_EPS,
@@ -78,7 +79,7 @@ class UnguardedDivision(DivisionRule):
     # a denominator that can be 0 is built by one of these (directly or through a name); a box's
     # side is a difference of coordinates taken by indexing (`b[:, 2] - b[:, 0]`, corners
     # `b[..., :2]`, `b[..., 2:]`) or unpacking (`b.unbind(-1)`), an area may be `box_area`'s
-    pattern = r"norm|sum|std|var|count_nonzero|sqrt|\*\*|pow|\]\s*-|:2|2:|unbind|chunk|split|box_area|max"
+    pattern = r"norm|sum|std|var|count_nonzero|sqrt|\*\*|pow|\]\s*-|:2|2:|unbind|chunk|split|box_area|max|degree|rowcount"
     examples = (
         Example(
             bad=(
@@ -243,7 +244,9 @@ class UnguardedDivision(DivisionRule):
         fix = None
         # no clamp inside a `where` (the double-where rewrite is where-unselected-branch's), on a
         # value of unknown type (clamp_min is a tensor method), or of either sign (it would flip it)
-        if not selected and non_negative and (is_torch_value(ctx, d) or is_torch_value(ctx, found.value)):
+        counted = degree(ctx, found.value) if found.kind == "degree" else None
+        torch_value = counted is not None and counted.library
+        if not selected and non_negative and (torch_value or is_torch_value(ctx, d) or is_torch_value(ctx, found.value)):
             fix = self._clamp(d, found)
             if fix is False:
                 return  # the root is TNL206's, reported where it is computed
@@ -259,6 +262,9 @@ class UnguardedDivision(DivisionRule):
         in the divisor or computed for this division alone. None where no clamp is written here;
         False where the root belongs to TNL206."""
         ctx = self.ctx
+        if found.kind == "degree":  # a count of edges is an integer: 1 is exact; summed weights are not
+            counted = degree(ctx, found.value)
+            return clamp_fix(self, d, COUNT_EPS if counted is not None and counted.counts else EPS)
         if found.kind != "sqrt":
             return clamp_fix(self, d, count_floor(ctx, found.value) if found.kind == "count" else EPS)
         _, arg = root_of(ctx, found.value)  # type: ignore[misc]
@@ -287,7 +293,7 @@ class UnguardedDivision(DivisionRule):
                 "branch still sends NaN into the gradient (`x / torch.where(d > 0, d, 1)`)" + note
             )
         if fix is not None:
-            exact = found.kind == "count" and fix.safety is Safety.SAFE
+            exact = found.kind in ("count", "degree") and fix.safety is Safety.SAFE
             return f": `.clamp_min({COUNT_EPS if exact else 'eps'})`"
         if non_negative:
             return " (`+ eps` or `.clamp_min(eps)`)"

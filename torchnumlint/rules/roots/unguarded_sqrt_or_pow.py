@@ -209,7 +209,7 @@ class UnguardedSqrtOrPow(RootRule):
         (`d[d == float('inf')] = 0`): a degree is the graph's structure, data that carries no
         gradient (a count of edges never does), so the mend is exact."""
         ctx = self.ctx
-        if is_tested(ctx, arg, ctx.resolve(arg)):
+        if is_tested(ctx, arg, ctx.resolve(arg)) or is_not_torch(ctx, found.value):
             return
         mend = mended_after(ctx, node)
         if mend is not None:
@@ -218,7 +218,8 @@ class UnguardedSqrtOrPow(RootRule):
         edge = f"which is 0 {ISOLATED}: Inf there, and NaN where it meets that node's zero row of the adjacency"
         floor = COUNT_EPS if found.counts else EPS
         how = f"clamp it first: `.clamp_min({floor})`"
-        fix = None if in_place(node) else clamp_fix(self, arg, floor)
+        torch_value = found.library or is_torch_value(ctx, arg)  # a clamp_min on numpy would crash
+        fix = None if in_place(node) or not torch_value else clamp_fix(self, arg, floor)
         self.report(node, fix, op=op, what="a graph degree", edge=edge, how=how, note="")
 
     def _negative(self, what: str, arg: cst.BaseExpression) -> Optional[str]:

@@ -802,3 +802,62 @@ LOG_MASK_SILENT = [
 @pytest.mark.parametrize("code, case", harness.params("TNL401", LOG_MASK_FLAGGED, LOG_MASK_SILENT))
 def test_tnl401_log_of_a_mask(code, case):
     harness.check(code, case)
+
+
+# TNL401: a softmax written by hand over `-inf`-filled scores; its max subtraction does not help a
+# row the mask empties (measured: -inf - -inf, NaN in the forward pass)
+HAND_SOFTMAX_FLAGGED = [
+    Flagged(
+        """\
+        import torch
+
+        def pooled(scores, labels, c):
+            x = scores.masked_fill(labels != c, float("-inf"))
+            x = x - x.amax(dim=-1, keepdim=True)
+            e = x.exp()
+            return e / e.sum(dim=-1, keepdim=True)
+        """,
+        (4,),
+        """\
+        import torch
+
+        def pooled(scores, labels, c):
+            x = scores.masked_fill(labels != c, torch.finfo(scores.dtype).min)
+            x = x - x.amax(dim=-1, keepdim=True)
+            e = x.exp()
+            return e / e.sum(dim=-1, keepdim=True)
+        """,
+        message="softmax by hand",
+    ),
+]
+
+HAND_SOFTMAX_SILENT = [
+    # a finite fill: the row becomes uniform
+    Silent(
+        """\
+        import torch
+
+        def pooled(scores, labels, c):
+            x = scores.masked_fill(labels != c, -1e4)
+            e = (x - x.amax(dim=-1, keepdim=True)).exp()
+            return e / e.sum(dim=-1, keepdim=True)
+        """
+    ),
+    # a causal fill never empties a row
+    Silent(
+        """\
+        import torch
+
+        def causal(scores):
+            n = scores.size(-1)
+            future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+            e = scores.masked_fill(future, float("-inf")).exp()
+            return e / e.sum(dim=-1, keepdim=True)
+        """
+    ),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL401", HAND_SOFTMAX_FLAGGED, HAND_SOFTMAX_SILENT))
+def test_tnl401_softmax_by_hand(code, case):
+    harness.check(code, case)

@@ -37,6 +37,7 @@ from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.evidence import STRICT_WHY
 from torchnumlint.rules.guards import gradient_note, module_call, strip_parens
+from torchnumlint.rules.log_domain.handwritten import exp_normalisation
 from torchnumlint.rules.masking.fills import InfFill, inf_fills, masks_first_row, rezeroed
 from torchnumlint.rules.mask_origin import origin
 from torchnumlint.rules.names import is_plain, match_call
@@ -73,7 +74,7 @@ class MaskedInfSoftmax(Rule):
     )
     safety = Safety.SAFE
     needles = ("inf", "log(")  # a `-inf` spelled out, or the log of a 0/1 mask
-    pattern = r"softmax|Softmax"
+    pattern = r"softmax|Softmax|\bexp\b"  # a softmax, or an exp a softmax by hand divides
     examples = (
         Example(
             bad=(
@@ -160,6 +161,20 @@ class MaskedInfSoftmax(Rule):
         "    return p.masked_fill(mask, 0.0)\n",
     )
 
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        """A softmax written by hand, `e / e.sum(d)` with `e = (x - x.amax(d)).exp()`: the max
+        subtraction is no help where a mask removed every entry of a row (-inf - -inf = NaN;
+        unshifted, exp gives 0 / 0), measured: NaN in the forward pass."""
+        if not isinstance(node.operator, cst.Divide):
+            return
+        found = exp_normalisation(self.ctx, node, node.left, node.right)
+        if found is None:
+            return
+        logits = strip_parens(self.ctx.resolve(found.logits)) if found.shifted else found.logits
+        if found.shifted and isinstance(logits, cst.BinaryOperation) and isinstance(logits.operator, cst.Subtract):
+            logits = logits.left
+        self._softmax(node, logits, "softmax by hand")
+
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         match = match_call(ctx.imports, node, "softmax", "log_softmax")
@@ -169,6 +184,10 @@ class MaskedInfSoftmax(Rule):
             scores, kind = node.args[0].value, "softmax module"
         else:
             return
+        self._softmax(node, scores, kind)
+
+    def _softmax(self, node: cst.CSTNode, scores: cst.BaseExpression, kind: str) -> None:
+        ctx = self.ctx
         fills = inf_fills(ctx, scores, node)
         if not fills:
             return

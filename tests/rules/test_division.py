@@ -1566,3 +1566,56 @@ T201_DEGREE_CLEAN = [
 @pytest.mark.parametrize("code, case", harness.params("TNL201", T201_DEGREE_FLAGGED, T201_DEGREE_CLEAN))
 def test_tnl201_graph_degree(code, case):
     harness.check(code, case)
+
+
+# TNL206: a per-graph variance as E[x^2] - E[x]^2 by scatter means under a root: the difference
+# cancels below 0 by rounding (measured: features of 3.1 with spread 1e-4 give 7 negative of 16
+# per-graph variances, -1.9e-6 at worst, and 7 NaN roots)
+SCATTER_VAR_FLAGGED = [
+    Flagged(
+        "import torch\n"
+        "from torch_scatter import scatter_mean\n"
+        "\n"
+        "\n"
+        "class GraphNorm(torch.nn.Module):\n"
+        "    def forward(self, x, batch):\n"
+        "        mean = scatter_mean(x, batch, dim=0)\n"
+        "        var = scatter_mean(x * x, batch, dim=0) - mean ** 2\n"
+        "        std = torch.sqrt(var)\n"
+        "        return (x - mean[batch]) / std[batch]\n",
+        (9,),
+        "import torch\n"
+        "from torch_scatter import scatter_mean\n"
+        "\n"
+        "\n"
+        "class GraphNorm(torch.nn.Module):\n"
+        "    def forward(self, x, batch):\n"
+        "        mean = scatter_mean(x, batch, dim=0)\n"
+        "        var = scatter_mean(x * x, batch, dim=0) - mean ** 2\n"
+        "        std = torch.sqrt(var.clamp_min(1e-12))\n"
+        "        return (x - mean[batch]) / std[batch]\n",
+        together=("TNL201",),
+        message="rounding makes negative",
+    ),
+]
+
+SCATTER_VAR_SILENT = [
+    # a floor inside the root, and means over different indices
+    Silent(
+        "import torch\n"
+        "from torch_geometric.utils import scatter\n"
+        "\n"
+        "\n"
+        "class GraphNorm(torch.nn.Module):\n"
+        "    def forward(self, x, batch, other):\n"
+        "        mean = scatter(x, batch, dim=0, reduce='mean')\n"
+        "        var = scatter(x * x, batch, dim=0, reduce='mean') - mean ** 2\n"
+        "        skew = scatter(x * x, other, dim=0, reduce='mean') - mean ** 2\n"
+        "        return torch.sqrt(var.clamp_min(1e-5))[batch] * torch.sqrt(skew.abs())[batch]\n"
+    ),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL206", SCATTER_VAR_FLAGGED, SCATTER_VAR_SILENT))
+def test_tnl206_scatter_variance(code, case):
+    harness.check(code, case)

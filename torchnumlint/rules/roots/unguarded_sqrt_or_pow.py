@@ -50,13 +50,35 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def _mean_of_squares_of(ctx: "FileContext", second: cst.BaseExpression, mean: cst.BaseExpression) -> bool:
     """Whether `second - mean ** 2` is a variance by hand: `mean` is `x.mean(...)` and `second`
-    is the mean of the squares of the same x."""
-    first = match_call(ctx.imports, strip_parens(ctx.resolve(mean)), "mean")
-    second_match = match_call(ctx.imports, strip_parens(ctx.resolve(second)), "mean")
-    if first is None or second_match is None:
+    is the mean of the squares of the same x; or both are scatter means over the same index
+    (`scatter_mean(x * x, batch) - scatter_mean(x, batch) ** 2`, a per-graph variance)."""
+    first = _mean(ctx, strip_parens(ctx.resolve(mean)))
+    second_mean = _mean(ctx, strip_parens(ctx.resolve(second)))
+    if first is None or second_mean is None or (first[1] is None) != (second_mean[1] is None):
         return False
-    base = square_base(ctx, strip_parens(ctx.resolve(second_match.input)))
-    return base is not None and same_code(ctx, base, first.input)
+    if first[1] is not None and not same_code(ctx, first[1], second_mean[1]):  # type: ignore[arg-type]
+        return False
+    base = square_base(ctx, strip_parens(ctx.resolve(second_mean[0])))
+    return base is not None and same_code(ctx, base, first[0])
+
+
+def _mean(ctx: "FileContext", value: cst.BaseExpression):
+    """(what is averaged, the scatter index or None) of `x.mean(...)`, `scatter_mean(x, index)` or
+    `scatter(x, index, ..., reduce="mean")` (a graph library's per-segment mean), else None."""
+    match = match_call(ctx.imports, value, "mean")
+    if match is not None:
+        return match.input, None
+    if not isinstance(value, cst.Call) or len(value.args) < 2 or any(a.star for a in value.args[:2]):
+        return None
+    qual = ctx.qualname(value.func) or ""
+    last = qual.rpartition(".")[2]
+    reduce = next((a.value for a in value.args if a.keyword is not None and a.keyword.value == "reduce"), None)
+    is_mean = last == "scatter_mean" or (
+        last == "scatter" and isinstance(reduce, cst.SimpleString) and reduce.evaluated_value == "mean"
+    )
+    if not is_mean or not qual.startswith(("torch_geometric", "torch_scatter")):
+        return None
+    return value.args[0].value, value.args[1].value
 
 
 def _is_cosine(ctx: "FileContext", expr: cst.BaseExpression) -> bool:

@@ -49,7 +49,7 @@ class UnguardedDivision(DivisionRule):
     finds = (
         "`x / d` where d is a count, sum, norm, std/var, sqrt or box union/area/side that the code "
         "shows can be 0 (an empty mask, weights, relu/abs outputs, standardised data, padding rows,"
-        " degenerate boxes), unguarded"
+        " degenerate boxes, an isolated node's degree), unguarded"
     )
     fix_summary = (
         "unsafe: `d.clamp_min(1e-12)` on non-negative tensors; safe: `clamp_min(1)` on integer "

@@ -49,7 +49,7 @@ class SoftmaxManual(DivisionRule):
     name = "softmax-manual"
     finds = (
         "`exp(x) / exp(x).sum(d, keepdim=True)` without the max subtracted (also `/=`, `div_`, "
-        "Sinkhorn, contrastive `exp(sim / t)`): inf/inf = NaN"
+        "Sinkhorn, contrastive `exp(sim / t)`, InfoNCE's `exp(pos) / exp(sim).sum(1)`): inf/inf = NaN"
     )
     fix_summary = "safe: `torch.softmax(x, d)` (exact form only)"
     message = (

@@ -51,7 +51,7 @@ class MaskedInfSoftmax(Rule):
     name = "masked-inf-softmax"
     finds = (
         "a `-inf` fill (`masked_fill`, in place, `.data`, `s[m] = -inf`, `torch.where`, an additive"
-        " `torch.full(..., -inf)` mask) reaching a softmax, unless causal, a top-k filter or "
+        " `torch.full(..., -inf)` or `s + keep.log()` mask) reaching a softmax (or one by hand), unless causal, a top-k filter or "
         "re-zeroed: a fully masked row is NaN"
     )
     fix_summary = "safe: `torch.finfo(x.dtype).min` (none for additive masks)"

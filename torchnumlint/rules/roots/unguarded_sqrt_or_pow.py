@@ -102,7 +102,7 @@ class UnguardedSqrtOrPow(RootRule):
     name = "unguarded-sqrt-or-pow"
     finds = (
         "`sqrt`/`rsqrt`/`** 0.5` of a variance, a difference, a mean of squares, a quadratic form; "
-        "`sqrt(x**2)`"
+        "`sqrt(x**2)`; `deg.pow(-0.5)` of a graph degree without self-loops (an isolated node)"
     )
     fix_summary = "unsafe: clamp inside the root; safe: `torch.abs(x)`"
     message = "{op} of {what}, {edge}; {how}{note}"

@@ -1318,7 +1318,7 @@ T206_DEGREE_FLAGGED = [
         GCN_HEAD
         + "def gcn_norm(edge_index, edge_weight, num_nodes):\n"
         "    row, col = edge_index\n"
-        "    deg = scatter(edge_weight, col, 0, num_nodes, reduce='sum')\n"
+        "    deg = scatter(edge_weight, col, 0, num_nodes)\n"
         "    left = torch.pow(deg, -0.5)\n"
         "    right = deg.rsqrt()\n"
         "    return left[row] * edge_weight * right[col]\n",
@@ -1326,7 +1326,7 @@ T206_DEGREE_FLAGGED = [
         GCN_HEAD
         + "def gcn_norm(edge_index, edge_weight, num_nodes):\n"
         "    row, col = edge_index\n"
-        "    deg = scatter(edge_weight, col, 0, num_nodes, reduce='sum')\n"
+        "    deg = scatter(edge_weight, col, 0, num_nodes)\n"
         "    left = torch.pow(deg.clamp_min(1e-12), -0.5)\n"
         "    right = deg.clamp_min(1e-12).rsqrt()\n"
         "    return left[row] * edge_weight * right[col]\n",
@@ -1398,6 +1398,13 @@ T206_DEGREE_CLEAN = [
         "    adj = np.asarray(adj)\n"
         "    d = adj.sum(axis=1) ** -0.5\n"
         "    return torch.from_numpy(d[:, None] * adj * d[None, :])\n"
+    ),
+    # a scatter whose reduction is a max (by keyword or fifth argument): no degree
+    Silent(
+        GCN_HEAD
+        + "def peak(edge_index, scores, num_nodes):\n"
+        "    top = scatter(scores, edge_index[0], 0, num_nodes, 'max')\n"
+        "    return top.pow(-0.5)\n"
     ),
     # a positive power of a degree, a root of a sum that is no degree, a scatter that takes a max
     Silent(

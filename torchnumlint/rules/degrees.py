@@ -80,10 +80,7 @@ def _degree_call(ctx: "FileContext", call: cst.Call) -> Optional[Degree]:
     if last in _COUNTS and (library or (not qual and isinstance(func, cst.Attribute))):
         return Degree(call, True, library)
     if last in _SCATTERS and library:
-        reduce = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "reduce"), None)
-        if last == "scatter_add" or (
-            isinstance(reduce, cst.SimpleString) and reduce.evaluated_value in _SUM_REDUCES
-        ):
+        if last == "scatter_add" or _reduces_by_sum(call):
             return Degree(call, False, True)
         return None
     if last == "sum" and call.args and (
@@ -92,6 +89,18 @@ def _degree_call(ctx: "FileContext", call: cst.Call) -> Optional[Degree]:
     ):
         return Degree(call, False, library)
     return None
+
+
+def _reduces_by_sum(call: cst.Call) -> bool:
+    """`scatter(src, index, dim, dim_size, reduce)` sums: `reduce` given as "sum"/"add" by keyword
+    or as the fifth argument, or not given (both libraries' default is "sum")."""
+    reduce = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "reduce"), None)
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    if reduce is None and len(positional) >= 5:
+        reduce = positional[4]
+    if reduce is None:
+        return not any(a.star for a in call.args)
+    return isinstance(reduce, cst.SimpleString) and reduce.evaluated_value in _SUM_REDUCES
 
 
 def _says_adjacency(expr: cst.BaseExpression) -> bool:

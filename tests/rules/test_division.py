@@ -1284,7 +1284,7 @@ T206_DEGREE_FLAGGED = [
         "        row, col = edge_index\n"
         "        deg = degree(col, x.size(0), dtype=x.dtype)\n"
         "        deg_inv_sqrt = deg.pow(-0.5)\n"
-        "        return deg_inv_sqrt[row] * deg_inv_sqrt[col]\n",
+        "        return deg_inv_sqrt.view(-1, 1) * x\n",
         (9,),
         GCN_HEAD
         + "class Conv(torch.nn.Module):\n"
@@ -1292,7 +1292,7 @@ T206_DEGREE_FLAGGED = [
         "        row, col = edge_index\n"
         "        deg = degree(col, x.size(0), dtype=x.dtype)\n"
         "        deg_inv_sqrt = deg.clamp_min(1).pow(-0.5)\n"
-        "        return deg_inv_sqrt[row] * deg_inv_sqrt[col]\n",
+        "        return deg_inv_sqrt.view(-1, 1) * x\n",
         safe=True,
         message="isolated node",
     ),
@@ -1313,7 +1313,8 @@ T206_DEGREE_FLAGGED = [
         "    return d[:, None] * adj * d[None, :]\n",
         message="graph degree",
     ),
-    # summed edge weights, `torch.pow` and `rsqrt` spellings
+    # summed edge weights, `torch.pow` and `rsqrt` spellings; read at the edges' endpoints, where
+    # only a directed graph's source without in-edges is 0: strict mode's
     Flagged(
         GCN_HEAD
         + "def gcn_norm(edge_index, edge_weight, num_nodes):\n"
@@ -1330,6 +1331,7 @@ T206_DEGREE_FLAGGED = [
         "    left = torch.pow(deg.clamp_min(1e-12), -0.5)\n"
         "    right = deg.clamp_min(1e-12).rsqrt()\n"
         "    return left[row] * edge_weight * right[col]\n",
+        strict=True,
     ),
     # in place: reported, no rewrite (a clamp would stop `deg` itself being overwritten)
     Flagged(
@@ -1361,6 +1363,35 @@ T206_DEGREE_CLEAN = [
         "    deg_inv_sqrt = deg.pow_(-0.5)\n"
         "    deg_inv_sqrt.masked_fill_(torch.isinf(deg_inv_sqrt), 0.0)\n"
         "    return deg_inv_sqrt.view(-1, 1) * adj_t * deg_inv_sqrt.view(1, -1)\n"
+    ),
+    # read only at the endpoints the degree counted (default mode), or nodes per graph of a batch
+    Silent(
+        GCN_HEAD
+        + "def gcn_norm(edge_index, edge_weight, num_nodes):\n"
+        "    row, col = edge_index\n"
+        "    deg = scatter(edge_weight, col, 0, num_nodes)\n"
+        "    deg_inv_sqrt = deg.pow(-0.5)\n"
+        "    return deg_inv_sqrt[row] * edge_weight * deg_inv_sqrt[col]\n"
+    ),
+    Silent(
+        GCN_HEAD
+        + "def sample(edge_index, num_nodes, batch, x):\n"
+        "    deg = degree(edge_index[0], num_nodes=num_nodes)\n"
+        "    prob = (4 * (1. / deg))[edge_index[0]]\n"
+        "    weight = 1. / degree(edge_index[1], num_nodes)[edge_index[1]]\n"
+        "    size_norm = degree(batch, int(batch.max()) + 1).pow(-0.5)\n"
+        "    return prob, weight, x * size_norm.index_select(0, batch).view(-1, 1)\n",
+        together=("TNL201",),
+    ),
+    # the zeros re-filled with a positive number before the use
+    Silent(
+        GCN_HEAD
+        + "def normalized(adj, num_nodes):\n"
+        "    degree = adj.sum(0)\n"
+        "    degree[degree == 0.] = 1e-12\n"
+        "    deg_inv_sqrt = (1 / degree) ** 0.5\n"
+        "    return adj * deg_inv_sqrt.reshape(1, -1) * degree.rsqrt().reshape(-1, 1)\n",
+        together=("TNL201",),
     ),
     # self-loops first: every node has an edge to itself
     Silent(

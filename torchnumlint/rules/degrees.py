@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from torchnumlint.rules.guards import strip_parens, words
+from torchnumlint.rules.guards import number_value, strip_parens, words
 from torchnumlint.rules.shapes import through_shape
+from torchnumlint.rules.uses import reads_of
 from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,6 +42,8 @@ _SCATTERS = frozenset({"scatter", "scatter_add"})
 _SUM_REDUCES = frozenset({"sum", "add"})
 # Graph libraries whose functions of those names compute degrees.
 _GRAPH_LIBRARIES = ("torch_geometric", "torch_scatter", "torch_sparse", "dgl")
+# Words that name an edge endpoint index (`row, col = edge_index`).
+_ENDPOINT_WORDS = frozenset({"edge", "edges", "row", "col", "src", "dst", "source", "target", "sender", "receiver", "senders", "receivers", "index"})
 # Steps that give every node an edge to itself.
 _SELF_LOOPS = frozenset({"add_self_loops", "add_remaining_self_loops", "fill_diag", "set_diag", "fill_diagonal_"})
 
@@ -60,6 +63,8 @@ def degree(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[Degree]:
     """The graph degree `expr` is (through names, casts and shape-only steps) when it can be 0
     for an isolated node, else None."""
     value = strip_parens(through_shape(ctx, expr))
+    if value is not strip_parens(expr) and _picks(ctx, expr):
+        return None  # `degree(col)[col]`: read only where an edge was counted, never 0
     if isinstance(value, cst.Name):  # `deg.pow_(-0.5)` rebinds `deg` where it reads it: the one before
         before = [b.value for b in ctx.bindings_before(value) if isinstance(b.value, cst.BaseExpression)]
         if len(before) == 1:  # the in-place step itself binds no value
@@ -67,8 +72,57 @@ def degree(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[Degree]:
     if not isinstance(value, cst.Call):
         return None
     found = _degree_call(ctx, value)
-    if found is None or _self_loops(ctx):
+    if found is None or _self_loops(ctx) or _zeros_refilled(ctx, expr):
         return None
+    return found
+
+
+def _zeros_refilled(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
+    """`deg[deg == 0] = 1e-12` (or `deg.masked_fill_(deg == 0, 1)`) before the use: the zeros are
+    replaced by a positive number, a guard written in place."""
+    name = strip_parens(expr)
+    while isinstance(name, cst.Subscript) or (isinstance(name, cst.Call) and isinstance(name.func, cst.Attribute)):
+        name = strip_parens(name.value if isinstance(name, cst.Subscript) else name.func.value)  # type: ignore[union-attr]
+    if not isinstance(name, cst.Name):
+        return False
+    for binding in ctx.bindings_before(name):
+        node = binding.node
+        if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            target = node.targets[0].target
+            if (
+                isinstance(target, cst.Subscript)
+                and isinstance(strip_parens(target.value), cst.Name)
+                and (number_value(strip_parens(node.value)) or 0) > 0
+                and _tests_zero(target, name.value)
+            ):
+                return True
+        fill = node.value if isinstance(node, cst.Expr) else node
+        if (
+            isinstance(fill, cst.Call)
+            and isinstance(fill.func, cst.Attribute)
+            and fill.func.attr.value == "masked_fill_"
+            and len(fill.args) == 2
+            and (number_value(strip_parens(fill.args[1].value)) or 0) > 0
+            and _tests_zero(fill.args[0], name.value)
+        ):
+            return True
+    return False
+
+
+def _tests_zero(node: cst.CSTNode, name: str) -> bool:
+    """`node` holds `name == 0` (either side)."""
+    found = False
+
+    class _Find(Visitor):
+        def visit_Comparison(self, comparison: cst.Comparison) -> None:
+            nonlocal found
+            if len(comparison.comparisons) != 1 or not isinstance(comparison.comparisons[0].operator, cst.Equal):
+                return
+            sides = (strip_parens(comparison.left), strip_parens(comparison.comparisons[0].comparator))
+            if any(isinstance(s, cst.Name) and s.value == name for s in sides) and any(number_value(s) == 0 for s in sides):
+                found = True
+
+    _Find().walk(node)
     return found
 
 
@@ -78,6 +132,8 @@ def _degree_call(ctx: "FileContext", call: cst.Call) -> Optional[Degree]:
     library = qual.startswith(_GRAPH_LIBRARIES)
     last = qual.rpartition(".")[2] if qual else func.attr.value if isinstance(func, cst.Attribute) else ""
     if last in _COUNTS and (library or (not qual and isinstance(func, cst.Attribute))):
+        if last == "degree" and not (call.args and _endpoint(call.args[0].value)):
+            return None  # `degree(batch, n)`: nodes per graph, never 0 for a real graph
         return Degree(call, True, library)
     if last in _SCATTERS and library:
         if last == "scatter_add" or _reduces_by_sum(call):
@@ -89,6 +145,70 @@ def _degree_call(ctx: "FileContext", call: cst.Call) -> Optional[Degree]:
     ):
         return Degree(call, False, library)
     return None
+
+
+def read_at_endpoints(ctx: "FileContext", node: cst.CSTNode) -> bool:
+    """Whether the value computed at `node` (a degree's root or reciprocal, the node being
+    visited) is read only at entries an index picks: `(w * (1. / deg))[edge_index[0]]` inline, or
+    `deg_inv = ...` read only as `deg_inv[row]`, `deg_inv[col]`, `deg_inv.index_select(0, col)`.
+    An edge's endpoints are what the degree counted, so their degree is not 0 (for a directed
+    graph, the other endpoint's can be: strict mode's); a dense use (`d[:, None] * adj`) reads
+    every node."""
+    stack = ctx.stack
+    at = len(stack) - 1
+    while at >= 1 and isinstance(stack[at - 1], cst.BinaryOperation):
+        at -= 1  # through `w * (1. / deg)`
+    parent = stack[at - 1] if at >= 1 else None
+    if isinstance(parent, cst.Subscript) and parent.value is stack[at] and _index_read(parent):
+        return True
+    if isinstance(parent, (cst.Assign,)) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+        reads = reads_of(ctx, parent.targets[0].target)
+        return bool(reads) and all(_picked_read(path) for path in reads)  # type: ignore[union-attr]
+    return False
+
+
+def _picked_read(path) -> bool:
+    """A read (ancestors, the name last) that picks entries: `d[row]`, `d.index_select(0, i)`."""
+    name, parent = path[-1], path[-2] if len(path) > 1 else None
+    if isinstance(parent, cst.Subscript) and parent.value is name:
+        return _index_read(parent)
+    if isinstance(parent, cst.Attribute) and parent.value is name and parent.attr.value in ("index_select", "gather"):
+        return True
+    return False
+
+
+def _index_read(subscript: cst.Subscript) -> bool:
+    """`d[row]`, `d[edge_index[0]]`: one index that is a tensor of positions, not a slice or None."""
+    if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
+        return False
+    index = strip_parens(subscript.slice[0].slice.value)
+    return isinstance(index, (cst.Name, cst.Attribute, cst.Subscript))
+
+
+def _picks(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
+    """`expr` indexes its degree at positions (`degree(col, n)[col]`) on the way to it."""
+    expr = strip_parens(expr)
+    for _ in range(8):
+        if isinstance(expr, cst.Subscript):
+            if _index_read(expr):
+                return True
+            expr = strip_parens(expr.value)
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and not ctx.qualname(expr.func):
+            expr = strip_parens(expr.func.value)
+        else:
+            return False
+    return False
+
+
+def _endpoint(expr: cst.BaseExpression) -> bool:
+    """An edge endpoint index: `edge_index[0]`, `row`, `col`, `src`, `dst` (as graph code names
+    them), not a batch vector."""
+    expr = strip_parens(expr)
+    ident = expr.value if isinstance(expr, cst.Name) else expr.attr.value if isinstance(expr, cst.Attribute) else None
+    if isinstance(expr, cst.Subscript):
+        inner = strip_parens(expr.value)
+        ident = inner.value if isinstance(inner, cst.Name) else inner.attr.value if isinstance(inner, cst.Attribute) else None
+    return bool(words(ident) & _ENDPOINT_WORDS)
 
 
 def _reduces_by_sum(call: cst.Call) -> bool:

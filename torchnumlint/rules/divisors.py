@@ -25,7 +25,7 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Rule
 from torchnumlint.rules.boxes import box_divisor
-from torchnumlint.rules.degrees import ISOLATED, degree
+from torchnumlint.rules.degrees import ISOLATED, degree, read_at_endpoints
 from torchnumlint.rules.edge_tests import edge_test
 from torchnumlint.rules.evidence import is_data, mask_evidence, row_evidence, standardises, summand_evidence
 from torchnumlint.rules.guards import (
@@ -113,7 +113,7 @@ def zero_kind(ctx: "FileContext", d: cst.BaseExpression) -> Optional[Divisor]:
         return None
     if match_call(ctx.imports, v, "count_nonzero") is not None:
         return _divisor("count", v)
-    found_degree = degree(ctx, v)
+    found_degree = degree(ctx, d)  # `d` itself: `degree(col)[col]` picks entries never 0
     if found_degree is not None:  # `1. / deg`: Inf for an isolated node (`rules/degrees.py`)
         return _divisor("degree", v)
     match = match_call(ctx.imports, v, "sum", *NORMS, "std", "var")
@@ -226,8 +226,8 @@ def _zero_evidence(
     ctx: "FileContext", found: Divisor, numerator: Optional[cst.BaseExpression]
 ) -> Tuple[Optional[str], bool]:
     kind, v = found.kind, strip_parens(found.value)
-    if kind == "degree":
-        return ISOLATED, True
+    if kind == "degree":  # read only at the endpoints it counted (`deg_inv[col]`): never 0 there
+        return (None if read_at_endpoints(ctx, ctx.stack[-1]) else ISOLATED), True
     if kind == "count":
         counted = match_call(ctx.imports, v, "sum", "count_nonzero")
         return (mask_evidence(ctx, counted.input) if counted is not None else None), True

@@ -15,7 +15,7 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
-from torchnumlint.rules.degrees import ISOLATED, Degree, degree
+from torchnumlint.rules.degrees import ISOLATED, Degree, degree, read_at_endpoints
 from torchnumlint.rules.divisors import COUNT_EPS, EPS, clamp_fix, division_operands, zero_kind
 from torchnumlint.rules.evidence import (
     STRICT_WHY,
@@ -236,8 +236,13 @@ class UnguardedSqrtOrPow(RootRule):
         mend = mended_after(ctx, node)
         if mend is not None:
             return
+        why = ISOLATED
+        if read_at_endpoints(ctx, node):  # `d[row] * d[col]`: the counted endpoints are never 0
+            if not ctx.strict:
+                return
+            why = STRICT_WHY
         op = {"rsqrt": "`rsqrt`", "pow": "a negative power"}.get(kind, "`sqrt`")
-        edge = f"which is 0 {ISOLATED}: Inf there, and NaN where it meets that node's zero row of the adjacency"
+        edge = f"which is 0 {why}: Inf there, and NaN where it meets that node's zero row of the adjacency"
         floor = COUNT_EPS if found.counts else EPS
         how = f"clamp it first: `.clamp_min({floor})`"
         torch_value = found.library or is_torch_value(ctx, arg)  # a clamp_min on numpy would crash

@@ -81,8 +81,13 @@ def _zeros_refilled(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
     """`deg[deg == 0] = 1e-12` (or `deg.masked_fill_(deg == 0, 1)`) before the use: the zeros are
     replaced by a positive number, a guard written in place."""
     name = strip_parens(expr)
-    while isinstance(name, cst.Subscript) or (isinstance(name, cst.Call) and isinstance(name.func, cst.Attribute)):
-        name = strip_parens(name.value if isinstance(name, cst.Subscript) else name.func.value)  # type: ignore[union-attr]
+    for _ in range(8):  # under indexing and method steps: `deg[:, None]`, `deg.float()`
+        if isinstance(name, cst.Subscript):
+            name = strip_parens(name.value)
+        elif isinstance(name, cst.Call) and isinstance(name.func, cst.Attribute):
+            name = strip_parens(name.func.value)
+        else:
+            break
     if not isinstance(name, cst.Name):
         return False
     for binding in ctx.bindings_before(name):

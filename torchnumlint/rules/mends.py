@@ -140,7 +140,8 @@ def _is_inf(expr: cst.BaseExpression) -> bool:
     expr = strip_parens(expr)
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "float" and expr.args:
         arg = expr.args[0].value
-        return isinstance(arg, cst.SimpleString) and arg.evaluated_value.lower().lstrip("+") in ("inf", "infinity")
+        text = arg.evaluated_value if isinstance(arg, cst.SimpleString) else None
+        return isinstance(text, str) and text.strip().lower().lstrip("+") in ("inf", "infinity")
     if isinstance(expr, cst.Attribute):
         return expr.attr.value in _INF_ATTRIBUTES
     return isinstance(expr, cst.Name) and expr.value == "inf"

@@ -309,10 +309,10 @@ def _einsum_form(ctx: "FileContext", value: cst.BaseExpression) -> Optional[cst.
     text = "".join(str(spec.evaluated_value).split())
     inputs, _, _ = text.partition("->")
     terms = inputs.split(",")
-    left, matrix, right = (strip_parens(a.value) for a in value.args[1:])
+    left, right = strip_parens(value.args[1].value), strip_parens(value.args[3].value)
     if len(terms) != 3 or len(terms[1]) != 2 or not is_plain(left) or not same_code(ctx, left, right):
         return None
-    first, second = terms[1]
+    first, second = terms[1][0], terms[1][1]
     left_only, right_only = set(terms[0]) - set(terms[2]), set(terms[2]) - set(terms[0])
     if left_only == {first} and right_only == {second} and first != second:
         return left

@@ -567,7 +567,7 @@ class _Walk:
                 self.found.append(InfFill(node, value, receiver.value, "data", additive, mask))
 
 
-def rezeroed(ctx: "FileContext", call: cst.BaseExpression) -> bool:
+def rezeroed(ctx: "FileContext", call: cst.CSTNode) -> bool:
     """Whether the output of `call` (the node being visited) is set to 0 where masked:
     `p.masked_fill(m, 0)`, `torch.where(m, 0, p)` on the call itself, or on the one name it is
     assigned to, later in the function (`p = s.softmax(-1)` ... `p = p.masked_fill(~keep, 0.0)`)."""

@@ -9,8 +9,10 @@ read by construction:
 
 - `torch_geometric.utils.degree(index, num_nodes)`, a sparse adjacency's `rowcount()`, DGL's
   `g.in_degrees()` / `out_degrees()`: counts of edges (integers);
-- `scatter(weight, index, ..., reduce="sum")`, `scatter_add(...)`, `torch_sparse.sum(adj, dim)`,
-  and `adj.sum(dim)` of a value named as an adjacency: sums of edge weights.
+- `scatter(weight, index, ..., reduce="sum")`, `scatter_add(...)` over an edge endpoint index
+  (`col`, `edge_index[0]`), `torch_sparse.sum(adj, dim)`, and `adj.sum(dim)` of a value named as
+  an adjacency: sums of edge weights. A scatter over a k-NN query index is none (every query has
+  k neighbours: PyG's `knn_interpolate` read on the corpus).
 
 Not a degree that can be 0: one the code bounds (`degree(...) + 1`, `clamp(min=1)`: guards ask
 that before this module is asked), or one of a graph the function gives self-loops first
@@ -141,7 +143,10 @@ def _degree_call(ctx: "FileContext", call: cst.Call) -> Optional[Degree]:
             return None  # `degree(batch, n)`: nodes per graph, never 0 for a real graph
         return Degree(call, True, library)
     if last in _SCATTERS and library:
-        if last == "scatter_add" or _reduces_by_sum(call):
+        # over edges (`scatter(w, col, ...)`): a scatter over another assignment (a k-NN query's
+        # index, which gives every query k entries) is no degree
+        index = call.args[1].value if len(call.args) > 1 and call.args[1].keyword is None else None
+        if (last == "scatter_add" or _reduces_by_sum(call)) and index is not None and _endpoint(index):
             return Degree(call, False, True)
         return None
     if last == "sum" and call.args and (

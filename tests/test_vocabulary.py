@@ -32,3 +32,17 @@ def test_only_the_mask_question_takes_casts_that_change_values():
 
 def test_shape_attributes_are_one_set():
     assert value_steps._STEP_ATTRS is vocabulary.SHAPE_ATTRIBUTES is shapes.SHAPE_ATTRIBUTES
+
+
+def test_the_index_and_the_summaries_follow_one_set_of_module_methods():
+    # `Net().double()` is still a Net for both: the index (constructors) and the summaries (returns)
+    from torchnumlint import index, summaries
+
+    assert index.MODULE_METHODS is summaries.vocabulary.MODULE_METHODS is vocabulary.MODULE_METHODS
+    assert {"to", "eval", "half", "double"} <= vocabulary.MODULE_METHODS
+
+
+def test_every_shape_only_step_numpy_lacks_marks_a_torch_tensor():
+    # `x.view_as(y)`, `x.movedim(1, -1)`: only a tensor has them, so a clamp_min fix fits the value
+    assert vocabulary.SHAPE_ONLY - evidence._NUMPY_SHAPE_METHODS <= evidence._TENSOR_ONLY_METHODS
+    assert not {"reshape", "transpose", "flatten"} & evidence._TENSOR_ONLY_METHODS

@@ -165,7 +165,6 @@ def discover(paths: Iterable[str], settings: Settings, force_exclude: bool = Fal
     errors: List[str] = []
     seen = set()
     for given in paths:
-        path = Path(given)
         try:
             os.stat(given)
         except OSError as exc:

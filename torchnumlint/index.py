@@ -70,6 +70,7 @@ from torchnumlint.forward_facts import (
     Unary,
 )
 from torchnumlint.rules.module_outputs import CONTAINERS
+from torchnumlint.rules.vocabulary import MODULE_METHODS
 from torchnumlint.rules.autocast import (
     ACCELERATORS,
     GRAD_SCALERS,
@@ -1294,7 +1295,7 @@ _BINDERS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast
 
 def _constructor_call(call: ast.Call) -> ast.Call:
     """The call that constructs: `Net(...)` of `Net(...).to(device).eval()`."""
-    while isinstance(call.func, ast.Attribute) and call.func.attr in _MODULE_METHODS and isinstance(call.func.value, ast.Call):
+    while isinstance(call.func, ast.Attribute) and call.func.attr in MODULE_METHODS and isinstance(call.func.value, ast.Call):
         call = call.func.value
     return call
 
@@ -1305,7 +1306,7 @@ def _constructor(call: ast.Call) -> ast.AST:
     while (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
-        and node.func.attr in _MODULE_METHODS
+        and node.func.attr in MODULE_METHODS
         and isinstance(node.func.value, ast.Call)
     ):
         node = node.func.value
@@ -1313,9 +1314,6 @@ def _constructor(call: ast.Call) -> ast.AST:
     if isinstance(func, ast.Attribute) and func.attr.startswith("from_"):
         return func.value
     return func
-
-
-_MODULE_METHODS = ("to", "cuda", "cpu", "train", "eval", "float", "half", "requires_grad_")
 
 
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")

@@ -67,8 +67,6 @@ ACTIVATIONS: Dict[str, str] = {
                       ("LogSigmoid", "logsigmoid"))
 }
 SEQUENTIAL = frozenset({"torch.nn.Sequential", "torch.nn.modules.Sequential", "torch.nn.modules.container.Sequential"})
-# Methods of a module that return the module itself: `Net().to(device)` is still a Net.
-MODULE_METHODS = frozenset({"to", "cuda", "cpu", "train", "eval", "float", "half", "double", "requires_grad_"})
 # Decorators that return what the function returns (anything else may change it).
 TRANSPARENT_DECORATORS = frozenset(
     {
@@ -350,7 +348,7 @@ class _Exprs:
             return None
         while (
             isinstance(value.func, ast.Attribute)
-            and value.func.attr in MODULE_METHODS
+            and value.func.attr in vocabulary.MODULE_METHODS
             and isinstance(value.func.value, ast.Call)
         ):
             value = value.func.value

@@ -1262,3 +1262,409 @@ def test_a_cosine_by_hand_has_one_owner(enabled, expected):
     source = COS_HEAD + "def sim(z, g):\n    z = torch.relu(z)\n    return (z * g).sum(-1) / (z.norm(dim=-1) * g.norm(dim=-1))\n"
     found = lint_text("example.py", source, [registry()[code] for code in enabled])
     assert [f.code for f in found] == [expected]
+
+
+# ---------------------------------------------------------------------------------------------
+# TNL206: a graph degree under a negative power (`D^-1/2 A D^-1/2`), default mode: an isolated
+# node's degree is 0, Inf there and NaN once it meets the node's zero adjacency row
+
+GCN_HEAD = (
+    "import torch\n"
+    "from torch_geometric.utils import add_self_loops, degree, scatter\n"
+    "\n"
+    "\n"
+)
+
+T206_DEGREE_FLAGGED = [
+    # a message-passing layer without self-loops: degree counts edges, a clamp at 1 is exact
+    Flagged(
+        GCN_HEAD
+        + "class Conv(torch.nn.Module):\n"
+        "    def forward(self, x, edge_index):\n"
+        "        row, col = edge_index\n"
+        "        deg = degree(col, x.size(0), dtype=x.dtype)\n"
+        "        deg_inv_sqrt = deg.pow(-0.5)\n"
+        "        return deg_inv_sqrt.view(-1, 1) * x\n",
+        (9,),
+        GCN_HEAD
+        + "class Conv(torch.nn.Module):\n"
+        "    def forward(self, x, edge_index):\n"
+        "        row, col = edge_index\n"
+        "        deg = degree(col, x.size(0), dtype=x.dtype)\n"
+        "        deg_inv_sqrt = deg.clamp_min(1).pow(-0.5)\n"
+        "        return deg_inv_sqrt.view(-1, 1) * x\n",
+        safe=True,
+        message="isolated node",
+    ),
+    # a dense adjacency's row sums, `** -0.5`: weights, so the clamp is at eps (unsafe)
+    Flagged(
+        "import torch\n"
+        "\n"
+        "\n"
+        "def normalize_adjacency(adj: torch.Tensor) -> torch.Tensor:\n"
+        "    d = adj.sum(dim=1) ** -0.5\n"
+        "    return d[:, None] * adj * d[None, :]\n",
+        (5,),
+        "import torch\n"
+        "\n"
+        "\n"
+        "def normalize_adjacency(adj: torch.Tensor) -> torch.Tensor:\n"
+        "    d = adj.sum(dim=1).clamp_min(1e-12) ** -0.5\n"
+        "    return d[:, None] * adj * d[None, :]\n",
+        message="graph degree",
+    ),
+    # summed edge weights, `torch.pow` and `rsqrt` spellings; read at the edges' endpoints, where
+    # only a directed graph's source without in-edges is 0: strict mode's
+    Flagged(
+        GCN_HEAD
+        + "def gcn_norm(edge_index, edge_weight, num_nodes):\n"
+        "    row, col = edge_index\n"
+        "    deg = scatter(edge_weight, col, 0, num_nodes)\n"
+        "    left = torch.pow(deg, -0.5)\n"
+        "    right = deg.rsqrt()\n"
+        "    return left[row] * edge_weight * right[col]\n",
+        (8, 9),
+        GCN_HEAD
+        + "def gcn_norm(edge_index, edge_weight, num_nodes):\n"
+        "    row, col = edge_index\n"
+        "    deg = scatter(edge_weight, col, 0, num_nodes)\n"
+        "    left = torch.pow(deg.clamp_min(1e-12), -0.5)\n"
+        "    right = deg.clamp_min(1e-12).rsqrt()\n"
+        "    return left[row] * edge_weight * right[col]\n",
+        strict=True,
+    ),
+    # in place: reported, no rewrite (a clamp would stop `deg` itself being overwritten)
+    Flagged(
+        GCN_HEAD
+        + "def propagate_norm(adj_t):\n"
+        "    deg = adj_t.storage.rowcount().to(torch.float)\n"
+        "    deg_inv_sqrt = deg.pow_(-0.5)\n"
+        "    return deg_inv_sqrt.view(-1, 1) * adj_t * deg_inv_sqrt.view(1, -1)\n",
+        (7,),
+        None,
+    ),
+]
+
+T206_DEGREE_CLEAN = [
+    # the Inf mended right after, on a degree that carries no gradient (every PyG convolution)
+    Silent(
+        GCN_HEAD
+        + "def gcn_norm(edge_index, num_nodes):\n"
+        "    row, col = edge_index\n"
+        "    deg = degree(col, num_nodes)\n"
+        "    deg_inv_sqrt = deg.pow(-0.5)\n"
+        "    deg_inv_sqrt[deg_inv_sqrt == float('inf')] = 0\n"
+        "    return deg_inv_sqrt[row] * deg_inv_sqrt[col]\n"
+    ),
+    Silent(
+        GCN_HEAD
+        + "def sym_norm(adj_t):\n"
+        "    deg = adj_t.sum(dim=1)\n"
+        "    deg_inv_sqrt = deg.pow_(-0.5)\n"
+        "    deg_inv_sqrt.masked_fill_(torch.isinf(deg_inv_sqrt), 0.0)\n"
+        "    return deg_inv_sqrt.view(-1, 1) * adj_t * deg_inv_sqrt.view(1, -1)\n"
+    ),
+    # read only at the endpoints the degree counted (default mode), or nodes per graph of a batch
+    Silent(
+        GCN_HEAD
+        + "def gcn_norm(edge_index, edge_weight, num_nodes):\n"
+        "    row, col = edge_index\n"
+        "    deg = scatter(edge_weight, col, 0, num_nodes)\n"
+        "    deg_inv_sqrt = deg.pow(-0.5)\n"
+        "    return deg_inv_sqrt[row] * edge_weight * deg_inv_sqrt[col]\n"
+    ),
+    Silent(
+        GCN_HEAD
+        + "def sample(edge_index, num_nodes, batch, x):\n"
+        "    deg = degree(edge_index[0], num_nodes=num_nodes)\n"
+        "    prob = (4 * (1. / deg))[edge_index[0]]\n"
+        "    weight = 1. / degree(edge_index[1], num_nodes)[edge_index[1]]\n"
+        "    size_norm = degree(batch, int(batch.max()) + 1).pow(-0.5)\n"
+        "    return prob, weight, x * size_norm.index_select(0, batch).view(-1, 1)\n",
+        together=("TNL201",),
+    ),
+    # the zeros re-filled with a positive number before the use
+    Silent(
+        GCN_HEAD
+        + "def normalized(adj, num_nodes):\n"
+        "    degree = adj.sum(0)\n"
+        "    degree[degree == 0.] = 1e-12\n"
+        "    deg_inv_sqrt = (1 / degree) ** 0.5\n"
+        "    return adj * deg_inv_sqrt.reshape(1, -1) * degree.rsqrt().reshape(-1, 1)\n",
+        together=("TNL201",),
+    ),
+    # self-loops first: every node has an edge to itself
+    Silent(
+        GCN_HEAD
+        + "class Conv(torch.nn.Module):\n"
+        "    def forward(self, x, edge_index):\n"
+        "        edge_index, _ = add_self_loops(edge_index, num_nodes=x.size(0))\n"
+        "        row, col = edge_index\n"
+        "        deg = degree(row, x.size(0), dtype=x.dtype)\n"
+        "        return deg.pow(-0.5)[row] * deg.pow(-0.5)[col]\n"
+    ),
+    Silent(
+        "import torch\n"
+        "\n"
+        "\n"
+        "def renormalize(adj: torch.Tensor) -> torch.Tensor:\n"
+        "    adj = adj + torch.eye(adj.size(0))\n"
+        "    d = adj.sum(1).pow(-0.5)\n"
+        "    return d[:, None] * adj * d[None, :]\n"
+    ),
+    # bounded: `+ 1`, a clamp at 1
+    Silent(
+        GCN_HEAD
+        + "def norm(edge_index, num_nodes):\n"
+        "    deg = degree(edge_index[0], num_nodes) + 1\n"
+        "    return deg.pow(-0.5) * degree(edge_index[1], num_nodes).clamp(min=1).pow(-0.5)\n"
+    ),
+    # numpy: an adjacency held as an array
+    Silent(
+        "import numpy as np\n"
+        "import torch\n"
+        "\n"
+        "\n"
+        "def normalize(adj):\n"
+        "    adj = np.asarray(adj)\n"
+        "    d = adj.sum(axis=1) ** -0.5\n"
+        "    return torch.from_numpy(d[:, None] * adj * d[None, :])\n"
+    ),
+    # a scatter whose reduction is a max (by keyword or fifth argument): no degree
+    Silent(
+        GCN_HEAD
+        + "def peak(edge_index, scores, num_nodes):\n"
+        "    top = scatter(scores, edge_index[0], 0, num_nodes, 'max')\n"
+        "    return top.pow(-0.5)\n"
+    ),
+    # a positive power of a degree, a root of a sum that is no degree, a scatter that takes a max
+    Silent(
+        GCN_HEAD
+        + "def f(edge_index, scores, num_nodes):\n"
+        "    deg = degree(edge_index[0], num_nodes)\n"
+        "    top = scatter(scores, edge_index[0], 0, num_nodes, reduce='max')\n"
+        "    return deg.pow(0.5) + scores.sum(-1).pow(-0.5) + top.pow(-0.5)\n"
+    ),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL206", T206_DEGREE_FLAGGED, T206_DEGREE_CLEAN))
+def test_tnl206_graph_degree(code, case):
+    harness.check(code, case)
+
+
+# ---------------------------------------------------------------------------------------------
+# TNL201: a quotient whose Inf the code re-fills right after is a guard of the forward; the
+# gradient at the mended entry is still NaN (0 * inf), claimed only where a gradient is shown
+
+T201_MENDED_FLAGGED = [
+    Flagged(
+        "import torch\n"
+        "\n"
+        "\n"
+        "class Rescale(torch.nn.Module):\n"
+        "    def forward(self, err, labels):\n"
+        "        scale = err.abs().sum() / (labels == 3).sum()\n"
+        "        scale[torch.isinf(scale)] = 1.0\n"
+        "        return err * scale\n",
+        (6,),
+        "import torch\n"
+        "\n"
+        "\n"
+        "class Rescale(torch.nn.Module):\n"
+        "    def forward(self, err, labels):\n"
+        "        scale = err.abs().sum() / (labels == 3).sum().clamp_min(1)\n"
+        "        scale[torch.isinf(scale)] = 1.0\n"
+        "        return err * scale\n",
+        safe=True,
+        message="keeps the forward finite, not the gradient",
+    ),
+]
+
+T201_MENDED_CLEAN = [
+    # the same mend in evaluation code: no gradient, the forward is all there is
+    Silent(
+        "import torch\n"
+        "\n"
+        "\n"
+        "@torch.no_grad()\n"
+        "def rescale(err, labels):\n"
+        "    scale = err.abs().sum() / (labels == 3).sum()\n"
+        "    scale[torch.isinf(scale) | (scale > 1000)] = 1.0\n"
+        "    return err * scale\n"
+    ),
+    Silent(
+        "import torch\n"
+        "\n"
+        "\n"
+        "def precision(pred, target):\n"
+        "    with torch.no_grad():\n"
+        "        hits = (pred == target).float().sum(0) / (target == 1).sum(0)\n"
+        "        hits = torch.where(torch.isfinite(hits), hits, torch.zeros_like(hits))\n"
+        "        return hits.mean()\n"
+    ),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL201", T201_MENDED_FLAGGED, T201_MENDED_CLEAN))
+def test_tnl201_mended_quotient(code, case):
+    harness.check(code, case)
+
+
+# TNL206: a quadratic form written with `einsum` (a batched `v @ M @ v`) under a root, as the
+# matrix-product spellings above: the pairwise differences of a batch with itself reach 0 on the
+# diagonal, where the root's gradient is infinite
+EINSUM_206_FLAGGED = [
+    Flagged("""
+        import torch
+        class Mahalanobis(torch.nn.Module):
+            def forward(self, x):
+                d = x[:, None] - x[None]
+                return torch.sqrt(torch.einsum("abi,ij,abj->ab", d, self.precision, d))
+        """, (6,), """
+        import torch
+        class Mahalanobis(torch.nn.Module):
+            def forward(self, x):
+                d = x[:, None] - x[None]
+                return torch.sqrt(torch.einsum("abi,ij,abj->ab", d, self.precision, d).clamp_min(1e-12))
+        """),
+]
+
+EINSUM_206_SILENT = [
+    # a floor inside the root
+    Silent("""
+        import torch
+        class Mahalanobis(torch.nn.Module):
+            def forward(self, x):
+                d = x[:, None] - x[None]
+                return torch.sqrt(torch.einsum("abi,ij,abj->ab", d, self.precision, d) + 1e-6)
+        """),
+    # not a quadratic form: two different vectors, and a contraction that keeps an index
+    Silent("""
+        import torch
+        class Bilinear(torch.nn.Module):
+            def forward(self, x, y):
+                d = x[:, None] - x[None]
+                a = torch.einsum("abi,ij,abj->ab", d, self.weight, y[:, None] - y[None])
+                b = torch.einsum("abi,ij,abi->abj", d, self.weight, d)
+                return torch.sqrt(a) + torch.sqrt(b)
+        """),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL206", EINSUM_206_FLAGGED, EINSUM_206_SILENT))
+def test_tnl206_einsum_quadratic_form(code, case):
+    harness.check(code, case)
+
+
+# TNL201: the reciprocal of a graph degree (`D^-1 A`), Inf for an isolated node, as its root above
+T201_DEGREE_FLAGGED = [
+    Flagged(
+        GCN_HEAD
+        + "class MeanConv(torch.nn.Module):\n"
+        "    def forward(self, x, edge_index):\n"
+        "        row, col = edge_index\n"
+        "        deg = degree(col, x.size(0), dtype=x.dtype)\n"
+        "        return x / deg[:, None]\n",
+        (9,),
+        GCN_HEAD
+        + "class MeanConv(torch.nn.Module):\n"
+        "    def forward(self, x, edge_index):\n"
+        "        row, col = edge_index\n"
+        "        deg = degree(col, x.size(0), dtype=x.dtype)\n"
+        "        return x / deg[:, None].clamp_min(1)\n",
+        safe=True,
+        message="isolated node",
+    ),
+]
+
+T201_DEGREE_CLEAN = [
+    # mended right after, in a data transform
+    Silent(
+        GCN_HEAD
+        + "def col_norm(edge_index, edge_weight, num_nodes):\n"
+        "    _, col = edge_index\n"
+        "    deg = scatter(edge_weight, col, 0, num_nodes, reduce='sum')\n"
+        "    deg_inv = 1. / deg\n"
+        "    deg_inv[deg_inv == float('inf')] = 0\n"
+        "    return edge_weight * deg_inv[col]\n"
+    ),
+    # self-loops first
+    Silent(
+        GCN_HEAD
+        + "class MeanConv(torch.nn.Module):\n"
+        "    def forward(self, x, edge_index):\n"
+        "        edge_index, _ = add_self_loops(edge_index, num_nodes=x.size(0))\n"
+        "        deg = degree(edge_index[1], x.size(0), dtype=x.dtype)\n"
+        "        return x / deg[:, None]\n"
+    ),
+]
+
+
+T201_DEGREE_CLEAN.append(
+    # a weighted mean over k-NN queries: every query gets k neighbours, so no sum is over nothing
+    Silent(
+        GCN_HEAD
+        + "def interpolate(feats, src_idx, query_idx, inv_dist, num_queries):\n"
+        "    total = scatter(feats[src_idx] * inv_dist, query_idx, 0, num_queries, reduce='sum')\n"
+        "    return total / scatter(inv_dist, query_idx, 0, num_queries, reduce='sum')\n"
+    )
+)
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL201", T201_DEGREE_FLAGGED, T201_DEGREE_CLEAN))
+def test_tnl201_graph_degree(code, case):
+    harness.check(code, case)
+
+
+# TNL206: a per-graph variance as E[x^2] - E[x]^2 by scatter means under a root: the difference
+# cancels below 0 by rounding (measured: features of 3.1 with spread 1e-4 give 7 negative of 16
+# per-graph variances, -1.9e-6 at worst, and 7 NaN roots)
+SCATTER_VAR_FLAGGED = [
+    Flagged(
+        "import torch\n"
+        "from torch_scatter import scatter_mean\n"
+        "\n"
+        "\n"
+        "class GraphNorm(torch.nn.Module):\n"
+        "    def forward(self, x, batch):\n"
+        "        mean = scatter_mean(x, batch, dim=0)\n"
+        "        var = scatter_mean(x * x, batch, dim=0) - mean ** 2\n"
+        "        std = torch.sqrt(var)\n"
+        "        return (x - mean[batch]) / std[batch]\n",
+        (9,),
+        "import torch\n"
+        "from torch_scatter import scatter_mean\n"
+        "\n"
+        "\n"
+        "class GraphNorm(torch.nn.Module):\n"
+        "    def forward(self, x, batch):\n"
+        "        mean = scatter_mean(x, batch, dim=0)\n"
+        "        var = scatter_mean(x * x, batch, dim=0) - mean ** 2\n"
+        "        std = torch.sqrt(var.clamp_min(1e-12))\n"
+        "        return (x - mean[batch]) / std[batch]\n",
+        together=("TNL201",),
+        message="rounding makes negative",
+    ),
+]
+
+SCATTER_VAR_SILENT = [
+    # a floor inside the root, and means over different indices
+    Silent(
+        "import torch\n"
+        "from torch_geometric.utils import scatter\n"
+        "\n"
+        "\n"
+        "class GraphNorm(torch.nn.Module):\n"
+        "    def forward(self, x, batch, other):\n"
+        "        mean = scatter(x, batch, dim=0, reduce='mean')\n"
+        "        var = scatter(x * x, batch, dim=0, reduce='mean') - mean ** 2\n"
+        "        skew = scatter(x * x, other, dim=0, reduce='mean') - mean ** 2\n"
+        "        return torch.sqrt(var.clamp_min(1e-5))[batch] * torch.sqrt(skew.abs())[batch]\n"
+    ),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL206", SCATTER_VAR_FLAGGED, SCATTER_VAR_SILENT))
+def test_tnl206_scatter_variance(code, case):
+    harness.check(code, case)

@@ -967,3 +967,33 @@ def test_a_log_of_a_predicted_duration_is_no_count():
 
     assert says_count("num_tokens") and says_count("dur") and says_count("node_deg")
     assert not says_count("log_dur_pred") and not says_count("dur_pred") and not says_count("log_counts")
+
+
+# Labels compared with every class at once (`labels[:, None] == torch.arange(C)`, a one-hot) give
+# per-class counts; the column of a class the batch lacks is empty. Positions compared with a
+# range (a window, a length) stay no evidence.
+ONE_HOT_COUNTS = [
+    ("TNL201", flagged("""
+    import torch
+    def class_means(feats, labels, num_classes: int):
+        onehot = (labels[:, None] == torch.arange(num_classes)).float()
+        return (onehot.T @ feats) / onehot.sum(0)[:, None]
+    """, (5,), message="compares labels with every class", safe=True, fixed="""
+    import torch
+    def class_means(feats, labels, num_classes: int):
+        onehot = (labels[:, None] == torch.arange(num_classes)).float()
+        return (onehot.T @ feats) / onehot.sum(0)[:, None].clamp_min(1)
+    """)),
+    ("TNL201", silent("""
+    import torch
+    def window_means(feats, centre, width: int):
+        near = (torch.arange(feats.size(0))[:, None] - centre).abs() <= width
+        near = near | (torch.arange(feats.size(0))[:, None] == centre)
+        return (near.float().T @ feats) / near.sum(0)[:, None]
+    """)),
+]
+
+
+@pytest.mark.parametrize("code, case", family_params(ONE_HOT_COUNTS))
+def test_labels_against_every_class_count_per_class(code, case):
+    harness.check(code, case)

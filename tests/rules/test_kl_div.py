@@ -449,3 +449,37 @@ SEPARATE_TEACHER = """\
 )
 def test_tnl101_a_teacher_by_name_that_shares_the_students_model_carries_gradients(code, case):
     harness.check(code, case)
+
+
+# A KL over a head of 2 or 3 classes is no exception: a softmax entry is exactly 0 in float32 once
+# its logit trails the row's maximum by 103.97, the same gap for 2, 3, 1000 or 32000 classes
+# (measured, torch 2.13 CPU; bfloat16 92.75 for every count), and the KL's gradient is NaN past
+# it. The class count bounds nothing; only the logits' spread decides, so the rule does not ask it.
+FEW_CLASSES = [
+    Flagged(
+        HEAD
+        + "class PairConsistency(nn.Module):\n"
+        "    def __init__(self, dim):\n"
+        "        super().__init__()\n"
+        "        self.head = nn.Linear(dim, 2)\n"
+        "\n"
+        "    def forward(self, x, noisy):\n"
+        "        clean = self.head(x)\n"
+        "        return F.kl_div(F.log_softmax(self.head(noisy), -1), F.softmax(clean, -1), reduction='batchmean')\n",
+        (13,),
+        HEAD
+        + "class PairConsistency(nn.Module):\n"
+        "    def __init__(self, dim):\n"
+        "        super().__init__()\n"
+        "        self.head = nn.Linear(dim, 2)\n"
+        "\n"
+        "    def forward(self, x, noisy):\n"
+        "        clean = self.head(x)\n"
+        "        return F.kl_div(F.log_softmax(self.head(noisy), -1), F.log_softmax(clean, -1), reduction='batchmean', log_target=True)\n",
+    ),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL101", FEW_CLASSES))
+def test_tnl101_a_head_of_two_classes_underflows_at_the_same_gap(code, case):
+    harness.check(code, case)

@@ -420,3 +420,55 @@ def test_softmax_read_beyond_the_log_is_reported_too():
     source = H + "def ent(x):\n    p = torch.exp(x) / torch.exp(x).sum(-1, keepdim=True)\n    return -(p * torch.log(p)).sum(-1)\n"
     found = sorted((f.code, f.line) for f in harness.findings("TNL103", source, together=("TNL110",)))
     assert found == [("TNL103", 8), ("TNL110", 7)]
+
+
+# TNL110: one entry of a softmax written out, the InfoNCE loss by hand (measured: features of
+# scale 1 at temperature 0.07 give similarities of 324, and the loss is inf where float64's
+# cross entropy is 195; no rewrite is offered, the message names `log_softmax` and `cross_entropy`)
+INFO_NCE_FLAGGED = [
+    Flagged(
+        H + "def info_nce(q, k, labels, t=0.07):\n"
+        "    sim = q @ k.t() / t\n"
+        "    pos = sim.gather(1, labels[:, None])\n"
+        "    return -torch.log(torch.exp(pos) / torch.exp(sim).sum(dim=1, keepdim=True)).mean()\n",
+        (9,),
+        None,
+        message="log_softmax",
+    ),
+    Flagged(
+        H + "class Contrast(nn.Module):\n"
+        "    def forward(self, a, b):\n"
+        "        logits = a @ b.T * self.scale\n"
+        "        ratio = logits.diag().exp() / logits.exp().sum(1)\n"
+        "        return -ratio.log().mean()\n",
+        (9,),
+        None,
+    ),
+]
+
+INFO_NCE_SILENT = [
+    # the max subtracted first
+    Silent(
+        H + "def info_nce(q, k, labels):\n"
+        "    sim = q @ k.t()\n"
+        "    sim = sim - sim.max(dim=1, keepdim=True).values\n"
+        "    pos = sim.gather(1, labels[:, None])\n"
+        "    return -torch.log(torch.exp(pos) / torch.exp(sim).sum(dim=1, keepdim=True)).mean()\n"
+    ),
+    # the numerator's exp is of another tensor: no softmax entry
+    Silent(
+        H + "def ratio(a, b):\n"
+        "    return torch.exp(a) / torch.exp(b).sum(dim=1, keepdim=True)\n"
+    ),
+    # entries picked from log-probabilities: exp of them is at most 1
+    Silent(
+        H + "def picked(logits, labels):\n"
+        "    log_probs = F.log_softmax(logits, dim=-1)\n"
+        "    return log_probs.gather(1, labels[:, None]).exp() / log_probs.exp().sum(1, keepdim=True)\n"
+    ),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL110", INFO_NCE_FLAGGED, INFO_NCE_SILENT))
+def test_info_nce_written_out(code, case):
+    harness.check(code, case)

@@ -726,3 +726,138 @@ EVIDENCE_SILENT = [Silent(LOCAL_WINDOW), Silent(WINDOW_PARAMETER), Silent(CACHE_
 @pytest.mark.parametrize("code, case", harness.params("TNL401", EVIDENCE_FLAGGED, EVIDENCE_SILENT))
 def test_tnl401_reports_by_default_only_a_mask_that_can_cover_a_row_by_evidence(code, case):
     harness.check(code, case)
+
+
+# ---------------------------------------------------------------------------------------------
+# TNL401: the log of a 0/1 mask added to the scores is a -inf fill where the mask is 0 (measured:
+# a row that keeps nothing is NaN in the softmax and in every gradient entry of its scores)
+
+LOG_MASK_FLAGGED = [
+    # the kept entries are a threshold's selection: a row can keep nothing
+    Flagged(
+        """\
+        import torch
+
+        class NeighbourPool(torch.nn.Module):
+            def forward(self, feats, dist, radius):
+                near = (dist < radius).float()
+                logits = feats @ feats.transpose(-2, -1)
+                attn = torch.softmax(logits + near.log(), dim=-1)
+                return attn @ feats
+        """,
+        (7,),
+        None,
+        message="radius",
+    ),
+    # function form, a label selection, log-softmax
+    Flagged(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def class_pooling(scores, labels, c):
+            same = labels[:, None] == c
+            return F.log_softmax(scores + torch.log(same.float()), dim=1)
+        """,
+        (6,),
+        None,
+    ),
+]
+
+LOG_MASK_SILENT = [
+    # a padding mask: empty only for a sequence with no tokens (strict mode's)
+    Silent(
+        """\
+        import torch
+
+        def attend(scores, attention_mask, v):
+            bias = attention_mask[:, None, None, :].float().log()
+            return torch.softmax(scores + bias, dim=-1) @ v
+        """
+    ),
+    # a causal keep mask never empties a row
+    Silent(
+        """\
+        import torch
+
+        def causal(scores):
+            n = scores.size(-1)
+            keep = torch.tril(torch.ones(n, n))
+            return torch.softmax(scores + keep.log(), dim=-1)
+        """
+    ),
+    # the log of probabilities (no mask), and a mask's log that no softmax reads
+    Silent(
+        """\
+        import torch
+
+        def mix(scores, probs, keep):
+            prior = torch.softmax(scores + probs.log(), dim=-1)
+            return prior, (scores > 0).float().log()
+        """
+    ),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL401", LOG_MASK_FLAGGED, LOG_MASK_SILENT))
+def test_tnl401_log_of_a_mask(code, case):
+    harness.check(code, case)
+
+
+# TNL401: a softmax written by hand over `-inf`-filled scores; its max subtraction does not help a
+# row the mask empties (measured: -inf - -inf, NaN in the forward pass)
+HAND_SOFTMAX_FLAGGED = [
+    Flagged(
+        """\
+        import torch
+
+        def pooled(scores, labels, c):
+            x = scores.masked_fill(labels != c, float("-inf"))
+            x = x - x.amax(dim=-1, keepdim=True)
+            e = x.exp()
+            return e / e.sum(dim=-1, keepdim=True)
+        """,
+        (4,),
+        """\
+        import torch
+
+        def pooled(scores, labels, c):
+            x = scores.masked_fill(labels != c, torch.finfo(scores.dtype).min)
+            x = x - x.amax(dim=-1, keepdim=True)
+            e = x.exp()
+            return e / e.sum(dim=-1, keepdim=True)
+        """,
+        message="softmax by hand",
+    ),
+]
+
+HAND_SOFTMAX_SILENT = [
+    # a finite fill: the row becomes uniform
+    Silent(
+        """\
+        import torch
+
+        def pooled(scores, labels, c):
+            x = scores.masked_fill(labels != c, -1e4)
+            e = (x - x.amax(dim=-1, keepdim=True)).exp()
+            return e / e.sum(dim=-1, keepdim=True)
+        """
+    ),
+    # a causal fill never empties a row
+    Silent(
+        """\
+        import torch
+
+        def causal(scores):
+            n = scores.size(-1)
+            future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+            e = scores.masked_fill(future, float("-inf")).exp()
+            return e / e.sum(dim=-1, keepdim=True)
+        """
+    ),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL401", HAND_SOFTMAX_FLAGGED, HAND_SOFTMAX_SILENT))
+def test_tnl401_softmax_by_hand(code, case):
+    harness.check(code, case)

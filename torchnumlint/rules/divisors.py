@@ -5,7 +5,7 @@ the evidence that the zero is reached, and the floor a clamp of it needs.
   division only); `replaces_whole`, `in_where` (a division selected away by `torch.where`, which
   keeps the forward finite and not the gradient), `normalize_site` (`x / x.norm(dim, keepdim=True)`).
 - `zero_kind`: a divisor that can be exactly 0, as a `Divisor`: a norm, a sum, a std or variance,
-  a count of mask entries, a square root of such a value (or of a root hazard, `shapes.py`), a
+  a count of mask entries, a graph degree (`degrees.py`: 0 for an isolated node), a square root of such a value (or of a root hazard, `shapes.py`), a
   product with such a factor, or a box union, area or side (`boxes.py`). Names, casts and
   shape-only steps (`n.unsqueeze(-1)`, `mask.sum(1).float()[:, None]`) are looked through: they
   keep every zero.
@@ -25,6 +25,7 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Rule
 from torchnumlint.rules.boxes import box_divisor
+from torchnumlint.rules.degrees import ISOLATED, degree, read_at_endpoints
 from torchnumlint.rules.edge_tests import edge_test
 from torchnumlint.rules.evidence import is_data, mask_evidence, row_evidence, standardises, summand_evidence
 from torchnumlint.rules.gradient_context import gradient_free
@@ -63,6 +64,7 @@ _KIND_WORDS = {
     "product": "a product of norms or sums",
     "total": "a sum of counts or sums",
     "range": "a range (max - min)",
+    "degree": "a graph degree",
 }
 
 
@@ -106,6 +108,9 @@ def zero_kind(ctx: "FileContext", d: cst.BaseExpression) -> Optional[Divisor]:
         return None
     if match_call(ctx.imports, v, "count_nonzero") is not None:
         return _divisor("count", v)
+    found_degree = degree(ctx, d)  # `d` itself: `degree(col)[col]` picks entries never 0
+    if found_degree is not None:  # `1. / deg`: Inf for an isolated node (`rules/degrees.py`)
+        return _divisor("degree", v)
     match = match_call(ctx.imports, v, "sum", *NORMS, "std", "var")
     if match is not None and match.form == "method" and is_literal(match.input, "self"):
         return None  # `self.norm(h)`: a module, not Tensor.norm
@@ -157,8 +162,9 @@ _WEAK = frozenset({_CONSTANT_RANGE, _STANDARDISING})
 # In code without gradients (inference, post-processing, data preparation, an optimizer's step)
 # the values are finished data: the same reading found none of them exactly degenerate (a
 # constant batch, two junctions that coincide, all-zero errors); only a selection that can be
-# empty, weights the caller gives and the code's own edge test stay evidence there.
-_SELECTION_REASONS = ("when nothing is selected", "when a mask", "when the mask", "when every weight", "as the code's own test")
+# empty, weights the caller gives, the code's own edge test and a graph's isolated node (a property
+# of the data, like an empty selection) stay evidence there.
+_SELECTION_REASONS = ("when nothing is selected", "when a mask", "when the mask", "when every weight", "as the code's own test", ISOLATED)
 
 
 def _value_range(ctx: "FileContext", v: cst.BaseExpression) -> Optional[cst.BaseExpression]:
@@ -215,6 +221,8 @@ def _zero_evidence(
     ctx: "FileContext", found: Divisor, numerator: Optional[cst.BaseExpression]
 ) -> Tuple[Optional[str], bool]:
     kind, v = found.kind, strip_parens(found.value)
+    if kind == "degree":  # read only at the endpoints it counted (`deg_inv[col]`): never 0 there
+        return (None if read_at_endpoints(ctx, ctx.stack[-1]) else ISOLATED), True
     if kind == "count":
         counted = match_call(ctx.imports, v, "sum", "count_nonzero")
         return (mask_evidence(ctx, counted.input) if counted is not None else None), True

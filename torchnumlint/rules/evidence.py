@@ -35,11 +35,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # Methods that keep the zeros (and the origin) of their receiver.
 SHAPE_METHODS = vocabulary.SAME_VALUES | vocabulary.SELECTIONS | vocabulary.REPEATS
-# Methods that only a torch tensor has (numpy arrays and Python numbers do not).
-_TENSOR_ONLY_METHODS = frozenset(
+# Shape-only steps a numpy array has as methods too (`a.reshape(...)`, `a.T`): no sign of torch.
+_NUMPY_SHAPE_METHODS = frozenset({"reshape", "squeeze", "transpose", "flatten", "swapaxes"})
+# Methods that only a torch tensor has (numpy arrays and Python numbers do not): every other
+# shape-only step (`view_as`, `movedim`, `unflatten`, ...), and these.
+_TENSOR_ONLY_METHODS = (vocabulary.SHAPE_ONLY - _NUMPY_SHAPE_METHODS) | frozenset(
     {"norm", "detach", "float", "half", "bfloat16", "cuda", "to", "type_as", "clamp", "clamp_min", "masked_fill",
-     "softmax", "log_softmax", "sigmoid", "view", "unsqueeze", "permute", "contiguous", "new_zeros", "new_ones",
-     "new_full", "new_tensor", "size", "dim", "numel", "expand", "expand_as", "masked_select", "index_select",
+     "softmax", "log_softmax", "sigmoid", "new_zeros", "new_ones",
+     "new_full", "new_tensor", "size", "dim", "numel", "masked_select", "index_select",
      "narrow", "requires_grad_", "pow", "exp", "log", "sqrt", "rsqrt", "abs", "relu", "square"}
 )
 _NOT_TENSOR_METHODS = frozenset({"numpy", "tolist", "item"})

@@ -291,6 +291,10 @@ class _Search:
         if evidence is not None:
             return evidence
         line = self.line(node)
+        if equality and any(self._range(o) for o in operands) and any(
+            words(_identifier(o)) & _LABEL_WORDS for o in operands
+        ):  # `labels[:, None] == torch.arange(C)`: a one-hot, whose column for an absent class is empty
+            return Origin(why=f"`{text}`{line} compares labels with every class, and a batch can lack one")
         if any(says_mask(_identifier(o)) or self._range(o) for o in operands):
             return _combine(known)  # `attention_mask > 0`, `mask == 1`: the mask as it was
         if (equality or _non_negative_test(node)) and any((_number_of(o) or 0) < 0 for o in operands) or (

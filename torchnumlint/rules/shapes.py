@@ -105,11 +105,16 @@ def _fraction(expr: Optional[cst.BaseExpression]) -> Optional[float]:
 
 
 def root_of(ctx: "FileContext", node: cst.CSTNode) -> Optional[Tuple[str, cst.BaseExpression]]:
-    """A square root, reciprocal root or fractional power: (`"sqrt"`/`"rsqrt"`/`"pow"`, its base)."""
+    """A square root, reciprocal root or fractional power: (`"sqrt"`/`"rsqrt"`/`"pow"`, its base).
+    The in-place `d.pow_(-0.5)` is one too (`in_place` tells a rule that no rewrite of its base
+    keeps what it does to `d`)."""
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Power):
         if _fraction(strip_parens(node.right)) is not None:
             return ("sqrt" if number_value(strip_parens(node.right)) == 0.5 else "pow"), node.left
         return None
+    if in_place(node):
+        exponent = node.args[0].value if len(node.args) == 1 else None  # type: ignore[attr-defined]
+        return ("pow", node.func.value) if _fraction(strip_parens(exponent)) is not None else None  # type: ignore[arg-type, attr-defined]
     match = match_call(ctx.imports, node, "sqrt", "rsqrt", "pow")
     if match is None or not match.fully_known:
         return None
@@ -121,6 +126,27 @@ def root_of(ctx: "FileContext", node: cst.CSTNode) -> Optional[Tuple[str, cst.Ba
     if match.args:
         return None
     return match.op.name, match.input
+
+
+def in_place(node: cst.CSTNode) -> bool:
+    """`d.pow_(p)`: a power that overwrites its base."""
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "pow_"
+
+
+def reciprocal(ctx: "FileContext", node: cst.CSTNode) -> bool:
+    """A root `root_of` found whose exponent is negative (`rsqrt`, `d ** -0.5`, `d.pow(-0.5)`):
+    Inf in the forward pass where its base is 0, not only an infinite gradient."""
+    if isinstance(node, cst.BinaryOperation):
+        return (number_value(strip_parens(node.right)) or 0) < 0
+    if in_place(node):
+        return (number_value(strip_parens(node.args[0].value)) or 0) < 0  # type: ignore[attr-defined]
+    match = match_call(ctx.imports, node, "rsqrt", "pow")
+    if match is None:
+        return False
+    if match.op.name == "rsqrt":
+        return True
+    exponent = match.arg("exponent")
+    return exponent is not None and (number_value(strip_parens(exponent)) or 0) < 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -246,9 +272,12 @@ def _untransposed(ctx: "FileContext", expr: cst.BaseExpression) -> cst.BaseExpre
 
 
 def quadratic_form(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-    """v in `v @ M @ v` (`v.T @ M @ v` too), `(v * (v @ M)).sum(-1)`, `((v @ M) * v).sum(-1)`:
-    a squared Mahalanobis length, 0 at v = 0 (and rounding below 0 for a nearly singular M)."""
+    """v in `v @ M @ v` (`v.T @ M @ v` too), `(v * (v @ M)).sum(-1)`, `((v @ M) * v).sum(-1)`,
+    `torch.einsum("bi,ij,bj->b", v, M, v)`: a squared Mahalanobis length, 0 at v = 0 (and rounding below 0 for a nearly singular M)."""
     value = strip_parens(ctx.resolve(expr))
+    einsum = _einsum_form(ctx, value)
+    if einsum is not None:
+        return einsum
     if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.MatrixMultiply):
         left = strip_parens(value.left)
         if isinstance(left, cst.BinaryOperation) and isinstance(left.operator, cst.MatrixMultiply):
@@ -270,6 +299,27 @@ def quadratic_form(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[cst
             and is_plain(v)
         ):
             return v
+    return None
+
+
+def _einsum_form(ctx: "FileContext", value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """v in `torch.einsum("bi,ij,bj->b", v, M, v)`: the same plain operand on both sides of a
+    matrix, each of its indices contracted with one of the matrix's (a batched `v @ M @ v`)."""
+    if not (isinstance(value, cst.Call) and ctx.qualname(value.func) == "torch.einsum" and len(value.args) == 4):
+        return None
+    spec = strip_parens(value.args[0].value)
+    if not isinstance(spec, cst.SimpleString) or any(a.keyword is not None or a.star for a in value.args):
+        return None
+    text = "".join(str(spec.evaluated_value).split())
+    inputs, _, _ = text.partition("->")
+    terms = inputs.split(",")
+    left, right = strip_parens(value.args[1].value), strip_parens(value.args[3].value)
+    if len(terms) != 3 or len(terms[1]) != 2 or not is_plain(left) or not same_code(ctx, left, right):
+        return None
+    first, second = terms[1][0], terms[1][1]
+    left_only, right_only = set(terms[0]) - set(terms[2]), set(terms[2]) - set(terms[0])
+    if left_only == {first} and right_only == {second} and first != second:
+        return left
     return None
 
 

@@ -34,5 +34,9 @@ SELECTIONS = frozenset({"gather", "index_select", "narrow", "masked_select", "ta
 SIZE_METHODS = frozenset({"size", "dim", "numel", "nelement"})
 SIZE_ATTRIBUTES = frozenset({"shape", "ndim", "device", "dtype", "is_cuda"})
 
+# Methods of an `nn.Module` that return the module itself: `Net().to(device)` is still a Net (the
+# index and the summaries both follow a constructor through them).
+MODULE_METHODS = frozenset({"to", "cuda", "cpu", "train", "eval", "float", "half", "double", "requires_grad_"})
+
 # The values themselves, moved or copied: what every "same values" question starts from.
 SAME_VALUES = SHAPE_ONLY | FLOAT_CASTS | DEVICE_MOVES | COPIES

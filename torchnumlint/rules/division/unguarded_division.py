@@ -16,6 +16,7 @@ from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
 from torchnumlint.rules.boxes import side
 from torchnumlint.rules.cosines import manual_cosine
+from torchnumlint.rules.degrees import degree
 from torchnumlint.rules.divisors import (
     DivisionRule,
     COUNT_EPS,
@@ -30,10 +31,11 @@ from torchnumlint.rules.divisors import (
     zero_evidence,
     zero_kind,
 )
-from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch, is_torch_value, value_kind
+from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch, is_torch_value, may_carry_grad, value_kind
 from torchnumlint.rules.gradient_context import gradient_free, gradient_note
 from torchnumlint.rules.guarding import is_tested
 from torchnumlint.rules.syntax import number_value
+from torchnumlint.rules.mends import mended_after
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.shapes import (
     root_hazard,
@@ -49,7 +51,7 @@ class UnguardedDivision(DivisionRule):
     finds = (
         "`x / d` where d is a count, sum, norm, std/var, sqrt or box union/area/side that the code "
         "shows can be 0 (an empty mask, weights, relu/abs outputs, standardised data, padding rows,"
-        " degenerate boxes), unguarded"
+        " degenerate boxes, an isolated node's degree), unguarded"
     )
     fix_summary = (
         "unsafe: `d.clamp_min(1e-12)` on non-negative tensors; safe: `clamp_min(1)` on integer "
@@ -79,7 +81,7 @@ class UnguardedDivision(DivisionRule):
     # a denominator that can be 0 is built by one of these (directly or through a name); a box's
     # side is a difference of coordinates taken by indexing (`b[:, 2] - b[:, 0]`, corners
     # `b[..., :2]`, `b[..., 2:]`) or unpacking (`b.unbind(-1)`), an area may be `box_area`'s
-    pattern = r"norm|sum|std|var|count_nonzero|sqrt|\*\*|pow|\]\s*-|:2|2:|unbind|chunk|split|box_area|max"
+    pattern = r"norm|sum|std|var|count_nonzero|sqrt|\*\*|pow|\]\s*-|:2|2:|unbind|chunk|split|box_area|max|degree|rowcount"
     examples = (
         Example(
             bad=(
@@ -230,6 +232,12 @@ class UnguardedDivision(DivisionRule):
             return  # `if var > 0: x /= torch.sqrt(var)`
         if is_not_torch(ctx, found.value):
             return  # numpy or Python numbers: not this linter's business, and no clamp_min
+        mend = mended_after(ctx, node) if replaces_whole(node) else None
+        if mend is not None and (gradient_note(ctx) is None or not (may_carry_grad(ctx, x) or may_carry_grad(ctx, d))):
+            # its Inf re-filled on the next lines: a guard of the forward; what is left is the
+            # gradient's NaN at the mended entry (0 * inf, into the numerator and the divisor,
+            # measured), claimed only where one is shown
+            return
         why, non_negative = zero_evidence(ctx, found, x, d, through_shape(ctx, d, names=False))
         if why is None:
             if not ctx.strict:
@@ -238,12 +246,17 @@ class UnguardedDivision(DivisionRule):
         fix = None
         # no clamp inside a `where` (the double-where rewrite is where-unselected-branch's), on a
         # value of unknown type (clamp_min is a tensor method), or of either sign (it would flip it)
-        if not selected and non_negative and (is_torch_value(ctx, d) or is_torch_value(ctx, found.value)):
+        counted = degree(ctx, found.value) if found.kind == "degree" else None
+        torch_value = counted is not None and counted.library
+        if not selected and non_negative and (torch_value or is_torch_value(ctx, d) or is_torch_value(ctx, found.value)):
             fix = self._clamp(d, found)
             if fix is False:
                 return  # the root is TNL206's, reported where it is computed
         at = node if isinstance(node, cst.AugAssign) else d
-        self.report(at, fix, what=found.what, why=why, how=self._how(selected, note, found, fix, non_negative))
+        how = self._how(selected, note, found, fix, non_negative)
+        if mend is not None:
+            how += f" (the mend {mend} keeps the forward finite, not the gradient)"
+        self.report(at, fix, what=found.what, why=why, how=how)
 
     def _clamp(self, d: cst.BaseExpression, found: Divisor):
         """The clamp for a non-negative divisor: the whole divisor (shape-only steps commute with
@@ -251,6 +264,9 @@ class UnguardedDivision(DivisionRule):
         in the divisor or computed for this division alone. None where no clamp is written here;
         False where the root belongs to TNL206."""
         ctx = self.ctx
+        if found.kind == "degree":  # a count of edges is an integer: 1 is exact; summed weights are not
+            counted = degree(ctx, found.value)
+            return clamp_fix(self, d, COUNT_EPS if counted is not None and counted.counts else EPS)
         if found.kind != "sqrt":
             return clamp_fix(self, d, count_floor(ctx, found.value) if found.kind == "count" else EPS)
         _, arg = root_of(ctx, found.value)  # type: ignore[misc]  # a sqrt divisor is a root (`zero_kind`)
@@ -279,7 +295,7 @@ class UnguardedDivision(DivisionRule):
                 "branch still sends NaN into the gradient (`x / torch.where(d > 0, d, 1)`)" + note
             )
         if fix is not None:
-            exact = found.kind == "count" and fix.safety is Safety.SAFE
+            exact = found.kind in ("count", "degree") and fix.safety is Safety.SAFE
             return f": `.clamp_min({COUNT_EPS if exact else 'eps'})`"
         if non_negative:
             return " (`+ eps` or `.clamp_min(eps)`)"

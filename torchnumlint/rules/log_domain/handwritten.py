@@ -41,6 +41,7 @@ from torchnumlint.rules.log_domain.shifts import is_shifted
 from torchnumlint.rules.log_domain.sites import chain, resolved
 from torchnumlint.rules.bindings import Binding
 from torchnumlint.rules.calls import CallMatch, is_literal, match_call
+from torchnumlint.rules.value_steps import selection_of
 from torchnumlint.rules.rewrite import keyword_arg
 from torchnumlint.rules.shapes import shape_step, square_base
 
@@ -55,12 +56,13 @@ class ExpNormalisation:
 
     division: cst.CSTNode  # the division, in any of `divisors.division_operands`'s forms
     exp: CallMatch  # the numerator's exp
-    logits: cst.BaseExpression  # the exp's input
+    logits: cst.BaseExpression  # the summed exp's input
     total: CallMatch  # the denominator's sum
     exp_chain: List[Binding]  # the names from the numerator to the exp (`e = x.exp()`)
     total_chain: List[Binding]  # the names from the denominator to the sum (`s = e.sum(-1, keepdim=True)`)
     shifted: bool  # the exp's input is `x - max(x)`
     exact: bool  # `exp(x) / exp(x).sum(d, keepdim=True)` through names only: a softmax over d
+    selected: bool = False  # the numerator's exp is of entries picked from x: one softmax entry
 
     @property
     def dim(self) -> Optional[cst.Arg]:
@@ -158,19 +160,37 @@ def exp_normalisation(
         return None
     summed, summed_stepped = _through(ctx, total.input, division)
     inner = match_call(ctx.imports, summed, "exp")
-    if inner is None or not (inner.call is exp.call or same_code(ctx, inner.input, exp.input)):
+    if inner is None:
         return None
-    logits = strip_parens(exp.input)
+    selected = not (inner.call is exp.call or same_code(ctx, inner.input, exp.input))
+    if selected and not _selected_from(ctx, exp.input, inner.input):
+        return None
+    logits = strip_parens(inner.input if selected else exp.input)
     if _log_space(ctx, logits):
         return None
     exact = (
-        not (top_stepped or bottom_stepped or summed_stepped)
+        not (selected or top_stepped or bottom_stepped or summed_stepped)
         and total.given("dim")
         and is_literal(total.arg("keepdim"), "True")
     )
     return ExpNormalisation(
-        division, exp, logits, total, chain(ctx, numerator), chain(ctx, denominator), is_shifted(ctx, logits), exact
+        division, exp, logits, total, chain(ctx, numerator), chain(ctx, denominator), is_shifted(ctx, logits), exact,
+        selected,
     )
+
+
+def _selected_from(ctx, picked: cst.BaseExpression, logits: cst.BaseExpression) -> bool:
+    """`picked` is some entries of `logits` (`sim.gather(1, labels[:, None])`, `sim[idx, labels]`,
+    `sim.diag()`, through local names): `exp(picked) / exp(logits).sum(d)` is a softmax's entry,
+    the InfoNCE / cross-entropy loss written out."""
+    value = strip_parens(resolved(ctx, strip_parens(picked)))
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in ("diag", "diagonal"):
+        base = strip_parens(value.func.value)
+    else:
+        base = strip_parens(selection_of(ctx.imports, value))
+        if base is value:
+            return False
+    return same_code(ctx, resolved(ctx, base), resolved(ctx, strip_parens(logits)))
 
 
 def hand_softmax(ctx, expr: cst.BaseExpression) -> Optional[ExpNormalisation]:

@@ -50,7 +50,7 @@ class SoftmaxManual(DivisionRule):
     name = "softmax-manual"
     finds = (
         "`exp(x) / exp(x).sum(d, keepdim=True)` without the max subtracted (also `/=`, `div_`, "
-        "Sinkhorn, contrastive `exp(sim / t)`): inf/inf = NaN"
+        "Sinkhorn, contrastive `exp(sim / t)`, InfoNCE's `exp(pos) / exp(sim).sum(1)`): inf/inf = NaN"
     )
     fix_summary = "safe: `torch.softmax(x, d)` (exact form only)"
     message = (
@@ -161,6 +161,8 @@ class SoftmaxManual(DivisionRule):
         fix = self._fix(found)
         if fix is not None:
             use = "use `torch.softmax`"
+        elif found.selected:  # InfoNCE written out: one entry of the softmax, often logged
+            use = "take `torch.log_softmax(x, d)` and pick the entry from it (`F.cross_entropy` for a loss)"
         else:
             use = "subtract the max before the exp (`x - x.amax(d, keepdim=True)`), or use `torch.softmax`"
         self.report(node, fix, use=use)

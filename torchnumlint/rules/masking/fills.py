@@ -10,8 +10,10 @@ additive mask of it:
 - in place: `s.masked_fill_(m, -inf)`, `s[m] = -inf` (the scope table records both as a
   rebinding of `s` with no value), and through `.data` (`s.data.masked_fill_(m, -inf)`, which
   binds nothing: found by a scan of the function, before the use and with `s` not rebound since);
-- an additive mask: `torch.full(shape, -inf)`, `torch.full_like(x, -inf)`, or any fill above,
-  added to the scores (`s + mask`, `s += mask`, `torch.add`).
+- an additive mask: `torch.full(shape, -inf)`, `torch.full_like(x, -inf)`, the log of a 0/1
+  mask (`s + keep.log()`, `s + torch.log(mask.float())`: 0 where kept, -inf elsewhere; measured,
+  torch 2.13 CPU: a row with nothing kept is NaN in the softmax and in every gradient entry of its
+  scores), or any fill above, added to the scores (`s + mask`, `s += mask`, `torch.add`).
 
 `-inf` is `float("-inf")`, `-float("inf")`, `-math.inf`, `-torch.inf`, `-np.inf`, or a name or
 attribute holding one (a module constant, `self.neg_inf`). A large finite fill (`-1e9`,
@@ -40,6 +42,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 import libcst as cst
 
+from torchnumlint.rules.masks import is_mask
 from torchnumlint.rules.syntax import code_key, number_value, strip_parens, unwrap_casts
 from torchnumlint.rules.calls import is_literal, make_op, match_call
 from torchnumlint.rules.value_steps import selection_of
@@ -286,7 +289,8 @@ class InfFill:
     fix may replace, `target` the tensor filled (whose dtype `torch.finfo` takes; None where it
     is not written), `form` how it is written, `additive` whether it reaches the use through an
     addition (an additive mask), `mask` what selects the filled entries (the condition of a
-    `torch.where`; None for `torch.full`, which fills every entry)."""
+    `torch.where`; None for `torch.full`, which fills every entry), or with `kept` the entries
+    kept (`torch.log(keep)` fills where `keep` is 0)."""
 
     node: cst.CSTNode
     value: cst.BaseExpression
@@ -294,6 +298,7 @@ class InfFill:
     form: str
     additive: bool
     mask: Optional[cst.BaseExpression] = None
+    kept: bool = False  # `mask` is True where entries are kept (the log of a 0/1 mask), not filled
 
 
 @dataclass
@@ -521,6 +526,14 @@ class _Walk:
             if value is not None and is_neg_inf(ctx, value):
                 found.append(InfFill(expr, value, None, full.op.name, True))
             return
+        log = match_call(imports, expr, "log")
+        if log is not None:
+            if additive and log.fully_known and is_mask(ctx, log.input) and (
+                self.any_entry or not causal_keep(ctx, log.input)
+            ):
+                # `scores + keep.log()`: 0 where kept, -inf elsewhere; `keep` is what selects
+                found.append(InfFill(expr, expr, None, "log", True, log.input, kept=True))
+            return
         triu = match_call(imports, expr, TRIU)
         if triu is not None:
             diagonal = _diagonal(triu, 0)
@@ -560,7 +573,7 @@ class _Walk:
                 self.found.append(InfFill(node, value, receiver.value, "data", additive, mask))
 
 
-def rezeroed(ctx: "FileContext", call: cst.Call) -> bool:
+def rezeroed(ctx: "FileContext", call: cst.CSTNode) -> bool:
     """Whether the output of `call` (the node being visited) is set to 0 where masked:
     `p.masked_fill(m, 0)`, `torch.where(m, 0, p)` on the call itself, or on the one name it is
     assigned to, later in the function (`p = s.softmax(-1)` ... `p = p.masked_fill(~keep, 0.0)`)."""

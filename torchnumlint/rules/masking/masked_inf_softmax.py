@@ -1,6 +1,7 @@
 """TNL401 masked-inf-softmax: a `-inf` fill (`masked_fill`, in place, through `.data`, an index
-assignment, `torch.where`, or an additive mask built with `torch.full(..., -inf)`) whose result
-reaches a softmax or log-softmax in the same function.
+assignment, `torch.where`, or an additive mask built with `torch.full(..., -inf)` or as the log
+of a 0/1 mask, `scores + keep.log()`) whose result reaches a softmax or log-softmax in the same
+function.
 
 A row whose every entry is masked is `-inf - (-inf)` = NaN after the max-subtraction of the
 softmax, and its NaN reaches every gradient that flows through the softmax's output. Which fills
@@ -38,6 +39,7 @@ from torchnumlint.rules.evidence import STRICT_WHY
 from torchnumlint.rules.gradient_context import gradient_note
 from torchnumlint.rules.module_calls import module_call
 from torchnumlint.rules.syntax import strip_parens
+from torchnumlint.rules.log_domain.handwritten import exp_normalisation
 from torchnumlint.rules.masking.fills import InfFill, inf_fills, masks_first_row, rezeroed
 from torchnumlint.rules.mask_origin import origin
 from torchnumlint.rules.bindings import is_plain
@@ -52,7 +54,7 @@ class MaskedInfSoftmax(Rule):
     name = "masked-inf-softmax"
     finds = (
         "a `-inf` fill (`masked_fill`, in place, `.data`, `s[m] = -inf`, `torch.where`, an additive"
-        " `torch.full(..., -inf)` mask) reaching a softmax, unless causal, a top-k filter or "
+        " `torch.full(..., -inf)` or `s + keep.log()` mask) reaching a softmax (or one by hand), unless causal, a top-k filter or "
         "re-zeroed: a fully masked row is NaN"
     )
     fix_summary = "safe: `torch.finfo(x.dtype).min` (none for additive masks)"
@@ -74,8 +76,8 @@ class MaskedInfSoftmax(Rule):
         "`F.scaled_dot_product_attention` gives 0 for a fully masked row."
     )
     safety = Safety.SAFE
-    needles = ("inf",)
-    pattern = r"softmax|Softmax"
+    needles = ("inf", "log(")  # a `-inf` spelled out, or the log of a 0/1 mask
+    pattern = r"softmax|Softmax|\bexp\b"  # a softmax, or an exp a softmax by hand divides
     examples = (
         Example(
             bad=(
@@ -162,6 +164,20 @@ class MaskedInfSoftmax(Rule):
         "    return p.masked_fill(mask, 0.0)\n",
     )
 
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        """A softmax written by hand, `e / e.sum(d)` with `e = (x - x.amax(d)).exp()`: the max
+        subtraction is no help where a mask removed every entry of a row (-inf - -inf = NaN;
+        unshifted, exp gives 0 / 0), measured: NaN in the forward pass."""
+        if not isinstance(node.operator, cst.Divide):
+            return
+        found = exp_normalisation(self.ctx, node, node.left, node.right)
+        if found is None:
+            return
+        logits = strip_parens(self.ctx.resolve(found.logits)) if found.shifted else found.logits
+        if found.shifted and isinstance(logits, cst.BinaryOperation) and isinstance(logits.operator, cst.Subtract):
+            logits = logits.left
+        self._softmax(node, logits, "softmax by hand")
+
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         match = match_call(ctx.imports, node, "softmax", "log_softmax")
@@ -171,6 +187,10 @@ class MaskedInfSoftmax(Rule):
             scores, kind = node.args[0].value, "softmax module"
         else:
             return
+        self._softmax(node, scores, kind)
+
+    def _softmax(self, node: cst.CSTNode, scores: cst.BaseExpression, kind: str) -> None:
+        ctx = self.ctx
         fills = inf_fills(ctx, scores, node)
         if not fills:
             return
@@ -196,7 +216,7 @@ class MaskedInfSoftmax(Rule):
         """Why the fill can cover a whole row, or None (see the module)."""
         if fill.mask is None:
             return "every entry of the `-inf` tensor is filled" if fill.form in ("full", "full_like") else None
-        if fill.form != "where" and masks_first_row(self.ctx, fill.mask):  # a where's condition may be kept
+        if fill.form not in ("where", "log") and masks_first_row(self.ctx, fill.mask):  # theirs may be kept
             return "the triangle masks the whole first row"
         return origin(self.ctx, fill.mask).why
 
@@ -222,6 +242,12 @@ class MaskedInfSoftmax(Rule):
 
     @staticmethod
     def _advice(fill: InfFill) -> str:
+        if fill.form == "log":
+            return (
+                "the log of a 0/1 mask is -inf where it is 0: build the additive mask as "
+                "`torch.where(keep, 0.0, torch.finfo(dtype).min)` and add it once, or use "
+                "`F.scaled_dot_product_attention`"
+            )
         if fill.additive:
             return (
                 "build the mask with `torch.finfo(dtype).min` and add it once (finfo.min + finfo.min "

@@ -15,7 +15,8 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
-from torchnumlint.rules.divisors import clamp_fix, division_operands, zero_kind
+from torchnumlint.rules.degrees import ISOLATED, Degree, degree, read_at_endpoints
+from torchnumlint.rules.divisors import COUNT_EPS, EPS, clamp_fix, division_operands, zero_kind
 from torchnumlint.rules.evidence import (
     STRICT_WHY,
     is_bounded,
@@ -29,12 +30,15 @@ from torchnumlint.rules.evidence import (
 from torchnumlint.rules.gradient_context import gradient_note
 from torchnumlint.rules.guarding import is_tested
 from torchnumlint.rules.syntax import number_value, same_code, strip_parens
+from torchnumlint.rules.mends import mended_after
 from torchnumlint.rules.calls import match_call
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.roots.base import RootRule
 from torchnumlint.rules.shapes import (
+    in_place,
     norms_of_squares,
     quadratic_form,
+    reciprocal,
     reduced_square,
     root_hazard,
     shape_step,
@@ -48,13 +52,35 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def _mean_of_squares_of(ctx: "FileContext", second: cst.BaseExpression, mean: cst.BaseExpression) -> bool:
     """Whether `second - mean ** 2` is a variance by hand: `mean` is `x.mean(...)` and `second`
-    is the mean of the squares of the same x."""
-    first = match_call(ctx.imports, strip_parens(ctx.resolve(mean)), "mean")
-    second_match = match_call(ctx.imports, strip_parens(ctx.resolve(second)), "mean")
-    if first is None or second_match is None:
+    is the mean of the squares of the same x; or both are scatter means over the same index
+    (`scatter_mean(x * x, batch) - scatter_mean(x, batch) ** 2`, a per-graph variance)."""
+    first = _mean(ctx, strip_parens(ctx.resolve(mean)))
+    second_mean = _mean(ctx, strip_parens(ctx.resolve(second)))
+    if first is None or second_mean is None or (first[1] is None) != (second_mean[1] is None):
         return False
-    base = square_base(ctx, strip_parens(ctx.resolve(second_match.input)))
-    return base is not None and same_code(ctx, base, first.input)
+    if first[1] is not None and not same_code(ctx, first[1], second_mean[1]):
+        return False
+    base = square_base(ctx, strip_parens(ctx.resolve(second_mean[0])))
+    return base is not None and same_code(ctx, base, first[0])
+
+
+def _mean(ctx: "FileContext", value: cst.BaseExpression):
+    """(what is averaged, the scatter index or None) of `x.mean(...)`, `scatter_mean(x, index)` or
+    `scatter(x, index, ..., reduce="mean")` (a graph library's per-segment mean), else None."""
+    match = match_call(ctx.imports, value, "mean")
+    if match is not None:
+        return match.input, None
+    if not isinstance(value, cst.Call) or len(value.args) < 2 or any(a.star for a in value.args[:2]):
+        return None
+    qual = ctx.qualname(value.func) or ""
+    last = qual.rpartition(".")[2]
+    reduce = next((a.value for a in value.args if a.keyword is not None and a.keyword.value == "reduce"), None)
+    is_mean = last == "scatter_mean" or (
+        last == "scatter" and isinstance(reduce, cst.SimpleString) and reduce.evaluated_value == "mean"
+    )
+    if not is_mean or not qual.startswith(("torch_geometric", "torch_scatter")):
+        return None
+    return value.args[0].value, value.args[1].value
 
 
 def _is_cosine(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
@@ -78,7 +104,7 @@ class UnguardedSqrtOrPow(RootRule):
     name = "unguarded-sqrt-or-pow"
     finds = (
         "`sqrt`/`rsqrt`/`** 0.5` of a variance, a difference, a mean of squares, a quadratic form; "
-        "`sqrt(x**2)`"
+        "`sqrt(x**2)`; `deg.pow(-0.5)` of a graph degree without self-loops (an isolated node)"
     )
     fix_summary = "unsafe: clamp inside the root; safe: `torch.abs(x)`"
     message = "{op} of {what}, {edge}; {how}{note}"
@@ -97,7 +123,7 @@ class UnguardedSqrtOrPow(RootRule):
     safety = Safety.UNSAFE
     needles = ("sqrt", "**", "pow")
     # a root: sqrt/rsqrt, or a power whose exponent is a fractional literal (`** 0.5`, `pow(1.5)`)
-    pattern = r"sqrt|\*\*\s*\(?\s*-?\d*\.\d|\*\*\s*\(?\s*-?\d+e|pow\s*\("
+    pattern = r"sqrt|\*\*\s*\(?\s*-?\d*\.\d|\*\*\s*\(?\s*-?\d+e|pow_?\s*\("
     examples = (
         Example(
             bad=(
@@ -161,6 +187,11 @@ class UnguardedSqrtOrPow(RootRule):
 
     def root(self, node: cst.CSTNode, kind: str, arg: cst.BaseExpression) -> None:
         ctx = self.ctx
+        if reciprocal(ctx, node):
+            found = degree(ctx, arg)
+            if found is not None:
+                self._degree(node, kind, arg, found)
+                return
         what = root_hazard(ctx, arg)
         if what is None and kind == "sqrt" and not owned_elsewhere(ctx, self.code, "root-of-sum-of-squares"):
             norms = norms_of_squares(ctx, arg, node)
@@ -196,6 +227,30 @@ class UnguardedSqrtOrPow(RootRule):
         elif torch_value:
             fix = clamp_fix(self, arg)
         self.report(node, fix, op=op, what=what, edge=edge, how=how, note=note)
+
+    def _degree(self, node: cst.CSTNode, kind: str, arg: cst.BaseExpression, found: Degree) -> None:
+        """`deg.pow(-0.5)` of a graph degree: Inf for an isolated node, NaN once it meets the
+        node's zero adjacency row. Left alone where the code mends the Inf right after
+        (`d[d == float('inf')] = 0`): a degree is the graph's structure, data that carries no
+        gradient (a count of edges never does), so the mend is exact."""
+        ctx = self.ctx
+        if is_tested(ctx, arg, ctx.resolve(arg)) or is_not_torch(ctx, found.value):
+            return
+        mend = mended_after(ctx, node)
+        if mend is not None:
+            return
+        why = ISOLATED
+        if read_at_endpoints(ctx, node):  # `d[row] * d[col]`: the counted endpoints are never 0
+            if not ctx.strict:
+                return
+            why = STRICT_WHY
+        op = {"rsqrt": "`rsqrt`", "pow": "a negative power"}.get(kind, "`sqrt`")
+        edge = f"which is 0 {why}: Inf there, and NaN where it meets that node's zero row of the adjacency"
+        floor = COUNT_EPS if found.counts else EPS
+        how = f"clamp it first: `.clamp_min({floor})`"
+        torch_value = found.library or is_torch_value(ctx, arg)  # a clamp_min on numpy would crash
+        fix = None if in_place(node) or not torch_value else clamp_fix(self, arg, floor)
+        self.report(node, fix, op=op, what="a graph degree", edge=edge, how=how, note="")
 
     def _negative(self, what: str, arg: cst.BaseExpression) -> Optional[str]:
         """Why the argument goes below 0, a forward NaN wherever the code runs: `E[x^2] - E[x]^2`

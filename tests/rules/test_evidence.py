@@ -73,6 +73,14 @@ REACHES_ZERO = [
      def token_loss(losses, labels: torch.Tensor):
          return losses.sum() / (labels != -100).sum().clamp_min(1)
      """, safe=True, strict=True)),
+    # the overlaps of two different sets (anchors against ground truth) can all miss the threshold
+    ("TNL201", flagged("""
+     import torch
+     from torchvision.ops import box_iou
+     def matched_loss(losses, anchors, gt_boxes, iou_thres: float):
+         matched = box_iou(anchors, gt_boxes).max(1).values > iou_thres
+         return (losses * matched).sum() / matched.sum()
+     """, (6,), message="keeps the values past a threshold")),
     ("TNL201", flagged("""
      import torch
      def confident_loss(losses, scores: torch.Tensor, thr: float):
@@ -214,6 +222,17 @@ GUIDANCE_RESCALE = """
 
 NO_EVIDENCE = [
     ("TNL201", silent(GUIDANCE_RESCALE)),
+    # merge-NMS: every kept box overlaps itself with IoU 1 > t, so no row of the weights is empty
+    ("TNL201", silent("""
+    import torch
+    from torchvision.ops import box_iou, nms
+    def merged_boxes(x, iou_thres):
+        boxes, scores = x[:, :4], x[:, 4]
+        i = nms(boxes, scores, iou_thres)
+        iou = box_iou(boxes[i], boxes) > iou_thres
+        weights = iou * scores[None]
+        return torch.mm(weights, x[:, :4]) / weights.sum(1, keepdim=True)
+    """)),
     # standardising freshly sampled latents: never constant
     ("TNL201", silent("""
     import torch

@@ -119,6 +119,8 @@ _THRESHOLD_WORDS = frozenset(
     {"thr", "thresh", "threshold", "thresholds", "thres", "margin", "radius", "cutoff",
      "tol", "tolerance", "limit", "rate", "ratio", "quantile", "eps"}
 )
+# Words that name a pairwise similarity whose largest value is an element's with itself.
+_SIMILARITIES = frozenset({"iou", "giou", "diou", "ciou", "overlaps", "similarity"})
 _RANDOM = frozenset(
     {"torch.rand", "torch.rand_like", "torch.randn", "torch.randn_like", "torch.bernoulli", "torch.randint",
      "torch.randperm", "torch.multinomial", "numpy.random.rand", "numpy.random.random", "random.random"}
@@ -311,6 +313,8 @@ class _Search:
             return Origin(why=f"`{text}`{line} is a random draw, which can keep nothing")
         if any(self._reduced(o) for o in operands) and any(_number_of(o) == 0 for o in operands):
             return Origin(padding=f"`{text}` marks non-zero rows")
+        if _self_similarity_above(node):
+            return BOUNDED  # `box_iou(boxes[i], boxes) > t`: each row holds a box's IoU with itself, 1
         thresholds = [_number_of(o) is not None or bool(words(_identifier(o)) & _THRESHOLD_WORDS) for o in operands]
         if any(thresholds) and any(not t and not k.constant for t, k in zip(thresholds, known)):
             return Origin(why=f"`{text}`{line} keeps the values past a threshold, which can be none")
@@ -530,6 +534,43 @@ def _call_through_methods(expr: cst.BaseExpression) -> Optional[cst.Call]:
             continue
         break
     return call
+
+
+def _self_similarity_above(node: cst.BaseExpression) -> bool:
+    """`sim(x[i], x) > t` (or `t < sim(x, x)`): a pairwise similarity (IoU, overlaps, cosine) of
+    a set with itself or a part of it, kept where it passes a threshold. Every row compares one
+    element with itself, at the largest similarity there is (an IoU of 1), so no row is empty
+    for a threshold below it: merge-NMS weights, duplicate grouping."""
+    node = strip_parens(node)
+    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        return False
+    target = node.comparisons[0]
+    if isinstance(target.operator, (cst.GreaterThan, cst.GreaterThanEqual)):
+        sim = node.left
+    elif isinstance(target.operator, (cst.LessThan, cst.LessThanEqual)):
+        sim = target.comparator
+    else:
+        return False
+    call = strip_parens(sim)
+    if not isinstance(call, cst.Call) or not words(_identifier(call.func)) & _SIMILARITIES:
+        return False
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    if len(positional) < 2:
+        return False
+    first, second = (_set_root(v) for v in positional[:2])
+    return first is not None and first == second
+
+
+def _set_root(expr: cst.BaseExpression) -> Optional[str]:
+    """The name a value indexes into (`boxes` of `boxes[i]`, `self.anchors` of `self.anchors[k]`)."""
+    expr = strip_parens(expr)
+    while isinstance(expr, cst.Subscript):
+        expr = strip_parens(expr.value)
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+        return f"{expr.value.value}.{expr.attr.value}"
+    return None
 
 
 def _short(ctx: "FileContext", node: cst.CSTNode) -> str:

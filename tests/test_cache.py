@@ -11,7 +11,7 @@ import pytest
 
 from tests.test_runner import FUNCTION, STEP
 from torchnumlint import cache as caching
-from torchnumlint import runner
+from torchnumlint import index, runner
 from torchnumlint.config import Settings
 from torchnumlint.runner import Options, run
 
@@ -87,8 +87,8 @@ def test_pre_commit_on_one_file_reads_the_others_facts_from_the_cache(tmp_path, 
     folder = project(tmp_path, ops=FUNCTION, train=STEP)
     lint(folder)
     parsed = []
-    real = runner.index_file
-    monkeypatch.setattr(runner, "index_file", lambda path, text: parsed.append(Path(path).name) or real(path, text))
+    real = index.index_file
+    monkeypatch.setattr(index, "index_file", lambda path, text: parsed.append(Path(path).name) or real(path, text))
     (folder / "ops.py").write_text(textwrap.dedent(FUNCTION).lstrip() + "\n")
     linted.clear()
     assert [f.line for f in run([str(folder / "ops.py")], Settings(), options=Options(cache=True)).findings] == [7]

@@ -95,6 +95,24 @@ def test_pre_commit_on_one_file_reads_the_others_facts_from_the_cache(tmp_path, 
     assert linted == ["ops.py"] and parsed == ["ops.py"]
 
 
+def test_the_facts_of_a_project_are_one_file_that_a_torn_copy_of_only_costs_a_parse(tmp_path, monkeypatch):
+    folder = project(tmp_path, ops=FUNCTION, train=STEP)
+    lint(folder)
+    pack = folder / caching.FOLDER_NAME / "facts.sqlite"
+    assert pack.is_file() and not (folder / caching.FOLDER_NAME / "facts").exists()
+    parsed = []
+    real = index.index_file
+    monkeypatch.setattr(index, "index_file", lambda path, text: parsed.append(Path(path).name) or real(path, text))
+    (folder / "train.py").write_text((folder / "train.py").read_text() + "# changed\n")
+    expected = [f.line for f in run([str(folder / "train.py")], Settings(), options=Options(cache=True)).findings]
+    assert parsed == ["train.py"]  # ops.py's facts came from the pack
+    pack.write_bytes(b"not a database" * 100)
+    parsed.clear()
+    (folder / "train.py").write_text((folder / "train.py").read_text() + "# again\n")
+    assert [f.line for f in run([str(folder / "train.py")], Settings(), options=Options(cache=True)).findings] == expected
+    assert sorted(parsed) == ["ops.py", "setup.py", "train.py"]  # a foreign pack is a miss, never an error
+
+
 def test_fix_uses_an_entry_only_when_there_is_nothing_to_fix(tmp_path, linted):
     folder = project(tmp_path, a="import torch\nz = torch.log(torch.sigmoid(x))\n", b="import torch\n")
     lint(folder)

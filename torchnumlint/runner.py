@@ -414,23 +414,29 @@ class _Project:
 
         paths = self._project_paths()
         parts: Dict[str, ProjectIndex] = {}
-        missing = []
-        for path in paths:
-            known = self._digest(path) if self.cache is not None else None
-            found = self.cache.get("facts", self._facts_key(path, known[0])) if known is not None else None
-            if isinstance(found, ProjectIndex):
-                parts[path] = found
-            else:
-                missing.append(path)
+        keys: Dict[str, str] = {}  # path -> its facts' key, for the files whose digest is known
+        if self.cache is not None:
+            for path in paths:
+                known = self._digest(path)
+                if known is not None:
+                    keys[path] = self._facts_key(path, known[0])
+            stored = self.cache.get_many("facts", list(keys.values()))
+            for path, key in keys.items():
+                found = stored.get(key)
+                if isinstance(found, ProjectIndex):
+                    parts[path] = found
+        missing = [path for path in paths if path not in parts]
         read = lambda path: _facts_of(path, self.settings.config_of(path).max_file_size)  # noqa: E731
+        new: List[Tuple[str, ProjectIndex]] = []
         for path, facts in zip(missing, run_all(read, missing, self.options.jobs, _no_facts, self.options.timeout)):
             if facts is None:
                 continue
             raw, matters, part = facts
             parts[path] = part
             self.digests.setdefault(path, (raw, matters))
-            if self.cache is not None:
-                self.cache.put("facts", self._facts_key(path, raw), part)
+            new.append((self._facts_key(path, raw), part))
+        if self.cache is not None:
+            self.cache.put_many("facts", new)
         index = ProjectIndex.empty()
         for path in paths:
             if path in parts:

@@ -83,6 +83,19 @@ def test_a_change_to_the_project_facts_invalidates_the_files_that_read_them(tmp_
     assert "ops.py" in linted
 
 
+def test_an_edit_that_leaves_a_files_facts_as_they_were_relints_that_file_alone(tmp_path, linted):
+    folder = project(tmp_path, ops=FUNCTION, train=STEP)
+    cold = lint(folder)
+    (folder / "train.py").write_text((folder / "train.py").read_text() + "# a comment changes no fact\n")
+    linted.clear()
+    assert lint(folder).findings == cold.findings
+    assert linted == ["train.py"]  # ops.py's entry holds: the facts it read are the same
+    (folder / "train.py").write_text((folder / "train.py").read_text().replace('"cuda"', '"cuda", dtype=torch.bfloat16'))
+    linted.clear()
+    lint(folder)
+    assert sorted(linted) == ["ops.py", "train.py"]  # the region that reaches ops.py changed
+
+
 def test_pre_commit_on_one_file_reads_the_others_facts_from_the_cache(tmp_path, linted, monkeypatch):
     folder = project(tmp_path, ops=FUNCTION, train=STEP)
     lint(folder)

@@ -30,6 +30,8 @@ Importing this module loads no libcst: a fully cached run never does.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import functools
 import hashlib
 import os
@@ -116,15 +118,24 @@ class Cache:
                 found[key] = value
         return found
 
-    def put_many(self, kind: str, items: List[Tuple[str, object]]) -> None:
-        """Store `items` in the kind's pack, in one transaction; silently not when it cannot be written."""
-        if not items:
-            return
-        try:
-            self._prepare()
-        except OSError:
-            return
-        _Pack(self.folder, kind).write([(key, _record(plaindata.dumps(value))) for key, value in items])
+    def checks(self, kind: str, keys: List[str]) -> Dict[str, str]:
+        """key -> `canonical_digest` of its value, for those of `keys` in the kind's pack: what
+        the values are known by without reading them (a project's fingerprint is made of the
+        digests of its files' facts)."""
+        return _Pack(self.folder, kind).checks(keys)
+
+    def put_many(self, kind: str, items: List[Tuple[str, object]]) -> Dict[str, str]:
+        """Store `items` in the kind's pack, in one transaction (silently not when it cannot be
+        written); key -> the digest of each one's payload, as `checks` gives it."""
+        rows = [(key, _record(plaindata.dumps(value)), bytes.fromhex(canonical_digest(value))) for key, value in items]
+        found = {key: check.hex() for key, _, check in rows}
+        if rows:
+            try:
+                self._prepare()
+            except OSError:
+                return found
+            _Pack(self.folder, kind).write(rows)
+        return found
 
     def get(self, kind: str, key: str) -> Optional[object]:
         """The value stored under `key`, or None when absent, torn, unreadable or not of the type
@@ -182,6 +193,33 @@ class Cache:
         self._ready = True
 
 
+def canonical_digest(value: object) -> str:
+    """A digest of `value` that two processes agree on: sets are taken in sorted order (the
+    payload keeps their iteration order, which string hashing makes differ from run to run)."""
+    return digest(_canonical(value))
+
+
+def _canonical(value: object) -> object:
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (str, int, float, bool, bytes, type(None))):
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [type(value).__name__] + [_canonical(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init]
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return [type(value).__name__] + [_canonical(item) for item in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((_canonical(item) for item in value), key=repr)
+    if isinstance(value, (tuple, list)):
+        return [_canonical(item) for item in value]
+    if isinstance(value, dict):
+        return [[_canonical(key), _canonical(item)] for key, item in value.items()]
+    custom = plaindata._custom_codecs().get(type(value))  # the one other shape the cache stores
+    if custom is None:
+        raise TypeError(f"the cache cannot store a {type(value).__name__}")
+    return [type(value).__name__, _canonical(custom[0](value))]
+
+
 def _record(payload: bytes) -> bytes:
     """A payload behind its header: magic, length, digest."""
     return _HEADER.pack(_MAGIC, len(payload), hashlib.blake2b(payload, digest_size=16).digest()) + payload
@@ -193,6 +231,7 @@ class _Pack:
     a run. sqlite3 is imported only here."""
 
     _BATCH = 500  # keys per query (SQLite's limit on parameters is 999 in old builds)
+    _TABLE = "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, checked BLOB NOT NULL, data BLOB NOT NULL)"
 
     def __init__(self, folder: str, kind: str) -> None:
         self.path = os.path.join(folder, f"{kind}.sqlite")
@@ -201,10 +240,17 @@ class _Pack:
         import sqlite3
 
         connection = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
-        connection.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, data BLOB NOT NULL)")
+        connection.execute(self._TABLE)
         return connection
 
     def read(self, keys: List[str]) -> List[Tuple[str, bytes]]:
+        return self._select("data", keys)
+
+    def checks(self, keys: List[str]) -> Dict[str, str]:
+        """key -> the canonical digest (hex) of the row's value."""
+        return {key: value.hex() for key, value in self._select("checked", keys) if len(value) == 16}
+
+    def _select(self, column: str, keys: List[str]) -> List[Tuple[str, bytes]]:
         import sqlite3
 
         if not keys or not os.path.exists(self.path):
@@ -216,14 +262,15 @@ class _Pack:
                 for at in range(0, len(keys), self._BATCH):
                     batch = keys[at : at + self._BATCH]
                     marks = ",".join("?" * len(batch))
-                    rows += connection.execute(f"SELECT key, data FROM entries WHERE key IN ({marks})", batch).fetchall()
-                return [(key, bytes(data)) for key, data in rows if isinstance(key, str) and isinstance(data, bytes)]
+                    query = f"SELECT key, {column} FROM entries WHERE key IN ({marks})"
+                    rows += connection.execute(query, batch).fetchall()
+                return [(key, bytes(value)) for key, value in rows if isinstance(key, str) and isinstance(value, bytes)]
             finally:
                 connection.close()
         except sqlite3.Error:
             return []
 
-    def write(self, rows: List[Tuple[str, bytes]]) -> None:
+    def write(self, rows: List[Tuple[str, bytes, bytes]]) -> None:
         import sqlite3
 
         try:
@@ -231,7 +278,10 @@ class _Pack:
             try:
                 with connection:  # one transaction: a reader sees all of it or none
                     connection.execute("BEGIN IMMEDIATE")
-                    connection.executemany("INSERT OR REPLACE INTO entries (key, data) VALUES (?, ?)", rows)
+                    connection.executemany(
+                        "INSERT OR REPLACE INTO entries (key, checked, data) VALUES (?, ?, ?)",
+                        [(key, check, data) for key, data, check in rows],
+                    )
             finally:
                 connection.close()
         except sqlite3.Error:

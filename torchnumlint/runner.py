@@ -239,6 +239,8 @@ class _Project:
         self.digests: Dict[str, Tuple[str, bool]] = {}  # path -> (digest, can hold facts)
         self._paths: Optional[List[str]] = None
         self._fingerprint: Optional[str] = None
+        self._checks: Dict[str, str] = {}  # facts key -> the digest of those facts
+        self._parsed: Dict[str, ProjectIndex] = {}  # facts parsed in this run, not yet merged
         self.hits_read_index = False
 
     # -- what is known without parsing ----------------------------------------------------------
@@ -288,15 +290,39 @@ class _Project:
         return self._paths
 
     def fingerprint(self) -> str:
-        """The digests of the project's files that can hold index facts."""
+        """The digests of the facts of the project's files that can hold any (in the order their
+        facts are merged): the index is made of these facts alone, so an edit that leaves a
+        file's facts as they were (a comment, a line inside a function that returns the same
+        kinds) leaves every other file's entry valid. The facts' digests come from the pack
+        (`Cache.checks`), without reading the facts; a file not there is parsed for its facts here."""
         if self._fingerprint is None:
-            parts = []
+            assert self.cache is not None
+            keys: Dict[str, str] = {}
             for path in self._project_paths():
                 known = self._digest(path)
                 if known is not None and known[1]:
-                    parts.append((path, known[0]))
+                    keys[path] = self._facts_key(path, known[0])
+            wanted = [key for key in keys.values() if key not in self._checks]
+            self._checks.update(self.cache.checks("facts", wanted))
+            self._parse_facts([path for path, key in keys.items() if key not in self._checks])
+            parts = [(path, self._checks[key]) for path, key in keys.items() if key in self._checks]
             self._fingerprint = caching.digest(caching.package_fingerprint(), parts)
         return self._fingerprint
+
+    def _parse_facts(self, paths: List[str]) -> None:
+        """Parse the facts of `paths` (in workers) into `_parsed`, their digests into `_checks`,
+        and store them in the pack; a file that cannot be read gives none."""
+        read = lambda path: _facts_of(path, self.settings.config_of(path).max_file_size)  # noqa: E731
+        new = []
+        for path, facts in zip(paths, run_all(read, paths, self.options.jobs, _no_facts, self.options.timeout)):
+            if facts is None:
+                continue
+            raw, matters, part = facts
+            self._parsed[path] = part
+            self.digests.setdefault(path, (raw, matters))
+            new.append((self._facts_key(path, raw), part))
+        if self.cache is not None:
+            self._checks.update(self.cache.put_many("facts", new))
 
     def _key(self, path: str, raw: str) -> str:
         strict = bool(file_options(self.options, self.settings, path).strict)
@@ -413,11 +439,11 @@ class _Project:
         from torchnumlint.index import ProjectIndex
 
         paths = self._project_paths()
-        parts: Dict[str, ProjectIndex] = {}
+        parts: Dict[str, ProjectIndex] = {path: self._parsed[path] for path in paths if path in self._parsed}
         keys: Dict[str, str] = {}  # path -> its facts' key, for the files whose digest is known
         if self.cache is not None:
             for path in paths:
-                known = self._digest(path)
+                known = self._digest(path) if path not in parts else None
                 if known is not None:
                     keys[path] = self._facts_key(path, known[0])
             stored = self.cache.get_many("facts", list(keys.values()))
@@ -425,18 +451,9 @@ class _Project:
                 found = stored.get(key)
                 if isinstance(found, ProjectIndex):
                     parts[path] = found
-        missing = [path for path in paths if path not in parts]
-        read = lambda path: _facts_of(path, self.settings.config_of(path).max_file_size)  # noqa: E731
-        new: List[Tuple[str, ProjectIndex]] = []
-        for path, facts in zip(missing, run_all(read, missing, self.options.jobs, _no_facts, self.options.timeout)):
-            if facts is None:
-                continue
-            raw, matters, part = facts
-            parts[path] = part
-            self.digests.setdefault(path, (raw, matters))
-            new.append((self._facts_key(path, raw), part))
-        if self.cache is not None:
-            self.cache.put_many("facts", new)
+        self._parse_facts([path for path in paths if path not in parts])
+        parts.update((path, part) for path, part in self._parsed.items() if path not in parts)
+        self._parsed = {}
         index = ProjectIndex.empty()
         for path in paths:
             if path in parts:
@@ -454,7 +471,7 @@ class _Project:
         against the project as fixed (now on disk), not as it was."""
         from torchnumlint.engine import ParseError, lint_text
 
-        self.digests, self.readable, self._paths = {}, dict.fromkeys(linted), None
+        self.digests, self.readable, self._paths, self._parsed = {}, dict.fromkeys(linted), None, {}
         fresh = self._index()
         rules = {path: self.settings.rules_for(path) for path in linted}
         codes = {rule.code for chosen in rules.values() for rule in chosen if rule.needs_index}

@@ -18,9 +18,12 @@ worker that lints a file reads it again. With the cache, a file whose entry is v
 parsed, and a run where every entry is valid never imports the engine (nor libcst).
 
 A cache entry records whether the file's result read the project index; if it did, it holds the
-project's fingerprint (the digests of the files that can hold index facts), and a run whose
-fingerprint differs does not use it. A file's index facts are cached by content as well, so the
-index of a pre-commit run over one changed file is assembled, not re-parsed.
+project's fingerprint (the digests of the facts of the files that can hold any, `fingerprint`),
+and a run whose fingerprint differs does not use it: an edit that changes no fact (a comment, a
+body that returns the same kinds) leaves the other files' entries valid, one that changes a fact
+re-lints every file that reads the index (not yet only those that read that fact). A file's
+facts are cached by content in the project's one pack (`cache.py`), so the index of a pre-commit
+run over one changed file is assembled from one query, not re-parsed.
 """
 
 from __future__ import annotations

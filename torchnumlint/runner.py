@@ -510,7 +510,7 @@ class _Linter:
         options = file_options(project.options, project.settings, path)
         outcome = process_file(source, rules, self.index, options)
         if project.cache is not None and outcome.cacheable and outcome.text is None and not outcome.diff:
-            reads = reads_project_index(source.text, rules)
+            reads = bool(rules) and reads_project_index(source.text, rules)
             if not reads or self.fingerprint is not None:
                 entry = (self.fingerprint if reads else None, outcome.findings, outcome.errors)
                 project.cache.put("lint", project._key(path, caching.digest(source.raw)), entry)

@@ -21,7 +21,6 @@ their bytes, LibCST is given: the engine's own pre-filter, `engine.candidate_rul
 from __future__ import annotations
 
 import argparse
-import ast
 import os
 import shutil
 import subprocess

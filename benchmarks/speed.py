@@ -13,13 +13,14 @@ pages shared between forked workers once).
 Measurements (names for --skip): ast (ast.parse, one core), libcst (a bare parse_module, one
 core), cold-1 (empty cache, -j 1), cold (empty cache, all jobs), warm (nothing changed), one-file
 (one changed file passed alone, as pre-commit does: project facts included), torchfix (when
-installed, all jobs), version (`torchnumlint --version`).
+installed, all jobs), version (`torchnumlint --version`), reach (how many files, and how many of
+their bytes, LibCST is given: the engine's own pre-filter, `engine.candidate_rules` and
+`candidates.unneeded`, with the default rules and no project facts).
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import os
 import shutil
 import subprocess
@@ -131,6 +132,39 @@ def in_process(kind: str, files: List[Path], cwd: Path) -> Tuple[float, float, f
     return float(out.strip()), rss, pss, proc.returncode
 
 
+REACH = '''
+import sys
+from torchnumlint import candidates, prepass
+from torchnumlint.engine import candidate_rules
+from torchnumlint.rules.registry import all_rules
+rules = [rule for rule in all_rules() if rule.default]
+files = reached = size = parsed = 0
+for path in sys.stdin.read().split("\\n"):
+    try:
+        text = open(path, encoding="utf-8").read()
+        tree = prepass.check_syntax(text, path)
+    except (OSError, UnicodeDecodeError, prepass.ParseError):
+        continue
+    files += 1
+    size += len(text)
+    active = candidate_rules(text, rules)
+    masked = candidates.unneeded(text, tree, prepass.Lines(text), active) if active else None
+    if masked is not None:
+        reached += 1
+        parsed += len(text) - sum(end - start for start, end in masked)
+print(files, reached, size, parsed)
+'''
+
+
+def libcst_reach(files: List[Path], cwd: Path) -> str:
+    """'N of M files, X of Y MB': what the pre-filter hands to LibCST."""
+    proc = subprocess.run([sys.executable, "-c", REACH], cwd=cwd, input="\n".join(map(str, files)),
+                          capture_output=True, text=True, check=True)
+    total, reached, size, parsed = map(int, proc.stdout.split())
+    return (f"{reached} of {total} files ({reached / max(total, 1):.0%}), {parsed / 1e6:.1f} of {size / 1e6:.1f} MB "
+            f"({parsed / max(size, 1):.0%}) reach LibCST")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", nargs="?")
@@ -165,6 +199,8 @@ def main() -> int:
 
         measure("ast", "ast.parse, one core", len(files), lambda: in_process("ast", files, work))
         measure("libcst", "libcst.parse_module, one core", len(files), lambda: in_process("libcst", files, work))
+        if "reach" not in skip:
+            print(libcst_reach(files, work), flush=True)
         measure("version", "torchnumlint --version", 0, lambda: command(tnl + ["--version"], work))
         measure("cold-1", "torchnumlint cold, -j 1", len(files),
                 lambda: command(tnl + ["-q", "-j", "1", "--cache-dir", cache + "-1", "."], work))

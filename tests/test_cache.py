@@ -11,7 +11,7 @@ import pytest
 
 from tests.test_runner import FUNCTION, STEP
 from torchnumlint import cache as caching
-from torchnumlint import runner
+from torchnumlint import index, runner
 from torchnumlint.config import Settings
 from torchnumlint.runner import Options, run
 
@@ -83,16 +83,47 @@ def test_a_change_to_the_project_facts_invalidates_the_files_that_read_them(tmp_
     assert "ops.py" in linted
 
 
+def test_an_edit_that_leaves_a_files_facts_as_they_were_relints_that_file_alone(tmp_path, linted):
+    folder = project(tmp_path, ops=FUNCTION, train=STEP)
+    cold = lint(folder)
+    (folder / "train.py").write_text((folder / "train.py").read_text() + "# a comment changes no fact\n")
+    linted.clear()
+    assert lint(folder).findings == cold.findings
+    assert linted == ["train.py"]  # ops.py's entry holds: the facts it read are the same
+    (folder / "train.py").write_text((folder / "train.py").read_text().replace('"cuda"', '"cuda", dtype=torch.bfloat16'))
+    linted.clear()
+    lint(folder)
+    assert sorted(linted) == ["ops.py", "train.py"]  # the region that reaches ops.py changed
+
+
 def test_pre_commit_on_one_file_reads_the_others_facts_from_the_cache(tmp_path, linted, monkeypatch):
     folder = project(tmp_path, ops=FUNCTION, train=STEP)
     lint(folder)
     parsed = []
-    real = runner.index_file
-    monkeypatch.setattr(runner, "index_file", lambda path, text: parsed.append(Path(path).name) or real(path, text))
+    real = index.index_file
+    monkeypatch.setattr(index, "index_file", lambda path, text: parsed.append(Path(path).name) or real(path, text))
     (folder / "ops.py").write_text(textwrap.dedent(FUNCTION).lstrip() + "\n")
     linted.clear()
     assert [f.line for f in run([str(folder / "ops.py")], Settings(), options=Options(cache=True)).findings] == [7]
     assert linted == ["ops.py"] and parsed == ["ops.py"]
+
+
+def test_the_facts_of_a_project_are_one_file_that_a_torn_copy_of_only_costs_a_parse(tmp_path, monkeypatch):
+    folder = project(tmp_path, ops=FUNCTION, train=STEP)
+    lint(folder)
+    pack = folder / caching.FOLDER_NAME / "facts.sqlite"
+    assert pack.is_file() and not (folder / caching.FOLDER_NAME / "facts").exists()
+    parsed = []
+    real = index.index_file
+    monkeypatch.setattr(index, "index_file", lambda path, text: parsed.append(Path(path).name) or real(path, text))
+    (folder / "train.py").write_text((folder / "train.py").read_text() + "# changed\n")
+    expected = [f.line for f in run([str(folder / "train.py")], Settings(), options=Options(cache=True)).findings]
+    assert parsed == ["train.py"]  # ops.py's facts came from the pack
+    pack.write_bytes(b"not a database" * 100)
+    parsed.clear()
+    (folder / "train.py").write_text((folder / "train.py").read_text() + "# again\n")
+    assert [f.line for f in run([str(folder / "train.py")], Settings(), options=Options(cache=True)).findings] == expected
+    assert sorted(parsed) == ["ops.py", "setup.py", "train.py"]  # a foreign pack is a miss, never an error
 
 
 def test_fix_uses_an_entry_only_when_there_is_nothing_to_fix(tmp_path, linted):

@@ -14,6 +14,14 @@ which a look-up compares; a change to any of these misses.
   not its kind's type reads as a miss, like a torn or foreign file. It is written to a temporary
   file in the same folder and renamed over (`os.replace`), so a reader sees a whole entry or none.
   Two runs writing the same key both write whole entries of the same value; the last rename wins.
+- Per-file project facts (kind `facts`) are many small entries read together (a one-file run
+  reads every other file's): they live in one SQLite file per cache folder, `facts.sqlite`
+  (`get_many`/`put_many`: one query, one transaction), each row the same checked record as an
+  entry file (header, JSON payload), so a torn or foreign row is a miss as well. Each row also
+  holds the digest of its value (`canonical_digest`), which the project fingerprint reads alone.
+  Measured on diffusers' 2,089 files (`benchmarks/facts_store.py`, CPU time, a loaded machine):
+  the rows' bytes come back in 0.03 s (entry files: 0.04 s), their digests alone in 0.01 s, and
+  decoding the facts (1.3 s) is what a one-file run still pays, either way.
 - `Manifest`: per project, path -> (stat, digest, whether the file can hold index facts), so a
   warm run trusts a file's digest from its stat instead of reading it. A stat taken within
   `RACY_SECONDS` of the file's mtime is not trusted (a later write in the same clock tick would
@@ -24,6 +32,8 @@ Importing this module loads no libcst: a fully cached run never does.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import functools
 import hashlib
 import os
@@ -31,7 +41,7 @@ import struct
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import torchnumlint
 from torchnumlint import plaindata
@@ -99,6 +109,36 @@ class Cache:
     def _path(self, kind: str, key: str) -> str:
         return os.path.join(self.folder, kind, key[:2], key[2:])
 
+    def get_many(self, kind: str, keys: List[str]) -> Dict[str, object]:
+        """The values of those of `keys` stored in the kind's pack (read in one query), as `get`
+        reads one: absent, torn or mistyped rows are left out."""
+        found: Dict[str, object] = {}
+        rows = _Pack(self.folder, kind).read(keys)
+        for key, data in rows:
+            value = self._decode(kind, data)
+            if value is not None:
+                found[key] = value
+        return found
+
+    def checks(self, kind: str, keys: List[str]) -> Dict[str, str]:
+        """key -> `canonical_digest` of its value, for those of `keys` in the kind's pack: what
+        the values are known by without reading them (a project's fingerprint is made of the
+        digests of its files' facts)."""
+        return _Pack(self.folder, kind).checks(keys)
+
+    def put_many(self, kind: str, items: Sequence[Tuple[str, object]]) -> Dict[str, str]:
+        """Store `items` in the kind's pack, in one transaction (silently not when it cannot be
+        written); key -> the digest of each one's payload, as `checks` gives it."""
+        rows = [(key, _record(plaindata.dumps(value)), bytes.fromhex(canonical_digest(value))) for key, value in items]
+        found = {key: check.hex() for key, _, check in rows}
+        if rows:
+            try:
+                self._prepare()
+            except OSError:
+                return found
+            _Pack(self.folder, kind).write(rows)
+        return found
+
     def get(self, kind: str, key: str) -> Optional[object]:
         """The value stored under `key`, or None when absent, torn, unreadable or not of the type
         its kind stores."""
@@ -107,6 +147,10 @@ class Cache:
                 data = handle.read()
         except OSError:
             return None
+        return self._decode(kind, data)
+
+    @staticmethod
+    def _decode(kind: str, data: bytes) -> Optional[object]:
         if len(data) < _HEADER.size:
             return None
         magic, length, check = _HEADER.unpack_from(data)
@@ -120,8 +164,7 @@ class Cache:
 
     def put(self, kind: str, key: str, value: object) -> None:
         """Store `value` atomically; a cache that cannot be written is silently not written."""
-        payload = plaindata.dumps(value)
-        data = _HEADER.pack(_MAGIC, len(payload), hashlib.blake2b(payload, digest_size=16).digest()) + payload
+        data = _record(plaindata.dumps(value))
         target = self._path(kind, key)
         try:
             self._prepare()
@@ -150,6 +193,101 @@ class Cache:
                 with open(path, "w", encoding="utf-8") as handle:
                     handle.write(text)
         self._ready = True
+
+
+def canonical_digest(value: object) -> str:
+    """A digest of `value` that two processes agree on: sets are taken in sorted order (the
+    payload keeps their iteration order, which string hashing makes differ from run to run)."""
+    return digest(_canonical(value))
+
+
+def _canonical(value: object) -> object:
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (str, int, float, bool, bytes, type(None))):
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [type(value).__name__] + [_canonical(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init]
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return [type(value).__name__] + [_canonical(item) for item in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((_canonical(item) for item in value), key=repr)
+    if isinstance(value, (tuple, list)):
+        return [_canonical(item) for item in value]
+    if isinstance(value, dict):
+        return [[_canonical(key), _canonical(item)] for key, item in value.items()]
+    custom = plaindata._custom_codecs().get(type(value))  # the one other shape the cache stores
+    if custom is None:
+        raise TypeError(f"the cache cannot store a {type(value).__name__}")
+    return [type(value).__name__, _canonical(custom[0](value))]
+
+
+def _record(payload: bytes) -> bytes:
+    """A payload behind its header: magic, length, digest."""
+    return _HEADER.pack(_MAGIC, len(payload), hashlib.blake2b(payload, digest_size=16).digest()) + payload
+
+
+class _Pack:
+    """The SQLite file holding one kind's entries: key -> record. Every failure (a locked,
+    corrupt, foreign or read-only file) reads as no rows and writes nothing: a cache never stops
+    a run. sqlite3 is imported only here."""
+
+    _BATCH = 500  # keys per query (SQLite's limit on parameters is 999 in old builds)
+    _TABLE = "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, checked BLOB NOT NULL, data BLOB NOT NULL)"
+
+    def __init__(self, folder: str, kind: str) -> None:
+        self.path = os.path.join(folder, f"{kind}.sqlite")
+
+    def _connect(self):
+        import sqlite3
+
+        connection = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
+        connection.execute(self._TABLE)
+        return connection
+
+    def read(self, keys: List[str]) -> List[Tuple[str, bytes]]:
+        return self._select("data", keys)
+
+    def checks(self, keys: List[str]) -> Dict[str, str]:
+        """key -> the canonical digest (hex) of the row's value."""
+        return {key: value.hex() for key, value in self._select("checked", keys) if len(value) == 16}
+
+    def _select(self, column: str, keys: List[str]) -> List[Tuple[str, bytes]]:
+        import sqlite3
+
+        if not keys or not os.path.exists(self.path):
+            return []
+        try:
+            connection = self._connect()
+            try:
+                rows: List[Tuple[str, bytes]] = []
+                for at in range(0, len(keys), self._BATCH):
+                    batch = keys[at : at + self._BATCH]
+                    marks = ",".join("?" * len(batch))
+                    query = f"SELECT key, {column} FROM entries WHERE key IN ({marks})"
+                    rows += connection.execute(query, batch).fetchall()
+                return [(key, bytes(value)) for key, value in rows if isinstance(key, str) and isinstance(value, bytes)]
+            finally:
+                connection.close()
+        except sqlite3.Error:
+            return []
+
+    def write(self, rows: List[Tuple[str, bytes, bytes]]) -> None:
+        import sqlite3
+
+        try:
+            connection = self._connect()
+            try:
+                with connection:  # one transaction: a reader sees all of it or none
+                    connection.execute("BEGIN IMMEDIATE")
+                    connection.executemany(
+                        "INSERT OR REPLACE INTO entries (key, checked, data) VALUES (?, ?, ?)",
+                        [(key, check, data) for key, data, check in rows],
+                    )
+            finally:
+                connection.close()
+        except sqlite3.Error:
+            pass
 
 
 def _unlink(path: str) -> None:

@@ -20,6 +20,7 @@ from torchnumlint.context import FileContext
 from torchnumlint.findings import Edit, Finding, Fix
 from torchnumlint.index import ProjectIndex, build_index
 from torchnumlint.positions import Spans
+from torchnumlint.prepass import ParseError, check_syntax
 from torchnumlint.rules.base import Rule
 from torchnumlint.rules.imports import imports_torch
 from torchnumlint.walk import Visitor
@@ -28,10 +29,6 @@ from torchnumlint.walk import Visitor
 TIME_LIMIT = 120.0
 # The walk looks at the clock once per this many nodes.
 _CLOCK_EVERY = 4096
-
-
-class ParseError(Exception):
-    """The text is not valid Python; the message says where and why."""
 
 
 class _Dispatcher(Visitor):
@@ -88,16 +85,6 @@ def parse(text: str) -> cst.Module:
 
 def _first_line(message: str) -> str:
     return message.strip().splitlines()[0] if message.strip() else "syntax error"
-
-
-def check_syntax(text: str, path: str) -> ast.Module:
-    """CPython's tree of `text`: the syntax check every file gets, and the pre-pass's input."""
-    try:
-        return prepass.parse(text, path)
-    except SyntaxError as exc:
-        raise ParseError(f"line {exc.lineno}, column {exc.offset}: {exc.msg}") from None
-    except (ValueError, MemoryError, prepass.TooDeep) as exc:
-        raise ParseError(str(exc)) from None
 
 
 class _Deadline:

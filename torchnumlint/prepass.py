@@ -34,6 +34,10 @@ MAX_DEPTH = 1500
 RECURSION_LIMIT = 30_000
 _NEWLINE = re.compile(r"(\r\n|\r|\n)")  # the line breaks of Python's tokenizer (not str.splitlines')
 
+class ParseError(Exception):
+    """The text is not valid Python; the message says where and why."""
+
+
 class TooDeep(Exception):
     """The file is nested beyond what even CPython's parser builds at RECURSION_LIMIT."""
 
@@ -60,6 +64,17 @@ def parse(text: str, path: str) -> ast.Module:
         raise TooDeep("the file is nested too deeply to parse") from None
     except MemoryError:  # CPython's parser says so, with no message, when its own stack runs out
         raise TooDeep("the file is nested too deeply (or is too large) for CPython's parser (MemoryError)") from None
+
+
+def check_syntax(text: str, path: str) -> ast.Module:
+    """CPython's tree of `text`: the syntax check every file gets, and the pre-pass's input.
+    Here, not in `engine`, so that a file no rule can report in is checked without libcst."""
+    try:
+        return parse(text, path)
+    except SyntaxError as exc:
+        raise ParseError(f"line {exc.lineno}, column {exc.offset}: {exc.msg}") from None
+    except (ValueError, MemoryError, TooDeep) as exc:
+        raise ParseError(str(exc)) from None
 
 
 @dataclass

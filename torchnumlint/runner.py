@@ -18,33 +18,42 @@ worker that lints a file reads it again. With the cache, a file whose entry is v
 parsed, and a run where every entry is valid never imports the engine (nor libcst).
 
 A cache entry records whether the file's result read the project index; if it did, it holds the
-project's fingerprint (the digests of the files that can hold index facts), and a run whose
-fingerprint differs does not use it. A file's index facts are cached by content as well, so the
-index of a pre-commit run over one changed file is assembled, not re-parsed.
+project's fingerprint (the digests of the facts of the files that can hold any, `fingerprint`),
+and a run whose fingerprint differs does not use it: an edit that changes no fact (a comment, a
+body that returns the same kinds) leaves the other files' entries valid, one that changes a fact
+re-lints every file that reads the index (not yet only those that read that fact). A file's
+facts are cached by content in the project's one pack (`cache.py`), so the index of a pre-commit
+run over one changed file is assembled from one query, not re-parsed.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import gc
 import os
+import re
 import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 from torchnumlint import cache as caching
-from torchnumlint import notebook, summaries
+from torchnumlint import notebook
 from torchnumlint.config import Config, Settings
 from torchnumlint.discovery import discover, project_files, project_root
 from torchnumlint.findings import Finding, fixable
-from torchnumlint.index import ProjectIndex, could_matter, index_file
 from torchnumlint.progress import Progress
 from torchnumlint.results import FileOutcome, Options, RunResult
 from torchnumlint.source import SourceError, SourceFile, read_source, write_source
 from torchnumlint.workers import run_all
 
 if TYPE_CHECKING:
+    from torchnumlint.index import ProjectIndex
     from torchnumlint.rules.base import Rule
+
+# The project facts (`index`, `summaries`) and the engine (libcst, the rules) are imported where
+# they are first needed: a run over files with nothing for a rule to read loads neither.
+_NOQA = re.compile("noqa", re.IGNORECASE)  # as `directives` finds a noqa comment
 
 
 def process_file(
@@ -54,14 +63,29 @@ def process_file(
     return notebook.locate(source, _lint_or_fix(source, rules, index, options))
 
 
+def _beyond_every_rule(text: str) -> bool:
+    """Whether no rule can report in `text` whatever is enabled: it never names torch (no rule
+    reports in a file that does not import it, `engine.candidate_rules`) and has no noqa comment
+    (which TNL900 judges in any file). Its lint is a syntax check, with neither libcst nor the rules."""
+    return "torch" not in text and _NOQA.search(text) is None
+
+
 def _lint_or_fix(
     source: SourceFile, rules: Sequence[Type[Rule]], index: ProjectIndex, options: Options
 ) -> FileOutcome:
+    path = source.path
+    outcome = FileOutcome()
+    if not (options.fix or options.diff) and _beyond_every_rule(source.text):
+        from torchnumlint.prepass import ParseError, check_syntax
+
+        try:
+            check_syntax(source.text, path)
+        except ParseError as exc:
+            outcome.errors.append(f"{path}: cannot parse: {exc}")
+        return outcome
     from torchnumlint.engine import ParseError, lint_text
     from torchnumlint.fixes import fix_text
 
-    path = source.path
-    outcome = FileOutcome()
     try:
         if not (options.fix or options.diff):
             skipped: List[str] = []  # statements the engine could not analyse (the rest is linted)
@@ -184,7 +208,9 @@ def reads_project_index(text: str, rules: Sequence[Type[Rule]]) -> bool:
 
 
 def _can_hold_facts(text: str) -> bool:
-    return could_matter(text) or summaries.could_matter(text)
+    from torchnumlint import index, summaries
+
+    return index.could_matter(text) or summaries.could_matter(text)
 
 
 @dataclasses.dataclass
@@ -216,6 +242,8 @@ class _Project:
         self.digests: Dict[str, Tuple[str, bool]] = {}  # path -> (digest, can hold facts)
         self._paths: Optional[List[str]] = None
         self._fingerprint: Optional[str] = None
+        self._checks: Dict[str, str] = {}  # facts key -> the digest of those facts
+        self._parsed: Dict[str, ProjectIndex] = {}  # facts parsed in this run, not yet merged
         self.hits_read_index = False
 
     # -- what is known without parsing ----------------------------------------------------------
@@ -265,15 +293,39 @@ class _Project:
         return self._paths
 
     def fingerprint(self) -> str:
-        """The digests of the project's files that can hold index facts."""
+        """The digests of the facts of the project's files that can hold any (in the order their
+        facts are merged): the index is made of these facts alone, so an edit that leaves a
+        file's facts as they were (a comment, a line inside a function that returns the same
+        kinds) leaves every other file's entry valid. The facts' digests come from the pack
+        (`Cache.checks`), without reading the facts; a file not there is parsed for its facts here."""
         if self._fingerprint is None:
-            parts = []
+            assert self.cache is not None
+            keys: Dict[str, str] = {}
             for path in self._project_paths():
                 known = self._digest(path)
                 if known is not None and known[1]:
-                    parts.append((path, known[0]))
+                    keys[path] = self._facts_key(path, known[0])
+            wanted = [key for key in keys.values() if key not in self._checks]
+            self._checks.update(self.cache.checks("facts", wanted))
+            self._parse_facts([path for path, key in keys.items() if key not in self._checks])
+            parts = [(path, self._checks[key]) for path, key in keys.items() if key in self._checks]
             self._fingerprint = caching.digest(caching.package_fingerprint(), parts)
         return self._fingerprint
+
+    def _parse_facts(self, paths: List[str]) -> None:
+        """Parse the facts of `paths` (in workers) into `_parsed`, their digests into `_checks`,
+        and store them in the pack; a file that cannot be read gives none."""
+        read = lambda path: _facts_of(path, self.settings.config_of(path).max_file_size)  # noqa: E731
+        new = []
+        for path, facts in zip(paths, run_all(read, paths, self.options.jobs, _no_facts, self.options.timeout)):
+            if facts is None:
+                continue
+            raw, matters, part = facts
+            self._parsed[path] = part
+            self.digests.setdefault(path, (raw, matters))
+            new.append((self._facts_key(path, raw), part))
+        if self.cache is not None:
+            self._checks.update(self.cache.put_many("facts", new))
 
     def _key(self, path: str, raw: str) -> str:
         strict = bool(file_options(self.options, self.settings, path).strict)
@@ -298,6 +350,11 @@ class _Project:
                 return None
         return FileOutcome(findings=findings, errors=errors)
 
+    def _reads_index(self, path: str, text: str) -> bool:
+        """`reads_project_index` for the file's rules, which are not even loaded for a file no
+        rule can report in."""
+        return not _beyond_every_rule(text) and reads_project_index(text, self.settings.rules_for(path))
+
     # -- the run --------------------------------------------------------------------------------
     def run(self, result: RunResult, tally: _Tally) -> None:
         reads_index: Dict[str, bool] = {}  # of the files read here: whether their rules read the index
@@ -310,7 +367,7 @@ class _Project:
                     tally.progress.advance()
                     continue
                 if self.cache is None or self.cache.get("lint", self._key(path, self.digests[path][0])) is None:
-                    reads_index[path] = reads_project_index(source.text, self.settings.rules_for(path))  # a miss
+                    reads_index[path] = self._reads_index(path, source.text)  # a miss
                 del source  # streamed: the worker that lints it reads it again
             self.readable[path] = None
             tally.readable += 1
@@ -327,7 +384,7 @@ class _Project:
                 continue
             if path not in reads_index:
                 try:
-                    reads_index[path] = reads_project_index(self._source(path).text, self.settings.rules_for(path))
+                    reads_index[path] = self._reads_index(path, self._source(path).text)
                 except SourceError as exc:
                     tally.read_errors[position] = f"{path}: {exc}"
                     tally.progress.advance()
@@ -335,7 +392,15 @@ class _Project:
             todo.append((position, path))
         needs_index = any(reads_index[path] for _, path in todo)
         if todo:
+            from torchnumlint.index import ProjectIndex
+
             index = self._index() if needs_index else ProjectIndex.empty()
+            # The facts live as long as the project's run, and the collector would walk all of
+            # them at every full collection of the lint (18 % of a run's time): frozen, they are
+            # never walked (nor touched in forked workers, whose pages stay shared).
+            frozen = needs_index and gc.get_freeze_count() == 0
+            if frozen:
+                gc.freeze()
             fingerprint = self.fingerprint() if needs_index and self.cache is not None else None
             lint = _Linter(self, index, fingerprint)
             paths = [path for _, path in todo]
@@ -347,6 +412,8 @@ class _Project:
                     outcomes[position] = linted.outcome
                 tally.progress.advance()
             del index, lint
+            if frozen:
+                gc.unfreeze()  # back in the collector's care: what nothing holds now is freed
         if self.manifest is not None:
             self.manifest.save()
         self._report(outcomes, needs_index, result, tally)
@@ -373,25 +440,24 @@ class _Project:
     def _index(self) -> ProjectIndex:
         """The project's index, each file's facts from the cache or parsed (in workers), merged in
         the order a serial run reads the files."""
+        from torchnumlint.index import ProjectIndex
+
         paths = self._project_paths()
-        parts: Dict[str, ProjectIndex] = {}
-        missing = []
-        for path in paths:
-            known = self._digest(path) if self.cache is not None else None
-            found = self.cache.get("facts", self._facts_key(path, known[0])) if self.cache is not None and known is not None else None
-            if isinstance(found, ProjectIndex):
-                parts[path] = found
-            else:
-                missing.append(path)
-        read = lambda path: _facts_of(path, self.settings.config_of(path).max_file_size)  # noqa: E731
-        for path, facts in zip(missing, run_all(read, missing, self.options.jobs, _no_facts, self.options.timeout)):
-            if facts is None:
-                continue
-            raw, matters, part = facts
-            parts[path] = part
-            self.digests.setdefault(path, (raw, matters))
-            if self.cache is not None:
-                self.cache.put("facts", self._facts_key(path, raw), part)
+        parts: Dict[str, ProjectIndex] = {path: self._parsed[path] for path in paths if path in self._parsed}
+        keys: Dict[str, str] = {}  # path -> its facts' key, for the files whose digest is known
+        if self.cache is not None:
+            for path in paths:
+                known = self._digest(path) if path not in parts else None
+                if known is not None:
+                    keys[path] = self._facts_key(path, known[0])
+            stored = self.cache.get_many("facts", list(keys.values()))
+            for path, key in keys.items():
+                found = stored.get(key)
+                if isinstance(found, ProjectIndex):
+                    parts[path] = found
+        self._parse_facts([path for path in paths if path not in parts])
+        parts.update((path, part) for path, part in self._parsed.items() if path not in parts)
+        self._parsed = {}
         index = ProjectIndex.empty()
         for path in paths:
             if path in parts:
@@ -409,7 +475,7 @@ class _Project:
         against the project as fixed (now on disk), not as it was."""
         from torchnumlint.engine import ParseError, lint_text
 
-        self.digests, self.readable, self._paths = {}, dict.fromkeys(linted), None
+        self.digests, self.readable, self._paths, self._parsed = {}, dict.fromkeys(linted), None, {}
         fresh = self._index()
         rules = {path: self.settings.rules_for(path) for path in linted}
         codes = {rule.code for chosen in rules.values() for rule in chosen if rule.needs_index}
@@ -441,11 +507,11 @@ class _Linter:
             source = project._source(path)
         except SourceError as exc:
             return _Linted(read_error=f"{path}: {exc}")
-        rules = project.settings.rules_for(path)
+        rules = [] if _beyond_every_rule(source.text) else project.settings.rules_for(path)
         options = file_options(project.options, project.settings, path)
         outcome = process_file(source, rules, self.index, options)
         if project.cache is not None and outcome.cacheable and outcome.text is None and not outcome.diff:
-            reads = reads_project_index(source.text, rules)
+            reads = bool(rules) and reads_project_index(source.text, rules)
             if not reads or self.fingerprint is not None:
                 entry = (self.fingerprint if reads else None, outcome.findings, outcome.errors)
                 project.cache.put("lint", project._key(path, caching.digest(source.raw)), entry)
@@ -462,7 +528,9 @@ def _facts_of(path: str, max_size: int) -> Optional[Tuple[str, bool, ProjectInde
         source = read_source(path, max_size)
     except SourceError:
         return None
-    return caching.digest(source.raw), _can_hold_facts(source.text), index_file(path, source.text)
+    from torchnumlint import index
+
+    return caching.digest(source.raw), _can_hold_facts(source.text), index.index_file(path, source.text)
 
 
 def _no_facts(path: str, why: str) -> None:

@@ -15,13 +15,17 @@ Where `fork` is not available, or `jobs` is None, items are processed here, one 
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import time
 import traceback
-from multiprocessing.connection import Connection, wait
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple, TypeVar
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, TypeVar
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
+# `multiprocessing` is imported only when workers are started: a run with nothing to lint
+# (everything cached, a file no rule can report in) does not pay for it.
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -38,6 +42,8 @@ def default_jobs() -> int:
 
 
 def can_fork() -> bool:
+    import multiprocessing
+
     return "fork" in multiprocessing.get_all_start_methods()
 
 
@@ -60,6 +66,8 @@ def run_all(
 
 class _Worker:
     def __init__(self, function: Callable) -> None:
+        import multiprocessing
+
         context = multiprocessing.get_context("fork")
         self.conn, child = context.Pipe()
         self.process = context.Process(target=_serve, args=(function, child), daemon=True)
@@ -148,6 +156,8 @@ class _Pool:
         if self.timeout is not None:
             first = min(w.task[2] for w in busy if w.task is not None)
             timeout = max(0.0, first + self.timeout - time.monotonic())
+        from multiprocessing.connection import wait
+
         ready = wait([w.conn for w in busy], timeout)
         finished = []
         for worker in busy:

@@ -169,7 +169,8 @@ def summarize(path: str, tree: ast.Module) -> FileSummary:
             info = _class(stmt, imports, scans)
             if stmt.name not in ambiguous:
                 classes[stmt.name] = info
-        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and not _rebinds_itself(stmt):
             name = stmt.targets[0].id
             callee = module.instance(stmt.value) if name not in ambiguous else None
             if callee is not None:
@@ -208,6 +209,8 @@ def _module_bindings(body: List[ast.stmt]) -> Iterator[Tuple[str, Optional[str]]
                     yield alias.asname or alias.name, f"{'.' * stmt.level}{stmt.module or ''}.{alias.name}"
             continue
         targets: List[ast.AST] = []
+        if isinstance(stmt, ast.Assign) and _rebinds_itself(stmt):
+            continue  # `net = net.to(device)`: the same module, not another binding
         if isinstance(stmt, ast.Assign):
             targets = list(stmt.targets)
         elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
@@ -290,14 +293,81 @@ def _dim(call: ast.Call, position: int) -> Optional[int]:
     return _int(positional[position]) if len(positional) > position and len(positional) == len(call.args) else None
 
 
-class _Exprs:
-    """Facts of expressions in one scope: `locals_` are the scope's names, `values` those bound
-    once by a plain assignment (followed), the rest are module-level or imported names."""
+EXPS = frozenset({"torch.exp", "torch.special.exp"})
+EXP_OF = {"log_softmax": "softmax", "logsigmoid": "sigmoid"}  # exp(log_softmax(x)) is softmax(x)
 
-    def __init__(self, imports: Dict[str, Target], locals_: Set[str] = frozenset(), values: Dict[str, ast.AST] = None):
+
+def _keeps(value: ast.AST, name: str) -> bool:
+    """`name.float()`, `name.to(device)`: a rebinding of `name` to its own values (or module)."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and (
+        value.func.attr in vocabulary.SAME_VALUES or value.func.attr in MODULE_METHODS
+    ):
+        value = value.func.value
+    return isinstance(value, ast.Name) and value.id == name
+
+
+def _rebinds_itself(stmt: ast.Assign) -> bool:
+    """`net = net.to(device)`, `p = p.float()`: one name rebound to its own values."""
+    return len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and _keeps(stmt.value, stmt.targets[0].id)
+
+
+def _normaliser(call: ast.AST, name: Optional[str]) -> Optional[Tuple[Optional[int]]]:
+    """`(d,)` for `x.sum(d, keepdim=True)` (of the local `name`, when given): a softmax's
+    denominator over `d` (None where `d` is not an integer literal); None for anything else."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "sum"):
+        return None
+    if name is not None and not (isinstance(call.func.value, ast.Name) and call.func.value.id == name):
+        return None
+    keywords = {k.arg: k.value for k in call.keywords}
+    keepdim = keywords.get("keepdim", call.args[1] if len(call.args) > 1 else None)
+    if not (isinstance(keepdim, ast.Constant) and keepdim.value is True):
+        return None
+    dim = keywords.get("dim", call.args[0] if call.args else None)
+    return (_int(dim),) if dim is not None else None
+
+
+class _Exprs:
+    """Facts of expressions in one scope: `locals_` are the scope's names, `values` the values of
+    those bound only by plain assignments (followed: all of them must agree), `changed` the
+    in-place changes of locals; the rest are module-level or imported names."""
+
+    def __init__(self, imports: Dict[str, Target], locals_: Set[str] = frozenset(),
+                 values: Optional[Dict[str, List[ast.AST]]] = None,
+                 changed: Optional[Dict[str, List[Optional[ast.Call]]]] = None) -> None:
         self.imports = imports
         self.locals = locals_
         self.values = values or {}
+        self.changed = changed or {}
+
+    def values_of(self, name: str) -> List[ast.AST]:
+        """The values bound to the local `name`, less its value-keeping rebindings (`p = p.float()`,
+        `net = net.to(device)`); [] when it is not followed."""
+        return [value for value in self.values.get(name, ()) if not _keeps(value, name)]
+
+    def _name(self, name: str, depth: int) -> Optional[tuple]:
+        """The one result of every value bound to `name`; an in-place change makes it unknown,
+        but for `e.div_(e.sum(d, keepdim=True))` of an exp: a softmax built in place."""
+        found = self.values_of(name)
+        changes = self.changed.get(name, [])
+        if not found or len(changes) > 1:
+            return None
+        if changes:
+            change = changes[0]
+            dim = _normaliser(change.args[0], name) if change is not None and change.func.attr == "div_" and len(change.args) == 1 else None
+            return ("kind", "softmax", dim[0]) if dim is not None and len(found) == 1 and self._is_exp(found[0], depth) else None
+        results = {self.result(value, depth + 1) for value in found}
+        return results.pop() if len(results) == 1 else None
+
+    def _is_exp(self, expr: ast.AST, depth: int) -> bool:
+        """`x.exp()` or `torch.exp(x)`, or a local bound only to one."""
+        if isinstance(expr, ast.Name):
+            found = self.values_of(expr.id)
+            return len(found) == 1 and not self.changed.get(expr.id) and depth <= _DEPTH and self._is_exp(found[0], depth + 1)
+        if not isinstance(expr, ast.Call):
+            return False
+        if isinstance(expr.func, ast.Attribute) and expr.func.attr == "exp" and self.qualname(expr.func) is None:
+            return not expr.args
+        return self.qualname(expr.func) in EXPS and len(expr.args) == 1
 
     def qualname(self, expr: ast.AST) -> Optional[str]:
         """The absolute dotted name through the imports (`F.softmax` -> torch.nn.functional.softmax)."""
@@ -316,16 +386,29 @@ class _Exprs:
         return f"{qual}.{rest}" if rest else qual
 
     def result(self, expr: Optional[ast.AST], depth: int = 0) -> Optional[tuple]:
+        """What `expr` gives (see the module's docstring), also `("tuple", results)` for a tuple
+        (`return recon, mu, logvar`) and `("elt", callee, i)` for an element of a call's
+        (`return self.head(x)[1]`)."""
         if depth > _DEPTH or expr is None:
             return None
         if isinstance(expr, ast.Name):
-            value = self.values.get(expr.id)
-            return self.result(value, depth + 1) if value is not None else None
+            return self._name(expr.id, depth)
+        if isinstance(expr, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in expr.elts):
+            return ("tuple", tuple(self.result(e, depth + 1) for e in expr.elts))
+        if isinstance(expr, ast.Subscript):
+            return self._element(self.result(expr.value, depth + 1), _int(expr.slice))
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Div):
+            return self._ratio(expr, depth)
         if not isinstance(expr, ast.Call):
             return None
         func = expr.func
         if isinstance(func, ast.Attribute) and func.attr in vocabulary.SAME_VALUES and self.qualname(func) is None:
             return self.result(func.value, depth + 1)  # `return p.unsqueeze(1).float()`: the same values
+        exp_of = func.value if isinstance(func, ast.Attribute) and func.attr == "exp" and self.qualname(func) is None and not expr.args else (
+            expr.args[0] if self.qualname(func) in EXPS and len(expr.args) == 1 else None)
+        if exp_of is not None:  # `F.log_softmax(x, -1).exp()` is a softmax, `logsigmoid(x).exp()` a sigmoid
+            inner = self.result(exp_of, depth + 1)
+            return ("kind", EXP_OF[inner[1]], inner[2]) if inner is not None and inner[0] == "kind" and inner[1] in EXP_OF else None
         kind = FUNCTIONS.get(self.qualname(expr.func) or "")
         if kind is not None:
             return ("kind", kind, _dim(expr, 1) if "softmax" in kind else None)
@@ -340,6 +423,24 @@ class _Exprs:
             return ("kind", kind, _dim(expr, 0) if "softmax" in kind else None)
         callee = self.callee(func, depth + 1)
         return ("call", callee) if callee is not None else None
+
+    @staticmethod
+    def _element(whole: Optional[tuple], index: Optional[int]) -> Optional[tuple]:
+        """Element `index` of what `whole` gives: of a tuple written out, or of a call's result."""
+        if whole is None or index is None:
+            return None
+        if whole[0] == "tuple":
+            return whole[1][index] if -len(whole[1]) <= index < len(whole[1]) else None
+        return ("elt", whole[1], index) if whole[0] == "call" else None
+
+    def _ratio(self, expr: ast.BinOp, depth: int) -> Optional[tuple]:
+        """`e / e.sum(d, keepdim=True)` of an exp `e` (`x.exp() / x.exp().sum(-1, keepdim=True)`):
+        a softmax over `d`, written out."""
+        right = expr.right
+        if not (isinstance(right, ast.Call) and isinstance(right.func, ast.Attribute) and self._is_exp(expr.left, depth)):
+            return None
+        dim = _normaliser(right, None)
+        return ("kind", "softmax", dim[0]) if dim is not None and ast.dump(right.func.value) == ast.dump(expr.left) else None
 
     def callee(self, func: ast.AST, depth: int = 0) -> Optional[tuple]:
         """What calling `func` means: an instance called right away, a local holding one, `self.x`,
@@ -360,8 +461,8 @@ class _Exprs:
             return None
         head = dotted.partition(".")[0]
         if head in self.locals:
-            value = self.values.get(head)
-            return self.instance(value) if value is not None and head == dotted and depth <= _DEPTH else None
+            found = self.values_of(head)
+            return self.instance(found[0]) if len(found) == 1 and head == dotted and depth <= _DEPTH else None
         return ("name", dotted)
 
     def instance(self, value: ast.AST) -> Optional[tuple]:
@@ -373,6 +474,9 @@ class _Exprs:
             return ("act", kind, None)  # `self.act = torch.sigmoid`: its dim is the call's
         if not isinstance(value, ast.Call):
             return None
+        if self.qualname(value.func) == "functools.partial" and len(value.args) == 1:
+            kind = FUNCTIONS.get(self.qualname(value.args[0]) or "")  # `partial(F.softmax, dim=-1)`
+            return ("act", kind, _dim(value, len(value.args) + 1) if "softmax" in kind else None) if kind is not None else None
         while (
             isinstance(value.func, ast.Attribute)
             and value.func.attr in MODULE_METHODS
@@ -415,6 +519,8 @@ class _Scan:
         self.self_stores: List[Tuple[str, Optional[ast.AST]]] = []
         self.dynamic = False
         self.calls: List[ast.Call] = []  # nested functions' too
+        self.assigned: Dict[str, List[ast.AST]] = {}  # every plain `name = value` of a local, in order
+        self.changed: Dict[str, List[Optional[ast.Call]]] = {}  # in-place: `p.div_(s)`; None for `p[i] = v`
         top = set(map(id, func.body)) if plain_stores else set()
         stack = [(child, False) for child in ast.iter_child_nodes(func)]
         while stack:
@@ -423,6 +529,11 @@ class _Scan:
                 self._store(node, id(node) in top)
             elif isinstance(node, ast.Call):
                 self.calls.append(node)
+                if (
+                    not nested and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+                    and node.func.attr.endswith("_") and not node.func.attr.startswith("_")
+                ):
+                    self.changed.setdefault(node.func.value.id, []).append(node)
                 called = (_dotted(node.func) or "").split(".")
                 self.dynamic = self.dynamic or called[-1] in _DYNAMIC
                 if len(called) == 3 and called[0] == "self" and called[2] in _MUTATORS:
@@ -447,8 +558,14 @@ class _Scan:
             self.binds.update((name, 2) for name in node.names)
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             self.plain[node.targets[0].id] = node.value
+            self.assigned.setdefault(node.targets[0].id, []).append(node.value)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
             self.plain[node.target.id] = node.value
+            self.assigned.setdefault(node.target.id, []).append(node.value)
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                    self.changed.setdefault(target.value.id, []).append(None)  # `p[mask] = 0`
 
     def _store(self, node: ast.AST, top: bool) -> None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -483,8 +600,11 @@ def _returns(func: ast.AST, imports: Dict[str, Target], scan: _Scan) -> Optional
         if name not in TRANSPARENT_DECORATORS:
             return None
     params = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
-    values = {name: value for name, value in scan.plain.items() if scan.binds.get(name) == 1 and name not in params}
-    exprs = _Exprs(imports, params | set(scan.binds), values)
+    values = {
+        name: found for name, found in scan.assigned.items()
+        if len(found) == scan.binds.get(name) and name not in params  # every binding a plain one
+    }
+    exprs = _Exprs(imports, params | set(scan.binds), values, scan.changed)
     return tuple(exprs.result(r.value) for r in scan.returns)
 
 
@@ -678,48 +798,57 @@ class Summaries:
         return False
 
     def _answer(self, question: tuple) -> Optional[Kind]:
-        """The kind a producer candidate gives (see `_questions`)."""
+        """The kind a producer candidate gives (see `_questions`), or the first of the elements
+        of a tuple its own returns write out (`return logits, probs`)."""
         what, path, name, fact = question
         if what == "function":
-            return self._returns_kind(path, None, fact, 0)
-        if what == "value":
+            results = fact
+            ask = lambda element: self._returns_kind(path, None, fact, 0, element)  # noqa: E731
+        elif what == "class":
+            found = self._member((path, name), "forward", 0)
+            results = found[2] if found is not None and found[0] == "method" else None
+            ask = lambda element: self._forward_kind((path, name), 0, element)  # noqa: E731
+        elif what == "value":
             return self.callee_kind(path, None, fact)
-        if what == "class":
-            return self._forward_kind((path, name), 0)
-        return self._member_kind((path, fact), name, 0)
+        else:
+            return self._member_kind((path, fact), name, 0)
+        width = max((len(r[1]) for r in results or () if r is not None and r[0] == "tuple"), default=0)
+        return next((k for k in map(ask, (None, *range(width))) if k is not None), None)
 
-    def callee_kind(self, path: str, instance: Optional[Instance], callee: Optional[tuple], depth: int = 0) -> Optional[Kind]:
+    def callee_kind(self, path: str, instance: Optional[Instance], callee: Optional[tuple], depth: int = 0,
+                    element: Optional[int] = None) -> Optional[Kind]:
         """The kind that calling `callee` (names resolved in the file at `path`; `self` an instance
-        of `instance`) gives, or None when it is not known to give one kind."""
+        of `instance`) gives, or element `element` of the tuple it gives (`recon, mu, logvar =
+        model(x)`); None when that is not known to be of one kind."""
         if callee is None or depth > _DEPTH:
             return None
         tag = callee[0]
         if tag == "act":
-            return callee[1], callee[2]
+            return (callee[1], callee[2]) if element is None else None
         if tag == "self":
-            return self._member_kind(instance, callee[1], depth + 1) if instance is not None else None
+            return self._member_kind(instance, callee[1], depth + 1, element) if instance is not None else None
         found = self._resolve(path, callee[1], depth + 1)
         if found is None:
             return None
         what, where, name = found
         summary = self.files[where]
         if tag == "new":
-            return self._forward_kind((where, name), depth + 1) if what == "class" else None
+            return self._forward_kind((where, name), depth + 1, element) if what == "class" else None
         if what == "function":
-            return self._returns_kind(where, None, summary.functions[name], depth + 1)
+            return self._returns_kind(where, None, summary.functions[name], depth + 1, element)
         if what == "value":
-            return self.callee_kind(where, None, summary.values[name], depth + 1)
+            return self.callee_kind(where, None, summary.values[name], depth + 1, element)
         return None  # calling a class constructs an instance
 
-    def _returns_kind(self, path: str, instance: Optional[Instance], results: Optional[tuple], depth: int) -> Optional[Kind]:
-        """The one kind every return gives; its dim where they agree on it."""
+    def _returns_kind(self, path: str, instance: Optional[Instance], results: Optional[tuple], depth: int,
+                      element: Optional[int] = None) -> Optional[Kind]:
+        """The one kind every return gives (or its element `element` gives); its dim where they
+        agree on it."""
         if not results:
             return None
         kinds = []
         for result in results:
-            if result is None:
-                return None
-            found = (result[1], result[2]) if result[0] == "kind" else self.callee_kind(path, instance, result[1], depth + 1)
+            found = self._result_kind(path, instance, result, depth, element)
             if found is None:
                 return None
             kinds.append(found)
@@ -728,13 +857,30 @@ class Summaries:
         dims = {d for _, d in kinds}
         return kinds[0][0], dims.pop() if len(dims) == 1 else None
 
-    def _forward_kind(self, instance: Instance, depth: int) -> Optional[Kind]:
+    def _result_kind(self, path: str, instance: Optional[Instance], result: Optional[tuple], depth: int,
+                     element: Optional[int]) -> Optional[Kind]:
+        """The kind one result gives, or its element `element`."""
+        if result is None or depth > _DEPTH:
+            return None
+        tag = result[0]
+        if tag == "tuple":
+            if element is None or not -len(result[1]) <= element < len(result[1]):
+                return None
+            return self._result_kind(path, instance, result[1][element], depth, None)  # a part of `result`
+        if tag == "elt":  # `return self.head(x)[1]`
+            whole = self.callee_kind(path, instance, result[1], depth + 1, result[2])
+            return whole if element is None else None
+        if tag == "kind":
+            return (result[1], result[2]) if element is None else None
+        return self.callee_kind(path, instance, result[1], depth + 1, element)
+
+    def _forward_kind(self, instance: Instance, depth: int, element: Optional[int] = None) -> Optional[Kind]:
         found = self._member(instance, "forward", depth)
         if found is None or found[0] != "method":
             return None
-        return self._returns_kind(found[1], instance, found[2], depth + 1)
+        return self._returns_kind(found[1], instance, found[2], depth + 1, element)
 
-    def _member_kind(self, instance: Instance, name: str, depth: int) -> Optional[Kind]:
+    def _member_kind(self, instance: Instance, name: str, depth: int, element: Optional[int] = None) -> Optional[Kind]:
         """`self.name(...)` in code of the class `instance`: None where a subclass in the project
         redefines `name` (self may be one of its instances)."""
         if self._overridden(instance, name):
@@ -744,8 +890,8 @@ class Summaries:
             return None
         what, where, fact = found
         if what == "method":
-            return self._returns_kind(where, instance, fact, depth + 1)
-        return self.callee_kind(where, instance, fact, depth + 1)
+            return self._returns_kind(where, instance, fact, depth + 1, element)
+        return self.callee_kind(where, instance, fact, depth + 1, element)
 
     def _member(self, cls: Instance, name: str, depth: int) -> Optional[Tuple[str, str, Optional[tuple]]]:
         """("method", path, results) or ("attr", path, callee) for `name` on the class or its

@@ -64,8 +64,12 @@ class Produced:
 
 def call_kind(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[Produced]:
     """What the call `expr` (or the call assigned to the name `expr`) returns, where a helper,
-    a method or a module instance produces it; None when that is not known."""
-    call = ctx.resolve(expr)
+    a method or a module instance produces it, or what one element of the tuple it returns is
+    (`recon, mu, logvar = model(x)`: `mu`); None when that is not known."""
+    call, element = ctx.resolve(expr), None
+    binding = ctx.binding(call) if isinstance(call, cst.Name) else None
+    if binding is not None and binding.unpacked is not None:
+        call, element = binding.unpacked
     if not isinstance(call, cst.Call):
         return None
     summaries, own = _summaries(ctx)
@@ -75,7 +79,7 @@ def call_kind(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[Produced
     if found is None:
         return None
     callee, instance = found
-    kind = summaries.callee_kind(ctx.path, instance, callee)
+    kind = summaries.callee_kind(ctx.path, instance, callee, element=element)
     if kind is None:
         return None
     return Produced(kind[0], kind[1], ctx.module.code_for_node(call.func))

@@ -8,7 +8,7 @@ in another module, and a caller whose argument is the default."""
 import pytest
 
 from tests.rules import harness
-from tests.rules.harness import Project
+from tests.rules.harness import Flagged, Project, Silent
 
 KL_HELPER = """\
     import torch.nn.functional as F
@@ -159,6 +159,32 @@ FLAGGED = [
     ),
 ]
 
+# a method of a base class in another file, called through `self.` in a subclass
+BASE = """\
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+
+    class DistillBase(nn.Module):
+        def consistency(self, student_logits, teacher_logits):
+            return F.kl_div(F.log_softmax(student_logits, -1), F.softmax(teacher_logits, -1), reduction="batchmean")
+    """
+FLAGGED.append(Project(
+    {"base.py": BASE, "prompt.py": """\
+        from base import DistillBase
+
+
+        class PromptTuner(DistillBase):
+            def training_step(self, clean, augmented):
+                teacher_logits = self.model(clean)
+                return self.consistency(self.model(augmented), teacher_logits)
+        """},
+    lines={"base.py": (7,)},
+    fixed={"base.py": BASE.replace("F.softmax(teacher_logits, -1), reduction=\"batchmean\")",
+                                   "F.log_softmax(teacher_logits, -1), reduction=\"batchmean\", log_target=True)")},
+    message="prompt.py:7",
+))
+
 SILENT = [
     # a different model under no_grad: no gradient reaches the target
     Project({"losses/kl.py": KL_HELPER, "train.py": """\
@@ -209,7 +235,27 @@ SILENT = [
 ]
 
 
-@pytest.mark.parametrize("code, case", harness.params("TNL101", projects=FLAGGED + SILENT))
+# an instance of a loss module in its own file: `crit(a, b)` beside the class reaches `forward`
+OWN_FILE = LOSS_MODULE + """\
+
+
+    def train_step(model, clean, augmented):
+        crit = ConsistencyLoss()
+        teacher_logits = model(clean)
+        return crit(model(augmented), teacher_logits)
+    """
+OWN = [
+    Flagged(OWN_FILE, (12,), OWN_FILE.replace("q = F.softmax", "q = F.log_softmax").replace(
+        'reduction="batchmean")', 'reduction="batchmean", log_target=True)'), message="line 18"),
+    Silent(OWN_FILE.replace("teacher_logits = model(clean)", "teacher_logits = model(clean).detach()")),
+    Silent(OWN_FILE.replace("def train_step(model,", "def train_step(model, teacher,").replace(
+        "teacher_logits = model(clean)", "teacher_logits = teacher(clean)")),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL101", flagged=[c for c in OWN if isinstance(c, Flagged)],
+                                                      silent=[c for c in OWN if isinstance(c, Silent)],
+                                                      projects=FLAGGED + SILENT))
 def test_tnl101_callers_in_other_files(code, case):
     harness.check(code, case)
 

@@ -146,7 +146,7 @@ def _context_of(ctx: "FileContext", path: str) -> Optional[Tuple["FileContext", 
     cannot be read or parsed. Once per file linted."""
     contexts = ctx.per_file("caller-files", lambda c: {})
     if path not in contexts:
-        text = ctx.index.summaries.buffers.get(path)
+        text = ctx.text if path == ctx.path else ctx.index.summaries.buffers.get(path)
         if text is None:
             text = _read(path)
         parsed = _parsed(path, text) if text is not None else None

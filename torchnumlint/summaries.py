@@ -13,11 +13,17 @@ so a file's summary never changes when another file does.
 
 The facts, as tuples:
 
-- a result (what a `return` gives): `("kind", kind, dim)`, a value of that kind;
-  `("call", callee)`, what calling `callee` gives; None, anything else.
+- a result (what a `return` gives): `("kind", kind, dim)`, a value of that kind (also a softmax
+  written out: `e / e.sum(d, keepdim=True)` of an exp, `log_softmax(x).exp()`); `("call",
+  callee)`, what calling `callee` gives; `("tuple", results)`, a tuple written out (`return
+  recon, mu, logvar`); `("elt", callee, i)`, element `i` of what calling `callee` gives
+  (`return self.both(x)[1]`); None, anything else. A local is followed when every binding is a
+  plain assignment and all of them agree (`p = p.float()` keeps p's values), and not when it is
+  changed in place (`p[mask] = 0`, `p.mul_(w)`; `e.div_(e.sum(d, keepdim=True))` of an exp is a
+  softmax built in place).
 - a callee (what a call calls): `("act", kind, dim)`, an activation module (`nn.Softmax(dim=-1)`,
-  an `nn.Sequential` whose last layer is one, or a bare function such as `torch.sigmoid` held in a
-  name); `("new", dotted)`, an instance of the class `dotted` names (calling it runs its
+  an `nn.Sequential` whose last layer is one, a bare function such as `torch.sigmoid` held in a
+  name, or `functools.partial(F.softmax, dim=-1)`); `("new", dotted)`, an instance of the class `dotted` names (calling it runs its
   `forward`); `("name", dotted)`, a function or module-level value named in the file (or imported:
   `heads.probs`); `("self", name)`, a method or attribute of the instance.
 
@@ -33,7 +39,8 @@ call a project function or method with arguments, as `(form, owner, member, line
 (`self.criterion(a, b)`, `self.helper(x)`). `line` and `col` are `ast`'s (col in UTF-8 bytes).
 `Summaries.callers` resolves them, across files, to the function they call.
 
-Conservative by construction: a name bound twice at module level, a function that may fall off
+Conservative by construction: a name bound twice at module level (`net = net.to(device)` is
+not a second binding), a function that may fall off
 its end, yields, or carries a decorator that may change what it returns, an attribute assigned
 anywhere but once at the top of `__init__` (or a class that sets attributes dynamically), a
 conditional value (`nn.Softmax(-1) if c else nn.Identity()`), or a module path that matches two

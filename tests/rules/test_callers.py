@@ -5,6 +5,9 @@ module kept in `self.attr`; the finding names the caller as `file:line`. Look-al
 that pass a real teacher (another model, under no_grad, detached), a function of the same name
 in another module, and a caller whose argument is the default."""
 
+import textwrap
+from pathlib import Path
+
 import pytest
 
 from tests.rules import harness
@@ -291,3 +294,22 @@ MASKS = [
 @pytest.mark.parametrize("code, case", harness.params("TNL201", projects=MASKS))
 def test_tnl201_mask_callers_in_other_files(code, case):
     harness.check(code, case)
+
+
+# Through a run with the cache: the helper's finding rests on the caller's file, so a change
+# there (the target detached) re-lints the helper; a pre-commit run on the helper alone reads
+# the caller from the disk.
+def test_a_run_judges_the_callers_file_and_the_cache_follows_it(tmp_path):
+    from tests.test_cache import lint, project
+    from torchnumlint.config import Settings
+    from torchnumlint.runner import Options, run
+
+    train = textwrap.dedent(_train("from helpers import consistency_kl", "consistency_kl(student_logits, teacher_logits)"))
+    folder = project(tmp_path, helpers=textwrap.dedent(KL_HELPER), train=train)
+    found = [(Path(f.path).name, f.line, f.code) for f in lint(folder).findings]
+    assert found == [("helpers.py", 6, "TNL101")]
+    assert "train.py:8" in lint(folder).findings[0].message  # from the cache, the same words
+    alone = run([str(folder / "helpers.py")], Settings(), options=Options(cache=False))
+    assert [(Path(f.path).name, f.line) for f in alone.findings] == [("helpers.py", 6)]
+    (folder / "train.py").write_text(train.replace("model(clean)", "model(clean).detach()"))
+    assert lint(folder).findings == []

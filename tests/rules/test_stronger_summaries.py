@@ -289,3 +289,32 @@ PROJECTS = [
 @pytest.mark.parametrize("code, case", harness.params("TNL103", projects=PROJECTS))
 def test_an_element_of_a_module_in_another_file(code, case):
     harness.check(code, case)
+
+
+# A rule that names the producer in its message names the call unpacked (no fix: the logits are
+# inside the helper)
+UNPACKED_SIGMOID = """\
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+
+    class Detector(nn.Module):
+        def forward(self, x):
+            z = self.cls(x)
+            return z, torch.sigmoid(z)
+
+
+    def loss(det, x, y):
+        logits, probs = Detector()(x)
+        return F.binary_cross_entropy(probs, y)
+    """
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL105", flagged=[
+    harness.Flagged(UNPACKED_SIGMOID, (14,), message="made by `Detector()`"),
+], silent=[
+    harness.Silent(UNPACKED_SIGMOID.replace("F.binary_cross_entropy(probs, y)", "F.binary_cross_entropy_with_logits(logits, y)")),
+]))
+def test_an_unpacked_sigmoid_into_bce(code, case):
+    harness.check(code, case)

@@ -60,6 +60,7 @@ class Produced:
     kind: str  # "softmax", "log_softmax", "sigmoid", "logsigmoid", "norm"
     dim: Optional[int]  # the softmax dim, where it is an integer literal
     callee: str  # the callee as written at the use site, for a message
+    call: cst.Call  # the call that produces it (for an element of a tuple, the call unpacked)
 
 
 def call_kind(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[Produced]:
@@ -82,7 +83,7 @@ def call_kind(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[Produced
     kind = summaries.callee_kind(ctx.path, instance, callee, element=element)
     if kind is None:
         return None
-    return Produced(kind[0], kind[1], ctx.module.code_for_node(call.func))
+    return Produced(kind[0], kind[1], ctx.module.code_for_node(call.func), call)
 
 
 def _summaries(ctx: "FileContext") -> Tuple[Summaries, Optional[FileSummary]]:

@@ -23,7 +23,8 @@ The facts, as tuples:
   softmax built in place).
 - a callee (what a call calls): `("act", kind, dim)`, an activation module (`nn.Softmax(dim=-1)`,
   an `nn.Sequential` whose last layer is one, a bare function such as `torch.sigmoid` held in a
-  name, or `functools.partial(F.softmax, dim=-1)`); `("new", dotted)`, an instance of the class `dotted` names (calling it runs its
+  name, or `functools.partial(F.softmax, dim=-1)`; `nn.Sequential(*layers)` of a list `__init__`
+  builds at its top level, ending in one); `("new", dotted)`, an instance of the class `dotted` names (calling it runs its
   `forward`); `("name", dotted)`, a function or module-level value named in the file (or imported:
   `heads.probs`); `("self", name)`, a method or attribute of the instance.
 
@@ -340,11 +341,13 @@ class _Exprs:
 
     def __init__(self, imports: Dict[str, Target], locals_: Set[str] = frozenset(),
                  values: Optional[Dict[str, List[ast.AST]]] = None,
-                 changed: Optional[Dict[str, List[Optional[ast.Call]]]] = None) -> None:
+                 changed: Optional[Dict[str, List[Optional[ast.Call]]]] = None,
+                 lists: Optional[Dict[str, ast.AST]] = None) -> None:
         self.imports = imports
         self.locals = locals_
         self.values = values or {}
         self.changed = changed or {}
+        self.lists = lists or {}  # a list of layers -> its last element (`_last_layers`)
 
     def values_of(self, name: str) -> List[ast.AST]:
         """The values bound to the local `name`, less its value-keeping rebindings (`p = p.float()`,
@@ -495,6 +498,9 @@ class _Exprs:
             kind = ACTIVATIONS[qual]
             return ("act", kind, _dim(value, 0) if "softmax" in kind else None)
         if qual in SEQUENTIAL:
+            if len(value.args) == 1 and isinstance(value.args[0], ast.Starred) and isinstance(value.args[0].value, ast.Name):
+                last = self.lists.get(value.args[0].value.id)  # `nn.Sequential(*layers)`
+                return self.instance(last) if isinstance(last, ast.Call) and self.qualname(last.func) in ACTIVATIONS else None
             if value.keywords or not value.args or any(isinstance(a, ast.Starred) for a in value.args):
                 return None
             last = value.args[-1]
@@ -632,12 +638,53 @@ def _class(node: ast.ClassDef, imports: Dict[str, Target], scans: List[Tuple[_Sc
         else:
             for name, _ in _module_bindings([stmt]):  # a class attribute: its value is not followed
                 stores.setdefault(name, []).extend([None, None])
-    exprs = _Exprs(imports)
+    init = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+    exprs = _Exprs(imports, lists=_last_layers(init.body) if init is not None else {})
     attrs = {
         attr: exprs.instance(found[0]) if len(found) == 1 and found[0] is not None and not dynamic else None
         for attr, found in stores.items()
     }
     return ClassSummary(bases, methods, attrs)
+
+
+def _last_layers(body: List[ast.stmt]) -> Dict[str, ast.AST]:
+    """The last element of each list a function body builds at its top level, in order (`layers
+    = [...]`, `layers.append(x)`, `layers += [...]`, `layers.extend([...])`), for `nn.Sequential(
+    *layers)`; a list changed any other way, or inside a branch or loop after its last known
+    element, is left out."""
+    last: Dict[str, Optional[ast.AST]] = {}
+    for stmt in body:
+        known = _list_step(stmt)
+        if known is not None:
+            last[known[0]] = known[1]
+            continue
+        for node in ast.walk(stmt):  # any other change of a list: its last element is unknown
+            target = node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else (
+                node.target if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else None)
+            names = [target] if target is not None else list(node.targets) if isinstance(node, ast.Assign) else []
+            for name in names:
+                base = name.value if isinstance(name, ast.Subscript) else name
+                if isinstance(base, ast.Name) and base.id in last:
+                    last[base.id] = None
+    return {name: value for name, value in last.items() if value is not None}
+
+
+def _list_step(stmt: ast.stmt) -> Optional[Tuple[str, Optional[ast.AST]]]:
+    """(name, its new last element) for a statement that builds a list in a known way."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+            and isinstance(stmt.value, ast.List):
+        return stmt.targets[0].id, stmt.value.elts[-1] if stmt.value.elts else None
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add) and isinstance(stmt.target, ast.Name) \
+            and isinstance(stmt.value, ast.List) and stmt.value.elts:
+        return stmt.target.id, stmt.value.elts[-1]
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
+            and len(call.args) == 1 and not call.keywords:
+        if call.func.attr == "append":
+            return call.func.value.id, call.args[0]
+        if call.func.attr == "extend" and isinstance(call.args[0], ast.List) and call.args[0].elts:
+            return call.func.value.id, call.args[0].elts[-1]
+    return None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,9 +4,10 @@
 bound more than once (known when every binding agrees, its value-keeping rebinding `p =
 p.float()` aside; an in-place change makes it unknown), a module-level `net = net.to(device)`,
 `log_softmax(x).exp()` as a softmax, a softmax written out (`x.exp() / x.exp().sum(d,
-keepdim=True)`, or built in place with `.div_()`), and `partial(F.softmax, dim=-1)` kept in an
-attribute. The probe is `test_producers._answers`: what `call_kind` answers for the argument of
-each `torch.log` / `torch.exp` / `F.nll_loss` of the source."""
+keepdim=True)`, or built in place with `.div_()`), `partial(F.softmax, dim=-1)` kept in an
+attribute, and `nn.Sequential(*layers)` of a list whose last layer is known. The probe is
+`test_producers._answers`: what `call_kind` answers for the argument of each `torch.log` /
+`torch.exp` / `F.nll_loss` of the source."""
 
 import pytest
 
@@ -140,7 +141,42 @@ PRODUCING = [
     ),
 ]
 
+SEQUENTIAL = """
+    import torch
+    import torch.nn as nn
+
+    class MLPClassifier(nn.Module):
+        def __init__(self, dims, classes):
+            super().__init__()
+            layers = []
+            for a, b in zip(dims, dims[1:]):
+                layers += [nn.Linear(a, b), nn.ReLU()]
+            layers.append(nn.Linear(dims[-1], classes))
+            layers.append(nn.Softmax(dim=1))
+            self.net = nn.Sequential(*layers)
+
+        def forward(self, x):
+            return self.net(x)
+
+    def nll(x, y):
+        return -torch.log(MLPClassifier([64, 32], 10)(x)).gather(1, y[:, None]).mean()
+    """
+PRODUCING.append(pytest.param(SEQUENTIAL, ("softmax", 1), id="sequential-of-a-list-ending-in-a-softmax"))
+
 SILENT = [
+    pytest.param(
+        SEQUENTIAL.replace("            layers.append(nn.Softmax(dim=1))\n", "            if probabilities:\n"
+                           "                layers.append(nn.Softmax(dim=1))\n").replace("classes):", "classes, probabilities):"),
+        id="sequential-of-a-list-whose-softmax-is-conditional",
+    ),
+    pytest.param(
+        SEQUENTIAL.replace("self.net = nn.Sequential(*layers)", "layers.insert(0, nn.Flatten())\n            self.net = nn.Sequential(*layers)"),
+        id="sequential-of-a-list-changed-afterwards",
+    ),
+    pytest.param(
+        SEQUENTIAL.replace("layers.append(nn.Softmax(dim=1))", "layers.append(nn.Softmax(dim=1))\n            layers.append(nn.Dropout(0.1))"),
+        id="sequential-of-a-list-ending-in-dropout",
+    ),
     pytest.param(
         """
         import torch

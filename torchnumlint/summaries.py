@@ -157,8 +157,9 @@ def _questions(path: str, summary: Optional[FileSummary]) -> Iterator[Tuple[str,
             yield member, ("member", path, member, cls_name)
 
 
-def summarize(path: str, tree: ast.Module) -> FileSummary:
-    """The facts of one parsed file."""
+def summarize(path: str, tree: ast.Module, calls: bool = True) -> FileSummary:
+    """The facts of one parsed file; its call sites only with `calls` (the project's index needs
+    them, a file's own kinds do not)."""
     stem, package = module_stem(path)
     ambiguous = _ambiguous(_module_bindings(tree.body))
     imports = _import_table(tree.body, stem, package, ambiguous)
@@ -183,11 +184,12 @@ def summarize(path: str, tree: ast.Module) -> FileSummary:
             callee = module.instance(stmt.value) if name not in ambiguous else None
             if callee is not None:
                 values[name] = callee
-    calls = _CallFacts(imports, values, ambiguous)
-    for scan, cls in scans:
-        calls.of_function(scan, cls)
-    calls.of_module(tree.body)
-    return FileSummary(ambiguous, functions, classes, values, imports, tuple(calls.facts))
+    facts = _CallFacts(imports, values, ambiguous)
+    if calls:
+        for scan, cls in scans:
+            facts.of_function(scan, cls)
+        facts.of_module(tree.body)
+    return FileSummary(ambiguous, functions, classes, values, imports, tuple(facts.facts))
 
 
 def instance_callee(summary: FileSummary, expr: ast.AST) -> Optional[tuple]:

@@ -92,7 +92,7 @@ def _summaries(ctx: "FileContext") -> Tuple[Summaries, Optional[FileSummary]]:
 
     def build(ctx: "FileContext") -> Tuple[Summaries, Optional[FileSummary]]:
         try:
-            own: Optional[FileSummary] = summarize(ctx.path, ast.parse(ctx.text))
+            own: Optional[FileSummary] = summarize(ctx.path, ast.parse(ctx.text), calls=False)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             own = None
         return ctx.index.summaries.with_file(ctx.path, own), own

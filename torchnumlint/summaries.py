@@ -119,11 +119,10 @@ class FileSummary(NamedTuple):
 
 
 def could_matter(text: str) -> bool:
-    """Whether a file can state a fact: produce a kind (a softmax, a sigmoid), or call a project helper
-    with arguments (any call: a training script passes tensors to a loss helper without naming
-    torch). Measured on the corpus (10,229 files): the 2,467 files that do not name torch add 6 %
-    to the `ast` pass over the others."""
-    return "(" in text
+    """Whether a file can state a fact: produce a kind (a softmax, a sigmoid: it imports torch),
+    or call another file's helper with arguments (it imports that file, and calls). A file that
+    imports nothing cannot: its own calls are read where it is linted."""
+    return "import" in text and "(" in text
 
 
 @functools.lru_cache(maxsize=65536)

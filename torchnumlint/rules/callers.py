@@ -16,7 +16,7 @@ callers from other files are judged (the first by path and line).
 
 A finding judged at another file's caller depends on that file: the result cache keys every
 file that reads the project index by the fingerprint of all the files that can hold facts
-(`summaries.could_matter`), and any file with a call is one.
+(`summaries.could_matter`), and any file that imports and calls is one.
 """
 
 from __future__ import annotations

@@ -128,6 +128,11 @@ class FileContext:
         finally:
             self.stack = saved
 
+    def sibling(self, path: str, text: str, module: cst.Module) -> "FileContext":
+        """A context of another file of the project (a caller's: `rules/callers.py`), with this
+        one's index, strictness and rules, for questions asked there; it reports nothing."""
+        return FileContext(path, text, module, self.index, self.strict, self._enabled)
+
     def enabled(self, code: str) -> bool:
         """Whether rule `code` runs on this file (for ownership between rules: `ownership.py`)."""
         return code in self._enabled

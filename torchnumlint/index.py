@@ -53,7 +53,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union, cast
 
-from torchnumlint.summaries import Summaries, summarize
+from torchnumlint.summaries import Summaries, callers_digest, summarize
 from torchnumlint.summaries import could_matter as could_summarise
 from torchnumlint.forward_facts import (
     Attr,
@@ -1350,7 +1350,10 @@ def index_file(path: str, text: str) -> ProjectIndex:
         tree = ast.parse(text, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return known
-    index = ProjectIndex(files=1, summaries=Summaries({path: summarize(path, tree)}))
+    summary = summarize(path, tree)
+    if summary.calls:
+        summary = summary._replace(callers_digest=callers_digest(tree, summary.calls))
+    index = ProjectIndex(files=1, summaries=Summaries({path: summary}))
     if not amp:
         return index
     file = _File(path, text, tree)

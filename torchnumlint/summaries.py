@@ -13,18 +13,35 @@ so a file's summary never changes when another file does.
 
 The facts, as tuples:
 
-- a result (what a `return` gives): `("kind", kind, dim)`, a value of that kind;
-  `("call", callee)`, what calling `callee` gives; None, anything else.
+- a result (what a `return` gives): `("kind", kind, dim)`, a value of that kind (also a softmax
+  written out: `e / e.sum(d, keepdim=True)` of an exp, `log_softmax(x).exp()`); `("call",
+  callee)`, what calling `callee` gives; `("tuple", results)`, a tuple written out (`return
+  recon, mu, logvar`); `("elt", callee, i)`, element `i` of what calling `callee` gives
+  (`return self.both(x)[1]`); None, anything else. A local is followed when every binding is a
+  plain assignment and all of them agree (`p = p.float()` keeps p's values), and not when it is
+  changed in place (`p[mask] = 0`, `p.mul_(w)`; `e.div_(e.sum(d, keepdim=True))` of an exp is a
+  softmax built in place).
 - a callee (what a call calls): `("act", kind, dim)`, an activation module (`nn.Softmax(dim=-1)`,
-  an `nn.Sequential` whose last layer is one, or a bare function such as `torch.sigmoid` held in a
-  name); `("new", dotted)`, an instance of the class `dotted` names (calling it runs its
+  an `nn.Sequential` whose last layer is one, a bare function such as `torch.sigmoid` held in a
+  name, or `functools.partial(F.softmax, dim=-1)`; `nn.Sequential(*layers)` of a list `__init__`
+  builds at its top level, ending in one); `("new", dotted)`, an instance of the class `dotted` names (calling it runs its
   `forward`); `("name", dotted)`, a function or module-level value named in the file (or imported:
   `heads.probs`); `("self", name)`, a method or attribute of the instance.
 
 Kinds are `"softmax"`, `"log_softmax"`, `"sigmoid"`, `"logsigmoid"` and `"norm"`; `dim` is the
 softmax dimension when it is written as an integer literal, else None.
 
-Conservative by construction: a name bound twice at module level, a function that may fall off
+Call sites, for `rules/callers.py`: `FileSummary.calls` holds every call in the file that may
+call a project function or method with arguments, as `(form, owner, member, line, col)`:
+`("name", "helpers.f", "", ...)` a function called by an imported name (`f(x)`, `helpers.f(x)`);
+`("new", "MyLoss", "forward", ...)` a method of an instance of a class the file names
+(`crit = MyLoss(); crit(a, b)` calls `forward`, `obj.step(x)` calls `step`); `("attr",
+"Trainer.criterion", "forward", ...)` an attribute or method of `self` in a method of `Trainer`
+(`self.criterion(a, b)`, `self.helper(x)`). `line` and `col` are `ast`'s (col in UTF-8 bytes).
+`Summaries.callers` resolves them, across files, to the function they call.
+
+Conservative by construction: a name bound twice at module level (`net = net.to(device)` is
+not a second binding), a function that may fall off
 its end, yields, or carries a decorator that may change what it returns, an attribute assigned
 anywhere but once at the top of `__init__` (or a class that sets attributes dynamically), a
 conditional value (`nn.Softmax(-1) if c else nn.Identity()`), or a module path that matches two
@@ -34,9 +51,11 @@ project files: no fact, so the answer is None.
 from __future__ import annotations
 
 import ast
+import hashlib
 import functools
 import posixpath
 import re
+import sys
 from typing import AbstractSet, Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Set, Tuple, Union
 
 from torchnumlint.rules import vocabulary
@@ -75,9 +94,6 @@ TRANSPARENT_DECORATORS = frozenset(
         "functools.lru_cache", "functools.cache", "torch.amp.custom_fwd", "torch.cuda.amp.custom_fwd",
     }
 )
-# Kinds a file can only define when it mentions one of these; other files are summarised only
-# when the index parses them anyway (a model file's `forward` calling an imported head).
-NEEDLES = ("softmax", "Softmax", "sigmoid", "Sigmoid", "expit", "norm(")
 _DYNAMIC = frozenset({"setattr", "add_module", "register_module"})  # any attribute may change
 _MUTATORS = frozenset({"append", "extend", "insert", "pop", "__setitem__", "__delitem__"})  # a container's last layer may
 _DEPTH = 8
@@ -89,16 +105,40 @@ class ClassSummary(NamedTuple):
     attrs: Dict[str, Optional[tuple]]  # self.attr -> the callee it holds (None: unknown)
 
 
+CallFact = Tuple[str, str, str, int, int]  # (form, owner, member, line, col): see the module's docstring
+
+
 class FileSummary(NamedTuple):
     ambiguous: FrozenSet[str]  # names bound more than once at module level
     functions: Dict[str, Optional[tuple]]
     classes: Dict[str, ClassSummary]
     values: Dict[str, tuple]  # module-level `name = value` (bound once) -> the callee it holds
     imports: Dict[str, Target]
+    calls: Tuple[CallFact, ...] = ()
+    # A file with call sites is read whole where a rule judges its calls (`rules/callers.py`):
+    # the digest of its code around them is one of its facts (`callers_digest`), so an edit
+    # there re-lints the callees; a comment does not.
+    callers_digest: str = ""
+
+
+def callers_digest(tree: ast.Module, calls: Tuple[CallFact, ...]) -> str:
+    """A digest of what a rule may read where it judges the calls of this file: the top-level
+    statements that hold a call site and the module-level code (imports, values), as `ast`
+    sees them (comments and blank lines are not part of it)."""
+    lines = {fact[-2] for fact in calls}
+    parts = [
+        ast.dump(stmt) for stmt in tree.body
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        or any(stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno) for line in lines)
+    ]
+    return hashlib.blake2b("\n".join(parts).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def could_matter(text: str) -> bool:
-    return any(needle in text for needle in NEEDLES)
+    """Whether a file can state a fact: produce a kind (a softmax, a sigmoid: it imports torch),
+    or call another file's helper with arguments (it imports that file, and calls). A file that
+    imports nothing cannot: its own calls are read where it is linted."""
+    return "import" in text and "(" in text
 
 
 @functools.lru_cache(maxsize=65536)
@@ -132,8 +172,9 @@ def _questions(path: str, summary: Optional[FileSummary]) -> Iterator[Tuple[str,
             yield member, ("member", path, member, cls_name)
 
 
-def summarize(path: str, tree: ast.Module) -> FileSummary:
-    """The facts of one parsed file."""
+def summarize(path: str, tree: ast.Module, calls: bool = True) -> FileSummary:
+    """The facts of one parsed file; its call sites only with `calls` (the project's index needs
+    them, a file's own kinds do not)."""
     stem, package = module_stem(path)
     ambiguous = _ambiguous(_module_bindings(tree.body))
     imports = _import_table(tree.body, stem, package, ambiguous)
@@ -141,17 +182,29 @@ def summarize(path: str, tree: ast.Module) -> FileSummary:
     functions: Dict[str, Optional[tuple]] = {}
     classes: Dict[str, ClassSummary] = {}
     values: Dict[str, tuple] = {}
+    scans: List[Tuple[_Scan, Optional[str]]] = []  # every function's and method's, for its calls
     for stmt in tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name not in ambiguous:
-            functions[stmt.name] = _returns(stmt, imports, _Scan(stmt, plain_stores=False))
-        elif isinstance(stmt, ast.ClassDef) and stmt.name not in ambiguous:
-            classes[stmt.name] = _class(stmt, imports)
-        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            scan = _Scan(stmt, plain_stores=False)
+            scans.append((scan, None))
+            if stmt.name not in ambiguous:
+                functions[stmt.name] = _returns(stmt, imports, scan)
+        elif isinstance(stmt, ast.ClassDef):
+            info = _class(stmt, imports, scans)
+            if stmt.name not in ambiguous:
+                classes[stmt.name] = info
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and not _rebinds_itself(stmt):
             name = stmt.targets[0].id
             callee = module.instance(stmt.value) if name not in ambiguous else None
             if callee is not None:
                 values[name] = callee
-    return FileSummary(ambiguous, functions, classes, values, imports)
+    facts = _CallFacts(imports, values, ambiguous)
+    if calls:
+        for scan, cls in scans:
+            facts.of_function(scan, cls)
+        facts.of_module(tree.body)
+    return FileSummary(ambiguous, functions, classes, values, imports, tuple(facts.facts))
 
 
 def instance_callee(summary: FileSummary, expr: ast.AST) -> Optional[tuple]:
@@ -181,6 +234,8 @@ def _module_bindings(body: List[ast.stmt]) -> Iterator[Tuple[str, Optional[str]]
                     yield alias.asname or alias.name, f"{'.' * stmt.level}{stmt.module or ''}.{alias.name}"
             continue
         targets: List[ast.AST] = []
+        if isinstance(stmt, ast.Assign) and _rebinds_itself(stmt):
+            continue  # `net = net.to(device)`: the same module, not another binding
         if isinstance(stmt, ast.Assign):
             targets = list(stmt.targets)
         elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
@@ -263,14 +318,84 @@ def _dim(call: ast.Call, position: int) -> Optional[int]:
     return _int(positional[position]) if len(positional) > position and len(positional) == len(call.args) else None
 
 
-class _Exprs:
-    """Facts of expressions in one scope: `locals_` are the scope's names, `values` those bound
-    once by a plain assignment (followed), the rest are module-level or imported names."""
+EXPS = frozenset({"torch.exp", "torch.special.exp"})
+EXP_OF = {"log_softmax": "softmax", "logsigmoid": "sigmoid"}  # exp(log_softmax(x)) is softmax(x)
 
-    def __init__(self, imports: Dict[str, Target], locals_: AbstractSet[str] = frozenset(), values: Optional[Dict[str, ast.AST]] = None) -> None:
+
+def _keeps(value: ast.AST, name: str) -> bool:
+    """`name.float()`, `name.to(device)`: a rebinding of `name` to its own values (or module)."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and (
+        value.func.attr in vocabulary.SAME_VALUES or value.func.attr in vocabulary.MODULE_METHODS
+    ):
+        value = value.func.value
+    return isinstance(value, ast.Name) and value.id == name
+
+
+def _rebinds_itself(stmt: ast.Assign) -> bool:
+    """`net = net.to(device)`, `p = p.float()`: one name rebound to its own values."""
+    return len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and _keeps(stmt.value, stmt.targets[0].id)
+
+
+def _normaliser(call: ast.AST, name: Optional[str]) -> Optional[Tuple[Optional[int]]]:
+    """`(d,)` for `x.sum(d, keepdim=True)` (of the local `name`, when given): a softmax's
+    denominator over `d` (None where `d` is not an integer literal); None for anything else."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "sum"):
+        return None
+    if name is not None and not (isinstance(call.func.value, ast.Name) and call.func.value.id == name):
+        return None
+    keywords = {k.arg: k.value for k in call.keywords}
+    keepdim = keywords.get("keepdim", call.args[1] if len(call.args) > 1 else None)
+    if not (isinstance(keepdim, ast.Constant) and keepdim.value is True):
+        return None
+    dim = keywords.get("dim", call.args[0] if call.args else None)
+    return (_int(dim),) if dim is not None else None
+
+
+class _Exprs:
+    """Facts of expressions in one scope: `locals_` are the scope's names, `values` the values of
+    those bound only by plain assignments (followed: all of them must agree), `changed` the
+    in-place changes of locals; the rest are module-level or imported names."""
+
+    def __init__(self, imports: Dict[str, Target], locals_: AbstractSet[str] = frozenset(),
+                 values: Optional[Dict[str, List[ast.AST]]] = None,
+                 changed: Optional[Dict[str, List[Optional[ast.Call]]]] = None,
+                 lists: Optional[Dict[str, ast.AST]] = None) -> None:
         self.imports = imports
         self.locals = locals_
         self.values = values or {}
+        self.changed = changed or {}
+        self.lists = lists or {}  # a list of layers -> its last element (`_last_layers`)
+
+    def values_of(self, name: str) -> List[ast.AST]:
+        """The values bound to the local `name`, less its value-keeping rebindings (`p = p.float()`,
+        `net = net.to(device)`); [] when it is not followed."""
+        return [value for value in self.values.get(name, ()) if not _keeps(value, name)]
+
+    def _name(self, name: str, depth: int) -> Optional[tuple]:
+        """The one result of every value bound to `name`; an in-place change makes it unknown,
+        but for `e.div_(e.sum(d, keepdim=True))` of an exp: a softmax built in place."""
+        found = self.values_of(name)
+        changes = self.changed.get(name, [])
+        if not found or len(changes) > 1:
+            return None
+        if changes:
+            change = changes[0]
+            div = change is not None and isinstance(change.func, ast.Attribute) and change.func.attr == "div_" and len(change.args) == 1
+            dim = _normaliser(change.args[0], name) if change is not None and div else None
+            return ("kind", "softmax", dim[0]) if dim is not None and len(found) == 1 and self._is_exp(found[0], depth) else None
+        results = {self.result(value, depth + 1) for value in found}
+        return results.pop() if len(results) == 1 else None
+
+    def _is_exp(self, expr: ast.AST, depth: int) -> bool:
+        """`x.exp()` or `torch.exp(x)`, or a local bound only to one."""
+        if isinstance(expr, ast.Name):
+            found = self.values_of(expr.id)
+            return len(found) == 1 and not self.changed.get(expr.id) and depth <= _DEPTH and self._is_exp(found[0], depth + 1)
+        if not isinstance(expr, ast.Call):
+            return False
+        if isinstance(expr.func, ast.Attribute) and expr.func.attr == "exp" and self.qualname(expr.func) is None:
+            return not expr.args
+        return self.qualname(expr.func) in EXPS and len(expr.args) == 1
 
     def qualname(self, expr: ast.AST) -> Optional[str]:
         """The absolute dotted name through the imports (`F.softmax` -> torch.nn.functional.softmax)."""
@@ -289,16 +414,29 @@ class _Exprs:
         return f"{qual}.{rest}" if rest else qual
 
     def result(self, expr: Optional[ast.AST], depth: int = 0) -> Optional[tuple]:
+        """What `expr` gives (see the module's docstring), also `("tuple", results)` for a tuple
+        (`return recon, mu, logvar`) and `("elt", callee, i)` for an element of a call's
+        (`return self.head(x)[1]`)."""
         if depth > _DEPTH or expr is None:
             return None
         if isinstance(expr, ast.Name):
-            value = self.values.get(expr.id)
-            return self.result(value, depth + 1) if value is not None else None
+            return self._name(expr.id, depth)
+        if isinstance(expr, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in expr.elts):
+            return ("tuple", tuple(self.result(e, depth + 1) for e in expr.elts))
+        if isinstance(expr, ast.Subscript):
+            return self._element(self.result(expr.value, depth + 1), _int(expr.slice))
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Div):
+            return self._ratio(expr, depth)
         if not isinstance(expr, ast.Call):
             return None
         func = expr.func
         if isinstance(func, ast.Attribute) and func.attr in vocabulary.SAME_VALUES and self.qualname(func) is None:
             return self.result(func.value, depth + 1)  # `return p.unsqueeze(1).float()`: the same values
+        exp_of = func.value if isinstance(func, ast.Attribute) and func.attr == "exp" and self.qualname(func) is None and not expr.args else (
+            expr.args[0] if self.qualname(func) in EXPS and len(expr.args) == 1 else None)
+        if exp_of is not None:  # `F.log_softmax(x, -1).exp()` is a softmax, `logsigmoid(x).exp()` a sigmoid
+            inner = self.result(exp_of, depth + 1)
+            return ("kind", EXP_OF[inner[1]], inner[2]) if inner is not None and inner[0] == "kind" and inner[1] in EXP_OF else None
         kind = FUNCTIONS.get(self.qualname(expr.func) or "")
         if kind is not None:
             return ("kind", kind, _dim(expr, 1) if "softmax" in kind else None)
@@ -313,6 +451,24 @@ class _Exprs:
             return ("kind", kind, _dim(expr, 0) if "softmax" in kind else None)
         callee = self.callee(func, depth + 1)
         return ("call", callee) if callee is not None else None
+
+    @staticmethod
+    def _element(whole: Optional[tuple], index: Optional[int]) -> Optional[tuple]:
+        """Element `index` of what `whole` gives: of a tuple written out, or of a call's result."""
+        if whole is None or index is None:
+            return None
+        if whole[0] == "tuple":
+            return whole[1][index] if -len(whole[1]) <= index < len(whole[1]) else None
+        return ("elt", whole[1], index) if whole[0] == "call" else None
+
+    def _ratio(self, expr: ast.BinOp, depth: int) -> Optional[tuple]:
+        """`e / e.sum(d, keepdim=True)` of an exp `e` (`x.exp() / x.exp().sum(-1, keepdim=True)`):
+        a softmax over `d`, written out."""
+        right = expr.right
+        if not (isinstance(right, ast.Call) and isinstance(right.func, ast.Attribute) and self._is_exp(expr.left, depth)):
+            return None
+        dim = _normaliser(right, None)
+        return ("kind", "softmax", dim[0]) if dim is not None and ast.dump(right.func.value) == ast.dump(expr.left) else None
 
     def callee(self, func: ast.AST, depth: int = 0) -> Optional[tuple]:
         """What calling `func` means: an instance called right away, a local holding one, `self.x`,
@@ -333,8 +489,8 @@ class _Exprs:
             return None
         head = dotted.partition(".")[0]
         if head in self.locals:
-            value = self.values.get(head)
-            return self.instance(value) if value is not None and head == dotted and depth <= _DEPTH else None
+            found = self.values_of(head)
+            return self.instance(found[0]) if len(found) == 1 and head == dotted and depth <= _DEPTH else None
         return ("name", dotted)
 
     def instance(self, value: ast.AST) -> Optional[tuple]:
@@ -346,6 +502,9 @@ class _Exprs:
             return ("act", kind, None)  # `self.act = torch.sigmoid`: its dim is the call's
         if not isinstance(value, ast.Call):
             return None
+        if self.qualname(value.func) == "functools.partial" and len(value.args) == 1:
+            kind = FUNCTIONS.get(self.qualname(value.args[0]) or "")  # `partial(F.softmax, dim=-1)`
+            return ("act", kind, _dim(value, len(value.args) + 1) if "softmax" in kind else None) if kind is not None else None
         while (
             isinstance(value.func, ast.Attribute)
             and value.func.attr in vocabulary.MODULE_METHODS
@@ -357,6 +516,9 @@ class _Exprs:
             kind = ACTIVATIONS[qual]
             return ("act", kind, _dim(value, 0) if "softmax" in kind else None)
         if qual in SEQUENTIAL:
+            if len(value.args) == 1 and isinstance(value.args[0], ast.Starred) and isinstance(value.args[0].value, ast.Name):
+                last = self.lists.get(value.args[0].value.id)  # `nn.Sequential(*layers)`
+                return self.instance(last) if isinstance(last, ast.Call) and self.qualname(last.func) in ACTIVATIONS else None
             if value.keywords or not value.args or any(isinstance(a, ast.Starred) for a in value.args):
                 return None
             last = value.args[-1]
@@ -387,6 +549,9 @@ class _Scan:
         self.plain: Dict[str, ast.AST] = {}
         self.self_stores: List[Tuple[str, Optional[ast.AST]]] = []
         self.dynamic = False
+        self.calls: List[ast.Call] = []  # nested functions' too
+        self.assigned: Dict[str, List[ast.AST]] = {}  # every plain `name = value` of a local, in order
+        self.changed: Dict[str, List[Optional[ast.Call]]] = {}  # in-place: `p.div_(s)`; None for `p[i] = v`
         top = set(map(id, func.body)) if plain_stores else set()
         stack = [(child, False) for child in ast.iter_child_nodes(func)]
         while stack:
@@ -394,6 +559,12 @@ class _Scan:
             if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 self._store(node, id(node) in top)
             elif isinstance(node, ast.Call):
+                self.calls.append(node)
+                if (
+                    not nested and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+                    and node.func.attr.endswith("_") and not node.func.attr.startswith("_")
+                ):
+                    self.changed.setdefault(node.func.value.id, []).append(node)
                 called = (_dotted(node.func) or "").split(".")
                 self.dynamic = self.dynamic or called[-1] in _DYNAMIC
                 if len(called) == 3 and called[0] == "self" and called[2] in _MUTATORS:
@@ -418,8 +589,14 @@ class _Scan:
             self.binds.update((name, 2) for name in node.names)
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             self.plain[node.targets[0].id] = node.value
+            self.assigned.setdefault(node.targets[0].id, []).append(node.value)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
             self.plain[node.target.id] = node.value
+            self.assigned.setdefault(node.target.id, []).append(node.value)
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                    self.changed.setdefault(target.value.id, []).append(None)  # `p[mask] = 0`
 
     def _store(self, node: Union[ast.Assign, ast.AugAssign, ast.AnnAssign], top: bool) -> None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -454,12 +631,16 @@ def _returns(func: Union[ast.FunctionDef, ast.AsyncFunctionDef], imports: Dict[s
         if name not in TRANSPARENT_DECORATORS:
             return None
     params = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
-    values = {name: value for name, value in scan.plain.items() if scan.binds.get(name) == 1 and name not in params}
-    exprs = _Exprs(imports, params | set(scan.binds), values)
+    values = {
+        name: found for name, found in scan.assigned.items()
+        if len(found) == scan.binds.get(name) and name not in params  # every binding a plain one
+    }
+    exprs = _Exprs(imports, params | set(scan.binds), values, scan.changed)
     return tuple(exprs.result(r.value) for r in scan.returns)
 
 
-def _class(node: ast.ClassDef, imports: Dict[str, Target]) -> ClassSummary:
+def _class(node: ast.ClassDef, imports: Dict[str, Target], scans: List[Tuple[_Scan, Optional[str]]]) -> ClassSummary:
+    """The class's facts; the scan of each of its methods is added to `scans`."""
     bases = tuple(d for d in map(_dotted, node.bases) if d is not None)
     methods: Dict[str, Optional[tuple]] = {}
     stores: Dict[str, List[Optional[ast.AST]]] = {}  # self.attr -> values, None where not usable
@@ -467,6 +648,7 @@ def _class(node: ast.ClassDef, imports: Dict[str, Target]) -> ClassSummary:
     for stmt in node.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             scan = _Scan(stmt, plain_stores=stmt.name == "__init__")
+            scans.append((scan, node.name))
             methods[stmt.name] = _returns(stmt, imports, scan) if stmt.name not in methods else None
             dynamic = dynamic or scan.dynamic
             for attr, value in scan.self_stores:
@@ -474,12 +656,130 @@ def _class(node: ast.ClassDef, imports: Dict[str, Target]) -> ClassSummary:
         else:
             for name, _ in _module_bindings([stmt]):  # a class attribute: its value is not followed
                 stores.setdefault(name, []).extend([None, None])
-    exprs = _Exprs(imports)
+    init = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+    exprs = _Exprs(imports, lists=_last_layers(init.body) if init is not None else {})
     attrs = {
         attr: exprs.instance(found[0]) if len(found) == 1 and found[0] is not None and not dynamic else None
         for attr, found in stores.items()
     }
     return ClassSummary(bases, methods, attrs)
+
+
+def _last_layers(body: List[ast.stmt]) -> Dict[str, ast.AST]:
+    """The last element of each list a function body builds at its top level, in order (`layers
+    = [...]`, `layers.append(x)`, `layers += [...]`, `layers.extend([...])`), for `nn.Sequential(
+    *layers)`; a list changed any other way, or inside a branch or loop after its last known
+    element, is left out."""
+    last: Dict[str, Optional[ast.AST]] = {}
+    for stmt in body:
+        known = _list_step(stmt)
+        if known is not None:
+            last[known[0]] = known[1]
+            continue
+        for node in ast.walk(stmt):  # any other change of a list: its last element is unknown
+            target = node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else (
+                node.target if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else None)
+            names = [target] if target is not None else list(node.targets) if isinstance(node, ast.Assign) else []
+            for name in names:
+                base = name.value if isinstance(name, ast.Subscript) else name
+                if isinstance(base, ast.Name) and base.id in last:
+                    last[base.id] = None
+    return {name: value for name, value in last.items() if value is not None}
+
+
+def _list_step(stmt: ast.stmt) -> Optional[Tuple[str, Optional[ast.AST]]]:
+    """(name, its new last element) for a statement that builds a list in a known way."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+            and isinstance(stmt.value, ast.List):
+        return stmt.targets[0].id, stmt.value.elts[-1] if stmt.value.elts else None
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add) and isinstance(stmt.target, ast.Name) \
+            and isinstance(stmt.value, ast.List) and stmt.value.elts:
+        return stmt.target.id, stmt.value.elts[-1]
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
+            and len(call.args) == 1 and not call.keywords:
+        if call.func.attr == "append":
+            return call.func.value.id, call.args[0]
+        if call.func.attr == "extend" and isinstance(call.args[0], ast.List) and call.args[0].elts:
+            return call.func.value.id, call.args[0].elts[-1]
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Call sites
+
+_STDLIB = frozenset(sys.stdlib_module_names) | {"torch", "builtins"}  # never a project file
+
+
+class _CallFacts:
+    """The call sites of one file that may call project code with arguments (the module's
+    docstring has the forms). An object is an instance of a project class when a name bound
+    once (in the function, else at module level) holds `Cls(...)`, through `.to(device)` steps."""
+
+    def __init__(self, imports: Dict[str, Target], values: Dict[str, tuple], ambiguous: FrozenSet[str]) -> None:
+        self.exprs = _Exprs(imports)
+        self.imports = imports
+        self.module_instances = {name: callee[1] for name, callee in values.items() if callee[0] == "new"}
+        self.ambiguous = ambiguous
+        self.facts: List[CallFact] = []
+
+    def of_function(self, scan: _Scan, cls: Optional[str]) -> None:
+        instances = {
+            name: callee[1]
+            for name, value in scan.plain.items()
+            if scan.binds.get(name) == 1
+            for callee in (self.exprs.instance(value),)
+            if callee is not None and callee[0] == "new"
+        }
+        locals_ = set(scan.binds) - set(instances)
+        for call in scan.calls:
+            self._add(call, cls, instances, locals_)
+
+    def of_module(self, body: List[ast.stmt]) -> None:
+        for stmt in body:
+            if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                for node in ast.walk(stmt):
+                    if isinstance(node, ast.Call):
+                        self._add(node, None, {}, set())
+
+    def _add(self, call: ast.Call, cls: Optional[str], instances: Dict[str, str], locals_: Set[str]) -> None:
+        if not (call.args or call.keywords):
+            return
+        func, member = call.func, "forward"
+        if isinstance(func, ast.Attribute) and func.attr == "forward":
+            func = func.value  # `m.forward(x)` is `m(x)`
+        elif isinstance(func, ast.Attribute) and (
+            isinstance(func.value, ast.Call) or (isinstance(func.value, ast.Name) and func.value.id in ("self", *instances))
+            or (isinstance(func.value, ast.Name) and func.value.id in self.module_instances and func.value.id not in locals_)
+        ):
+            member = func.attr  # a method of an object
+            func = func.value
+        fact = self._fact(func, member, cls, instances, locals_)
+        if fact is not None:
+            self.facts.append((*fact, call.lineno, call.col_offset))
+
+    def _fact(self, func: ast.AST, member: str, cls: Optional[str], instances: Dict[str, str],
+              locals_: Set[str]) -> Optional[Tuple[str, str, str]]:
+        if isinstance(func, ast.Call):
+            callee = self.exprs.instance(func)  # `MyLoss()(a, b)`, `Head(d).predict(x)`
+            return ("new", callee[1], member) if callee is not None and callee[0] == "new" else None
+        if isinstance(func, ast.Name):
+            if func.id == "self":
+                return ("attr", f"{cls}.{member}", "forward") if cls is not None and member != "forward" else None
+            if func.id in instances:
+                return "new", instances[func.id], member
+            if func.id in self.module_instances and func.id not in locals_:
+                return "new", self.module_instances[func.id], member
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            return ("attr", f"{cls}.{func.attr}", member) if cls is not None else None  # `self.criterion(a, b)`
+        dotted = _dotted(func)
+        if dotted is None or member != "forward":
+            return None
+        head = dotted.partition(".")[0]
+        target = self.imports.get(head)
+        if head in locals_ or target is None or (not target[0] and target[1].partition(".")[0] in _STDLIB):
+            return None
+        return "name", dotted, ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -489,14 +789,27 @@ def _class(node: ast.ClassDef, imports: Dict[str, Target]) -> ClassSummary:
 Instance = Tuple[str, str]  # (path, class name): the class of `self`
 
 
+class CallerSite(NamedTuple):
+    """A call of a project function from another file: where, and whether it binds `self`
+    (a method called on an instance) so that its first argument is the second parameter's."""
+
+    path: str
+    line: int
+    col: int  # `ast`'s: UTF-8 bytes from the line's start
+    bound: bool
+
+
 class Summaries:
     """The summaries of a project's files, by path, and what their callables produce. Every file
-    of the project has an entry, None for one that states no fact (it mentions none of the
-    `NEEDLES` and the index did not parse it, or it does not parse): a module path that names two
+    of the project has an entry, None for one that states no fact (it holds no call, or it does
+    not parse): a module path that names two
     files is ambiguous even when only one of them has a summary."""
 
-    def __init__(self, files: Optional[Dict[str, Optional[FileSummary]]] = None) -> None:
+    def __init__(self, files: Optional[Dict[str, Optional[FileSummary]]] = None,
+                 buffers: Optional[Dict[str, str]] = None) -> None:
         self.files: Dict[str, Optional[FileSummary]] = dict(files or {})
+        # The text of files as an editor or a test holds them, over what is on disk (never cached)
+        self.buffers: Dict[str, str] = dict(buffers or {})
         self._stems: Optional[Dict[str, List[str]]] = None  # every suffix of every stem -> paths
         self._subclasses: Optional[Dict[str, List[Instance]]] = None  # a base's last name -> classes
         self._forget()
@@ -509,6 +822,8 @@ class Summaries:
         self._resolved: Dict[Tuple[str, str, int], Optional[Tuple[str, str, str]]] = {}
         self._modules: Dict[Tuple[str, str], Optional[str]] = {}
         self._overrides: Dict[Tuple[Instance, str], bool] = {}
+        self._calls: Optional[Dict[str, List[Tuple[str, CallFact]]]] = None  # a callee's name -> sites
+        self._callers: Dict[Tuple[str, Optional[str], str], List[CallerSite]] = {}
 
     def __getstate__(self):
         return {"files": self.files}
@@ -521,14 +836,16 @@ class Summaries:
 
     def absorb(self, other: "Summaries") -> None:
         self.files.update(other.files)
+        self.buffers.update(other.buffers)
         self._stems = self._subclasses = None
         self._forget()
 
     def with_file(self, path: str, summary: Optional[FileSummary]) -> "Summaries":
-        return Summaries({**self.files, path: summary})
+        return Summaries({**self.files, path: summary}, {p: t for p, t in self.buffers.items() if p != path})
 
     def without(self, path: str) -> "Summaries":
-        return Summaries({p: s for p, s in self.files.items() if p != path})
+        return Summaries({p: s for p, s in self.files.items() if p != path},
+                         {p: t for p, t in self.buffers.items() if p != path})
 
     # -- the questions -----------------------------------------------------------------------------
     def mentions_producer(self, text: str, kinds: FrozenSet[str]) -> bool:
@@ -554,26 +871,35 @@ class Summaries:
         return False
 
     def _answer(self, question: tuple) -> Optional[Kind]:
-        """The kind a producer candidate gives (see `_questions`)."""
+        """The kind a producer candidate gives (see `_questions`), or the first of the elements
+        of a tuple its own returns write out (`return logits, probs`)."""
         what, path, name, fact = question
         if what == "function":
-            return self._returns_kind(path, None, fact, 0)
-        if what == "value":
+            results = fact
+            ask = lambda element: self._returns_kind(path, None, fact, 0, element)  # noqa: E731
+        elif what == "class":
+            found = self._member((path, name), "forward", 0)
+            results = found[2] if found is not None and found[0] == "method" else None
+            ask = lambda element: self._forward_kind((path, name), 0, element)  # noqa: E731
+        elif what == "value":
             return self.callee_kind(path, None, fact)
-        if what == "class":
-            return self._forward_kind((path, name), 0)
-        return self._member_kind((path, fact), name, 0)
+        else:
+            return self._member_kind((path, fact), name, 0)
+        width = max((len(r[1]) for r in results or () if r is not None and r[0] == "tuple"), default=0)
+        return next((k for k in map(ask, (None, *range(width))) if k is not None), None)
 
-    def callee_kind(self, path: str, instance: Optional[Instance], callee: Optional[tuple], depth: int = 0) -> Optional[Kind]:
+    def callee_kind(self, path: str, instance: Optional[Instance], callee: Optional[tuple], depth: int = 0,
+                    element: Optional[int] = None) -> Optional[Kind]:
         """The kind that calling `callee` (names resolved in the file at `path`; `self` an instance
-        of `instance`) gives, or None when it is not known to give one kind."""
+        of `instance`) gives, or element `element` of the tuple it gives (`recon, mu, logvar =
+        model(x)`); None when that is not known to be of one kind."""
         if callee is None or depth > _DEPTH:
             return None
         tag = callee[0]
         if tag == "act":
-            return callee[1], callee[2]
+            return (callee[1], callee[2]) if element is None else None
         if tag == "self":
-            return self._member_kind(instance, callee[1], depth + 1) if instance is not None else None
+            return self._member_kind(instance, callee[1], depth + 1, element) if instance is not None else None
         found = self._resolve(path, callee[1], depth + 1)
         if found is None:
             return None
@@ -581,22 +907,22 @@ class Summaries:
         summary = self.files[where]
         assert summary is not None  # `_resolve` finds names only in files that were read
         if tag == "new":
-            return self._forward_kind((where, name), depth + 1) if what == "class" else None
+            return self._forward_kind((where, name), depth + 1, element) if what == "class" else None
         if what == "function":
-            return self._returns_kind(where, None, summary.functions[name], depth + 1)
+            return self._returns_kind(where, None, summary.functions[name], depth + 1, element)
         if what == "value":
-            return self.callee_kind(where, None, summary.values[name], depth + 1)
+            return self.callee_kind(where, None, summary.values[name], depth + 1, element)
         return None  # calling a class constructs an instance
 
-    def _returns_kind(self, path: str, instance: Optional[Instance], results: Optional[tuple], depth: int) -> Optional[Kind]:
-        """The one kind every return gives; its dim where they agree on it."""
+    def _returns_kind(self, path: str, instance: Optional[Instance], results: Optional[tuple], depth: int,
+                      element: Optional[int] = None) -> Optional[Kind]:
+        """The one kind every return gives (or its element `element` gives); its dim where they
+        agree on it."""
         if not results:
             return None
         kinds = []
         for result in results:
-            if result is None:
-                return None
-            found = (result[1], result[2]) if result[0] == "kind" else self.callee_kind(path, instance, result[1], depth + 1)
+            found = self._result_kind(path, instance, result, depth, element)
             if found is None:
                 return None
             kinds.append(found)
@@ -605,13 +931,30 @@ class Summaries:
         dims = {d for _, d in kinds}
         return kinds[0][0], dims.pop() if len(dims) == 1 else None
 
-    def _forward_kind(self, instance: Instance, depth: int) -> Optional[Kind]:
+    def _result_kind(self, path: str, instance: Optional[Instance], result: Optional[tuple], depth: int,
+                     element: Optional[int]) -> Optional[Kind]:
+        """The kind one result gives, or its element `element`."""
+        if result is None or depth > _DEPTH:
+            return None
+        tag = result[0]
+        if tag == "tuple":
+            if element is None or not -len(result[1]) <= element < len(result[1]):
+                return None
+            return self._result_kind(path, instance, result[1][element], depth, None)  # a part of `result`
+        if tag == "elt":  # `return self.head(x)[1]`
+            whole = self.callee_kind(path, instance, result[1], depth + 1, result[2])
+            return whole if element is None else None
+        if tag == "kind":
+            return (result[1], result[2]) if element is None else None
+        return self.callee_kind(path, instance, result[1], depth + 1, element)
+
+    def _forward_kind(self, instance: Instance, depth: int, element: Optional[int] = None) -> Optional[Kind]:
         found = self._member(instance, "forward", depth)
         if found is None or found[0] != "method":
             return None
-        return self._returns_kind(found[1], instance, found[2], depth + 1)
+        return self._returns_kind(found[1], instance, found[2], depth + 1, element)
 
-    def _member_kind(self, instance: Instance, name: str, depth: int) -> Optional[Kind]:
+    def _member_kind(self, instance: Instance, name: str, depth: int, element: Optional[int] = None) -> Optional[Kind]:
         """`self.name(...)` in code of the class `instance`: None where a subclass in the project
         redefines `name` (self may be one of its instances)."""
         if self._overridden(instance, name):
@@ -621,27 +964,34 @@ class Summaries:
             return None
         what, where, fact = found
         if what == "method":
-            return self._returns_kind(where, instance, fact, depth + 1)
-        return self.callee_kind(where, instance, fact, depth + 1)
+            return self._returns_kind(where, instance, fact, depth + 1, element)
+        return self.callee_kind(where, instance, fact, depth + 1, element)
 
     def _member(self, cls: Instance, name: str, depth: int) -> Optional[Tuple[str, str, Optional[tuple]]]:
         """("method", path, results) or ("attr", path, callee) for `name` on the class or its
         project bases, first found; None where the class both defines and assigns it."""
+        owner = self._owner(cls, name, depth)
+        if owner is None:
+            return None
+        info = self.files[owner[0]].classes[owner[1]]  # type: ignore[union-attr]
+        return ("method", owner[0], info.methods[name]) if name in info.methods else ("attr", owner[0], info.attrs[name])
+
+    def _owner(self, cls: Instance, name: str, depth: int) -> Optional[Instance]:
+        """The class, `cls` or a project base, whose body gives `name` (first found); None where
+        that class both defines and assigns it."""
         path, cls_name = cls
         summary = self.files.get(path)
         info = summary.classes.get(cls_name) if summary is not None else None
         if info is None or depth > _DEPTH:
             return None
         if name in info.methods or name in info.attrs:
-            if name in info.methods and name in info.attrs:
-                return None
-            return ("method", path, info.methods[name]) if name in info.methods else ("attr", path, info.attrs[name])
+            return None if name in info.methods and name in info.attrs else cls
         for base in info.bases:
             found = self._resolve(path, base, depth + 1)
             if found is not None and found[0] == "class":
-                member = self._member((found[1], found[2]), name, depth + 1)
-                if member is not None:
-                    return member
+                owner = self._owner((found[1], found[2]), name, depth + 1)
+                if owner is not None:
+                    return owner
         return None
 
     def _overridden(self, cls: Instance, name: str) -> bool:
@@ -675,6 +1025,68 @@ class Summaries:
                 seen.add(sub)
                 todo.append(sub)
         return False
+
+    # -- callers -----------------------------------------------------------------------------------
+    def callers(self, path: str, cls: Optional[str], name: str) -> List[CallerSite]:
+        """The call sites, in files other than `path`, of the function `name` defined there (a
+        method of `cls` when given), and for a method also those in `path` through an instance
+        (`self.`/`cls.` calls in its own class are `rules/callers.py`'s). Sorted by path and line."""
+        key = (path, cls, name)
+        if key not in self._callers:
+            found = {
+                CallerSite(where, fact[3], fact[4], fact[0] != "name")
+                for where, fact in self._named_calls().get(name, ())
+                if self._calls_target(where, fact, path, cls, name)
+            }
+            self._callers[key] = sorted(found)
+        return self._callers[key]
+
+    def _named_calls(self) -> Dict[str, List[Tuple[str, CallFact]]]:
+        """Every call fact of the project by the name of what it may call: a function's own name
+        (past an import alias), a method's, and for `self.attr(...)` both `attr` (a method) and
+        the member called on it (`forward` of the module it holds)."""
+        if self._calls is None:
+            self._calls = {}
+            for where, summary in self.files.items():
+                if summary is None:
+                    continue
+                for fact in summary.calls:
+                    form, owner, member = fact[:3]
+                    if form == "name":
+                        head, _, rest = owner.partition(".")
+                        anchor_qual = summary.imports.get(head)
+                        full = (anchor_qual[1] + ("." + rest if rest else "")) if anchor_qual else owner
+                        names = {full.rpartition(".")[2]}
+                    else:
+                        names = {member} | ({owner.rpartition(".")[2]} if form == "attr" else set())
+                    for one in names:
+                        self._calls.setdefault(one, []).append((where, fact))
+        return self._calls
+
+    def _calls_target(self, where: str, fact: CallFact, path: str, cls: Optional[str], name: str) -> bool:
+        """Whether the call `fact` of the file `where` calls `name` of `path` (a method of `cls`)."""
+        form, owner, member = fact[:3]
+        if form == "name":
+            return cls is None and where != path and self._resolve(where, owner, 0) == ("function", path, name)
+        if cls is None:
+            return False
+        if form == "attr":
+            holder, _, attr = owner.partition(".")
+            at = self._owner((where, holder), attr, 0)
+            if at is None:
+                return False
+            info = self.files[at[0]].classes[at[1]]  # type: ignore[union-attr]
+            if attr in info.methods:  # `self.helper(x)`: one in its own class is seen in that file
+                return member == "forward" and attr == name and at == (path, cls) and (where, holder) != (path, cls)
+            callee = info.attrs.get(attr)
+            if callee is None or callee[0] != "new":
+                return False
+            where, owner = at[0], callee[1]
+        found = self._resolve(where, owner, 0)
+        return (
+            found is not None and found[0] == "class" and member == name
+            and self._owner((found[1], found[2]), member, 0) == (path, cls)
+        )
 
     # -- names -------------------------------------------------------------------------------------
     def _resolve(self, path: str, dotted: str, depth: int) -> Optional[Tuple[str, str, str]]:

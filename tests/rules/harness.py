@@ -141,6 +141,7 @@ def check_project(code: str, case: Project) -> None:
     unknown = (set(case.lines) | set(case.fixed)) - set(sources)
     assert not unknown, f"expected findings or fixes in files the project lacks: {sorted(unknown)}"
     index = build_index(sources.items())
+    index.summaries.buffers.update(sources)  # the files are not on disk: callers are read from here
     safe = case.safe if case.safe is not None else rule.safety is Safety.SAFE
     for path, source in sources.items():
         lines = case.lines.get(path, ())

@@ -1,29 +1,47 @@
-"""The calls of a function in its own file: who passes a parameter its value.
+"""The calls of a function across the project: who passes a parameter its value.
 
 A parameter's kind is what its callers pass (a softmax, a mask that selects, logits with a
-gradient): `callers_of(ctx)` gives the call sites of the function being visited, each as the
-path of ancestors that `ctx.visiting` takes, and `argument_for` the argument a call passes for a
-parameter. A module-level function is called by its bare name, a method through `self.`/`cls.`
-inside its class. Calls from other files are not seen here.
+gradient): `callers(ctx)` gives the call sites of the function being visited, each a `Caller`:
+the context of the caller's file and the path of ancestors of the call, which `ctx.visiting`
+takes, so a question asked of an argument is asked where it is written. `Caller.argument` is
+the argument a call passes for a parameter; `Caller.where` names the call in a message.
+
+In the function's own file a module-level function is called by its bare name, a method through
+`self.`/`cls.` inside its class (`CallSites`). From other files (and through instances in its
+own), the calls recorded in the project's `ast` summaries (`Summaries.callers`: imported names,
+module attributes, relative imports, instances of project classes, `self.attr` modules) are
+found in the caller's file, parsed with LibCST once per process (`_parsed`, a bounded cache).
+Depth 1: a caller's own parameters are not followed to its callers. At most `MAX_ELSEWHERE`
+callers from other files are judged (the first by path and line).
+
+A finding judged at another file's caller depends on that file: the result cache keys every
+file that reads the project index by the fingerprint of all the files that can hold facts
+(`summaries.could_matter`), and any file that imports and calls is one.
 """
 
 from __future__ import annotations
 
+import functools
+import tokenize
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from torchnumlint.positions import Spans
 from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext
 
+MAX_ELSEWHERE = 8  # callers in other files judged per function
+_MAX_BYTES = 2_000_000  # a caller's file larger than this is not parsed
+
 
 class CallSites(Visitor):
     """Every call in a module by what it calls, with its ancestors: a module-level function by
     its bare name (`f(...)`), a method by `self.f(...)` / `cls.f(...)` inside its own class (an
-    unrelated `log.f(...)` is not a call of either). Calls from other files are not seen: a
-    function they call with gradients is missed here."""
+    unrelated `log.f(...)` is not a call of either)."""
 
     def __init__(self, module: cst.Module) -> None:
         super().__init__()
@@ -54,9 +72,10 @@ class CallSites(Visitor):
         return self.functions.get(function.name.value, [])
 
 
-def argument_for(call: cst.Call, function: cst.FunctionDef, param: cst.Param) -> Optional[cst.Arg]:
+def argument_for(call: cst.Call, function: cst.FunctionDef, param: cst.Param, bound: Optional[bool] = None) -> Optional[cst.Arg]:
     """The argument `call` passes for `param` of `function`; None when unknown (*args, **kwargs,
-    not passed: the default)."""
+    not passed: the default). `bound`: whether the call binds the first parameter (`self`);
+    None: as written, an attribute call of a method (`self.f(x)`)."""
     if any(a.star for a in call.args):
         return None
     for arg in call.args:
@@ -66,18 +85,123 @@ def argument_for(call: cst.Call, function: cst.FunctionDef, param: cst.Param) ->
     if param not in ordered:
         return None
     index = ordered.index(param)
-    bound = isinstance(call.func, cst.Attribute) and ordered and ordered[0].name.value in ("self", "cls")
+    if bound is None:
+        bound = isinstance(call.func, cst.Attribute) and bool(ordered) and ordered[0].name.value in ("self", "cls")
     index -= 1 if bound else 0
     positional = [a for a in call.args if a.keyword is None]
     return positional[index] if 0 <= index < len(positional) else None
 
 
-def callers_of(ctx: "FileContext") -> List[Tuple[cst.CSTNode, ...]]:
-    """The call sites in this file of the function being visited (a method through its class)."""
+@dataclass(frozen=True)
+class Caller:
+    """One call of the function being visited: `ctx` is its file's context (the function's own,
+    or another file's), `path` the call's ancestors, the call last."""
+
+    ctx: "FileContext"
+    path: Tuple[cst.CSTNode, ...]
+    bound: Optional[bool]  # see `argument_for`
+    elsewhere: bool
+
+    @property
+    def call(self) -> cst.Call:
+        return self.path[-1]  # type: ignore[return-value]
+
+    def argument(self, function: cst.FunctionDef, param: Optional[cst.Param]) -> Optional[cst.Arg]:
+        return argument_for(self.call, function, param, self.bound) if param is not None else None
+
+    @property
+    def where(self) -> str:
+        """`line 12` in the function's own file, `train.py:46` in another."""
+        span = self.ctx.positions.get(self.call)
+        line = span.start.line if span is not None else 0
+        return f"{self.ctx.path}:{line}" if self.elsewhere else f"line {line}"
+
+
+def callers(ctx: "FileContext") -> List[Caller]:
+    """The call sites in the project of the function being visited (a method through its class,
+    its instances and `self` attributes holding one)."""
     function = ctx.enclosing(cst.FunctionDef)
     if function is None:
         return []
     at = ctx.stack.index(function)
     above = ctx.stack[at - 2] if at >= 2 else None
     cls = above if isinstance(above, cst.ClassDef) else None
-    return ctx.per_file("call-sites", lambda c: CallSites(c.module)).of(function, cls)
+    here = [Caller(ctx, path, None, False) for path in ctx.per_file("call-sites", lambda c: CallSites(c.module)).of(function, cls)]
+    toplevel = ctx.stack[at - 1] is ctx.module if cls is None else at >= 3 and ctx.stack[at - 3] is ctx.module
+    if not toplevel:
+        return here
+    sites = ctx.index.summaries.callers(ctx.path, cls.name.value if isinstance(cls, cst.ClassDef) else None, function.name.value)
+    elsewhere: List[Caller] = []
+    for site in sites:
+        if len(elsewhere) >= MAX_ELSEWHERE:
+            break
+        other = _context_of(ctx, site.path)
+        if other is None:
+            continue
+        found = other[1].get((site.line, site.col))
+        if found is not None:
+            elsewhere.append(Caller(other[0], found, site.bound, site.path != ctx.path))
+    return here + elsewhere
+
+
+def _context_of(ctx: "FileContext", path: str) -> Optional[Tuple["FileContext", Dict[Tuple[int, int], Tuple[cst.CSTNode, ...]]]]:
+    """A context of the project file `path`, with its calls by `ast` position; None when it
+    cannot be read or parsed. Once per file linted."""
+    contexts = ctx.per_file("caller-files", lambda c: {})
+    if path not in contexts:
+        text = ctx.text if path == ctx.path else ctx.index.summaries.buffers.get(path)
+        if text is None:
+            text = _read(path)
+        parsed = _parsed(path, text) if text is not None else None
+        # the file's own text is parsed whole too: the linted tree may lack the caller (`candidates.py`)
+        contexts[path] = (ctx.sibling(path, text, parsed[0]), parsed[1]) if text is not None and parsed is not None else None
+    return contexts[path]
+
+
+def _read(path: str) -> Optional[str]:
+    """A project file's text as Python reads it (its coding cookie), None when it cannot be."""
+    try:
+        with tokenize.open(path) as f:
+            text = f.read(_MAX_BYTES + 1)
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+    return text if len(text) <= _MAX_BYTES else None
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed(path: str, text: str) -> Optional[Tuple[cst.Module, Dict[Tuple[int, int], Tuple[cst.CSTNode, ...]]]]:
+    """A caller's file parsed, with its calls by position: the same file is asked about by many
+    files of the project (a training script calls every helper)."""
+    try:
+        module = cst.parse_module(text)
+    except (cst.ParserSyntaxError, RecursionError, ValueError):
+        return None
+    return module, _calls(module, text, Spans(module, text))
+
+
+def _calls(module: cst.Module, text: str, spans: Spans) -> Dict[Tuple[int, int], Tuple[cst.CSTNode, ...]]:
+    """Every call by its `ast` position (line, UTF-8 column of its start), with its ancestors;
+    of calls that start together (`f(a)(b)`) the outermost."""
+    lines = text.splitlines()
+    found: Dict[Tuple[int, int], Tuple[cst.CSTNode, ...]] = {}
+
+    class _Walk(Visitor):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stack: List[cst.CSTNode] = []
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            self.stack.append(node)
+            if isinstance(node, cst.Call):
+                span = spans.get(node)
+                if span is not None:
+                    line = lines[span.start.line - 1] if span.start.line <= len(lines) else ""
+                    col = len(line[: span.start.column].encode("utf-8"))
+                    found.setdefault((span.start.line, col), tuple(self.stack))
+            return True
+
+        def on_leave(self, node: cst.CSTNode) -> None:
+            self.stack.pop()
+
+    _Walk().walk(module)
+    return found

@@ -12,11 +12,12 @@ What it answers:
   its `log_target`? `F.kl_div(...)` in any alias, or an `nn.KLDivLoss` instance called inline
   (`nn.KLDivLoss(...)(a, b)`), through a local or module-level name (`crit(a, b)`) or an
   attribute (`self.kl(a, b)`). The module form keeps its constructor: `log_target` is set there.
-- `target_without_gradient(ctx, target, logits)`: no gradient reaches a target's logits, so a
-  hazard that lives only in the target's gradient (TNL101's NaN) is never computed. Beyond the
-  shared guards (no_grad, detach, data, a gradient-free function) it reads two kinds of evidence
-  found in distillation and consistency losses: the author calls the source a teacher, or the
-  logits are a parameter that every caller in the file passes without a gradient.
+- `target_gradient(ctx, target, logits)`: whether a gradient reaches a target's logits (else a
+  hazard that lives only in the target's gradient, TNL101's NaN, is never computed), and which
+  caller passes it. Beyond the shared guards (no_grad, detach, data, a gradient-free function)
+  it reads two kinds of evidence found in distillation and consistency losses: the author calls
+  the source a teacher, or the logits are a parameter that the function's callers in the
+  project (`rules/callers.py`) pass without a gradient; one caller that passes one is enough.
 
 Why here: a loss's arguments are where probabilities meet log-probabilities; the rules on KL,
 cross-entropy and BCE ask the same questions of the same call shapes.
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Iterator, Optional, Tuple
 
 import libcst as cst
 
-from torchnumlint.rules.callers import argument_for, callers_of
+from torchnumlint.rules.callers import Caller, callers
 from torchnumlint.rules.evidence import lineage
 from torchnumlint.rules.gradient_context import gradient_free, is_detached
 from torchnumlint.rules.module_calls import module_call
@@ -186,8 +187,13 @@ def same_model(ctx: "FileContext", a: cst.BaseExpression, b: cst.BaseExpression)
 
 
 def target_param(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[cst.Param]:
-    """The parameter of the enclosing function that `expr` is (past names and a temperature)."""
+    """The parameter of the enclosing function that `expr` is (past names, a temperature and
+    torch calls of it: `F.log_softmax(student_logits, -1)`)."""
     for source in target_sources(ctx, expr):
+        if isinstance(source, cst.Call):
+            qual = ctx.qualname(source.func)
+            torch_call = qual is not None and qual.startswith("torch.") and bool(source.args)
+            return target_param(ctx, source.args[0].value) if torch_call else None
         if isinstance(source, cst.Name):
             binding = ctx.binding(source)
             if binding is not None and isinstance(binding.node, cst.Param):
@@ -201,41 +207,45 @@ def _no_gradient_here(ctx: "FileContext", value: cst.BaseExpression, student: Op
     return gradient_free(ctx) or is_detached(ctx, value) or from_teacher(ctx, value, student)
 
 
-def target_without_gradient(
+def target_gradient(
     ctx: "FileContext", target: cst.BaseExpression, logits: cst.BaseExpression, student: Optional[cst.BaseExpression] = None
-) -> bool:
-    """No gradient reaches `logits`, from which the loss's `target` is computed: the code runs
-    without one, the target is detached, the logits are a teacher's (not the `student`'s own
-    model under another name), or they are a parameter that every call of the enclosing function
-    in this file (one at least) passes without one; a parameter named like a teacher whose
-    callers are seen is judged by what they pass."""
+) -> Optional[str]:
+    """Whether a gradient reaches `logits`, from which the loss's `target` is computed: None when
+    none does (the code runs without one, the target is detached, the logits are a teacher's and
+    not the `student`'s own model under another name, or they are a parameter that the callers
+    of the enclosing function pass without one: a parameter named like a teacher whose callers
+    are seen is judged by what they pass). Else the evidence to name: "" for the code here, or
+    a clause naming the call that passes logits with a gradient."""
     if gradient_free(ctx) or is_detached(ctx, target):
-        return True
+        return None
     param = target_param(ctx, logits)
     if param is not None:
-        callers = _callers_pass_no_gradient(ctx, param, student)
-        if callers is not None:
-            return callers
-    return from_teacher(ctx, logits, student)
+        seen, caller = _caller_with_gradient(ctx, param, student)
+        if caller is not None:
+            return f" (`{param.name.value}` is passed with a gradient by the call at {caller.where})"
+        if seen:
+            return None
+    return None if from_teacher(ctx, logits, student) else ""
 
 
-def _callers_pass_no_gradient(
+def _caller_with_gradient(
     ctx: "FileContext", param: cst.Param, student: Optional[cst.BaseExpression]
-) -> Optional[bool]:
-    """Whether every call of the enclosing function in this file passes `param` without a
-    gradient; None when no call is seen. The `student`'s parameter, where it is one, is read at
-    each call too, so that a teacher by name is checked against the student's model there."""
+) -> Tuple[bool, Optional[Caller]]:
+    """(whether a call of the enclosing function passing `param` is seen, the first that passes
+    it with a gradient). The `student`'s parameter, where it is one, is read at each call too,
+    so that a teacher by name is checked against the student's model there."""
     function = ctx.enclosing(cst.FunctionDef)
-    paths = callers_of(ctx)
-    if function is None or not paths:
-        return None
+    if function is None:
+        return False, None
     student_param = target_param(ctx, student) if student is not None else None
-    for path in paths:
-        arg = argument_for(path[-1], function, param)  # type: ignore[arg-type]  # a caller's path ends at its Call (`callers_of`)
+    seen = False
+    for caller in callers(ctx):
+        arg = caller.argument(function, param)
         if arg is None:
-            return False
-        other = argument_for(path[-1], function, student_param) if student_param is not None else None  # type: ignore[arg-type]  # a caller's path ends at its Call (`callers_of`)
-        with ctx.visiting(path + (arg, arg.value)):
-            if not _no_gradient_here(ctx, arg.value, other.value if other is not None else None):
-                return False
-    return True
+            continue  # the default, or arguments not seen
+        seen = True
+        other = caller.argument(function, student_param)
+        with caller.ctx.visiting(caller.path + (arg, arg.value)):
+            if not _no_gradient_here(caller.ctx, arg.value, other.value if other is not None else None):
+                return True, caller
+    return seen, None

@@ -37,11 +37,12 @@ def _made_by(ctx: "FileContext", expr: cst.BaseExpression, op: str) -> Optional[
     matches = []
     for origin in ctx.origins(expr):
         match = match_call(ctx.imports, origin, op)
-        if match is None and isinstance(origin, cst.Call):
+        if match is None and isinstance(origin, (cst.Call, cst.Name)):  # a name: an element of a tuple returned
             produced = call_kind(ctx, origin)
             if produced is not None and produced.kind == op:
-                first = origin.args[0].value if origin.args and not origin.args[0].star else origin
-                match = CallMatch(OPS[op], origin, first, "producer")
+                call = produced.call
+                first = call.args[0].value if call.args and not call.args[0].star else call
+                match = CallMatch(OPS[op], call, first, "producer")
         if match is None:
             return None
         matches.append(match)

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set
 import libcst as cst
 
 from torchnumlint.rules import vocabulary
-from torchnumlint.rules.callers import argument_for, callers_of
+from torchnumlint.rules.callers import callers
 from torchnumlint.rules.masks import says_mask
 from torchnumlint.rules.syntax import number_value, strip_parens, words
 from torchnumlint.rules.ways import ways
@@ -263,18 +263,17 @@ class _Search:
         return self.from_callers(func, param)
 
     def from_callers(self, func: cst.FunctionDef, param: cst.Param) -> Origin:
-        """A parameter is what its callers in the file pass: one caller's selection is evidence,
+        """A parameter is what its callers in the project pass: one caller's selection is evidence,
         named with the caller's line; padding or constants from every caller are what they are."""
-        ctx = self.ctx
         passed: List[Origin] = []
-        for path in callers_of(ctx):
-            arg = argument_for(path[-1], func, param)  # type: ignore[arg-type]  # a caller's path ends at its Call (`callers_of`)
+        for caller in callers(self.ctx):
+            arg = caller.argument(func, param)
             if arg is None:
                 return UNKNOWN
-            with ctx.visiting(path + (arg, arg.value)):
-                found = _Search(ctx).of(arg.value, 0)
+            with caller.ctx.visiting(caller.path + (arg, arg.value)):
+                found = _Search(caller.ctx).of(arg.value, 0)
             if found.why is not None:
-                return Origin(why=f"{found.why}, passed to `{func.name.value}` by the call{_line(ctx, path[-1])}")
+                return Origin(why=f"{found.why}, passed to `{func.name.value}` by the call ({caller.where})")
             passed.append(found)
         return _combine(passed) if passed else UNKNOWN
 

@@ -62,12 +62,17 @@ class Produced:
     kind: str  # "softmax", "log_softmax", "sigmoid", "logsigmoid", "norm"
     dim: Optional[int]  # the softmax dim, where it is an integer literal
     callee: str  # the callee as written at the use site, for a message
+    call: cst.Call  # the call that produces it (for an element of a tuple, the call unpacked)
 
 
 def call_kind(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[Produced]:
     """What the call `expr` (or the call assigned to the name `expr`) returns, where a helper,
-    a method or a module instance produces it; None when that is not known."""
-    call = ctx.resolve(expr)
+    a method or a module instance produces it, or what one element of the tuple it returns is
+    (`recon, mu, logvar = model(x)`: `mu`); None when that is not known."""
+    call, element = ctx.resolve(expr), None
+    binding = ctx.binding(call) if isinstance(call, cst.Name) else None
+    if binding is not None and binding.unpacked is not None:
+        call, element = binding.unpacked
     if not isinstance(call, cst.Call):
         return None
     summaries, own = _summaries(ctx)
@@ -77,10 +82,10 @@ def call_kind(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[Produced
     if found is None:
         return None
     callee, instance = found
-    kind = summaries.callee_kind(ctx.path, instance, callee)
+    kind = summaries.callee_kind(ctx.path, instance, callee, element=element)
     if kind is None:
         return None
-    return Produced(kind[0], kind[1], ctx.module.code_for_node(call.func))
+    return Produced(kind[0], kind[1], ctx.module.code_for_node(call.func), call)
 
 
 def _summaries(ctx: "FileContext") -> Tuple[Summaries, Optional[FileSummary]]:
@@ -89,7 +94,7 @@ def _summaries(ctx: "FileContext") -> Tuple[Summaries, Optional[FileSummary]]:
 
     def build(ctx: "FileContext") -> Tuple[Summaries, Optional[FileSummary]]:
         try:
-            own: Optional[FileSummary] = summarize(ctx.path, ast.parse(ctx.text))
+            own: Optional[FileSummary] = summarize(ctx.path, ast.parse(ctx.text), calls=False)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             own = None
         return ctx.index.summaries.with_file(ctx.path, own), own

@@ -206,7 +206,7 @@ def class_source(cls: type) -> Tuple[str, int]:
 
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
-_FINDINGS_CACHE: Dict[str, List[str]] = {}
+_FINDINGS_CACHE: Dict[Tuple[str, Tuple[str, ...]], List[str]] = {}
 
 
 def _display(path: str) -> str:
@@ -215,32 +215,47 @@ def _display(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def static_findings(path: str) -> List[str]:
+def static_findings(path: str, project: Sequence[str] = ()) -> List[str]:
     """torchnumlint's findings (default rules) in `path`, "file:line:col: CODE message", when the
-    linter is installed; else []. PyTorch's own files are not linted (not the user's to fix)."""
-    if path in _FINDINGS_CACHE:
-        return _FINDINGS_CACHE[path]
+    linter is installed; else []. PyTorch's own files are not linted (not the user's to fix).
+    `project`: the files linted with it as one project (the failing path's), so that a helper's
+    finding can rest on its caller in another of them (a loss helper's KL on the step's call)."""
+    mine = [p for p in dict.fromkeys((path, *project)) if _lintable(p)]
+    key = (path, tuple(mine))
+    if key in _FINDINGS_CACHE:
+        return _FINDINGS_CACHE[key]
     result: List[str] = []
-    if os.path.isfile(path) and not os.path.abspath(path).startswith(_TORCH_DIR):
+    if _lintable(path):
         try:
             from torchnumlint.engine import lint_text  # lazy: libcst is needed only here
+            from torchnumlint.index import build_index
             from torchnumlint.rules.registry import all_rules
 
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
+            texts = {p: _read(p) for p in mine}
             rules = [r for r in all_rules() if r.default]
             shown = _display(path)
+            index = build_index(texts.items())
             result = [f"{shown}:{finding.line}:{finding.col}: {finding.code} {finding.message}"
-                      for finding in lint_text(path, text, rules)]
+                      for finding in lint_text(path, texts[path], rules, index)]
         except ImportError:
             result = []
         except Exception:  # the linter failed on this file: the report goes out without its findings
             result = []
-    _FINDINGS_CACHE[path] = result
+    _FINDINGS_CACHE[key] = result
     return result
 
 
+def _lintable(path: str) -> bool:
+    return os.path.isfile(path) and not os.path.abspath(path).startswith(_TORCH_DIR)
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
 def path_findings(paths: Iterable[str]) -> List[str]:
-    """The findings of every file in `paths` (each file once, in the order given)."""
+    """The findings of every file in `paths` (each file once, in the order given), the files
+    linted as one project."""
     seen: Sequence[str] = list(dict.fromkeys(p for p in paths if p))
-    return [f for p in seen for f in static_findings(p)]
+    return [f for p in seen for f in static_findings(p, seen)]

@@ -48,6 +48,7 @@ from torchnumlint.rules.shapes import (
 class UnguardedDivision(DivisionRule):
     code = "TNL201"
     name = "unguarded-division"
+    needs_index = True  # a mask parameter is judged at its callers in other modules (`rules/callers.py`)
     finds = (
         "`x / d` where d is a count, sum, norm, std/var, sqrt or box union/area/side that the code "
         "shows can be 0 (an empty mask, weights, relu/abs outputs, standardised data, padding rows,"

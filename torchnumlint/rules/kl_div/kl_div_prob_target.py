@@ -15,7 +15,7 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.made_by import softmax_call
-from torchnumlint.rules.losses import kl_site, target_without_gradient
+from torchnumlint.rules.losses import kl_site, target_gradient
 from torchnumlint.rules.rewrite import renamed_note, to_log_softmax, with_keyword
 
 
@@ -28,7 +28,7 @@ class KlDivProbTarget(Rule):
     )
     fix_summary = "safe: `log_softmax` + `log_target=True`"
     message = (
-        "`kl_div` target is a softmax that carries gradients: where it underflows to 0 the "
+        "`kl_div` target is a softmax that carries gradients{why}: where it underflows to 0 the "
         "gradient of its logits is NaN; use `log_softmax` and `log_target=True`{note}"
     )
     rationale = (
@@ -126,7 +126,10 @@ class KlDivProbTarget(Rule):
             return
         target = site.target.value
         softmax = softmax_call(ctx, target)
-        if softmax is None or target_without_gradient(ctx, target, softmax.input, site.input.value):
+        if softmax is None:
+            return
+        why = target_gradient(ctx, target, softmax.input, site.input.value)
+        if why is None:
             return
         fix, renamed = None, None
         if site.inline:
@@ -142,7 +145,7 @@ class KlDivProbTarget(Rule):
                 else:
                     new = new.with_changes(func=_with_log_target(site.ctor, site.log_target))
                 fix.replace(node, new)
-        self.report(target, fix, note=renamed_note(renamed))
+        self.report(target, fix, why=why, note=renamed_note(renamed))
 
 
 def _with_log_target(call: cst.Call, given: Optional[cst.Arg]) -> cst.Call:

@@ -52,6 +52,7 @@ _FIXABLE = frozenset({"masked_fill", "masked_fill_", "index", "data", "where"})
 class MaskedInfSoftmax(Rule):
     code = "TNL401"
     name = "masked-inf-softmax"
+    needs_index = True  # a mask parameter is judged at its callers in other modules (`rules/callers.py`)
     finds = (
         "a `-inf` fill (`masked_fill`, in place, `.data`, `s[m] = -inf`, `torch.where`, an additive"
         " `torch.full(..., -inf)` or `s + keep.log()` mask) reaching a softmax (or one by hand), unless causal, a top-k filter or "

@@ -86,12 +86,16 @@ def workloads(names: List[str]) -> List[Workload]:
     g = torch.Generator().manual_seed(0)
     torch.manual_seed(0)
     made = {
-        "mlp": lambda: Workload("MLP (4 x 256, batch 64)", mlp(), torch.randn(64, 64, generator=g),
-                                torch.randint(0, 10, (64,), generator=g), F.cross_entropy),
+        "mlp": lambda: Workload(
+            "MLP (4 x 256, batch 64)", mlp(), torch.randn(64, 64, generator=g), torch.randint(0, 10, (64,), generator=g), F.cross_entropy
+        ),
         "transformer": lambda: Workload(
-            "transformer (2 layers, d 128, tokens 16 x 64)", TinyTransformer(),
-            torch.randint(0, 1000, (16, 64), generator=g), torch.randint(0, 1000, (16, 64), generator=g),
-            lambda logits, y: F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))),
+            "transformer (2 layers, d 128, tokens 16 x 64)",
+            TinyTransformer(),
+            torch.randint(0, 1000, (16, 64), generator=g),
+            torch.randint(0, 1000, (16, 64), generator=g),
+            lambda logits, y: F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)),
+        ),
     }
     return [made[n]() for n in names]
 
@@ -150,8 +154,7 @@ def train_step(w: Workload, opt: torch.optim.Optimizer, cfg: Config, auditor=Non
         auditor.optimizer_step()
         opt.zero_grad(set_to_none=True)
         return
-    checking = torch.autograd.detect_anomaly(check_nan=True) if cfg.anomaly else \
-        StepTrace() if cfg.trace else contextlib.nullcontext()
+    checking = torch.autograd.detect_anomaly(check_nan=True) if cfg.anomaly else StepTrace() if cfg.trace else contextlib.nullcontext()
     with checking:
         loss = w.loss(w.model(w.inputs), w.targets)
         loss.backward()
@@ -196,7 +199,7 @@ def measure(w: Workload, rounds: int, steps: int) -> List[Config]:
         for r in range(rounds):
             # rotate the order every round: no configuration always runs first or after another
             round_means: Dict[str, float] = {}
-            for cfg in table[r % len(table):] + table[: r % len(table)]:
+            for cfg in table[r % len(table) :] + table[: r % len(table)]:
                 times = run_round(w, opt, cfg, steps)
                 cfg.samples += times
                 round_means[cfg.name] = statistics.fmean(times)
@@ -210,14 +213,12 @@ def measure(w: Workload, rounds: int, steps: int) -> List[Config]:
 def print_table(w: Workload, table: List[Config], rounds: int, steps: int) -> None:
     n_params = sum(p.numel() for p in w.model.parameters())
     n_modules = sum(1 for _ in w.model.modules())
-    print(f"\n{w.name}: {n_params / 1e6:.2f}M parameters, {n_modules} modules; "
-          f"{rounds} rounds x {steps} steps per configuration")
+    print(f"\n{w.name}: {n_params / 1e6:.2f}M parameters, {n_modules} modules; {rounds} rounds x {steps} steps per configuration")
     print("| configuration | mean step (ms) | ratio (mean of rounds) | ratio range |")
     print("|---|---:|---:|---:|")
     for cfg in table:
         spread = f"{min(cfg.ratios):.2f}-{max(cfg.ratios):.2f}" if cfg is not table[0] else ""
-        print(f"| {cfg.name} | {statistics.fmean(cfg.samples) * 1e3:.2f} | "
-              f"{statistics.fmean(cfg.ratios):.2f} | {spread} |")
+        print(f"| {cfg.name} | {statistics.fmean(cfg.samples) * 1e3:.2f} | {statistics.fmean(cfg.ratios):.2f} | {spread} |")
 
 
 # ---- torch.compile -----------------------------------------------------------------------------
@@ -234,8 +235,9 @@ def compile_report(w: Workload, steps: int) -> None:
 
     torch._logging.set_logs(dynamo=logging.ERROR)  # each break would print its stack
     print(f"\ntorch.compile of {w.name} (inductor):")
-    print("| watch | graph breaks in the forward (explain) | graphs compiled over training steps | "
-          "break reasons | mean compiled step (ms) |")
+    print(
+        "| watch | graph breaks in the forward (explain) | graphs compiled over training steps | break reasons | mean compiled step (ms) |"
+    )
     print("|---|---:|---:|---|---:|")
     for label, options in [("none", None), ('scope="modules"', {}), ('scope="boundary"', {"scope": "boundary"})]:
         torch._dynamo.reset()
@@ -262,8 +264,7 @@ def compile_report(w: Workload, steps: int) -> None:
         finally:
             if watch is not None:
                 watch.close()
-        print(f"| {label} | {forward_breaks} | {graphs} | {'; '.join(reasons) or '-'} | "
-              f"{statistics.fmean(times) * 1e3:.2f} |")
+        print(f"| {label} | {forward_breaks} | {graphs} | {'; '.join(reasons) or '-'} | {statistics.fmean(times) * 1e3:.2f} |")
 
 
 def main(argv=None):

@@ -87,28 +87,36 @@ async def main() -> None:
         text = huge(args.size)
         options = {"timeLimit": args.time_limit} if args.time_limit is not None else None
         await client.start_io(sys.executable, "-m", "torchnumlint", "server")
-        await client.initialize_async(types.InitializeParams(capabilities=types.ClientCapabilities(),
-                                                             process_id=os.getpid(), initialization_options=options))
+        await client.initialize_async(
+            types.InitializeParams(capabilities=types.ClientCapabilities(), process_id=os.getpid(), initialization_options=options)
+        )
         client.initialized(types.InitializedParams())
-        client.text_document_did_open(types.DidOpenTextDocumentParams(
-            types.TextDocumentItem(uri=small.as_uri(), language_id="python", version=1, text=SMALL)))
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=small.as_uri(), language_id="python", version=1, text=SMALL))
+        )
         _, first = await asyncio.wait_for(published.get(), 300)
         print(f"small.py: {len(first.diagnostics)} diagnostics")
 
         opened = time.perf_counter()
-        client.text_document_did_open(types.DidOpenTextDocumentParams(
-            types.TextDocumentItem(uri=big.as_uri(), language_id="python", version=1, text=text)))
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=big.as_uri(), language_id="python", version=1, text=text))
+        )
         print(f"big.py: {len(text):,} characters, {text.count('torch.log(')} findings expected")
+
         async def ask(i: int):
             asked = time.perf_counter()
             if i % 2:
-                await client.text_document_hover_async(types.HoverParams(
-                    text_document=types.TextDocumentIdentifier(uri=small.as_uri()), position=types.Position(4, 12)))
+                await client.text_document_hover_async(
+                    types.HoverParams(text_document=types.TextDocumentIdentifier(uri=small.as_uri()), position=types.Position(4, 12))
+                )
             else:
-                await client.text_document_code_action_async(types.CodeActionParams(
-                    text_document=types.TextDocumentIdentifier(uri=big.as_uri()),
-                    range=types.Range(types.Position(3, 0), types.Position(3, 10)),
-                    context=types.CodeActionContext(diagnostics=[])))
+                await client.text_document_code_action_async(
+                    types.CodeActionParams(
+                        text_document=types.TextDocumentIdentifier(uri=big.as_uri()),
+                        range=types.Range(types.Position(3, 0), types.Position(3, 10)),
+                        context=types.CodeActionContext(diagnostics=[]),
+                    )
+                )
             return ("hover on small.py" if i % 2 else "code actions on big.py"), time.perf_counter() - asked
 
         peak = [0]
@@ -116,8 +124,7 @@ async def main() -> None:
         answers = await asyncio.gather(*(ask(i) for i in range(args.requests)))
         for what in sorted({what for what, _ in answers}):
             waits = [wait for asked, wait in answers if asked == what]
-            print(f"  {len(waits)} x {what}: answered in median {1000 * statistics.median(waits):.0f} ms, "
-                  f"worst {1000 * max(waits):.0f} ms")
+            print(f"  {len(waits)} x {what}: answered in median {1000 * statistics.median(waits):.0f} ms, worst {1000 * max(waits):.0f} ms")
         when, message = await asyncio.wait_for(shown.get(), 600)
         print(f"after {when - opened:.1f} s the server said: {message}")
         sampler.cancel()

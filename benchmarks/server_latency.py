@@ -89,8 +89,7 @@ class Client:
         started = time.perf_counter()
         await self.client.start_io(sys.executable, "-m", "torchnumlint", "server")
         await self.client.initialize_async(
-            types.InitializeParams(capabilities=types.ClientCapabilities(), process_id=os.getpid(),
-                                   initialization_options=options)
+            types.InitializeParams(capabilities=types.ClientCapabilities(), process_id=os.getpid(), initialization_options=options)
         )
         answered = time.perf_counter() - started
         self.client.initialized(types.InitializedParams())
@@ -154,8 +153,10 @@ async def edits(project: Path, files: List[Path], count: int, facts_timeout: flo
                 types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
             )
             first = await client.version(uri, 1, facts_timeout)
-            print(f"{path.relative_to(project)} ({len(text):,} characters): opened, first diagnostics "
-                  f"({len(first.diagnostics)}) after {time.perf_counter() - started:.2f} s")
+            print(
+                f"{path.relative_to(project)} ({len(text):,} characters): opened, first diagnostics "
+                f"({len(first.diagnostics)}) after {time.perf_counter() - started:.2f} s"
+            )
             if path == files[0]:
                 log = await asyncio.wait_for(client.logs.get(), facts_timeout)
                 print(f"  {log}")
@@ -166,14 +167,15 @@ async def edits(project: Path, files: List[Path], count: int, facts_timeout: flo
                 for i in range(count):
                     version += 1
                     sent = time.perf_counter()
-                    client.client.text_document_did_change(types.DidChangeTextDocumentParams(
-                        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-                        content_changes=[types.TextDocumentContentChangeWholeDocument(text=edit(text, i))],
-                    ))
+                    client.client.text_document_did_change(
+                        types.DidChangeTextDocumentParams(
+                            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                            content_changes=[types.TextDocumentContentChangeWholeDocument(text=edit(text, i))],
+                        )
+                    )
                     await client.version(uri, version, facts_timeout)
                     times.append(time.perf_counter() - sent)
-                print(f"  {kind}: median {1000 * statistics.median(times):.0f} ms, worst {1000 * max(times):.0f} ms "
-                      f"over {count} edits")
+                print(f"  {kind}: median {1000 * statistics.median(times):.0f} ms, worst {1000 * max(times):.0f} ms over {count} edits")
     finally:
         await client.stop()
 
@@ -194,8 +196,10 @@ def in_process(project: Path, files: List[Path], count: int) -> None:
         pass
     gc.collect()  # as the lint process does once the facts are gathered
     gc.freeze()
-    print(f"in process: facts of {len(facts.parts):,} files gathered in {time.process_time() - cpu:.1f} s CPU "
-          f"({time.perf_counter() - wall:.1f} s wall)")
+    print(
+        f"in process: facts of {len(facts.parts):,} files gathered in {time.process_time() - cpu:.1f} s CPU "
+        f"({time.perf_counter() - wall:.1f} s wall)"
+    )
     for path in files:
         text = path.read_text(encoding="utf-8")
         rules = settings.rules_for(str(path))
@@ -211,9 +215,11 @@ def in_process(project: Path, files: List[Path], count: int) -> None:
                 lint_text(str(path), new, rules, index, strict=strict)
                 index_times.append(indexed - started)
                 lint_times.append(time.process_time() - indexed)
-            print(f"    {kind}: index median {1000 * statistics.median(index_times):.0f} ms "
-                  f"(worst {1000 * max(index_times):.0f}), lint median {1000 * statistics.median(lint_times):.0f} ms "
-                  f"(worst {1000 * max(lint_times):.0f}), CPU")
+            print(
+                f"    {kind}: index median {1000 * statistics.median(index_times):.0f} ms "
+                f"(worst {1000 * max(index_times):.0f}), lint median {1000 * statistics.median(lint_times):.0f} ms "
+                f"(worst {1000 * max(lint_times):.0f}), CPU"
+            )
 
 
 async def main() -> None:
@@ -229,11 +235,15 @@ async def main() -> None:
     # it answers initialize
     for module in ("torchnumlint.server", "torchnumlint.server.app"):
         walls, cpus = import_time(module, args.starts)
-        print(f"import {module}: median {statistics.median(walls):.3f} s wall, "
-              f"{statistics.median(cpus):.3f} s CPU; worst {max(walls):.3f} s wall over {args.starts} runs")
+        print(
+            f"import {module}: median {statistics.median(walls):.3f} s wall, "
+            f"{statistics.median(cpus):.3f} s CPU; worst {max(walls):.3f} s wall over {args.starts} runs"
+        )
     starts = await start_times(args.starts)
-    print(f"`torchnumlint server` start to the initialize answer: median {statistics.median(starts):.3f} s, "
-          f"worst {max(starts):.3f} s over {args.starts} runs")
+    print(
+        f"`torchnumlint server` start to the initialize answer: median {statistics.median(starts):.3f} s, "
+        f"worst {max(starts):.3f} s over {args.starts} runs"
+    )
     project = args.project.resolve()
     files = pick_files(project)
     print(f"{project}: per change, {len(files)} files")

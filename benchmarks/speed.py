@@ -113,9 +113,7 @@ def command(argv: List[str], cwd: Path) -> Tuple[float, float, float, int]:
 def in_process(kind: str, files: List[Path], cwd: Path) -> Tuple[float, float, float, int]:
     """A one-core parse of every file, in a fresh interpreter, timed inside it."""
     code = (
-        "import ast, sys, time\n"
-        + ("import libcst\n" if kind == "libcst" else "")
-        + "paths = sys.stdin.read().split('\\n')\n"
+        "import ast, sys, time\n" + ("import libcst\n" if kind == "libcst" else "") + "paths = sys.stdin.read().split('\\n')\n"
         "start = time.perf_counter()\n"
         "for p in paths:\n"
         "    try:\n"
@@ -132,7 +130,7 @@ def in_process(kind: str, files: List[Path], cwd: Path) -> Tuple[float, float, f
     return float(out.strip()), rss, pss, proc.returncode
 
 
-REACH = '''
+REACH = """
 import sys
 from torchnumlint import candidates, prepass
 from torchnumlint.engine import candidate_rules
@@ -153,16 +151,19 @@ for path in sys.stdin.read().split("\\n"):
         reached += 1
         parsed += len(text) - sum(end - start for start, end in masked)
 print(files, reached, size, parsed)
-'''
+"""
 
 
 def libcst_reach(files: List[Path], cwd: Path) -> str:
     """'N of M files, X of Y MB': what the pre-filter hands to LibCST."""
-    proc = subprocess.run([sys.executable, "-c", REACH], cwd=cwd, input="\n".join(map(str, files)),
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", REACH], cwd=cwd, input="\n".join(map(str, files)), capture_output=True, text=True, check=True
+    )
     total, reached, size, parsed = map(int, proc.stdout.split())
-    return (f"{reached} of {total} files ({reached / max(total, 1):.0%}), {parsed / 1e6:.1f} of {size / 1e6:.1f} MB "
-            f"({parsed / max(size, 1):.0%}) reach LibCST")
+    return (
+        f"{reached} of {total} files ({reached / max(total, 1):.0%}), {parsed / 1e6:.1f} of {size / 1e6:.1f} MB "
+        f"({parsed / max(size, 1):.0%}) reach LibCST"
+    )
 
 
 def main() -> int:
@@ -187,8 +188,9 @@ def main() -> int:
         cache = str(Path(tmp) / "cache")
         size = sum(p.stat().st_size for p in files)
         print(f"corpus: {len(files)} files, {size / 1e6:.1f} MB, from {folder}")
-        print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs ({args.jobs} jobs), "
-              f"load average {os.getloadavg()[0]:.2f} at the start")
+        print(
+            f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs ({args.jobs} jobs), load average {os.getloadavg()[0]:.2f} at the start"
+        )
         rows: List[Tuple[str, int, Tuple[float, float, float, int]]] = []
 
         def measure(name: str, label: str, count: int, run) -> None:
@@ -202,21 +204,41 @@ def main() -> int:
         if "reach" not in skip:
             print(libcst_reach(files, work), flush=True)
         measure("version", "torchnumlint --version", 0, lambda: command(tnl + ["--version"], work))
-        measure("cold-1", "torchnumlint cold, -j 1", len(files),
-                lambda: command(tnl + ["-q", "-j", "1", "--cache-dir", cache + "-1", "."], work))
-        measure("cold", f"torchnumlint cold, -j {args.jobs}", len(files),
-                lambda: command(tnl + ["-q", "-j", str(args.jobs), "--cache-dir", cache, "."], work))
-        measure("warm", "torchnumlint warm, nothing changed", len(files),
-                lambda: command(tnl + ["-q", "-j", str(args.jobs), "--cache-dir", cache, "."], work))
+        measure(
+            "cold-1",
+            "torchnumlint cold, -j 1",
+            len(files),
+            lambda: command(tnl + ["-q", "-j", "1", "--cache-dir", cache + "-1", "."], work),
+        )
+        measure(
+            "cold",
+            f"torchnumlint cold, -j {args.jobs}",
+            len(files),
+            lambda: command(tnl + ["-q", "-j", str(args.jobs), "--cache-dir", cache, "."], work),
+        )
+        measure(
+            "warm",
+            "torchnumlint warm, nothing changed",
+            len(files),
+            lambda: command(tnl + ["-q", "-j", str(args.jobs), "--cache-dir", cache, "."], work),
+        )
         changed = next((p for p in files if "import torch" in p.read_text(encoding="utf-8", errors="replace")), files[0])
         if "one-file" not in skip:
             with open(changed, "a", encoding="utf-8") as handle:
                 handle.write("\n# changed\n")
-        measure("one-file", f"torchnumlint one changed file ({changed.relative_to(work)})", 1,
-                lambda: command(tnl + ["-q", "-j", str(args.jobs), "--cache-dir", cache, str(changed)], work))
+        measure(
+            "one-file",
+            f"torchnumlint one changed file ({changed.relative_to(work)})",
+            1,
+            lambda: command(tnl + ["-q", "-j", str(args.jobs), "--cache-dir", cache, str(changed)], work),
+        )
         if shutil.which("torchfix", path=str(bin_dir)):
-            measure("torchfix", f"TorchFix 0.7.0, -j {args.jobs}", len(files),
-                    lambda: command([str(bin_dir / "torchfix"), "-j", str(args.jobs), "."], work))
+            measure(
+                "torchfix",
+                f"TorchFix 0.7.0, -j {args.jobs}",
+                len(files),
+                lambda: command([str(bin_dir / "torchfix"), "-j", str(args.jobs), "."], work),
+            )
         base = next((r[2][0] for r in rows if r[0].startswith("ast.parse")), None)
         print(f"{'measurement':<58} {'seconds':>8} {'files/s':>8} {'x ast':>7} {'RSS MB':>7} {'PSS MB':>7}")
         for label, count, (seconds, rss, pss, _) in rows:

@@ -43,14 +43,22 @@ def test_add_noqa_silences_every_finding_and_merges_with_existing_comments(tmp_p
 def test_add_noqa_in_a_notebook_cell_keeps_the_rest_of_the_json(tmp_path):
     cells = [
         {"cell_type": "markdown", "metadata": {}, "source": ["# title"]},
-        {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [
-            {"name": "stdout", "output_type": "stream", "text": ["ok\n"]}],
-         "source": ["import torch\n", "import torch.nn.functional as F\n", "x = torch.randn(3)\n"]},
-        {"cell_type": "code", "execution_count": 2, "metadata": {}, "outputs": [],
-         "source": ["%timeit x\n", "p = torch.log(F.softmax(x, dim=-1))"]},
+        {
+            "cell_type": "code",
+            "execution_count": 1,
+            "metadata": {},
+            "outputs": [{"name": "stdout", "output_type": "stream", "text": ["ok\n"]}],
+            "source": ["import torch\n", "import torch.nn.functional as F\n", "x = torch.randn(3)\n"],
+        },
+        {
+            "cell_type": "code",
+            "execution_count": 2,
+            "metadata": {},
+            "outputs": [],
+            "source": ["%timeit x\n", "p = torch.log(F.softmax(x, dim=-1))"],
+        },
     ]
-    notebook = {"cells": cells, "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
-                "nbformat": 4, "nbformat_minor": 5}
+    notebook = {"cells": cells, "metadata": {"kernelspec": {"language": "python", "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
     path = tmp_path / "train.ipynb"
     path.write_text(json.dumps(notebook, indent=1) + "\n")
     assert run("--add-noqa", "train.ipynb", cwd=tmp_path).returncode == 0
@@ -70,7 +78,10 @@ def test_fix_only_reports_nothing_else_and_show_fixes_lists_them(tmp_path):
     assert out.returncode == 0, out.stderr  # TNL302 (no fix) remains: --fix-only does not fail on it
     assert "TNL302" not in out.stdout
     assert out.stdout.splitlines() == [
-        "Fixed 4 findings.", "Fixed findings:", "legacy.py:", "  4 × TNL103 (log-of-softmax)",
+        "Fixed 4 findings.",
+        "Fixed findings:",
+        "legacy.py:",
+        "  4 × TNL103 (log-of-softmax)",
     ]
     assert "F.log_softmax" in (tmp_path / "legacy.py").read_text()
     assert run("--show-fixes", ".", cwd=tmp_path).returncode == 2  # nothing to list without a fix

@@ -19,8 +19,7 @@ def test_a_latin1_pyproject_stops_its_own_files_only(tmp_path):
     out = run("--output-format", "concise", "broken", "fine", cwd=tmp_path)
     assert out.returncode == 2
     assert _stderr_lines(out) == [
-        f"{tmp_path / 'broken' / 'pyproject.toml'}: cannot read: not UTF-8 (byte 0xe9 on line 2)"
-        " (1 file under it not linted)"
+        f"{tmp_path / 'broken' / 'pyproject.toml'}: cannot read: not UTF-8 (byte 0xe9 on line 2) (1 file under it not linted)"
     ]
     assert "fine/train.py:6:48: TNL101" in out.stdout and "broken" not in out.stdout
 

@@ -180,12 +180,9 @@ def test_two_runs_at_once_leave_only_valid_entries(tmp_path):
 def test_a_fully_cached_run_does_not_import_libcst(tmp_path):
     folder = project(tmp_path, a=BAD, b="import torch\n")
     check = (
-        "import sys, torchnumlint.cli as c\n"
-        "try:\n    c.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-        "print('libcst' in sys.modules)\n"
+        "import sys, torchnumlint.cli as c\ntry:\n    c.main(sys.argv[1:])\nexcept SystemExit:\n    pass\nprint('libcst' in sys.modules)\n"
     )
-    outputs = [subprocess.run([sys.executable, "-c", check, str(folder)], capture_output=True, text=True, cwd=ROOT)
-               for _ in range(2)]
+    outputs = [subprocess.run([sys.executable, "-c", check, str(folder)], capture_output=True, text=True, cwd=ROOT) for _ in range(2)]
     assert outputs[0].stdout.splitlines()[-1] == "True"  # the cold run parsed
     assert outputs[1].stdout.splitlines()[-1] == "False"
     assert outputs[1].stdout.splitlines()[:-1] == outputs[0].stdout.splitlines()[:-1]

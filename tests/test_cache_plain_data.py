@@ -15,7 +15,7 @@ from torchnumlint.findings import Edit, Finding, Fix, Safety
 from torchnumlint.index import ProjectIndex, index_file
 
 BAD = "import torch\nimport torch.nn.functional as F\ny = F.kl_div(a, F.softmax(b, -1))\n"
-MODULE = '''import torch
+MODULE = """import torch
 from torch.cuda.amp import autocast
 
 
@@ -38,7 +38,7 @@ class Net(torch.nn.Module):
 
 def probs(z):
     return torch.softmax(z, -1)
-'''
+"""
 
 
 class _Planted:
@@ -91,8 +91,9 @@ def test_a_well_formed_entry_of_the_wrong_shape_is_a_miss_not_a_crash(linted_onc
 
 
 def test_a_finding_with_a_fix_survives_the_round_trip():
-    finding = Finding("TNL103", "log-of-softmax", "m", "p\udcff.py", 3, 4, 3, 9,
-                      Fix((Edit(1, 2, "x", (1, 1), (1, 2)),), Safety.UNSAFE), (3, 4), cell=2)
+    finding = Finding(
+        "TNL103", "log-of-softmax", "m", "p\udcff.py", 3, 4, 3, 9, Fix((Edit(1, 2, "x", (1, 1), (1, 2)),), Safety.UNSAFE), (3, 4), cell=2
+    )
     entry = (None, [finding], ["p.py: a warning"])
     assert plaindata.loads(plaindata.dumps(entry), caching.entry_type("lint")) == entry
 
@@ -110,13 +111,16 @@ def test_numbers_keep_their_values():
     assert math.isnan(again.pop("nan")) and again == {"inf": -math.inf, "tiny": 5e-324, "one": 1.0}
 
 
-@pytest.mark.parametrize("tree", [
-    '["Finding"]',  # too few fields
-    '[null, [["Edit", 1, 2, "x", [1, 1], [1, 2]]], []]',  # an Edit where a Finding goes
-    '[null, [["Finding", "a", "b", "c", "d", 1, 2, 3, "4", null, [], null]], []]',  # a string for a column
-    '[null, [["Finding", "a", "b", "c", "d", 1, 2, 3, 4, ["Fix", [], "dangerous"], [], null]], []]',  # no such safety
-    '[true, [], []]',  # a boolean for the fingerprint
-])
+@pytest.mark.parametrize(
+    "tree",
+    [
+        '["Finding"]',  # too few fields
+        '[null, [["Edit", 1, 2, "x", [1, 1], [1, 2]]], []]',  # an Edit where a Finding goes
+        '[null, [["Finding", "a", "b", "c", "d", 1, 2, 3, "4", null, [], null]], []]',  # a string for a column
+        '[null, [["Finding", "a", "b", "c", "d", 1, 2, 3, 4, ["Fix", [], "dangerous"], [], null]], []]',  # no such safety
+        "[true, [], []]",  # a boolean for the fingerprint
+    ],
+)
 def test_a_wrong_shape_is_a_mismatch(tree):
     with pytest.raises(plaindata.Mismatch):
         plaindata.loads(tree.encode(), caching.entry_type("lint"))

@@ -19,8 +19,12 @@ def test_a_20000_deep_not_chain_says_why_it_cannot_be_parsed(tmp_path):
 
 
 def _notebook(cells):
-    return {"nbformat": 4, "nbformat_minor": 5, "cells": cells,
-            "metadata": {"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}}}
+    return {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "cells": cells,
+        "metadata": {"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}},
+    }
 
 
 def _cell(source, language=None):

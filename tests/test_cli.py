@@ -11,7 +11,7 @@ import pytest
 
 EXE = Path(sys.executable).with_name("torchnumlint")
 
-UNSAFE = '''import torch
+UNSAFE = """import torch
 import torch.nn.functional as F
 
 
@@ -21,15 +21,14 @@ def distill_loss(s1, s2):
 
 def wrong_input(a, t):
     return F.kl_div(F.softmax(a, dim=-1), t, reduction="batchmean")
-'''
+"""
 
 
 def run(*args, cwd, input=None, env=None):
     """The installed command in `cwd` (text in and out; `input` is its standard input; `env`
     instead of this process's environment)."""
     env = {k: v for k, v in (os.environ if env is None else env).items() if not k.startswith("PYTEST")}
-    return subprocess.run([str(EXE), *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=120,
-                          input=input)
+    return subprocess.run([str(EXE), *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=120, input=input)
 
 
 @pytest.fixture
@@ -190,7 +189,11 @@ def test_each_file_takes_the_config_nearest_to_it_not_the_working_folders(tmp_pa
             (tmp_path / name / "pyproject.toml").write_text(f"[tool.torchnumlint]\n{settings}\n")
     out = run("-q", "--output-format", "concise", ".", cwd=tmp_path)
     assert [line.split(":")[0] + " " + line.split()[1] for line in out.stdout.splitlines()] == [
-        "a/train.py TNL101", "b/train.py TNL101", "b/train.py TNL102", "c/train.py TNL101", "c/train.py TNL102"
+        "a/train.py TNL101",
+        "b/train.py TNL101",
+        "b/train.py TNL102",
+        "c/train.py TNL101",
+        "c/train.py TNL102",
     ]
     # from inside a, c is linted without a's settings
     assert run("-q", "--output-format", "concise", "../c", cwd=tmp_path / "a").stdout.count("TNL102") == 1
@@ -207,9 +210,7 @@ def test_each_file_takes_the_config_nearest_to_it_not_the_working_folders(tmp_pa
 def test_strict_mode_from_the_command_line_and_from_the_config(tmp_path):
     """A division by a sum with no evidence that it reaches 0 is reported only in strict mode,
     asked for by `--strict` or `strict = true`; `--no-strict` overrides the config."""
-    (tmp_path / "pool.py").write_text(
-        "import torch\n\n\ndef share(scores):\n    s = scores.sum(-1, keepdim=True)\n    return scores / s\n"
-    )
+    (tmp_path / "pool.py").write_text("import torch\n\n\ndef share(scores):\n    s = scores.sum(-1, keepdim=True)\n    return scores / s\n")
     assert run("--select", "TNL201", ".", cwd=tmp_path).returncode == 0
     out = run("--select", "TNL201", "--strict", ".", cwd=tmp_path)
     assert out.returncode == 1 and "strict mode" in out.stdout
@@ -245,8 +246,9 @@ def test_rule_docs_show_messages_as_reported():
     for code in registry():
         assert code in listing
     flat = " ".join(listing.split())
-    assert ("log of a softmax is -inf once a probability underflows to 0 (then NaN in 0 * log 0 and in the "
-            "gradient); use `log_softmax`") in flat  # whole, where it once read "log of a softmax ...; use ..."
+    assert (
+        "log of a softmax is -inf once a probability underflows to 0 (then NaN in 0 * log 0 and in the gradient); use `log_softmax`"
+    ) in flat  # whole, where it once read "log of a softmax ...; use ..."
     docs = run("rule", "TNL101", cwd=Path.cwd()).stdout
     assert "<note>" not in docs and "Message (as reported on example 1):" in docs
 
@@ -257,4 +259,5 @@ def test_verify_without_torch_is_one_line_and_exit_2(tmp_path):
     out = run("verify", cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)})
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.strip().splitlines() == [
-        "torchnumlint verify needs torch: pip install \".[runtime]\" in a clone of torchnumlint (No module named 'torch')"]
+        "torchnumlint verify needs torch: pip install \".[runtime]\" in a clone of torchnumlint (No module named 'torch')"
+    ]

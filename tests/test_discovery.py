@@ -21,8 +21,19 @@ def found(root, config=None, paths=None):
 
 
 def test_walks_python_files_and_skips_the_usual_suspects(tmp_path):
-    tree(tmp_path, "a.py", "b.pyi", "c.txt", "pkg/d.py", ".hidden/e.py", "venv/f.py", "__pycache__/g.py",
-         "build/h.py", "env2/i.py", "node_modules/j.py")
+    tree(
+        tmp_path,
+        "a.py",
+        "b.pyi",
+        "c.txt",
+        "pkg/d.py",
+        ".hidden/e.py",
+        "venv/f.py",
+        "__pycache__/g.py",
+        "build/h.py",
+        "env2/i.py",
+        "node_modules/j.py",
+    )
     (tmp_path / "env2" / "pyvenv.cfg").write_text("home = /usr\n")
     assert found(tmp_path) == (["a.py", "b.pyi", "pkg/d.py"], [])
 

@@ -47,8 +47,7 @@ def test_a_named_file_is_linted_even_if_gitignored_or_excluded(tmp_path):
 def test_force_exclude_applies_excludes_and_gitignore_to_named_files(tmp_path):
     project = _project(tmp_path)
     (project / "kept.py").write_text(SOFTMAX_LOG)
-    out = run("--force-exclude", "generated/gen.py", "third_party/vendored.py", "kept.py",
-              "--output-format", "concise", cwd=project)
+    out = run("--force-exclude", "generated/gen.py", "third_party/vendored.py", "kept.py", "--output-format", "concise", cwd=project)
     assert out.returncode == 1
     assert [line.split(":")[0] for line in out.stdout.splitlines() if "TNL103" in line] == ["kept.py"]
     # pre-commit passing only excluded files: nothing to lint is what was asked, not an error

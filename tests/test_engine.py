@@ -194,7 +194,7 @@ def test_positions_are_one_based_and_cover_the_node():
 def test_crlf_and_unicode_survive_a_fix():
     code = '# héllo ✓\r\nimport torch.nn.functional as F\r\ndef f(a, b):\r\n    return F.kl_div(a, F.softmax(b, -1), reduction="batchmean")  # ü\r\n'
     out = fix_text("x.py", code, KL).text
-    assert out == code.replace("F.softmax(b, -1), reduction=\"batchmean\"", "F.log_softmax(b, -1), reduction=\"batchmean\", log_target=True")
+    assert out == code.replace('F.softmax(b, -1), reduction="batchmean"', 'F.log_softmax(b, -1), reduction="batchmean", log_target=True')
 
 
 def test_syntax_errors_raise_parse_error_with_position():
@@ -288,7 +288,7 @@ def test_an_import_goes_on_its_own_line_at_a_last_line_without_newline():
 
 
 def test_a_multiline_decorator_keeps_its_indentation():
-    code = textwrap.dedent('''\
+    code = textwrap.dedent("""\
         import torch
 
 
@@ -304,7 +304,7 @@ def test_a_multiline_decorator_keeps_its_indentation():
         def step(x):
             with torch.autocast("cuda"):
                 return Fn.apply(x)
-    ''')
+    """)
     out = fixed(code, "TNL301")
     assert '    @torch.amp.custom_fwd(\n        device_type="cuda",\n        cast_inputs=torch.float32,\n    )\n' in out
 
@@ -314,9 +314,7 @@ def test_a_statement_nested_too_deeply_is_skipped_with_a_warning_and_the_rest_li
     warnings = []
     findings = lint_text("x.py", code, [registry()["TNL104"]], warnings=warnings)
     assert [f.line for f in findings] == [3]
-    assert warnings == [
-        "line 2: statement nested too deeply to analyse (depth 3004 > 1500); skipped, the rest of the file is linted"
-    ]
+    assert warnings == ["line 2: statement nested too deeply to analyse (depth 3004 > 1500); skipped, the rest of the file is linted"]
 
 
 def test_module_level_ifs_of_any_shape_are_read():

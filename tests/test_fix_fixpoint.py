@@ -10,7 +10,7 @@ import pytest
 
 from tests.test_cli import run
 
-AMP = '''import torch
+AMP = """import torch
 from torch.cuda.amp import GradScaler, autocast
 
 scaler = GradScaler(init_scale=1024)
@@ -22,19 +22,19 @@ def step(model, x, y, loss_fn, optimizer):
     scaler.scale(loss).backward()
     scaler.step(optimizer)
     scaler.update()
-'''
-NORMALIZE = '''
+"""
+NORMALIZE = """
 
 def unit_rows(x):
     h = torch.relu(x)
     return h / h.norm(dim=-1, keepdim=True)
-'''
-ROOT = '''
+"""
+ROOT = """
 
 def embedding_norm_loss(x):
     h = x - x.mean(dim=-1, keepdim=True)
     return torch.sqrt((h ** 2).sum(dim=-1))
-'''
+"""
 
 
 @pytest.mark.parametrize("other", [NORMALIZE, ROOT], ids=["TNL202", "TNL204"])
@@ -45,7 +45,7 @@ def test_the_import_left_unused_goes_and_a_second_fix_finds_nothing(tmp_path, ot
     first = run("--no-cache", "--fix", "train.py", cwd=tmp_path)
     assert first.returncode == 0, first.stdout + first.stderr
     fixed = path.read_text()
-    assert "torch.cuda.amp" not in fixed and "GradScaler(\"cuda\", init_scale=1024)" in fixed
+    assert "torch.cuda.amp" not in fixed and 'GradScaler("cuda", init_scale=1024)' in fixed
     second = run("--no-cache", "--fix", "train.py", cwd=tmp_path)
     assert second.returncode == 0 and path.read_text() == fixed, second.stdout
     assert run("--no-cache", "train.py", cwd=tmp_path).returncode == 0

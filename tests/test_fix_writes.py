@@ -75,8 +75,9 @@ def test_a_killed_runs_temporary_file_is_removed_and_a_live_ones_kept(tmp_path):
     left.write_text("half a file")
     live.write_text("being written")
     (tmp_path / "train.py").write_text(FIXABLE)
-    done = subprocess.run([sys.executable, "-m", "torchnumlint", "--fix", "--no-cache", "train.py"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "torchnumlint", "--fix", "--no-cache", "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert temporaries(tmp_path) == [live.name]
 
@@ -85,8 +86,9 @@ def test_hard_links_to_one_file_are_fixed_once_without_a_spurious_change(tmp_pat
     first = tmp_path / "a.py"
     first.write_text(FIXABLE)
     os.link(first, tmp_path / "b.py")
-    done = subprocess.run([sys.executable, "-m", "torchnumlint", "--fix", "--no-cache", "."],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "torchnumlint", "--fix", "--no-cache", "."], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "changed while" not in done.stdout + done.stderr
     assert "log_softmax" in (tmp_path / "b.py").read_text() and os.stat(first).st_nlink == 2

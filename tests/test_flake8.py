@@ -45,7 +45,9 @@ def _flake8(folder: Path, *args: str) -> list:
 def _torchnumlint(folder: Path, name: str) -> list:
     out = subprocess.run(
         [sys.executable, "-m", "torchnumlint", "--output-format", "json", "--no-cache", name],
-        capture_output=True, text=True, cwd=folder,
+        capture_output=True,
+        text=True,
+        cwd=folder,
     )
     return sorted((f["location"]["row"], f["location"]["column"], f["code"]) for f in json.loads(out.stdout))
 
@@ -87,5 +89,6 @@ def test_a_file_that_is_not_python_gets_e999_only(tmp_path):
 
 
 def test_the_package_declares_the_flake8_entry_point():
-    assert any(ep.name == "TNL" and ep.value == "torchnumlint.flake8_plugin:TorchNumLint"
-               for ep in metadata.entry_points(group="flake8.extension"))
+    assert any(
+        ep.name == "TNL" and ep.value == "torchnumlint.flake8_plugin:TorchNumLint" for ep in metadata.entry_points(group="flake8.extension")
+    )

@@ -94,8 +94,7 @@ def test_random_programs_with_rule_examples_fix_to_a_valid_fixed_point():
 
     parts = st.lists(st.one_of(st.sampled_from(EXAMPLES + GOOD), hypothesmith.from_grammar()), min_size=1, max_size=5)
 
-    @hypothesis.settings(max_examples=40, deadline=None, database=None,
-                         suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(hypothesis.HealthCheck))
     @hypothesis.given(parts)
     def check(pieces):
         text = "\n\n".join(piece if piece.endswith("\n") else piece + "\n" for piece in pieces)
@@ -106,9 +105,29 @@ def test_random_programs_with_rule_examples_fix_to_a_valid_fixed_point():
         hypothesis.seed(SEED * 1_000_003 + case)(check)()
 
 
-_SPLICES = ["not " * 400 + "x", "(" * 150 + "x" + ")" * 150, "\x00", "\x0c", "\t", "\\\n", "'''", "#", "lambda: ",
-            "torch.log(torch.softmax(x, -1))", "x / x.norm(dim=-1, keepdim=True)", " if c else ", "async ",
-            "@torch.no_grad()\n", "with torch.autocast('cuda'):\n    ", "é", "\u2028", "\U0001f600", ";", ":", "\n"]
+_SPLICES = [
+    "not " * 400 + "x",
+    "(" * 150 + "x" + ")" * 150,
+    "\x00",
+    "\x0c",
+    "\t",
+    "\\\n",
+    "'''",
+    "#",
+    "lambda: ",
+    "torch.log(torch.softmax(x, -1))",
+    "x / x.norm(dim=-1, keepdim=True)",
+    " if c else ",
+    "async ",
+    "@torch.no_grad()\n",
+    "with torch.autocast('cuda'):\n    ",
+    "é",
+    "\u2028",
+    "\U0001f600",
+    ";",
+    ":",
+    "\n",
+]
 
 
 def _mutate(rng: random.Random, data: bytes) -> bytes:
@@ -116,7 +135,7 @@ def _mutate(rng: random.Random, data: bytes) -> bytes:
         at = rng.randint(0, len(data))
         kind = rng.randrange(8)
         if kind == 0:
-            data = data[:at] + data[at + rng.randint(1, 20):]
+            data = data[:at] + data[at + rng.randint(1, 20) :]
         elif kind == 1:
             data = data[:at] + rng.choice(_SPLICES).encode("utf-8") + data[at:]
         elif kind == 2:
@@ -154,7 +173,7 @@ def test_mutated_sources_read_and_lint_to_a_clear_answer():
 
 
 BAD = "import torch\nimport torch.nn.functional as F\ny = F.kl_div(a, F.softmax(b, -1))\n"
-MODULE = '''import torch
+MODULE = """import torch
 
 
 class Energy(torch.autograd.Function):
@@ -171,7 +190,7 @@ class Net(torch.nn.Module):
 
 def probs(z):
     return torch.softmax(z, -1)
-'''
+"""
 
 
 def _entry(payload: bytes) -> bytes:
@@ -182,8 +201,8 @@ def _json_mutation(rng: random.Random, tree):
     """`tree` with one value somewhere replaced by another of a random JSON kind."""
     if isinstance(tree, list) and tree and rng.random() < 0.8:
         at = rng.randrange(len(tree))
-        return tree[:at] + [_json_mutation(rng, tree[at])] + tree[at + 1:]
-    return rng.choice([None, True, 0, -1, 1.5, "", "Finding", "x", [], [None], {"a": 1}, [tree], 2 ** 70])
+        return tree[:at] + [_json_mutation(rng, tree[at])] + tree[at + 1 :]
+    return rng.choice([None, True, 0, -1, 1.5, "", "Finding", "x", [], [None], {"a": 1}, [tree], 2**70])
 
 
 def test_corrupted_cache_entries_give_the_clean_result(tmp_path):
@@ -201,8 +220,7 @@ def test_corrupted_cache_entries_give_the_clean_result(tmp_path):
     folder = project / caching.FOLDER_NAME
     warm = run([str(project)], Settings(), options=Options(cache=True))
     assert (warm.findings, warm.errors) == expected
-    pristine = {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()
-                and path.name not in ("CACHEDIR.TAG", ".gitignore")}
+    pristine = {path: path.read_bytes() for path in folder.rglob("*") if path.is_file() and path.name not in ("CACHEDIR.TAG", ".gitignore")}
     rng = random.Random(SEED)
     for case in _until("cache"):
         for path, data in pristine.items():
@@ -215,10 +233,10 @@ def test_corrupted_cache_entries_give_the_clean_result(tmp_path):
                 path.write_bytes(data[: rng.randrange(len(data))])
             elif kind == 1:
                 at = rng.randrange(len(data))
-                path.write_bytes(data[:at] + bytes([data[at] ^ (1 << rng.randrange(8))]) + data[at + 1:])
+                path.write_bytes(data[:at] + bytes([data[at] ^ (1 << rng.randrange(8))]) + data[at + 1 :])
             else:
                 resigned = True
-                tree = json.loads(data[caching._HEADER.size:])
+                tree = json.loads(data[caching._HEADER.size :])
                 path.write_bytes(_entry(json.dumps(_json_mutation(rng, tree)).encode("utf-8")))
         result = run([str(project)], Settings(), options=Options(cache=True))
         where = f"cache case {case} (seed {SEED})"
@@ -238,8 +256,28 @@ def test_the_typed_reader_gives_a_value_or_a_mismatch():
             pass
 
 
-_NAME_BYTES = [b"\xff", b"\xe9", b"\x01", b"\x1b[31m", b"\t", b"\n", b"%", b"%25", b"'", b'"', b"<", b"&", b" ",
-               b",", b":", b"\xc3\xa9", b"\xf0\x9f\x98\x80", b"#", b"?", b"\r"]
+_NAME_BYTES = [
+    b"\xff",
+    b"\xe9",
+    b"\x01",
+    b"\x1b[31m",
+    b"\t",
+    b"\n",
+    b"%",
+    b"%25",
+    b"'",
+    b'"',
+    b"<",
+    b"&",
+    b" ",
+    b",",
+    b":",
+    b"\xc3\xa9",
+    b"\xf0\x9f\x98\x80",
+    b"#",
+    b"?",
+    b"\r",
+]
 
 
 def test_hostile_file_names_in_every_report_format(tmp_path):

@@ -37,14 +37,20 @@ def test_other_commands_answer_under_their_documented_names(tmp_path):
     assert run("verify", "--help", cwd=tmp_path).stdout.startswith("usage: torchnumlint verify")
     for removed in ("--explain", "--list-rules"):
         assert run(removed, cwd=tmp_path).returncode == 2
-    for documented in ("torchnumlint rule CODE", "torchnumlint rule --all", "torchnumlint verify",
-                       "torchnumlint server", "torchnumlint -- server"):
+    for documented in (
+        "torchnumlint rule CODE",
+        "torchnumlint rule --all",
+        "torchnumlint verify",
+        "torchnumlint server",
+        "torchnumlint -- server",
+    ):
         assert documented in README, documented
 
 
 def test_a_folder_named_like_a_command_is_linted_after_double_dash(tmp_path):
     (tmp_path / "server").mkdir()
-    (tmp_path / "server" / "app.py").write_text("import torch\nimport torch.nn.functional as F\n"
-                                                "y = torch.log(F.softmax(torch.ones(2), dim=0))\n")
+    (tmp_path / "server" / "app.py").write_text(
+        "import torch\nimport torch.nn.functional as F\ny = torch.log(F.softmax(torch.ones(2), dim=0))\n"
+    )
     out = run("--output-format", "concise", "--", "server", cwd=tmp_path)
     assert out.returncode == 1 and out.stdout.startswith("server/app.py:3:5: TNL103")

@@ -28,8 +28,7 @@ def unprivileged(*args, cwd):
         drop = "-dac_override,-dac_read_search"
         prefix = ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    return subprocess.run([*prefix, str(EXE), "--no-cache", *args], cwd=cwd, capture_output=True, text=True, env=env,
-                          timeout=120)
+    return subprocess.run([*prefix, str(EXE), "--no-cache", *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=120)
 
 
 @pytest.fixture

@@ -287,7 +287,6 @@ def test_forward_facts_are_what_the_code_does():
     assert not forward.cast_inputs_fp32 and not forward.under_island
 
 
-
 def test_tnl301_decides_from_the_facts():
     """The square and the fill are hazards; the eps guards `s`, cast to float32; a kernel call
     counts only in an autograd.Function; the island is float32 (or bfloat16) code."""

@@ -84,7 +84,7 @@ def _cycle(graph: Dict[str, Set[str]]) -> List[str]:
             if dep not in graph or dep.startswith(name + "."):
                 continue
             if state.get(dep) == 1:
-                return stack[stack.index(dep):] + [dep]
+                return stack[stack.index(dep) :] + [dep]
             if dep not in state:
                 found = visit(dep)
                 if found:

@@ -27,8 +27,9 @@ SOURCE = (
 
 
 def _ruff(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(RUFF), "check", "--no-cache", "--select", "RUF100,RUF102", *args, "."],
-                          capture_output=True, text=True, cwd=folder, timeout=120)
+    return subprocess.run(
+        [str(RUFF), "check", "--no-cache", "--select", "RUF100,RUF102", *args, "."], capture_output=True, text=True, cwd=folder, timeout=120
+    )
 
 
 def test_without_external_ruff_deletes_the_comments(tmp_path):

@@ -23,8 +23,7 @@ FIXED_LOG = "a = torch.log_softmax(x, dim=-1)"
 
 def run(*args, cwd):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    return subprocess.run([str(EXE), "--no-cache", *args], cwd=cwd, capture_output=True, text=True, env=env,
-                          timeout=120)
+    return subprocess.run([str(EXE), "--no-cache", *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=120)
 
 
 def code(*lines, count=1):
@@ -35,9 +34,14 @@ def code(*lines, count=1):
         "metadata": {"tags": ["train"], "collapsed": False},
         "outputs": [
             {"name": "stdout", "output_type": "stream", "text": ["loss: 0.25 → ok\n", "done\n"]},
-            {"data": {"image/png": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==",
-                      "text/plain": ["<Figure size 640x480 with 1 Axes>"]},
-             "metadata": {}, "output_type": "display_data"},
+            {
+                "data": {
+                    "image/png": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==",
+                    "text/plain": ["<Figure size 640x480 with 1 Axes>"],
+                },
+                "metadata": {},
+                "output_type": "display_data",
+            },
         ],
         "source": list(lines),
     }
@@ -97,7 +101,11 @@ def test_json_gives_the_cell_and_the_line_in_it(tmp_path):
     write(tmp_path / "train.ipynb", TRAIN)
     [item] = json.loads(run("--output-format", "json", "train.ipynb", cwd=tmp_path).stdout)
     assert (item["filename"], item["cell"], item["location"], item["end_location"]) == (
-        "train.ipynb", 5, {"row": 4, "column": 12}, {"row": 4, "column": 28})
+        "train.ipynb",
+        5,
+        {"row": 4, "column": 12},
+        {"row": 4, "column": 28},
+    )
 
 
 def test_every_machine_format_names_the_cell(tmp_path):
@@ -130,28 +138,36 @@ def test_folder_recursion_finds_notebooks_but_not_checkpoints(tmp_path):
 
 
 def test_magics_and_shell_lines_are_skipped_and_the_rest_of_the_cell_linted(tmp_path):
-    write(tmp_path / "train.ipynb", notebook(code(
-        "import torch\n",
-        "files = !ls -la\n",
-        "torch.softmax?\n",
-        "%load_ext autoreload\n",
-        "x = torch.randn(3)\n",
-        "if True:\n",
-        "    !echo \\\n",
-        "        continued\n",
-        "    " + SOFTMAX_LOG + "\n",
-    )))
+    write(
+        tmp_path / "train.ipynb",
+        notebook(
+            code(
+                "import torch\n",
+                "files = !ls -la\n",
+                "torch.softmax?\n",
+                "%load_ext autoreload\n",
+                "x = torch.randn(3)\n",
+                "if True:\n",
+                "    !echo \\\n",
+                "        continued\n",
+                "    " + SOFTMAX_LOG + "\n",
+            )
+        ),
+    )
     out = run("train.ipynb", cwd=tmp_path)
     assert [line.split(": ")[0] for line in lines_of(out)] == ["train.ipynb:cell 1:9:9"]
     assert out.stderr == ""
 
 
 def test_a_non_python_cell_magic_hides_its_cell_only(tmp_path):
-    write(tmp_path / "train.ipynb", notebook(
-        code("%%bash\n", "echo " + SOFTMAX_LOG + "\n", "  pip install torch\n", count=1),
-        code("%%writefile helper.py\n", "import torch\n", SOFTMAX_LOG + "\n", count=2),
-        code("import torch\n", "x = torch.randn(3)\n", SOFTMAX_LOG, count=3),
-    ))
+    write(
+        tmp_path / "train.ipynb",
+        notebook(
+            code("%%bash\n", "echo " + SOFTMAX_LOG + "\n", "  pip install torch\n", count=1),
+            code("%%writefile helper.py\n", "import torch\n", SOFTMAX_LOG + "\n", count=2),
+            code("import torch\n", "x = torch.randn(3)\n", SOFTMAX_LOG, count=3),
+        ),
+    )
     out = run("train.ipynb", cwd=tmp_path)
     assert [line.split(": ")[0] for line in lines_of(out)] == ["train.ipynb:cell 3:3:5"]
     assert out.stderr == ""
@@ -160,16 +176,21 @@ def test_a_non_python_cell_magic_hides_its_cell_only(tmp_path):
 def test_percent_and_bang_lines_inside_python_are_python(tmp_path):
     # a `%` line in brackets is a modulo, a `!` line in a string is text: masking either would
     # make a syntax error (or hide code), and the finding below would move or vanish
-    write(tmp_path / "train.ipynb", notebook(code(
-        "import torch\n",
-        "n = (7\n",
-        "     % 3)\n",
-        'doc = """\n',
-        "!not a shell line\n",
-        '"""\n',
-        "x = torch.randn(n)\n",
-        SOFTMAX_LOG + "\n",
-    )))
+    write(
+        tmp_path / "train.ipynb",
+        notebook(
+            code(
+                "import torch\n",
+                "n = (7\n",
+                "     % 3)\n",
+                'doc = """\n',
+                "!not a shell line\n",
+                '"""\n',
+                "x = torch.randn(n)\n",
+                SOFTMAX_LOG + "\n",
+            )
+        ),
+    )
     out = run("train.ipynb", cwd=tmp_path)
     assert [line.split(": ")[0] for line in lines_of(out)] == ["train.ipynb:cell 1:8:5"]
     assert out.stderr == ""
@@ -184,8 +205,7 @@ def test_masking_keeps_every_line_and_its_length():
 
 
 def test_noqa_in_a_cell_suppresses(tmp_path):
-    write(tmp_path / "train.ipynb", notebook(code("import torch\n", "x = torch.randn(3)\n",
-                                                   SOFTMAX_LOG + "  # noqa: TNL103\n")))
+    write(tmp_path / "train.ipynb", notebook(code("import torch\n", "x = torch.randn(3)\n", SOFTMAX_LOG + "  # noqa: TNL103\n")))
     assert run("train.ipynb", cwd=tmp_path).returncode == 0
 
 
@@ -201,18 +221,23 @@ def test_fix_rewrites_only_the_changed_cell_and_keeps_every_other_byte(tmp_path)
     out = run("--fix", "train.ipynb", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "Fixed 2 findings" in out.stdout
-    expected = before.decode().replace(
-        json.dumps(SOFTMAX_LOG + "  # é\n", ensure_ascii=False), json.dumps(FIXED_LOG + "  # é\n", ensure_ascii=False)
-    ).replace('"b = torch.log(torch.sigmoid(x))"', '"b = torch.nn.functional.logsigmoid(x)"')
+    expected = (
+        before.decode()
+        .replace(json.dumps(SOFTMAX_LOG + "  # é\n", ensure_ascii=False), json.dumps(FIXED_LOG + "  # é\n", ensure_ascii=False))
+        .replace('"b = torch.log(torch.sigmoid(x))"', '"b = torch.nn.functional.logsigmoid(x)"')
+    )
     assert path.read_text(encoding="utf-8") == expected
     assert json.loads(expected)["cells"][2]["source"][0] == "!nvidia-smi\n"  # the magic is back
 
 
-@pytest.mark.parametrize("dumps", [
-    {"indent": 2, "ensure_ascii": True, "sort_keys": False},  # another tool's layout, ASCII-escaped
-    {"indent": None, "ensure_ascii": False, "sort_keys": False},  # one line
-    {"indent": "\t", "ensure_ascii": True, "sort_keys": True},
-])
+@pytest.mark.parametrize(
+    "dumps",
+    [
+        {"indent": 2, "ensure_ascii": True, "sort_keys": False},  # another tool's layout, ASCII-escaped
+        {"indent": None, "ensure_ascii": False, "sort_keys": False},  # one line
+        {"indent": "\t", "ensure_ascii": True, "sort_keys": True},
+    ],
+)
 @pytest.mark.parametrize("as_string", [False, True])
 def test_fix_keeps_the_layout_it_found(tmp_path, dumps, as_string):
     cell = code("import torch\n", "x = torch.randn(4)  # π\n", SOFTMAX_LOG + "\n", "y = 1", count=1)
@@ -229,10 +254,13 @@ def test_fix_keeps_the_layout_it_found(tmp_path, dumps, as_string):
 
 
 def test_fix_that_keeps_names_across_cells_is_clean_afterwards(tmp_path):
-    path = write(tmp_path / "train.ipynb", notebook(
-        code("import torch\n", "x = torch.randn(3)\n", count=1),
-        code("%time " + SOFTMAX_LOG + "\n", SOFTMAX_LOG + "\n", count=2),
-    ))
+    path = write(
+        tmp_path / "train.ipynb",
+        notebook(
+            code("import torch\n", "x = torch.randn(3)\n", count=1),
+            code("%time " + SOFTMAX_LOG + "\n", SOFTMAX_LOG + "\n", count=2),
+        ),
+    )
     assert run("--fix", "train.ipynb", cwd=tmp_path).returncode == 0
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     assert cells[1]["source"] == ["%time " + SOFTMAX_LOG + "\n", FIXED_LOG + "\n"]
@@ -241,8 +269,9 @@ def test_fix_that_keeps_names_across_cells_is_clean_afterwards(tmp_path):
 
 
 def test_diff_shows_each_changed_cell(tmp_path):
-    path = write(tmp_path / "train.ipynb", notebook(
-        markdown("# x\n"), code("import torch\n", "x = torch.randn(3)\n", SOFTMAX_LOG, count=1)))
+    path = write(
+        tmp_path / "train.ipynb", notebook(markdown("# x\n"), code("import torch\n", "x = torch.randn(3)\n", SOFTMAX_LOG, count=1))
+    )
     before = path.read_bytes()
     out = run("--diff", "train.ipynb", cwd=tmp_path)
     assert out.returncode == 1
@@ -285,8 +314,17 @@ def test_a_notebook_of_another_language_has_nothing_to_lint(tmp_path):
 def test_cached_findings_keep_their_cells(tmp_path):
     write(tmp_path / "train.ipynb", TRAIN)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    runs = [subprocess.run([str(EXE), "--cache-dir", str(tmp_path / "cache"), "train.ipynb"], cwd=tmp_path,
-                           capture_output=True, text=True, env=env, timeout=120) for _ in range(2)]
+    runs = [
+        subprocess.run(
+            [str(EXE), "--cache-dir", str(tmp_path / "cache"), "train.ipynb"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        for _ in range(2)
+    ]
     assert runs[0].stdout == runs[1].stdout and "train.ipynb:cell 5:4:12:" in runs[1].stdout
 
 
@@ -302,15 +340,23 @@ def test_virtual_module_joins_code_cells_with_boundaries(tmp_path):
 def test_a_fix_that_adds_an_import_line_to_an_earlier_cell_keeps_every_magic(tmp_path):
     # the import goes after the last import, in cell 1, which gains a line: the cells are still
     # told apart and each one's magics come back where they were
-    path = write(tmp_path / "train.ipynb", notebook(
-        code("%load_ext autoreload\n", "from torch import log, sigmoid, randn\n", "!nvidia-smi\n", "x = randn(3)", count=1),
-        code("%time y = 1\n", "b = log(sigmoid(x))\n", "!echo done", count=2),
-    ))
+    path = write(
+        tmp_path / "train.ipynb",
+        notebook(
+            code("%load_ext autoreload\n", "from torch import log, sigmoid, randn\n", "!nvidia-smi\n", "x = randn(3)", count=1),
+            code("%time y = 1\n", "b = log(sigmoid(x))\n", "!echo done", count=2),
+        ),
+    )
     assert run("--fix", "train.ipynb", cwd=tmp_path).returncode == 0
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     assert [cell["source"] for cell in cells] == [
-        ["%load_ext autoreload\n", "from torch import log, sigmoid, randn\n", "import torch.nn.functional as F\n",
-         "!nvidia-smi\n", "x = randn(3)"],
+        [
+            "%load_ext autoreload\n",
+            "from torch import log, sigmoid, randn\n",
+            "import torch.nn.functional as F\n",
+            "!nvidia-smi\n",
+            "x = randn(3)",
+        ],
         ["%time y = 1\n", "b = F.logsigmoid(x)\n", "!echo done"],
     ]
 
@@ -320,8 +366,12 @@ def test_a_softmax_in_one_cell_feeding_kl_div_in_another_is_fixed(tmp_path):
     fix rewrites the softmax's one assignment in its cell as it would a function's local."""
     nb = notebook(
         code("import torch\n", "import torch.nn.functional as F\n", count=1),
-        code("s = torch.randn(4, 10, requires_grad=True)\n", "t = torch.randn(4, 10, requires_grad=True)\n",
-             "p = F.softmax(t, dim=-1)\n", count=2),
+        code(
+            "s = torch.randn(4, 10, requires_grad=True)\n",
+            "t = torch.randn(4, 10, requires_grad=True)\n",
+            "p = F.softmax(t, dim=-1)\n",
+            count=2,
+        ),
         code('loss = F.kl_div(F.log_softmax(s, dim=-1), p, reduction="batchmean")\n', "loss.backward()", count=3),
     )
     (tmp_path / "distill.ipynb").write_text(json.dumps(nb, indent=1))
@@ -340,8 +390,13 @@ def test_a_softmax_in_one_cell_feeding_kl_div_in_another_is_fixed(tmp_path):
 
 def test_a_top_level_name_read_in_two_cells_keeps_its_assignment(tmp_path):
     nb = notebook(
-        code("import torch\n", "import torch.nn.functional as F\n", "x = torch.randn(4, 10, requires_grad=True)\n",
-             "probs = F.softmax(x, dim=-1)\n", count=1),
+        code(
+            "import torch\n",
+            "import torch.nn.functional as F\n",
+            "x = torch.randn(4, 10, requires_grad=True)\n",
+            "probs = F.softmax(x, dim=-1)\n",
+            count=1,
+        ),
         code("logp = torch.log(probs)\n", "print(probs.sum())\n", count=2),
     )
     (tmp_path / "nb.ipynb").write_text(json.dumps(nb, indent=1))

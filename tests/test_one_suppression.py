@@ -40,8 +40,7 @@ EXPECTED = {("model.py", 8, "TNL106")}
 @pytest.fixture
 def project(tmp_path):
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.torchnumlint]\nignore = ["TNL104"]\nper-file-ignores = { "legacy.py" = ["TNL103"] }\n'
-        'exclude = ["generated"]\n'
+        '[tool.torchnumlint]\nignore = ["TNL104"]\nper-file-ignores = { "legacy.py" = ["TNL103"] }\nexclude = ["generated"]\n'
     )
     for name, text in FILES.items():
         (tmp_path / name).parent.mkdir(exist_ok=True)
@@ -73,15 +72,15 @@ def test_standard_input(project):
         found |= _found(out.stdout.splitlines())
     assert found == EXPECTED
     # an excluded path under --fix: the text given comes back as it was, nothing else is said
-    out = run("-", "--stdin-filename", "generated/gen.py", "--force-exclude", "--fix", cwd=project,
-              input=SOFTMAX_LOG)
+    out = run("-", "--stdin-filename", "generated/gen.py", "--force-exclude", "--fix", cwd=project, input=SOFTMAX_LOG)
     assert (out.returncode, out.stdout, out.stderr) == (0, SOFTMAX_LOG, "")
 
 
 def test_flake8(project):
     pytest.importorskip("flake8")
-    out = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select", "TNL", *FILES],
-                         capture_output=True, text=True, cwd=project)
+    out = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select", "TNL", *FILES], capture_output=True, text=True, cwd=project
+    )
     assert _found(out.stdout.splitlines()) == EXPECTED, out.stdout + out.stderr
 
 
@@ -117,7 +116,8 @@ def test_flake8_says_when_the_config_cannot_be_read(tmp_path):
     pytest.importorskip("flake8")
     (tmp_path / "pyproject.toml").write_bytes(b"[project]\nname = 'caf\xe9'\n")
     (tmp_path / "m.py").write_text(SOFTMAX_LOG)
-    out = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select", "TNL", "m.py"],
-                         capture_output=True, text=True, cwd=tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select", "TNL", "m.py"], capture_output=True, text=True, cwd=tmp_path
+    )
     assert out.stdout.startswith("m.py:1:1: TNL000 ") and "pyproject.toml: cannot read: not UTF-8" in out.stdout
     assert "Traceback" not in out.stderr

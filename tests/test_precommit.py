@@ -34,34 +34,43 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("git") is None, reason="git is not on PATH"),
 ]
 
-UNSAFE = '''import torch
+UNSAFE = """import torch
 import torch.nn.functional as F
 
 
 def distill_loss(s1, s2):
     return F.kl_div(F.log_softmax(s1, dim=-1), F.softmax(s2, dim=-1), reduction="batchmean")
-'''
+"""
 FIXED_LINE = 'F.log_softmax(s2, dim=-1), reduction="batchmean", log_target=True)'
 
 NOTEBOOK = {
     "cells": [
         {"cell_type": "markdown", "metadata": {}, "source": ["# Eval"]},
-        {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [],
-         "source": ["import torch\n", "probs = torch.softmax(torch.randn(4, 10), dim=-1)"]},
-        {"cell_type": "code", "execution_count": 2, "metadata": {},
-         "outputs": [{"name": "stdout", "output_type": "stream", "text": ["tensor(-2.3)\n"]}],
-         "source": ["print(torch.log(probs).mean())"]},
+        {
+            "cell_type": "code",
+            "execution_count": 1,
+            "metadata": {},
+            "outputs": [],
+            "source": ["import torch\n", "probs = torch.softmax(torch.randn(4, 10), dim=-1)"],
+        },
+        {
+            "cell_type": "code",
+            "execution_count": 2,
+            "metadata": {},
+            "outputs": [{"name": "stdout", "output_type": "stream", "text": ["tensor(-2.3)\n"]}],
+            "source": ["print(torch.log(probs).mean())"],
+        },
     ],
-    "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-                 "language_info": {"name": "python"}},
+    "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}, "language_info": {"name": "python"}},
     "nbformat": 4,
     "nbformat_minor": 5,
 }
 
 
 def git(*args, cwd):
-    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
-               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
+    env = dict(
+        os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com"
+    )
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True, env=env).stdout
 
 
@@ -112,9 +121,14 @@ def offline(tmp_path_factory):
             pack_installed(importlib.metadata.distribution(name), wheelhouse)
         except importlib.metadata.PackageNotFoundError:
             pytest.fail(f"{name} must be installed beside pre-commit: the offline wheelhouse is packed from it")
-    return dict(os.environ, PRE_COMMIT_HOME=str(tmp_path_factory.mktemp("pre-commit-home")),
-                PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheelhouse), PIP_DISABLE_PIP_VERSION_CHECK="1",
-                PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    return dict(
+        os.environ,
+        PRE_COMMIT_HOME=str(tmp_path_factory.mktemp("pre-commit-home")),
+        PIP_NO_INDEX="1",
+        PIP_FIND_LINKS=str(wheelhouse),
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -147,8 +161,7 @@ def project(tmp_path: Path, config: str, files: dict) -> Path:
 
 
 def pre_commit(root: Path, env: dict, *args: str):
-    return subprocess.run([str(PRE_COMMIT), "run", *args], cwd=root, capture_output=True, text=True,
-                          env=env, timeout=300)
+    return subprocess.run([str(PRE_COMMIT), "run", *args], cwd=root, capture_output=True, text=True, env=env, timeout=300)
 
 
 def clone_config(clone, hook_id: str) -> str:
@@ -199,7 +212,7 @@ def test_published_hooks_from_a_clone_at_a_commit(tmp_path, offline, clone):
     assert (root / "vendored/old.py").read_text() == UNSAFE
 
 
-TRAIN = '''import torch
+TRAIN = """import torch
 
 
 def train_step(model, optimizer, loss_fn, x, y):
@@ -208,13 +221,12 @@ def train_step(model, optimizer, loss_fn, x, y):
         loss = loss_fn(model(x), y)
     loss.backward()
     optimizer.step()
-'''
+"""
 
 
 def test_staged_file_is_linted_against_the_committed_project(tmp_path, offline, clone):
     """pre-commit passes only the staged train.py: the GradScaler in the unchanged utils.py counts."""
-    root = project(tmp_path, clone_config(clone, "torchnumlint"),
-                   {"utils.py": 'import torch\n\nscaler = torch.amp.GradScaler("cuda")\n'})
+    root = project(tmp_path, clone_config(clone, "torchnumlint"), {"utils.py": 'import torch\n\nscaler = torch.amp.GradScaler("cuda")\n'})
     git("commit", "-q", "-m", "utils", cwd=root)
     (root / "train.py").write_text(TRAIN)
     git("add", "train.py", cwd=root)

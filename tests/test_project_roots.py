@@ -67,7 +67,6 @@ KL = """
 """
 
 
-
 def project(folder, marker="pyproject.toml", **files):
     """A project in `folder`: its marker and `files` (name without .py -> source)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -168,7 +167,7 @@ def test_files_without_a_project_are_one_project_of_exactly_those_files(tmp_path
 
 
 def test_each_project_gets_its_own_config_in_one_run(tmp_path):
-    kl_twice = KL + "\n\n    def wrong(a, t):\n        return F.kl_div(F.softmax(a, -1), t, reduction=\"batchmean\")\n"
+    kl_twice = KL + '\n\n    def wrong(a, t):\n        return F.kl_div(F.softmax(a, -1), t, reduction="batchmean")\n'
     project(tmp_path / "a", None, models=kl_twice)
     project(tmp_path / "b", None, models=kl_twice)
     (tmp_path / "a" / "pyproject.toml").write_text('[tool.torchnumlint]\nignore = ["TNL101"]\n')
@@ -232,6 +231,5 @@ def test_a_helper_of_another_module_is_seen_when_only_its_caller_is_staged(tmp_p
 
 
 def test_a_same_named_helper_that_is_not_a_softmax_is_left_alone(tmp_path):
-    repo = project(tmp_path, heads=HEADS.replace("F.softmax(logits, dim=-1)", "logits.clamp_min(1e-6)"),
-                   train=NLL_STEP)
+    repo = project(tmp_path, heads=HEADS.replace("F.softmax(logits, dim=-1)", "logits.clamp_min(1e-6)"), train=NLL_STEP)
     assert lint(tmp_path, repo / "train.py", codes=["TNL103"]) == []

@@ -20,9 +20,7 @@ from torchnumlint.rules.registry import registry  # noqa: E402
 
 RULES = list(registry().values())
 EXAMPLES = [example.bad for rule in RULES for example in rule.examples]
-PROFILE = settings(
-    max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), database=None
-)
+PROFILE = settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), database=None)
 
 
 def _valid(text):

@@ -20,7 +20,7 @@ from torchnumlint.runner import run
 
 SCHEMA = Path(__file__).resolve().parents[2] / "shared" / "schemas" / "sarif-schema-2.1.0.json"
 
-TRAIN = '''import torch
+TRAIN = """import torch
 import torch.nn.functional as F
 
 
@@ -30,7 +30,7 @@ def distill_loss(s1, s2):
 
 def wrong_input(a, t):
     return F.kl_div(F.softmax(a, dim=-1), t, reduction="batchmean")
-'''
+"""
 BROKEN = "import torch\nx = (1,\n"
 MACHINE = ("json", "sarif", "github", "gitlab", "junit")
 
@@ -85,15 +85,14 @@ def test_text_shows_the_line_a_marker_under_the_span_and_the_fix_as_a_diff(proje
     assert out[start + 2] == f"{first.line} | {source_line}"
     marker = out[start + 3]
     assert marker.endswith(" TNL101")
-    carets = marker[len("  | "):-len(" TNL101")]
+    carets = marker[len("  | ") : -len(" TNL101")]
     assert carets.strip() == "^" * (first.end_col - first.col)
-    assert source_line[len(carets) - len(carets.lstrip()):][: first.end_col - first.col] == "F.softmax(s2, dim=-1)"
+    assert source_line[len(carets) - len(carets.lstrip()) :][: first.end_col - first.col] == "F.softmax(s2, dim=-1)"
     # the diff is the fix: applying it to the file gives the '+' line
     minus = out.index("  = safe fix (--fix):", start) + 1
     assert out[minus] == f"      6 - {source_line}"
     assert out[minus + 1] == (
-        '      6 +     return F.kl_div(F.log_softmax(s1, dim=-1), F.log_softmax(s2, dim=-1), reduction="batchmean", '
-        "log_target=True)"
+        '      6 +     return F.kl_div(F.log_softmax(s1, dim=-1), F.log_softmax(s2, dim=-1), reduction="batchmean", log_target=True)'
     )
     assert "  = unsafe fix (--unsafe-fixes):" in out
     assert out[-1] == "Found 2 findings (1 fixable with --fix, 1 more with --unsafe-fixes)."
@@ -117,9 +116,7 @@ def test_markers_line_up_under_tabs_and_wide_characters():
 def test_a_long_span_shows_its_first_and_last_lines():
     source = "y = f(\n    a,\n    b,\n    c,\n    d,\n)\n"
     lines = snippet(finding(line=1, col=5, end_line=6, end_col=2), Text(source))
-    assert [line.split("|")[0].strip() for line in lines if "|" in line and line.split("|")[0].strip()] == [
-        "1", "2", "5", "6"
-    ]
+    assert [line.split("|")[0].strip() for line in lines if "|" in line and line.split("|")[0].strip()] == ["1", "2", "5", "6"]
     assert "  :" in lines
 
 
@@ -144,11 +141,17 @@ def test_statistics_are_the_same_table_in_text_and_concise(project):
 def test_json_gives_an_error_as_an_item_without_a_code(project):
     items = json.loads(json_output.render(lint("."), Options()))
     error = [item for item in items if item["code"] is None]
-    assert error == [{
-        "code": None, "name": None, "message": "cannot parse: line 2, column 5: '(' was never closed",
-        "filename": "broken.py", "location": {"row": 2, "column": 5}, "end_location": {"row": 2, "column": 5},
-        "fix": None,
-    }]
+    assert error == [
+        {
+            "code": None,
+            "name": None,
+            "message": "cannot parse: line 2, column 5: '(' was never closed",
+            "filename": "broken.py",
+            "location": {"row": 2, "column": 5},
+            "end_location": {"row": 2, "column": 5},
+            "fix": None,
+        }
+    ]
 
 
 # SARIF
@@ -182,10 +185,11 @@ def test_sarif_rules_carry_help_and_default_state(project):
 def apply_replacements(source: str, replacements) -> str:
     """Apply SARIF replacements (1-based lines, code point columns, exclusive ends) to `source`."""
     starts = [0] + [m.end() for m in re.finditer("\n", source)]
+
     def offset(line, col):
         return starts[line - 1] + col - 1
-    for rep in sorted(replacements, key=lambda r: (r["deletedRegion"]["startLine"], r["deletedRegion"]["startColumn"]),
-                      reverse=True):
+
+    for rep in sorted(replacements, key=lambda r: (r["deletedRegion"]["startLine"], r["deletedRegion"]["startColumn"]), reverse=True):
         region = rep["deletedRegion"]
         a, b = offset(region["startLine"], region["startColumn"]), offset(region["endLine"], region["endColumn"])
         source = source[:a] + rep.get("insertedContent", {}).get("text", "") + source[b:]
@@ -232,8 +236,10 @@ def parse_workflow_command(line: str):
     """Read `::error k=v,...::message` as the Actions runner does (its escapes undone)."""
     match = re.fullmatch(r"::(\w+) (.*?)::(.*)", line)
     assert match, line
+
     def unescape(value):
         return value.replace("%0D", "\r").replace("%0A", "\n").replace("%3A", ":").replace("%2C", ",").replace("%25", "%")
+
     properties = dict(pair.split("=", 1) for pair in match.group(2).split(","))
     return match.group(1), {k: unescape(v) for k, v in properties.items()}, unescape(match.group(3))
 
@@ -242,8 +248,7 @@ def test_github_annotations_point_at_the_span(project):
     lines = github.render(lint("."), Options()).splitlines()
     kind, props, message = parse_workflow_command(lines[0])
     assert kind == "error"
-    assert props == {"title": "torchnumlint (TNL101)", "file": "train.py", "line": "6", "col": "48",
-                     "endLine": "6", "endColumn": "69"}
+    assert props == {"title": "torchnumlint (TNL101)", "file": "train.py", "line": "6", "col": "48", "endLine": "6", "endColumn": "69"}
     assert message.startswith("train.py:6:48: TNL101 ") and message.endswith("[*]")
     kind, props, message = parse_workflow_command(lines[-1])
     assert props["file"] == "broken.py" and props["line"] == "2" and "cannot parse" in message
@@ -264,8 +269,7 @@ def test_gitlab_code_quality_issues(project):
     issues = json.loads(gitlab.render(lint("."), Options()))
     assert [i["check_name"] for i in issues] == ["TNL101", "TNL102", "torchnumlint-error"]
     first = issues[0]
-    assert first["location"] == {"path": "train.py", "positions": {"begin": {"line": 6, "column": 48},
-                                                                  "end": {"line": 6, "column": 69}}}
+    assert first["location"] == {"path": "train.py", "positions": {"begin": {"line": 6, "column": 48}, "end": {"line": 6, "column": 69}}}
     assert first["severity"] == "major" and first["description"].startswith("TNL101 ")
     assert issues[2]["severity"] == "critical" and issues[2]["location"]["path"] == "broken.py"
     assert len({i["fingerprint"] for i in issues}) == 3

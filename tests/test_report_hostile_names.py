@@ -34,8 +34,7 @@ HUMAN = ("text", "concise")  # for a terminal: a name's own bytes, as the file s
 
 def report(folder, name):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    done = subprocess.run([str(EXE), "--no-cache", "--output-format", name, "."], cwd=folder, capture_output=True,
-                          env=env, timeout=120)
+    done = subprocess.run([str(EXE), "--no-cache", "--output-format", name, "."], cwd=folder, capture_output=True, env=env, timeout=120)
     assert done.returncode == 2, done.stderr.decode("utf-8", "replace")
     assert b"Traceback" not in done.stderr
     return done.stdout.decode("utf-8", "surrogateescape" if name in HUMAN else "strict")

@@ -57,8 +57,7 @@ def test_extend_exclude_and_the_command_lines_excludes(project):
     assert run("--show-files", "--exclude", "generated", cwd=project).stdout.split() == ["src/train.py"]
     assert run("--show-files", "--extend-exclude", "src/*.py", cwd=project).stdout.split() == ["generated/train.py"]
     # relative to the current folder, whatever the config's folder
-    assert run("--show-files", "--exclude", "../generated/*.py", "..", cwd=project / "src").stdout.split() == [
-        "../src/train.py"]
+    assert run("--show-files", "--exclude", "../generated/*.py", "..", cwd=project / "src").stdout.split() == ["../src/train.py"]
 
 
 def test_show_settings_names_the_config_and_the_rules(project):

@@ -44,7 +44,7 @@ def test_a_region_in_one_file_is_fixed_in_the_file_that_defines_the_function(tmp
     assert where == [("ops.py", 7, True)]  # the hazard and its fix live with the Function
     after = run([str(tmp_path)], Config(root=tmp_path), rules, Options(fix=True))
     assert after.findings == [] and after.fixed == 1
-    assert "@torch.amp.custom_fwd(device_type=\"cuda\", cast_inputs=torch.float32)" in (tmp_path / "ops.py").read_text()
+    assert '@torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)' in (tmp_path / "ops.py").read_text()
 
 
 def test_per_file_ignores(tmp_path):

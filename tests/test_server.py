@@ -98,8 +98,13 @@ class Session:
     async def __aenter__(self) -> "Session":
         self.thread.start()
         self.connection = asyncio.create_task(
-            run_async(stop_event=self.stop, reader=self.reader, protocol=self.client.protocol,
-                      logger=logging.getLogger(__name__), error_handler=lambda *_: None)
+            run_async(
+                stop_event=self.stop,
+                reader=self.reader,
+                protocol=self.client.protocol,
+                logger=logging.getLogger(__name__),
+                error_handler=lambda *_: None,
+            )
         )
         capabilities = types.ClientCapabilities(
             general=types.GeneralClientCapabilities(position_encodings=[types.PositionEncodingKind.Utf16])
@@ -214,9 +219,7 @@ def test_diagnostics_and_quick_fixes_in_an_editor_session(tmp_path):
             old = session.open(legacy, TRAIN)
             assert [d.code for d in await session.diagnostics(old)] == ["TNL113"]
 
-            session.client.text_document_did_close(
-                types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=old))
-            )
+            session.client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=old)))
             assert await session.diagnostics(old) == []
 
     run(scenario)

@@ -40,8 +40,7 @@ def test_stdin_fix_prints_the_fixed_source_and_reports_on_stderr(tmp_path):
 
 
 def test_stdin_fix_keeps_remaining_findings_and_exit_1(tmp_path):
-    out = run("-", "--stdin-filename", "train.py", "--fix", "--output-format", "concise", cwd=_project(tmp_path),
-              input=UNSAFE)
+    out = run("-", "--stdin-filename", "train.py", "--fix", "--output-format", "concise", cwd=_project(tmp_path), input=UNSAFE)
     assert out.returncode == 1  # the kl_div input needs an unsafe fix
     assert "log_target=True" in out.stdout and "TNL102" in out.stderr and "TNL102" not in out.stdout
 

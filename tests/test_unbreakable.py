@@ -26,7 +26,9 @@ def _cli(tmp_path, body, *args):
     path.write_text(HEAD + body + TAIL)
     done = subprocess.run(
         [sys.executable, "-m", "torchnumlint", "--no-cache", "--output-format", "text", *args, str(path)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     return path, done
 
@@ -62,9 +64,7 @@ def test_fix_leaves_a_skipped_statement_byte_identical_and_fixes_the_rest(tmp_pa
     text = HEAD.replace("    return", deep + "    return") + TAIL
     result = fix_text("big.py", text, RULES, unsafe=True)
     assert deep in result.text and "log_softmax" in result.text and "logsigmoid" in result.text
-    assert result.errors == [
-        "line 4: statement nested too deeply to analyse (depth 3001 > 1500); skipped, the rest of the file is linted"
-    ]
+    assert result.errors == ["line 4: statement nested too deeply to analyse (depth 3001 > 1500); skipped, the rest of the file is linted"]
     with prepass.recursion_limit():
         ast.parse(result.text)
 

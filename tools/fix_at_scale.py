@@ -31,8 +31,7 @@ class Report:
     problems: List[str] = field(default_factory=list)
 
     def line(self) -> str:
-        return (f"{self.files} files, {self.fixable} with a fixable finding, {self.rewritten} rewritten, "
-                f"{len(self.problems)} problems")
+        return f"{self.files} files, {self.fixable} with a fixable finding, {self.rewritten} rewritten, {len(self.problems)} problems"
 
 
 def _copy_sources(tree: str, into: str) -> None:

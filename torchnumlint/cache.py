@@ -154,7 +154,7 @@ class Cache:
         if len(data) < _HEADER.size:
             return None
         magic, length, check = _HEADER.unpack_from(data)
-        payload = data[_HEADER.size:]
+        payload = data[_HEADER.size :]
         if magic != _MAGIC or length != len(payload) or hashlib.blake2b(payload, digest_size=16).digest() != check:
             return None
         try:

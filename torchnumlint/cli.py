@@ -85,8 +85,7 @@ class _Torchnumlint(click.Command):
 @click.option("--fix-only", is_flag=True, help="Apply fixes and report nothing else; exit 0 whatever remains.")
 @click.option("--show-fixes", is_flag=True, help="With --fix or --fix-only: list the fixes applied, per file and rule.")
 @click.option("--diff", is_flag=True, help="Print the changes --fix would make; write nothing.")
-@click.option("--add-noqa", is_flag=True,
-              help="Add `# noqa: CODE` to every line with a finding (merged with its noqa comment); exit 0.")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (merged with its noqa comment); exit 0.")
 @click.option(
     "--strict/--no-strict",
     default=None,
@@ -96,34 +95,55 @@ class _Torchnumlint(click.Command):
 @click.option("--select", multiple=True, help="Rule codes or prefixes to enable (replaces the default set).")
 @click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable in addition.")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
-@click.option("--output-format", type=click.Choice(list(FORMATS)), default="text", show_default=True,
-              help="text: each finding with its source line and fix; concise: one line each; json; sarif "
-              "(GitHub code scanning); github (workflow annotations); gitlab (Code Quality); junit.")
-@click.option("--output-file", type=click.Path(dir_okay=False, writable=True),
-              help="Write the report to this file instead of standard output.")
+@click.option(
+    "--output-format",
+    type=click.Choice(list(FORMATS)),
+    default="text",
+    show_default=True,
+    help="text: each finding with its source line and fix; concise: one line each; json; sarif "
+    "(GitHub code scanning); github (workflow annotations); gitlab (Code Quality); junit.",
+)
+@click.option(
+    "--output-file", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file instead of standard output."
+)
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Read settings from this file.")
 @click.option("--isolated", is_flag=True, help="Read no configuration file: the defaults and the command line only.")
-@click.option("--exclude", multiple=True, metavar="GLOB",
-              help="Also exclude these globs (added to every config's excludes and the defaults; "
-              "relative to the current folder).")
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="GLOB",
+    help="Also exclude these globs (added to every config's excludes and the defaults; relative to the current folder).",
+)
 @click.option("--extend-exclude", multiple=True, metavar="GLOB", help="The same as --exclude (ruff's spelling).")
-@click.option("--per-file-ignores", multiple=True, metavar="GLOB:CODES",
-              help="Rules off for files matching GLOB (relative to the current folder); replaces the "
-              "configs' per-file-ignores.")
-@click.option("--stdin-filename", metavar="PATH",
-              help="With `-` as the path: lint standard input as the file PATH (its config and per-file "
-              "ignores); with --fix the fixed source goes to stdout, the report to stderr.")
-@click.option("--force-exclude", is_flag=True,
-              help="Apply excludes and .gitignore to files named explicitly too (by default a file you "
-              "name is linted even if excluded or ignored; pre-commit's hook sets this).")
+@click.option(
+    "--per-file-ignores",
+    multiple=True,
+    metavar="GLOB:CODES",
+    help="Rules off for files matching GLOB (relative to the current folder); replaces the configs' per-file-ignores.",
+)
+@click.option(
+    "--stdin-filename",
+    metavar="PATH",
+    help="With `-` as the path: lint standard input as the file PATH (its config and per-file "
+    "ignores); with --fix the fixed source goes to stdout, the report to stderr.",
+)
+@click.option(
+    "--force-exclude",
+    is_flag=True,
+    help="Apply excludes and .gitignore to files named explicitly too (by default a file you "
+    "name is linted even if excluded or ignored; pre-commit's hook sets this).",
+)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
-@click.option("--exit-non-zero-on-fix", is_flag=True,
-              help="Exit 1 when --fix or --fix-only changed a file, even if nothing remains.")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when --fix or --fix-only changed a file, even if nothing remains.")
 @click.option("--show-files", is_flag=True, help="List the files that would be linted, and exit.")
-@click.option("--show-settings", is_flag=True,
-              help="Print the settings that apply to the first file that would be linted, and exit.")
-@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
-              help="Colour the text and concise output (auto: on a terminal, unless NO_COLOR is set).")
+@click.option("--show-settings", is_flag=True, help="Print the settings that apply to the first file that would be linted, and exit.")
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour the text and concise output (auto: on a terminal, unless NO_COLOR is set).",
+)
 @click.option("--statistics", is_flag=True, help="Count findings per rule.")
 @click.option("-q", "--quiet", is_flag=True, help="Findings only: no summary, no progress.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: every CPU).")
@@ -134,10 +154,38 @@ class _Torchnumlint(click.Command):
     help="Keep the cache here (default: .torchnumlint_cache in each project's root).",
 )
 @click.version_option(__version__, "--version", prog_name="torchnumlint")
-def cli(paths, fix, unsafe_fixes, fix_only, show_fixes, diff, add_noqa, strict, select, extend_select, ignore,
-        output_format, output_file, config_path, isolated, exclude, extend_exclude, per_file_ignores,
-        stdin_filename, force_exclude, exit_zero, exit_non_zero_on_fix, show_files, show_settings, color,
-        statistics, quiet, jobs, no_cache, cache_dir) -> None:
+def cli(
+    paths,
+    fix,
+    unsafe_fixes,
+    fix_only,
+    show_fixes,
+    diff,
+    add_noqa,
+    strict,
+    select,
+    extend_select,
+    ignore,
+    output_format,
+    output_file,
+    config_path,
+    isolated,
+    exclude,
+    extend_exclude,
+    per_file_ignores,
+    stdin_filename,
+    force_exclude,
+    exit_zero,
+    exit_non_zero_on_fix,
+    show_files,
+    show_settings,
+    color,
+    statistics,
+    quiet,
+    jobs,
+    no_cache,
+    cache_dir,
+) -> None:
     """Lint PATHS (files or folders; default: the current folder; `-`: standard input) for
     numerically unsafe PyTorch. Folders are searched for .py, .pyi and .ipynb files, skipping
     excluded and gitignored ones; a file named is linted as named (see --force-exclude). A run
@@ -150,8 +198,14 @@ def cli(paths, fix, unsafe_fixes, fix_only, show_fixes, diff, add_noqa, strict, 
     stdin = "-" in paths
     _check_usage(paths, stdin, stdin_filename, fix or fix_only, diff, add_noqa, show_fixes)
     options = Options(
-        fix=fix or fix_only, diff=diff, unsafe_fixes=unsafe_fixes, strict=strict, jobs=jobs or default_jobs(),
-        cache=not no_cache, cache_dir=cache_dir, force_exclude=force_exclude,
+        fix=fix or fix_only,
+        diff=diff,
+        unsafe_fixes=unsafe_fixes,
+        strict=strict,
+        jobs=jobs or default_jobs(),
+        cache=not no_cache,
+        cache_dir=cache_dir,
+        force_exclude=force_exclude,
     )
     fixed_source: Optional[bytes] = None
     try:
@@ -166,8 +220,11 @@ def cli(paths, fix, unsafe_fixes, fix_only, show_fixes, diff, add_noqa, strict, 
             cwd=os.getcwd(),
             isolated=isolated,
         )
-        for selector in (overrides.select or ()) + overrides.extend_select + overrides.ignore + tuple(
-            code for _, codes in overrides.per_file_ignores or () for code in codes
+        for selector in (
+            (overrides.select or ())
+            + overrides.extend_select
+            + overrides.ignore
+            + tuple(code for _, codes in overrides.per_file_ignores or () for code in codes)
         ):
             configuration.check_selector(selector, "command line")
         # each file's settings come from the config nearest to it, read as the run reaches it
@@ -237,8 +294,9 @@ def cli(paths, fix, unsafe_fixes, fix_only, show_fixes, diff, add_noqa, strict, 
     sys.exit(EXIT_FINDINGS if result.findings else EXIT_CLEAN)
 
 
-def _check_usage(paths: Sequence[str], stdin: bool, stdin_filename: Optional[str], fix: bool, diff: bool,
-                 add_noqa: bool, show_fixes: bool) -> None:
+def _check_usage(
+    paths: Sequence[str], stdin: bool, stdin_filename: Optional[str], fix: bool, diff: bool, add_noqa: bool, show_fixes: bool
+) -> None:
     """The combinations of options that have no meaning, as usage errors (exit 2)."""
     if stdin and len(paths) > 1:
         raise click.UsageError("`-` (standard input) cannot be combined with other paths")
@@ -302,7 +360,7 @@ def server_command() -> None:
     try:
         from torchnumlint.server import main as serve
     except ImportError as exc:
-        click.echo(f"torchnumlint server needs pygls: pip install \".[server]\" in a clone of torchnumlint ({exc})", err=True)
+        click.echo(f'torchnumlint server needs pygls: pip install ".[server]" in a clone of torchnumlint ({exc})', err=True)
         sys.exit(EXIT_ERROR)
     serve()
 
@@ -340,7 +398,7 @@ def verify(ctx: click.Context) -> None:
     except ModuleNotFoundError as exc:  # torch is imported once the arguments are read
         if (exc.name or "").split(".")[0] != "torch":
             raise  # a bug in torchnumlint: its traceback is the report
-        click.echo(f"torchnumlint verify needs torch: pip install \".[runtime]\" in a clone of torchnumlint ({exc})", err=True)
+        click.echo(f'torchnumlint verify needs torch: pip install ".[runtime]" in a clone of torchnumlint ({exc})', err=True)
         sys.exit(EXIT_ERROR)
     sys.exit(code)
 

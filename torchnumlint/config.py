@@ -157,9 +157,7 @@ class Overrides:
         rebased from the working folder onto the config's folder."""
         if not self.exclude and self.per_file_ignores is None:
             return config
-        changed = dataclasses.replace(
-            config, extend_exclude=config.extend_exclude + [self._rebased(g, config.root) for g in self.exclude]
-        )
+        changed = dataclasses.replace(config, extend_exclude=config.extend_exclude + [self._rebased(g, config.root) for g in self.exclude])
         if self.per_file_ignores is not None:
             changed.per_file_ignores = {self._rebased(g, config.root): list(c) for g, c in self.per_file_ignores}
         return changed
@@ -231,8 +229,7 @@ class Settings:
                 kept.append(path)
             else:
                 left_out[error] = left_out.get(error, 0) + 1
-        errors = [f"{error} ({count} {'file' if count == 1 else 'files'} under it not linted)"
-                  for error, count in left_out.items()]
+        errors = [f"{error} ({count} {'file' if count == 1 else 'files'} under it not linted)" for error, count in left_out.items()]
         return kept, errors
 
     def selection_key(self, path: str) -> tuple:
@@ -355,8 +352,6 @@ def ignored_for(config: Config, path: str) -> List[str]:
         relative = absolute.as_posix()
     codes: List[str] = []
     for pattern, selected in config.per_file_ignores.items():
-        if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(absolute.name, pattern) or fnmatch.fnmatch(
-            absolute.as_posix(), pattern
-        ):
+        if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(absolute.name, pattern) or fnmatch.fnmatch(absolute.as_posix(), pattern):
             codes.extend(selected)
     return codes

@@ -178,11 +178,7 @@ class FileContext:
                 found = self._table(self.module).bindings.get(name.value, [])
                 return found[0] if len(found) == 1 else None
             return table.lookup(name.value, name)
-        if (
-            isinstance(name, cst.Attribute)
-            and isinstance(name.value, cst.Name)
-            and name.value.value == "self"
-        ):
+        if isinstance(name, cst.Attribute) and isinstance(name.value, cst.Name) and name.value.value == "self":
             cls = self.enclosing(cst.ClassDef)
             if cls is None:
                 return None
@@ -311,11 +307,7 @@ class FileContext:
         """Whether `parts` (of the value that `chain` leads to from the node being visited) can be
         recomputed here with the same value: plain, no name they read bound again later in the
         scope, and inside a loop assigned in the same iteration."""
-        return (
-            all(is_plain(p) for p in parts)
-            and self.same_iteration(chain)
-            and not any(self.rebound_between(p) for p in parts)
-        )
+        return all(is_plain(p) for p in parts) and self.same_iteration(chain) and not any(self.rebound_between(p) for p in parts)
 
     def mentions(self, word: str) -> bool:
         """Whether the source text contains `word` (cached: rules ask it per node)."""

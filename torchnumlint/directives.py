@@ -108,8 +108,7 @@ def directives(text: str) -> List[Noqa]:
         if match.group("codes"):
             base = at + match.start("codes")
             codes = tuple(
-                Code(m.group().upper(), m.group(), base + m.start(), base + m.end())
-                for m in re.finditer(_CODE, match.group("codes"))
+                Code(m.group().upper(), m.group(), base + m.start(), base + m.end()) for m in re.finditer(_CODE, match.group("codes"))
             )
         alone = not before.strip()
         found.append(
@@ -149,9 +148,7 @@ def suppress(findings: Sequence[Finding], found: Sequence[Noqa]) -> Tuple[List[F
     return kept, used
 
 
-def filter_findings(
-    findings: List[Finding], text: str, rules: Sequence[Type["Rule"]] = (), path: str = ""
-) -> List[Finding]:
+def filter_findings(findings: List[Finding], text: str, rules: Sequence[Type["Rule"]] = (), path: str = "") -> List[Finding]:
     """`findings` less the suppressed ones, plus the findings at `path` of the enabled `rules`
     that judge the noqa comments themselves (`judge_noqa`), less the suppressed ones."""
     if not _ANY.search(text):

@@ -24,9 +24,27 @@ import pathspec
 from torchnumlint.config import Config, Settings
 
 DEFAULT_EXCLUDE = [
-    ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", ".eggs", "*.egg-info", "__pycache__",
-    "build", "dist", "node_modules", "site-packages", ".mypy_cache", ".pytest_cache", ".ruff_cache",
-    "_build", "buck-out", "__pypackages__", ".ipynb_checkpoints",
+    ".git",
+    ".hg",
+    ".svn",
+    ".tox",
+    ".nox",
+    ".venv",
+    "venv",
+    ".eggs",
+    "*.egg-info",
+    "__pycache__",
+    "build",
+    "dist",
+    "node_modules",
+    "site-packages",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    "_build",
+    "buck-out",
+    "__pypackages__",
+    ".ipynb_checkpoints",
 ]
 SUFFIXES = (".py", ".pyi", ".ipynb")
 
@@ -67,7 +85,7 @@ class _GitIgnore:
     def ignored(self, path: Path, is_dir: bool) -> bool:
         target = path.as_posix()
         for base, spec in self._chain(path.parent):
-            rel = target[len(base):].lstrip("/") + ("/" if is_dir else "")
+            rel = target[len(base) :].lstrip("/") + ("/" if is_dir else "")
             if spec.match_file(rel):
                 return True
         return False
@@ -140,7 +158,6 @@ class _Walker:
                     continue
                 if not self.gitignore.ignored(child, False):
                     yield os.path.normpath(os.path.join(folder, name))
-
 
     def _unreadable(self, error: OSError) -> None:
         self.errors.append(f"{error.filename}: cannot read folder: {error.strerror or error}")

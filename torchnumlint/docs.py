@@ -25,8 +25,9 @@ def _fix_safety(rule: Type[Rule]) -> str:
     if rule.safety is Safety.GUIDE:
         return "This rule offers no automatic fix: the message says what to do."
     text = f"Fixes are {rule.safety.value} by default: {_MEANING[rule.safety]}."
-    own = [(i, ex.fix_safety(rule)) for i, ex in enumerate(rule.examples, 1)
-           if ex.fixed is not None and ex.fix_safety(rule) is not rule.safety]
+    own = [
+        (i, ex.fix_safety(rule)) for i, ex in enumerate(rule.examples, 1) if ex.fixed is not None and ex.fix_safety(rule) is not rule.safety
+    ]
     for i, safety in own:
         text += f" Example {i}'s fix is {safety.value}: {_MEANING[safety]}."
     return text
@@ -71,8 +72,7 @@ def explain(rule: Type[Rule]) -> str:
         out += ["", f"Example {i} (flagged at line {where}):", _block(example.bad)]
         if example.fixed is not None:
             unsafe = example.fix_safety(rule) is Safety.UNSAFE
-            out += ["", "  becomes, with --fix" + (" --unsafe-fixes" if unsafe else "") + ":",
-                    _block(example.fixed)]
+            out += ["", "  becomes, with --fix" + (" --unsafe-fixes" if unsafe else "") + ":", _block(example.fixed)]
     for i, good in enumerate(rule.good, 1):
         out += ["", f"Not flagged ({i}):", _block(good)]
     out += ["", f"Suppress one line with `# noqa: {rule.code}`."]

@@ -63,9 +63,7 @@ class _Dispatcher(Visitor):
         self.ctx.stack.pop()
 
 
-def candidate_rules(
-    text: str, rules: Sequence[Type[Rule]], index: Optional[ProjectIndex] = None
-) -> List[Type[Rule]]:
+def candidate_rules(text: str, rules: Sequence[Type[Rule]], index: Optional[ProjectIndex] = None) -> List[Type[Rule]]:
     """The rules that can fire on `text`: cheap substring tests that never lose a finding. None
     can in a file that never imports torch."""
     if not imports_torch(text):
@@ -130,9 +128,7 @@ def lint_text(
             return directives.filter_findings([], text, rules, path)
         module, more = _parse_masked(masked, tree)
         if warnings is not None:
-            warnings.extend(
-                f"line {line}: {why}; skipped, the rest of the file is linted" for line, why in sorted(skipped + more)
-            )
+            warnings.extend(f"line {line}: {why}; skipped, the rest of the file is linted" for line, why in sorted(skipped + more))
         if index is None:  # linting one text alone: it is its own project
             index = build_index([(path, text)]) if any(r.needs_index for r in active) else ProjectIndex.empty()
         ctx = FileContext(path, text, module, index, strict, frozenset(rule.code for rule in active))

@@ -93,7 +93,19 @@ from torchnumlint.rules.autocast import (
 )
 
 # A file can only matter if it mentions one of these.
-NEEDLES = ("autocast", "Module", "Function", "GradScaler", "forward", "amp.initialize", "half(", "float16", "ccelerat", "Trainer", "deepspeed")
+NEEDLES = (
+    "autocast",
+    "Module",
+    "Function",
+    "GradScaler",
+    "forward",
+    "amp.initialize",
+    "half(",
+    "float16",
+    "ccelerat",
+    "Trainer",
+    "deepspeed",
+)
 
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "torch.nn.modules.Module"})
 FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
@@ -513,7 +525,9 @@ def _targets(node: ast.AST) -> List[ast.Name]:
 
 def _call_shape(imports: _Imports, call: ast.Call) -> CallShape:
     """The call in the shared vocabulary (`rules/autocast.py`)."""
-    args: List[Tuple[Optional[str], str, object]] = [(None, "*" if isinstance(a, ast.Starred) else "", _value(imports, a)) for a in call.args]
+    args: List[Tuple[Optional[str], str, object]] = [
+        (None, "*" if isinstance(a, ast.Starred) else "", _value(imports, a)) for a in call.args
+    ]
     args += [(k.arg, "" if k.arg else "**", _value(imports, k.value)) for k in call.keywords]
     return call_shape(imports.qualname(call.func), args)
 
@@ -580,7 +594,7 @@ def _single(assigned: Dict[str, List[Optional[ast.AST]]]) -> Dict[str, ast.AST]:
 def _number_defaults(args: ast.arguments) -> Dict[str, float]:
     """parameter -> the number it defaults to (`eps=1e-8`), for those defaulting to a number."""
     positional = args.posonlyargs + args.args
-    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults))
     pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
     return {a.arg: value for a, d in pairs for value in [number_literal(d)] if value is not None}
 
@@ -611,8 +625,13 @@ class _ForwardRecorder:
     autocast is not float16), which parameters may hold tensors and the numbers the others
     default to. TNL301 reads the record under the CUDA autocast policy."""
 
-    def __init__(self, file: "_File", func: ast.FunctionDef, init_numbers: Dict[str, float],
-                 submodules: Dict[str, Tuple[Tuple[str, Optional[str]], ...]]) -> None:
+    def __init__(
+        self,
+        file: "_File",
+        func: ast.FunctionDef,
+        init_numbers: Dict[str, float],
+        submodules: Dict[str, Tuple[Tuple[str, Optional[str]], ...]],
+    ) -> None:
         self.file = file
         self.imports = file.imports
         self.func = func
@@ -638,11 +657,7 @@ class _ForwardRecorder:
         func, args = self.func, self.func.args
         numbers = _number_defaults(args)
         calls = [_call_shape(self.imports, d) for d in func.decorator_list if isinstance(d, ast.Call)]
-        bindings = [
-            Binding(name, self._ref(value), island)
-            for node, island in self.nodes
-            for name, value in _bound(node)
-        ]
+        bindings = [Binding(name, self._ref(value), island) for node, island in self.nodes for name, value in _bound(node)]
         return Forward(
             exprs=[self._expr(node) for node, _ in self.walked],
             bindings=bindings,
@@ -650,8 +665,7 @@ class _ForwardRecorder:
             params=frozenset(
                 a.arg
                 for a in (args.posonlyargs + args.args)[1:] + args.kwonlyargs
-                if a.arg not in numbers
-                and not (isinstance(a.annotation, ast.Name) and a.annotation.id in ("int", "float", "bool", "str"))
+                if a.arg not in numbers and not (isinstance(a.annotation, ast.Name) and a.annotation.id in ("int", "float", "bool", "str"))
             ),
             defaults=numbers,
             init_numbers=self.init_numbers,
@@ -759,8 +773,9 @@ class _File:
         self._framework_regions(self._scan(top).calls, self.module_values, None)
 
     # -- structure -------------------------------------------------------------------------------
-    def _block(self, body: List[ast.stmt], cls: Optional[ast.ClassDef], values: Dict[str, ast.AST],
-               toplevel: bool = False, nested: bool = False) -> None:
+    def _block(
+        self, body: List[ast.stmt], cls: Optional[ast.ClassDef], values: Dict[str, ast.AST], toplevel: bool = False, nested: bool = False
+    ) -> None:
         """Record the classes, functions and regions of a statement list. `nested`: inside a
         function, whose scan already holds what nested functions call."""
         for stmt in body:
@@ -779,8 +794,13 @@ class _File:
                         site = self._site(item.context_expr, *found)
                         if _accelerator_autocast(item.context_expr):
                             site.what = "Accelerate's fp16 mixed precision"
-                        body_info = FuncInfo(f"{self.path}:{stmt.lineno}:<autocast>", self.path, "<autocast>",
-                                             cls.name if cls else None, self._refs(self._scan(stmt.body), values))
+                        body_info = FuncInfo(
+                            f"{self.path}:{stmt.lineno}:<autocast>",
+                            self.path,
+                            "<autocast>",
+                            cls.name if cls else None,
+                            self._refs(self._scan(stmt.body), values),
+                        )
                         self.regions.append((site, body_info))
                 self._block(stmt.body, cls, values, toplevel, nested)
             elif toplevel and isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
@@ -797,14 +817,18 @@ class _File:
         params = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
         values = {k: v for k, v in self.module_values.items() if k not in assigned and k not in params}
         values.update(_single(assigned))
-        saved, self._several = self._several, {
-            name: [v for v in found if v is not None] for name, found in assigned.items() if len(found) > 1
-        }
+        saved, self._several = (
+            self._several,
+            {name: [v for v in found if v is not None] for name, found in assigned.items() if len(found) > 1},
+        )
         key = f"{self.path}:{node.lineno}:{node.name}"
         info = FuncInfo(key, self.path, node.name, cls.name if cls else None, self._refs(scan, values))
         info.refs.extend(self._builder_refs(scan, values))
-        info.model_factory = toplevel and any(_last_name(_decorator(d)) == "register_model" for d in node.decorator_list
-                                              if isinstance(_decorator(d), (ast.Name, ast.Attribute)))
+        info.model_factory = toplevel and any(
+            _last_name(_decorator(d)) == "register_model"
+            for d in node.decorator_list
+            if isinstance(_decorator(d), (ast.Name, ast.Attribute))
+        )
         self.functions.append(info)
         if cls is not None and id(cls) in self._class_infos and node in cls.body:
             self._store_attrs(self._class_infos[id(cls)], node, scan.stores)
@@ -920,9 +944,7 @@ class _File:
                 if body.refs:
                     self.regions.append((dataclasses.replace(self._site(call, "cuda", opt_in), what=what), body))
 
-    def _framework_region(
-        self, call: ast.Call, values: Dict[str, ast.AST]
-    ) -> Optional[Tuple[bool, List[Optional[Ref]], str]]:
+    def _framework_region(self, call: ast.Call, values: Dict[str, ast.AST]) -> Optional[Tuple[bool, List[Optional[Ref]], str]]:
         """(opt_in, what it runs, what turns float16 on) of one call that makes a module run in
         float16, else None."""
         method = _method_name(call)
@@ -1213,9 +1235,7 @@ class _Scan:
 def _accelerator_autocast(expr: ast.AST) -> bool:
     """`accelerator.autocast()`, `self.accelerator.autocast()`: Accelerate's, not torch's."""
     return (
-        isinstance(expr, ast.Call)
-        and _method_name(expr) == "autocast"
-        and "accelerator" in ast.unparse(expr.func.value).lower()  # type: ignore[attr-defined]  # a method call (`_method_name`): its func is an Attribute
+        isinstance(expr, ast.Call) and _method_name(expr) == "autocast" and "accelerator" in ast.unparse(expr.func.value).lower()  # type: ignore[attr-defined]  # a method call (`_method_name`): its func is an Attribute
     )
 
 
@@ -1231,18 +1251,18 @@ def _deepspeed_fp16(config: Optional[ast.AST], values: Dict[str, ast.AST]) -> Op
         if isinstance(key, ast.Constant) and key.value == "fp16" and isinstance(value, ast.Dict):
             for inner_key, inner in zip(value.keys, value.values):
                 if isinstance(inner_key, ast.Constant) and inner_key.value == "enabled":
-                    return True if isinstance(inner, ast.Constant) and inner.value is True else (
-                        None if isinstance(inner, ast.Constant) else False)
+                    return (
+                        True
+                        if isinstance(inner, ast.Constant) and inner.value is True
+                        else (None if isinstance(inner, ast.Constant) else False)
+                    )
     return None
 
 
 def _wraps(value: ast.AST, name: str) -> bool:
     """`model = DataParallel(model)`, `model = smart_DDP(model).to(device)`: a re-binding of `name`
     to a wrapper of itself, which runs the same module."""
-    return any(
-        isinstance(call, ast.Call) and any(isinstance(a, ast.Name) and a.id == name for a in call.args)
-        for call in ast.walk(value)
-    )
+    return any(isinstance(call, ast.Call) and any(isinstance(a, ast.Name) and a.id == name for a in call.args) for call in ast.walk(value))
 
 
 def _last_name(expr: ast.AST) -> str:
@@ -1262,9 +1282,13 @@ def _is_registry_get(func: ast.AST) -> bool:
     """`R.get(name)` called (`META_ARCH_REGISTRY.get(meta_arch)(cfg)`): a registry of upper-case
     name looked up by a name that is not a literal."""
     return (
-        isinstance(func, ast.Call) and isinstance(func.func, ast.Attribute) and func.func.attr == "get"
-        and isinstance(func.func.value, (ast.Name, ast.Attribute)) and _last_name(func.func.value).isupper()
-        and bool(func.args) and not isinstance(func.args[0], ast.Constant)
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Attribute)
+        and func.func.attr == "get"
+        and isinstance(func.func.value, (ast.Name, ast.Attribute))
+        and _last_name(func.func.value).isupper()
+        and bool(func.args)
+        and not isinstance(func.args[0], ast.Constant)
     )
 
 

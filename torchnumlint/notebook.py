@@ -51,6 +51,7 @@ def is_notebook(path: str) -> bool:
     imports them), so a fix may rewrite their one assignment as it would a function's local."""
     return path.endswith(SUFFIX)
 
+
 # Cell magics whose body IPython runs as Python: only their first line is masked.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "python", "python3", "pypy"})
 
@@ -91,11 +92,12 @@ class NotebookSource(SourceFile):
 
 # -- reading ---------------------------------------------------------------------------------------
 
+
 def decode(path: str, raw: bytes) -> NotebookSource:
     """The notebook at `path` (its bytes), or a SourceError whose message is one line."""
     bom = raw.startswith(codecs.BOM_UTF8)
     try:
-        document = raw[len(codecs.BOM_UTF8):].decode("utf-8") if bom else raw.decode("utf-8")
+        document = raw[len(codecs.BOM_UTF8) :].decode("utf-8") if bom else raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SourceError(f"not a notebook: not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
     try:
@@ -155,8 +157,9 @@ def _text_of(source: object, number: int) -> str:
     raise SourceError(f"not a notebook in nbformat 4 (cell {number}: `source` is neither a string nor a list of strings)")
 
 
-def _assemble(path: str, raw: bytes, bom: bool, document: str,
-              code: Sequence[Tuple[int, str, Optional[Tuple[int, int]]]]) -> NotebookSource:
+def _assemble(
+    path: str, raw: bytes, bom: bool, document: str, code: Sequence[Tuple[int, str, Optional[Tuple[int, int]]]]
+) -> NotebookSource:
     """The virtual module: each code cell masked, ended by a newline, cells split by BOUNDARY."""
     parts: List[str] = []
     cells: List[Cell] = []
@@ -223,6 +226,7 @@ def _items(text: str, index: int) -> List[Tuple[int, int]]:
 
 # -- masking IPython syntax ------------------------------------------------------------------------
 
+
 def mask(text: str) -> str:
     """`text` (one cell) with its IPython-only lines replaced by neutral lines of the same length."""
     lines = _lines(text)
@@ -230,8 +234,11 @@ def mask(text: str) -> str:
     first = next((i for i, line in enumerate(body) if line.strip()), None)
     if first is not None and body[first].startswith("%%"):
         name = body[first][2:].split(maxsplit=1)[0] if body[first][2:].strip() else ""
-        masked = [_comment(line) for line in body] if name not in PYTHON_CELL_MAGICS else (
-            body[:first] + [_comment(body[first])] + body[first + 1:])
+        masked = (
+            [_comment(line) for line in body]
+            if name not in PYTHON_CELL_MAGICS
+            else (body[:first] + [_comment(body[first])] + body[first + 1 :])
+        )
         if name not in PYTHON_CELL_MAGICS:
             return _rejoin(lines, masked)
         body = masked
@@ -275,7 +282,7 @@ def _comment(line: str) -> str:
 
 def _rejoin(lines: List[str], masked: List[str]) -> str:
     """The masked lines with the original line breaks."""
-    return "".join(new + old[len(old.rstrip("\r\n")):] for old, new in zip(lines, masked))
+    return "".join(new + old[len(old.rstrip("\r\n")) :] for old, new in zip(lines, masked))
 
 
 def _continuation_lines(text: str) -> Set[int]:
@@ -306,6 +313,7 @@ def _continuation_lines(text: str) -> Set[int]:
 
 # -- locating findings in cells --------------------------------------------------------------------
 
+
 def _cell_at(source: NotebookSource, line: int) -> Cell:
     """The cell holding virtual `line` (a boundary line belongs to the cell before it)."""
     starts = [cell.first_line for cell in source.cells]
@@ -315,7 +323,9 @@ def _cell_at(source: NotebookSource, line: int) -> Cell:
 def _edit_in(cell: Cell, edit: Edit) -> Edit:
     shift = cell.first_line - 1
     return dataclasses.replace(
-        edit, start=edit.start - cell.offset, end=edit.end - cell.offset,
+        edit,
+        start=edit.start - cell.offset,
+        end=edit.end - cell.offset,
         location=(edit.location[0] - shift, edit.location[1]),
         end_location=(edit.end_location[0] - shift, edit.end_location[1]),
     )
@@ -333,10 +343,16 @@ def locate_findings(source: SourceFile, findings: Iterable[Finding]) -> List[Fin
         fix = finding.fix
         if fix is not None:
             fix = Fix(tuple(_edit_in(cell, edit) for edit in fix.edits), fix.safety)
-        located.append(dataclasses.replace(
-            finding, cell=cell.number, line=finding.line - shift, end_line=finding.end_line - shift, fix=fix,
-            noqa_lines=tuple(row - shift for row in finding.noqa_lines),
-        ))
+        located.append(
+            dataclasses.replace(
+                finding,
+                cell=cell.number,
+                line=finding.line - shift,
+                end_line=finding.end_line - shift,
+                fix=fix,
+                noqa_lines=tuple(row - shift for row in finding.noqa_lines),
+            )
+        )
     return located
 
 
@@ -348,13 +364,13 @@ def locate_error(source: SourceFile, error: str) -> str:
     prefix = f"{source.path}: "
     if not isinstance(source, NotebookSource) or not source.cells or not error.startswith(prefix):
         return error
-    message = error[len(prefix):]
+    message = error[len(prefix) :]
     match = _POSITION.match(message)
     if match is None:
         return error
     cell = _cell_at(source, int(match.group("line")))
     where = f"{match.group('head') or ''}cell {cell.number}, line {int(match.group('line')) - cell.first_line + 1}"
-    return prefix + where + message[match.end():]
+    return prefix + where + message[match.end() :]
 
 
 def locate(source: SourceFile, outcome: FileOutcome) -> FileOutcome:
@@ -373,6 +389,7 @@ def cell_text(source: SourceFile, number: Optional[int]) -> str:
 
 
 # -- writing back ----------------------------------------------------------------------------------
+
 
 def cell_sources(source: NotebookSource, text: str) -> List[str]:
     """The source of each code cell once the virtual module is `text` (magics restored)."""
@@ -403,8 +420,9 @@ def encode(source: NotebookSource, text: str) -> bytes:
     """The notebook's bytes once its virtual module is `text`: only changed cells' sources differ."""
     document = source.document
     ascii_only = all(ord(char) < 128 for char in document)  # how json.dumps was called on it
-    changed = [(cell.span, new) for cell, new in zip(source.cells, cell_sources(source, text))
-               if new != cell.text and cell.span is not None]
+    changed = [
+        (cell.span, new) for cell, new in zip(source.cells, cell_sources(source, text)) if new != cell.text and cell.span is not None
+    ]
     for (start, end), new in sorted(changed, reverse=True):  # from the end: earlier spans stay put
         document = document[:start] + _render(document[start:end], new, ascii_only) + document[end:]
     data = document.encode("utf-8")
@@ -421,8 +439,8 @@ def _render(old: str, text: str, ascii_only: bool) -> str:
     if not lines:
         return "[]"
     if items:
-        opening, closing = old[1:items[0][0]], old[items[-1][1]:-1]
-        separator = old[items[0][1]:items[1][0]] if len(items) > 1 else "," + opening
+        opening, closing = old[1 : items[0][0]], old[items[-1][1] : -1]
+        separator = old[items[0][1] : items[1][0]] if len(items) > 1 else "," + opening
     else:
         opening, closing, separator = "", "", ", "
     body = separator.join(tokens.get(line) or json.dumps(line, ensure_ascii=ascii_only) for line in lines)
@@ -435,8 +453,6 @@ def diff(source: NotebookSource, text: str) -> str:
     for cell, new in zip(source.cells, cell_sources(source, text)):
         if new != cell.text:
             name = f"{source.path}:cell {cell.number}"
-            lines = difflib.unified_diff(_lines(cell.text), _lines(new),
-                                         fromfile=f"a/{name}", tofile=f"b/{name}")
-            out.append("".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of cell\n"
-                               for line in lines))
+            lines = difflib.unified_diff(_lines(cell.text), _lines(new), fromfile=f"a/{name}", tofile=f"b/{name}")
+            out.append("".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of cell\n" for line in lines))
     return "".join(out)

@@ -101,7 +101,11 @@ def reader(expected: object) -> Reader:
         if _is_record(expected):
             hints = typing.get_type_hints(expected)
             keywords = dataclasses.is_dataclass(expected)
-            names = [f.name for f in dataclasses.fields(expected) if f.init] if dataclasses.is_dataclass(expected) else list(cast(Any, expected)._fields)
+            names = (
+                [f.name for f in dataclasses.fields(expected) if f.init]
+                if dataclasses.is_dataclass(expected)
+                else list(cast(Any, expected)._fields)
+            )
             return _record(expected, [(name, reader(hints[name])) for name in names], keywords)
         custom = _custom_codecs().get(expected)
         if custom is not None:
@@ -124,7 +128,11 @@ def _leaf(*kinds: type) -> Reader:
 
 
 _LEAVES: Dict[object, Reader] = {
-    str: _leaf(str), bool: _leaf(bool), int: _leaf(int), float: _leaf(float, int), type(None): _leaf(type(None)),
+    str: _leaf(str),
+    bool: _leaf(bool),
+    int: _leaf(int),
+    float: _leaf(float, int),
+    type(None): _leaf(type(None)),
 }
 
 

@@ -34,6 +34,7 @@ MAX_DEPTH = 1500
 RECURSION_LIMIT = 30_000
 _NEWLINE = re.compile(r"(\r\n|\r|\n)")  # the line breaks of Python's tokenizer (not str.splitlines')
 
+
 class ParseError(Exception):
     """The text is not valid Python; the message says where and why."""
 
@@ -154,7 +155,7 @@ def mask(text: str, spans: List[Tuple[int, int]]) -> str:
     at = 0
     for start, end in sorted(spans):
         parts.append(text[at:start])
-        parts.append(_blank(text[start:end], ends_line=text[end:end + 1] in ("", "\n", "\r")))
+        parts.append(_blank(text[start:end], ends_line=text[end : end + 1] in ("", "\n", "\r")))
         at = end
     parts.append(text[at:])
     return "".join(parts)
@@ -169,4 +170,3 @@ def _blank(segment: str, ends_line: bool) -> str:
     for i in range(2, len(rows), 2):  # a whole line: a comment; the last one only if nothing follows it
         rows[i] = "#".ljust(len(rows[i])) if rows[i] and (i < last or ends_line) else " " * len(rows[i])
     return "".join(rows)
-

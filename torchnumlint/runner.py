@@ -56,9 +56,7 @@ if TYPE_CHECKING:
 _NOQA = re.compile("noqa", re.IGNORECASE)  # as `directives` finds a noqa comment
 
 
-def process_file(
-    source: SourceFile, rules: Sequence[Type[Rule]], index: ProjectIndex, options: Options
-) -> FileOutcome:
+def process_file(source: SourceFile, rules: Sequence[Type[Rule]], index: ProjectIndex, options: Options) -> FileOutcome:
     """Lint or fix one file; a notebook's findings and errors are located in its cells."""
     return notebook.locate(source, _lint_or_fix(source, rules, index, options))
 
@@ -70,9 +68,7 @@ def _beyond_every_rule(text: str) -> bool:
     return "torch" not in text and _NOQA.search(text) is None
 
 
-def _lint_or_fix(
-    source: SourceFile, rules: Sequence[Type[Rule]], index: ProjectIndex, options: Options
-) -> FileOutcome:
+def _lint_or_fix(source: SourceFile, rules: Sequence[Type[Rule]], index: ProjectIndex, options: Options) -> FileOutcome:
     path = source.path
     outcome = FileOutcome()
     if not (options.fix or options.diff) and _beyond_every_rule(source.text):
@@ -93,8 +89,9 @@ def _lint_or_fix(
             outcome.findings = options.fix_policy.apply(found)
             outcome.errors.extend(f"{path}: {message}" for message in skipped)
             return outcome
-        result = fix_text(path, source.text, rules, index, unsafe=bool(options.unsafe_fixes), strict=bool(options.strict),
-                          policy=options.fix_policy)
+        result = fix_text(
+            path, source.text, rules, index, unsafe=bool(options.unsafe_fixes), strict=bool(options.strict), policy=options.fix_policy
+        )
     except ParseError as exc:
         outcome.errors.append(f"{path}: cannot parse: {exc}")
         return outcome
@@ -125,9 +122,7 @@ def _lint_or_fix(
 
 def unified_diff(path: str, old: str, new: str) -> str:
     """A patch that `patch` applies, with the marker for a last line without a newline."""
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=f"a/{path}", tofile=f"b/{path}"
-    )
+    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=f"a/{path}", tofile=f"b/{path}")
     return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
@@ -225,8 +220,7 @@ class _Project:
     """The files passed from one project: each answered from the cache or linted (in workers)
     against the project's index, their outcomes put back in the order they were passed."""
 
-    def __init__(self, root: Optional[Path], members: List[Tuple[int, str]], settings: Settings,
-                 options: Options, covered: bool) -> None:
+    def __init__(self, root: Optional[Path], members: List[Tuple[int, str]], settings: Settings, options: Options, covered: bool) -> None:
         self.root = root
         self.members = members
         self.settings = settings
@@ -485,7 +479,8 @@ class _Project:
             try:
                 source = self._source(path)
                 found = own.fix_policy.apply(
-                    lint_text(path, source.text, [r for r in rules[path] if r.needs_index], fresh, strict=bool(own.strict)))
+                    lint_text(path, source.text, [r for r in rules[path] if r.needs_index], fresh, strict=bool(own.strict))
+                )
                 kept.extend(notebook.locate_findings(source, found))
             except (ParseError, SourceError):
                 pass  # already reported for this file

@@ -49,8 +49,13 @@ def read_source(path: str, max_size: int = MAX_FILE_SIZE) -> SourceFile:
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a folder"),
+    ):
         if test(mode):
             return name
     return "not a plain file"
@@ -70,7 +75,7 @@ def decode(path: str, raw: bytes) -> SourceFile:
         encoding = "utf-8"  # undecodable bytes in the first lines: the decode below names them
     if encoding == "utf-8-sig":
         encoding = "utf-8"
-    body = raw[len(codecs.BOM_UTF8):] if bom else raw
+    body = raw[len(codecs.BOM_UTF8) :] if bom else raw
     try:
         text = body.decode(encoding)
     except UnicodeDecodeError as exc:

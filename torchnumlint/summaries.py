@@ -82,16 +82,26 @@ METHODS: Dict[str, str] = {"softmax": "softmax", "log_softmax": "log_softmax", "
 ACTIVATIONS: Dict[str, str] = {
     f"{prefix}.{cls}": kind
     for prefix in ("torch.nn", "torch.nn.modules", "torch.nn.modules.activation")
-    for cls, kind in (("Softmax", "softmax"), ("LogSoftmax", "log_softmax"), ("Sigmoid", "sigmoid"),
-                      ("LogSigmoid", "logsigmoid"))
+    for cls, kind in (("Softmax", "softmax"), ("LogSoftmax", "log_softmax"), ("Sigmoid", "sigmoid"), ("LogSigmoid", "logsigmoid"))
 }
 SEQUENTIAL = frozenset({"torch.nn.Sequential", "torch.nn.modules.Sequential", "torch.nn.modules.container.Sequential"})
 # Decorators that return what the function returns (anything else may change it).
 TRANSPARENT_DECORATORS = frozenset(
     {
-        "staticmethod", "classmethod", "torch.no_grad", "torch.enable_grad", "torch.inference_mode",
-        "torch.autograd.no_grad", "torch.jit.script", "torch.jit.ignore", "torch.jit.unused", "torch.compile",
-        "functools.lru_cache", "functools.cache", "torch.amp.custom_fwd", "torch.cuda.amp.custom_fwd",
+        "staticmethod",
+        "classmethod",
+        "torch.no_grad",
+        "torch.enable_grad",
+        "torch.inference_mode",
+        "torch.autograd.no_grad",
+        "torch.jit.script",
+        "torch.jit.ignore",
+        "torch.jit.unused",
+        "torch.compile",
+        "functools.lru_cache",
+        "functools.cache",
+        "torch.amp.custom_fwd",
+        "torch.cuda.amp.custom_fwd",
     }
 )
 _DYNAMIC = frozenset({"setattr", "add_module", "register_module"})  # any attribute may change
@@ -127,7 +137,8 @@ def callers_digest(tree: ast.Module, calls: Tuple[CallFact, ...]) -> str:
     sees them (comments and blank lines are not part of it)."""
     lines = {fact[-2] for fact in calls}
     parts = [
-        ast.dump(stmt) for stmt in tree.body
+        ast.dump(stmt)
+        for stmt in tree.body
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
         or any(stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno) for line in lines)
     ]
@@ -193,8 +204,9 @@ def summarize(path: str, tree: ast.Module, calls: bool = True) -> FileSummary:
             info = _class(stmt, imports, scans)
             if stmt.name not in ambiguous:
                 classes[stmt.name] = info
-        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
-                and not _rebinds_itself(stmt):
+        elif (
+            isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and not _rebinds_itself(stmt)
+        ):
             name = stmt.targets[0].id
             callee = module.instance(stmt.value) if name not in ambiguous else None
             if callee is not None:
@@ -324,8 +336,10 @@ EXP_OF = {"log_softmax": "softmax", "logsigmoid": "sigmoid"}  # exp(log_softmax(
 
 def _keeps(value: ast.AST, name: str) -> bool:
     """`name.float()`, `name.to(device)`: a rebinding of `name` to its own values (or module)."""
-    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and (
-        value.func.attr in vocabulary.SAME_VALUES or value.func.attr in vocabulary.MODULE_METHODS
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and (value.func.attr in vocabulary.SAME_VALUES or value.func.attr in vocabulary.MODULE_METHODS)
     ):
         value = value.func.value
     return isinstance(value, ast.Name) and value.id == name
@@ -356,10 +370,14 @@ class _Exprs:
     those bound only by plain assignments (followed: all of them must agree), `changed` the
     in-place changes of locals; the rest are module-level or imported names."""
 
-    def __init__(self, imports: Dict[str, Target], locals_: AbstractSet[str] = frozenset(),
-                 values: Optional[Dict[str, List[ast.AST]]] = None,
-                 changed: Optional[Dict[str, List[Optional[ast.Call]]]] = None,
-                 lists: Optional[Dict[str, ast.AST]] = None) -> None:
+    def __init__(
+        self,
+        imports: Dict[str, Target],
+        locals_: AbstractSet[str] = frozenset(),
+        values: Optional[Dict[str, List[ast.AST]]] = None,
+        changed: Optional[Dict[str, List[Optional[ast.Call]]]] = None,
+        lists: Optional[Dict[str, ast.AST]] = None,
+    ) -> None:
         self.imports = imports
         self.locals = locals_
         self.values = values or {}
@@ -432,8 +450,11 @@ class _Exprs:
         func = expr.func
         if isinstance(func, ast.Attribute) and func.attr in vocabulary.SAME_VALUES and self.qualname(func) is None:
             return self.result(func.value, depth + 1)  # `return p.unsqueeze(1).float()`: the same values
-        exp_of = func.value if isinstance(func, ast.Attribute) and func.attr == "exp" and self.qualname(func) is None and not expr.args else (
-            expr.args[0] if self.qualname(func) in EXPS and len(expr.args) == 1 else None)
+        exp_of = (
+            func.value
+            if isinstance(func, ast.Attribute) and func.attr == "exp" and self.qualname(func) is None and not expr.args
+            else (expr.args[0] if self.qualname(func) in EXPS and len(expr.args) == 1 else None)
+        )
         if exp_of is not None:  # `F.log_softmax(x, -1).exp()` is a softmax, `logsigmoid(x).exp()` a sigmoid
             inner = self.result(exp_of, depth + 1)
             return ("kind", EXP_OF[inner[1]], inner[2]) if inner is not None and inner[0] == "kind" and inner[1] in EXP_OF else None
@@ -561,8 +582,11 @@ class _Scan:
             elif isinstance(node, ast.Call):
                 self.calls.append(node)
                 if (
-                    not nested and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
-                    and node.func.attr.endswith("_") and not node.func.attr.startswith("_")
+                    not nested
+                    and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.attr.endswith("_")
+                    and not node.func.attr.startswith("_")
                 ):
                     self.changed.setdefault(node.func.value.id, []).append(node)
                 called = (_dotted(node.func) or "").split(".")
@@ -632,7 +656,8 @@ def _returns(func: Union[ast.FunctionDef, ast.AsyncFunctionDef], imports: Dict[s
             return None
     params = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
     values = {
-        name: found for name, found in scan.assigned.items()
+        name: found
+        for name, found in scan.assigned.items()
         if len(found) == scan.binds.get(name) and name not in params  # every binding a plain one
     }
     exprs = _Exprs(imports, params | set(scan.binds), values, scan.changed)
@@ -677,8 +702,11 @@ def _last_layers(body: List[ast.stmt]) -> Dict[str, ast.AST]:
             last[known[0]] = known[1]
             continue
         for node in ast.walk(stmt):  # any other change of a list: its last element is unknown
-            target = node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else (
-                node.target if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else None)
+            target = (
+                node.func.value
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                else (node.target if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else None)
+            )
             names = [target] if target is not None else list(node.targets) if isinstance(node, ast.Assign) else []
             for name in names:
                 base = name.value if isinstance(name, ast.Subscript) else name
@@ -689,15 +717,29 @@ def _last_layers(body: List[ast.stmt]) -> Dict[str, ast.AST]:
 
 def _list_step(stmt: ast.stmt) -> Optional[Tuple[str, Optional[ast.AST]]]:
     """(name, its new last element) for a statement that builds a list in a known way."""
-    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
-            and isinstance(stmt.value, ast.List):
+    if (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        and isinstance(stmt.value, ast.List)
+    ):
         return stmt.targets[0].id, stmt.value.elts[-1] if stmt.value.elts else None
-    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add) and isinstance(stmt.target, ast.Name) \
-            and isinstance(stmt.value, ast.List) and stmt.value.elts:
+    if (
+        isinstance(stmt, ast.AugAssign)
+        and isinstance(stmt.op, ast.Add)
+        and isinstance(stmt.target, ast.Name)
+        and isinstance(stmt.value, ast.List)
+        and stmt.value.elts
+    ):
         return stmt.target.id, stmt.value.elts[-1]
     call = stmt.value if isinstance(stmt, ast.Expr) else None
-    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
-            and len(call.args) == 1 and not call.keywords:
+    if (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and len(call.args) == 1
+        and not call.keywords
+    ):
         if call.func.attr == "append":
             return call.func.value.id, call.args[0]
         if call.func.attr == "extend" and isinstance(call.args[0], ast.List) and call.args[0].elts:
@@ -749,7 +791,8 @@ class _CallFacts:
         if isinstance(func, ast.Attribute) and func.attr == "forward":
             func = func.value  # `m.forward(x)` is `m(x)`
         elif isinstance(func, ast.Attribute) and (
-            isinstance(func.value, ast.Call) or (isinstance(func.value, ast.Name) and func.value.id in ("self", *instances))
+            isinstance(func.value, ast.Call)
+            or (isinstance(func.value, ast.Name) and func.value.id in ("self", *instances))
             or (isinstance(func.value, ast.Name) and func.value.id in self.module_instances and func.value.id not in locals_)
         ):
             member = func.attr  # a method of an object
@@ -758,8 +801,9 @@ class _CallFacts:
         if fact is not None:
             self.facts.append((*fact, call.lineno, call.col_offset))
 
-    def _fact(self, func: ast.AST, member: str, cls: Optional[str], instances: Dict[str, str],
-              locals_: Set[str]) -> Optional[Tuple[str, str, str]]:
+    def _fact(
+        self, func: ast.AST, member: str, cls: Optional[str], instances: Dict[str, str], locals_: Set[str]
+    ) -> Optional[Tuple[str, str, str]]:
         if isinstance(func, ast.Call):
             callee = self.exprs.instance(func)  # `MyLoss()(a, b)`, `Head(d).predict(x)`
             return ("new", callee[1], member) if callee is not None and callee[0] == "new" else None
@@ -805,8 +849,7 @@ class Summaries:
     not parse): a module path that names two
     files is ambiguous even when only one of them has a summary."""
 
-    def __init__(self, files: Optional[Dict[str, Optional[FileSummary]]] = None,
-                 buffers: Optional[Dict[str, str]] = None) -> None:
+    def __init__(self, files: Optional[Dict[str, Optional[FileSummary]]] = None, buffers: Optional[Dict[str, str]] = None) -> None:
         self.files: Dict[str, Optional[FileSummary]] = dict(files or {})
         # The text of files as an editor or a test holds them, over what is on disk (never cached)
         self.buffers: Dict[str, str] = dict(buffers or {})
@@ -844,8 +887,7 @@ class Summaries:
         return Summaries({**self.files, path: summary}, {p: t for p, t in self.buffers.items() if p != path})
 
     def without(self, path: str) -> "Summaries":
-        return Summaries({p: s for p, s in self.files.items() if p != path},
-                         {p: t for p, t in self.buffers.items() if p != path})
+        return Summaries({p: s for p, s in self.files.items() if p != path}, {p: t for p, t in self.buffers.items() if p != path})
 
     # -- the questions -----------------------------------------------------------------------------
     def mentions_producer(self, text: str, kinds: FrozenSet[str]) -> bool:
@@ -864,8 +906,7 @@ class Summaries:
         for word in set(_WORD.findall(text)) & self._named.keys():
             key = (kinds, word)
             if key not in self._producers:
-                self._producers[key] = any((self._answer(question) or ("",))[0] in kinds
-                                           for question in self._named[word])
+                self._producers[key] = any((self._answer(question) or ("",))[0] in kinds for question in self._named[word])
             if self._producers[key]:
                 return True
         return False
@@ -888,8 +929,9 @@ class Summaries:
         width = max((len(r[1]) for r in results or () if r is not None and r[0] == "tuple"), default=0)
         return next((k for k in map(ask, (None, *range(width))) if k is not None), None)
 
-    def callee_kind(self, path: str, instance: Optional[Instance], callee: Optional[tuple], depth: int = 0,
-                    element: Optional[int] = None) -> Optional[Kind]:
+    def callee_kind(
+        self, path: str, instance: Optional[Instance], callee: Optional[tuple], depth: int = 0, element: Optional[int] = None
+    ) -> Optional[Kind]:
         """The kind that calling `callee` (names resolved in the file at `path`; `self` an instance
         of `instance`) gives, or element `element` of the tuple it gives (`recon, mu, logvar =
         model(x)`); None when that is not known to be of one kind."""
@@ -914,8 +956,9 @@ class Summaries:
             return self.callee_kind(where, None, summary.values[name], depth + 1, element)
         return None  # calling a class constructs an instance
 
-    def _returns_kind(self, path: str, instance: Optional[Instance], results: Optional[tuple], depth: int,
-                      element: Optional[int] = None) -> Optional[Kind]:
+    def _returns_kind(
+        self, path: str, instance: Optional[Instance], results: Optional[tuple], depth: int, element: Optional[int] = None
+    ) -> Optional[Kind]:
         """The one kind every return gives (or its element `element` gives); its dim where they
         agree on it."""
         if not results:
@@ -931,8 +974,9 @@ class Summaries:
         dims = {d for _, d in kinds}
         return kinds[0][0], dims.pop() if len(dims) == 1 else None
 
-    def _result_kind(self, path: str, instance: Optional[Instance], result: Optional[tuple], depth: int,
-                     element: Optional[int]) -> Optional[Kind]:
+    def _result_kind(
+        self, path: str, instance: Optional[Instance], result: Optional[tuple], depth: int, element: Optional[int]
+    ) -> Optional[Kind]:
         """The kind one result gives, or its element `element`."""
         if result is None or depth > _DEPTH:
             return None
@@ -1015,9 +1059,7 @@ class Summaries:
             for sub in self._subclasses.get(current[1], ()):
                 summary = self.files[sub[0]]
                 assert summary is not None  # `_subclasses` holds classes of the files that were read
-                if sub in seen or not any(
-                    self._resolve(sub[0], base, 0) == ("class", *current) for base in summary.classes[sub[1]].bases
-                ):
+                if sub in seen or not any(self._resolve(sub[0], base, 0) == ("class", *current) for base in summary.classes[sub[1]].bases):
                     continue
                 info = summary.classes[sub[1]]
                 if name in info.methods or name in info.attrs:
@@ -1083,10 +1125,7 @@ class Summaries:
                 return False
             where, owner = at[0], callee[1]
         found = self._resolve(where, owner, 0)
-        return (
-            found is not None and found[0] == "class" and member == name
-            and self._owner((found[1], found[2]), member, 0) == (path, cls)
-        )
+        return found is not None and found[0] == "class" and member == name and self._owner((found[1], found[2]), member, 0) == (path, cls)
 
     # -- names -------------------------------------------------------------------------------------
     def _resolve(self, path: str, dotted: str, depth: int) -> Optional[Tuple[str, str, str]]:

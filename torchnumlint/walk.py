@@ -15,10 +15,32 @@ import libcst as cst
 
 _SKIP = frozenset(
     {
-        "lpar", "rpar", "comma", "dot", "equal", "colon", "semicolon", "operator", "leading_lines",
-        "lines_after_decorators", "header", "footer", "newline", "trailing_whitespace", "first_line",
-        "empty_lines", "indent", "last_line", "asynchronous", "star_tok", "open_bracket",
-        "close_bracket", "lbrace", "rbrace", "lbracket", "rbracket",
+        "lpar",
+        "rpar",
+        "comma",
+        "dot",
+        "equal",
+        "colon",
+        "semicolon",
+        "operator",
+        "leading_lines",
+        "lines_after_decorators",
+        "header",
+        "footer",
+        "newline",
+        "trailing_whitespace",
+        "first_line",
+        "empty_lines",
+        "indent",
+        "last_line",
+        "asynchronous",
+        "star_tok",
+        "open_bracket",
+        "close_bracket",
+        "lbrace",
+        "rbrace",
+        "lbracket",
+        "rbracket",
     }
 )
 # Fields whose source order differs from their declaration order.

@@ -107,9 +107,7 @@ def check_flagged(code: str, case: Flagged) -> None:
         assert all(case.message in f.message for f in found), [f.message for f in found]
     if case.together:
         shared = findings(code, source, case.strict, case.path, case.together)
-        assert sorted((f.code, f.line) for f in shared) == sorted((code, line) for line in case.lines), [
-            (f.code, f.line) for f in shared
-        ]
+        assert sorted((f.code, f.line) for f in shared) == sorted((code, line) for line in case.lines), [(f.code, f.line) for f in shared]
     assert candidate_rules(source, [rule]) == [rule], "the pre-filter drops a flagged source"
 
     result = fix_text(case.path, source, rules, unsafe=True, strict=case.strict)
@@ -178,9 +176,7 @@ def check(code: str, case) -> None:
         check_silent(code, case)
 
 
-def params(
-    code: str, flagged: Sequence[Flagged] = (), silent: Sequence[Silent] = (), projects: Sequence[Project] = ()
-):
+def params(code: str, flagged: Sequence[Flagged] = (), silent: Sequence[Silent] = (), projects: Sequence[Project] = ()):
     """pytest parameters `(code, case)` for `@pytest.mark.parametrize("code, case", ...)`."""
     cases = [pytest.param(code, c, id=f"{code}-flagged-{i}") for i, c in enumerate(flagged)]
     cases += [pytest.param(code, c, id=f"{code}-silent-{i}") for i, c in enumerate(silent)]

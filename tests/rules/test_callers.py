@@ -70,27 +70,42 @@ LOSS_MODULE_FIXED = LOSS_MODULE.replace("q = F.softmax", "q = F.log_softmax").re
 FLAGGED = [
     # the seed's shape: `from helpers import f; f(x)`
     Project(
-        {"losses/kl.py": KL_HELPER,
-         "train.py": _train("from losses.kl import consistency_kl", "consistency_kl(student_logits, teacher_logits)")},
-        lines={"losses/kl.py": (6,)}, fixed={"losses/kl.py": KL_HELPER_FIXED},
+        {
+            "losses/kl.py": KL_HELPER,
+            "train.py": _train("from losses.kl import consistency_kl", "consistency_kl(student_logits, teacher_logits)"),
+        },
+        lines={"losses/kl.py": (6,)},
+        fixed={"losses/kl.py": KL_HELPER_FIXED},
         message="`teacher_logits` is passed with a gradient by the call at train.py:8",
     ),
     # `import helpers; helpers.f(x)`, keywords at the call, a temperature
     Project(
-        {"helpers.py": KL_HELPER,
-         "scripts/tune.py": _train("import helpers",
-                                   "helpers.consistency_kl(teacher_logits=teacher_logits, student_logits=student_logits, T=2.0)")},
-        lines={"helpers.py": (6,)}, fixed={"helpers.py": KL_HELPER_FIXED}, message="scripts/tune.py:8",
+        {
+            "helpers.py": KL_HELPER,
+            "scripts/tune.py": _train(
+                "import helpers", "helpers.consistency_kl(teacher_logits=teacher_logits, student_logits=student_logits, T=2.0)"
+            ),
+        },
+        lines={"helpers.py": (6,)},
+        fixed={"helpers.py": KL_HELPER_FIXED},
+        message="scripts/tune.py:8",
     ),
     # a relative import inside a package, under an alias
     Project(
-        {"pkg/__init__.py": "", "pkg/kl.py": KL_HELPER,
-         "pkg/engine.py": _train("from .kl import consistency_kl as ckl", "ckl(student_logits, teacher_logits)")},
-        lines={"pkg/kl.py": (6,)}, fixed={"pkg/kl.py": KL_HELPER_FIXED}, message="pkg/engine.py:8",
+        {
+            "pkg/__init__.py": "",
+            "pkg/kl.py": KL_HELPER,
+            "pkg/engine.py": _train("from .kl import consistency_kl as ckl", "ckl(student_logits, teacher_logits)"),
+        },
+        lines={"pkg/kl.py": (6,)},
+        fixed={"pkg/kl.py": KL_HELPER_FIXED},
+        message="pkg/engine.py:8",
     ),
     # an instance of a project loss module: `crit(a, b)` reaches `forward` (self is bound)
     Project(
-        {"models/losses.py": LOSS_MODULE, "train.py": """\
+        {
+            "models/losses.py": LOSS_MODULE,
+            "train.py": """\
             from models.losses import ConsistencyLoss
 
             crit = ConsistencyLoss(T=4.0)
@@ -101,13 +116,17 @@ FLAGGED = [
                 loss = crit(model(augmented), teacher_logits)
                 loss.backward()
                 optimizer.step()
-            """},
-        lines={"models/losses.py": (12,)}, fixed={"models/losses.py": LOSS_MODULE_FIXED}, message="train.py:8",
+            """,
+        },
+        lines={"models/losses.py": (12,)},
+        fixed={"models/losses.py": LOSS_MODULE_FIXED},
+        message="train.py:8",
     ),
     # the loss module kept in `self.criterion` of a trainer in another file
     Project(
-        {"models/losses.py": LOSS_MODULE,
-         "trainer.py": """\
+        {
+            "models/losses.py": LOSS_MODULE,
+            "trainer.py": """\
             import torch
             from models.losses import ConsistencyLoss
 
@@ -120,12 +139,16 @@ FLAGGED = [
                 def step(self, clean, augmented):
                     teacher_logits = self.model(clean)
                     return self.criterion(self.model(augmented), teacher_logits)
-            """},
-        lines={"models/losses.py": (12,)}, fixed={"models/losses.py": LOSS_MODULE_FIXED}, message="trainer.py:12",
+            """,
+        },
+        lines={"models/losses.py": (12,)},
+        fixed={"models/losses.py": LOSS_MODULE_FIXED},
+        message="trainer.py:12",
     ),
     # a method of a local instance: `obj.method(x)`
     Project(
-        {"objectives.py": """\
+        {
+            "objectives.py": """\
             import torch.nn.functional as F
 
 
@@ -133,32 +156,40 @@ FLAGGED = [
                 def consistency(self, student_logits, teacher_logits):
                     return F.kl_div(F.log_softmax(student_logits, -1), F.softmax(teacher_logits, -1), reduction="sum")
             """,
-         "run.py": """\
+            "run.py": """\
             from objectives import Objectives
 
 
             def step(model, x, x_aug):
                 objectives = Objectives()
                 return objectives.consistency(model(x_aug), model(x))
-            """},
+            """,
+        },
         lines={"objectives.py": (6,)},
-        fixed={"objectives.py": """\
+        fixed={
+            "objectives.py": """\
             import torch.nn.functional as F
 
 
             class Objectives:
                 def consistency(self, student_logits, teacher_logits):
                     return F.kl_div(F.log_softmax(student_logits, -1), F.log_softmax(teacher_logits, -1), reduction="sum", log_target=True)
-            """},
+            """
+        },
         message="run.py:6",
     ),
     # two callers: a real teacher in one, the student's own model in the other; the second is named
     Project(
-        {"helpers.py": KL_HELPER,
-         "distill.py": _train("from helpers import consistency_kl",
-                              "consistency_kl(student_logits, teacher_logits)", teacher="teacher(clean).detach()"),
-         "tune.py": _train("from helpers import consistency_kl", "consistency_kl(student_logits, teacher_logits)")},
-        lines={"helpers.py": (6,)}, fixed={"helpers.py": KL_HELPER_FIXED}, message="tune.py:8",
+        {
+            "helpers.py": KL_HELPER,
+            "distill.py": _train(
+                "from helpers import consistency_kl", "consistency_kl(student_logits, teacher_logits)", teacher="teacher(clean).detach()"
+            ),
+            "tune.py": _train("from helpers import consistency_kl", "consistency_kl(student_logits, teacher_logits)"),
+        },
+        lines={"helpers.py": (6,)},
+        fixed={"helpers.py": KL_HELPER_FIXED},
+        message="tune.py:8",
     ),
 ]
 
@@ -172,8 +203,11 @@ BASE = """\
         def consistency(self, student_logits, teacher_logits):
             return F.kl_div(F.log_softmax(student_logits, -1), F.softmax(teacher_logits, -1), reduction="batchmean")
     """
-FLAGGED.append(Project(
-    {"base.py": BASE, "prompt.py": """\
+FLAGGED.append(
+    Project(
+        {
+            "base.py": BASE,
+            "prompt.py": """\
         from base import DistillBase
 
 
@@ -181,16 +215,25 @@ FLAGGED.append(Project(
             def training_step(self, clean, augmented):
                 teacher_logits = self.model(clean)
                 return self.consistency(self.model(augmented), teacher_logits)
-        """},
-    lines={"base.py": (7,)},
-    fixed={"base.py": BASE.replace("F.softmax(teacher_logits, -1), reduction=\"batchmean\")",
-                                   "F.log_softmax(teacher_logits, -1), reduction=\"batchmean\", log_target=True)")},
-    message="prompt.py:7",
-))
+        """,
+        },
+        lines={"base.py": (7,)},
+        fixed={
+            "base.py": BASE.replace(
+                'F.softmax(teacher_logits, -1), reduction="batchmean")',
+                'F.log_softmax(teacher_logits, -1), reduction="batchmean", log_target=True)',
+            )
+        },
+        message="prompt.py:7",
+    )
+)
 
 SILENT = [
     # a different model under no_grad: no gradient reaches the target
-    Project({"losses/kl.py": KL_HELPER, "train.py": """\
+    Project(
+        {
+            "losses/kl.py": KL_HELPER,
+            "train.py": """\
         import torch
         from losses.kl import consistency_kl
 
@@ -199,13 +242,21 @@ SILENT = [
             with torch.no_grad():
                 teacher_logits = teacher(x)
             return consistency_kl(student(x), teacher_logits)
-        """}),
+        """,
+        }
+    ),
     # the student's own model, detached at the caller
-    Project({"helpers.py": KL_HELPER,
-             "train.py": _train("import helpers", "helpers.consistency_kl(student_logits, teacher_logits)",
-                                teacher="model(clean).detach()")}),
+    Project(
+        {
+            "helpers.py": KL_HELPER,
+            "train.py": _train("import helpers", "helpers.consistency_kl(student_logits, teacher_logits)", teacher="model(clean).detach()"),
+        }
+    ),
     # a teacher module beside the student in a trainer: another model, named so
-    Project({"models/losses.py": LOSS_MODULE, "trainer.py": """\
+    Project(
+        {
+            "models/losses.py": LOSS_MODULE,
+            "trainer.py": """\
         from models.losses import ConsistencyLoss
 
 
@@ -216,13 +267,22 @@ SILENT = [
 
             def step(self, x):
                 return self.criterion(self.student(x), self.teacher(x))
-        """}),
+        """,
+        }
+    ),
     # a function of the same name in another module is not a call of the helper
-    Project({"helpers.py": KL_HELPER,
-             "other.py": "def consistency_kl(a, b):\n    return (a - b).abs().mean()\n",
-             "train.py": _train("from other import consistency_kl", "consistency_kl(student_logits, teacher_logits)")}),
+    Project(
+        {
+            "helpers.py": KL_HELPER,
+            "other.py": "def consistency_kl(a, b):\n    return (a - b).abs().mean()\n",
+            "train.py": _train("from other import consistency_kl", "consistency_kl(student_logits, teacher_logits)"),
+        }
+    ),
     # a local class of the same name in the caller's file shadows nothing of the helper's file
-    Project({"models/losses.py": LOSS_MODULE, "train.py": """\
+    Project(
+        {
+            "models/losses.py": LOSS_MODULE,
+            "train.py": """\
         import torch.nn as nn
 
 
@@ -234,12 +294,16 @@ SILENT = [
         def step(model, x, x_aug):
             crit = ConsistencyLoss()
             return crit(model(x_aug), model(x))
-        """}),
+        """,
+        }
+    ),
 ]
 
 
 # an instance of a loss module in its own file: `crit(a, b)` beside the class reaches `forward`
-OWN_FILE = LOSS_MODULE + """\
+OWN_FILE = (
+    LOSS_MODULE
+    + """\
 
 
     def train_step(model, clean, augmented):
@@ -247,18 +311,32 @@ OWN_FILE = LOSS_MODULE + """\
         teacher_logits = model(clean)
         return crit(model(augmented), teacher_logits)
     """
+)
 OWN = [
-    Flagged(OWN_FILE, (12,), OWN_FILE.replace("q = F.softmax", "q = F.log_softmax").replace(
-        'reduction="batchmean")', 'reduction="batchmean", log_target=True)'), message="line 18"),
+    Flagged(
+        OWN_FILE,
+        (12,),
+        OWN_FILE.replace("q = F.softmax", "q = F.log_softmax").replace('reduction="batchmean")', 'reduction="batchmean", log_target=True)'),
+        message="line 18",
+    ),
     Silent(OWN_FILE.replace("teacher_logits = model(clean)", "teacher_logits = model(clean).detach()")),
-    Silent(OWN_FILE.replace("def train_step(model,", "def train_step(model, teacher,").replace(
-        "teacher_logits = model(clean)", "teacher_logits = teacher(clean)")),
+    Silent(
+        OWN_FILE.replace("def train_step(model,", "def train_step(model, teacher,").replace(
+            "teacher_logits = model(clean)", "teacher_logits = teacher(clean)"
+        )
+    ),
 ]
 
 
-@pytest.mark.parametrize("code, case", harness.params("TNL101", flagged=[c for c in OWN if isinstance(c, Flagged)],
-                                                      silent=[c for c in OWN if isinstance(c, Silent)],
-                                                      projects=FLAGGED + SILENT))
+@pytest.mark.parametrize(
+    "code, case",
+    harness.params(
+        "TNL101",
+        flagged=[c for c in OWN if isinstance(c, Flagged)],
+        silent=[c for c in OWN if isinstance(c, Silent)],
+        projects=FLAGGED + SILENT,
+    ),
+)
 def test_tnl101_callers_in_other_files(code, case):
     harness.check(code, case)
 
@@ -273,21 +351,33 @@ MASK_HELPER = """\
     """
 
 MASKS = [
-    Project({"utils/pooling.py": MASK_HELPER, "heads.py": """\
+    Project(
+        {
+            "utils/pooling.py": MASK_HELPER,
+            "heads.py": """\
         from utils.pooling import masked_mean
 
 
         def class_means(feats, labels, num_classes):
             return [masked_mean(feats, (labels == c).float()[:, None]) for c in range(num_classes)]
-        """}, lines={"utils/pooling.py": (5,)}, message="passed to `masked_mean` by the call (heads.py:5)"),
+        """,
+        },
+        lines={"utils/pooling.py": (5,)},
+        message="passed to `masked_mean` by the call (heads.py:5)",
+    ),
     # padding masks from every caller: no evidence
-    Project({"utils/pooling.py": MASK_HELPER, "encoder.py": """\
+    Project(
+        {
+            "utils/pooling.py": MASK_HELPER,
+            "encoder.py": """\
         from utils import pooling
 
 
         def pooled(h, attention_mask):
             return pooling.masked_mean(h, attention_mask[..., None])
-        """}),
+        """,
+        }
+    ),
 ]
 
 

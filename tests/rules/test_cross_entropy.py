@@ -1110,8 +1110,6 @@ LOGITS_PROJECTS = [
 ]
 
 
-@pytest.mark.parametrize(
-    "code, case", harness.params("TNL115", LOGITS_FLAGGED, LOGITS_SILENT, LOGITS_PROJECTS)
-)
+@pytest.mark.parametrize("code, case", harness.params("TNL115", LOGITS_FLAGGED, LOGITS_SILENT, LOGITS_PROJECTS))
 def test_sigmoid_into_logits_loss(code, case):
     harness.check(code, case)

@@ -56,40 +56,40 @@ def fixed(code, *rules, unsafe=True):
 
 T201_FLAGGED = [
     flagged(["return x / x.norm()"], 0, ["return x / x.norm().clamp_min(1e-12)"]),
-    flagged(["return x / torch.norm(y, dim=1, keepdim=True)"], 0,
-            ["return x / torch.norm(y, dim=1, keepdim=True).clamp_min(1e-12)"]),
-    flagged(["return x / torch.linalg.vector_norm(y, dim=-1)"], 0,
-            ["return x / torch.linalg.vector_norm(y, dim=-1).clamp_min(1e-12)"]),
+    flagged(["return x / torch.norm(y, dim=1, keepdim=True)"], 0, ["return x / torch.norm(y, dim=1, keepdim=True).clamp_min(1e-12)"]),
+    flagged(["return x / torch.linalg.vector_norm(y, dim=-1)"], 0, ["return x / torch.linalg.vector_norm(y, dim=-1).clamp_min(1e-12)"]),
     # a sum of unknown sign gets no clamp: it would turn -0.5 into 1e-12
     flagged(["return x / w.sum()"], 0),
     flagged(["return x / torch.sum(w, dim=0)"], 0),
     flagged(["return x / w.abs().sum()"], 0, ["return x / w.abs().sum().clamp_min(1e-12)"]),
-    flagged(["return (x - x.mean(0)) / torch.std(x, 0)"], 0,
-            ["return (x - x.mean(0)) / torch.std(x, 0).clamp_min(1e-12)"]),
+    flagged(["return (x - x.mean(0)) / torch.std(x, 0)"], 0, ["return (x - x.mean(0)) / torch.std(x, 0).clamp_min(1e-12)"]),
     flagged(["return x / x.var()"], 0, ["return x / x.var().clamp_min(1e-12)"]),
     # a cosine similarity by hand: a product of norms is 0 when one factor is
-    flagged(["return (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1))"], 0,
-            ["return (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1)).clamp_min(1e-12)"]),
+    flagged(
+        ["return (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1))"],
+        0,
+        ["return (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1)).clamp_min(1e-12)"],
+    ),
     flagged(["return x / (2.0 * y.std())"], 0, ["return x / (2.0 * y.std()).clamp_min(1e-12)"]),
     # counts are clamped at 1: exact, so SAFE
-    flagged(["return x.sum() / torch.count_nonzero(m)"], 0, ["return x.sum() / torch.count_nonzero(m).clamp_min(1)"],
-            safe=True),
-    flagged(["return x.sum() / (y != -100).float().sum()"], 0,
-            ["return x.sum() / (y != -100).float().sum().clamp_min(1)"], safe=True),
+    flagged(["return x.sum() / torch.count_nonzero(m)"], 0, ["return x.sum() / torch.count_nonzero(m).clamp_min(1)"], safe=True),
+    flagged(["return x.sum() / (y != -100).float().sum()"], 0, ["return x.sum() / (y != -100).float().sum().clamp_min(1)"], safe=True),
     flagged(["return x / (~m).sum()"], 0, ["return x / (~m).sum().clamp_min(1)"], safe=True),
-    flagged(["n = mask.sum(dim=-1)", "return (x * mask).sum(-1) / n"], 1,
-            ["n = mask.sum(dim=-1)", "return (x * mask).sum(-1) / n.clamp_min(1e-12)"]),
+    flagged(
+        ["n = mask.sum(dim=-1)", "return (x * mask).sum(-1) / n"],
+        1,
+        ["n = mask.sum(dim=-1)", "return (x * mask).sum(-1) / n.clamp_min(1e-12)"],
+    ),
     # casts and detach are looked through
     # a mask known only by its name can be soft: clamped at eps, not at 1
     flagged(["return x.sum() / mask.sum().float()"], 0, ["return x.sum() / mask.sum().float().clamp_min(1e-12)"]),
-    flagged(["return x / y.norm(dim=1, keepdim=True).detach()"], 0,
-            ["return x / y.norm(dim=1, keepdim=True).detach().clamp_min(1e-12)"]),
+    flagged(["return x / y.norm(dim=1, keepdim=True).detach()"], 0, ["return x / y.norm(dim=1, keepdim=True).detach().clamp_min(1e-12)"]),
     # through a name, abs().sum()
-    flagged(["s = w.abs().sum(-1, keepdim=True)", "return x / s"], 1,
-            ["s = w.abs().sum(-1, keepdim=True)", "return x / s.clamp_min(1e-12)"]),
+    flagged(
+        ["s = w.abs().sum(-1, keepdim=True)", "return x / s"], 1, ["s = w.abs().sum(-1, keepdim=True)", "return x / s.clamp_min(1e-12)"]
+    ),
     # method and function division, in place
-    flagged(["return x.div(w.norm(dim=-1, keepdim=True))"], 0,
-            ["return x.div(w.norm(dim=-1, keepdim=True).clamp_min(1e-12))"]),
+    flagged(["return x.div(w.norm(dim=-1, keepdim=True))"], 0, ["return x.div(w.norm(dim=-1, keepdim=True).clamp_min(1e-12))"]),
     flagged(["x.div_(w.norm())", "return x"], 0, ["x.div_(w.norm().clamp_min(1e-12))", "return x"]),
     flagged(["x /= w.norm()", "return x"], 0, ["x /= w.norm().clamp_min(1e-12)", "return x"]),
     flagged(["return torch.true_divide(x, y.std())"], 0, ["return torch.true_divide(x, y.std().clamp_min(1e-12))"]),
@@ -101,30 +101,38 @@ T201_FLAGGED = [
     flagged(["n = w.sum().sqrt()", "return x / n"], 1, ["n = w.sum().clamp_min(1e-12).sqrt()", "return x / n"]),
     # a root of a sum of squares: without TNL204 (which rewrites it into a norm, see the family
     # together below), TNL201 guards inside the root itself
-    flagged(["return x / torch.sqrt((y ** 2).sum(-1))"], 0,
-            ["return x / torch.sqrt((y ** 2).sum(-1).clamp_min(1e-12))"]),
+    flagged(["return x / torch.sqrt((y ** 2).sum(-1))"], 0, ["return x / torch.sqrt((y ** 2).sum(-1).clamp_min(1e-12))"]),
     # multi-line, parenthesised, nested
     flagged(["return x / (", "    w.norm(dim=-1)", ")"], 1, ["return x / (", "    w.norm(dim=-1)", ").clamp_min(1e-12)"]),
     flagged(["return torch.log(x / w.norm(dim=-1))"], 0, ["return torch.log(x / w.norm(dim=-1).clamp_min(1e-12))"]),
-    flagged(["return 2 * x / x.norm(dim=-1, keepdim=True)"], 0,
-            ["return 2 * x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)"]),
-    flagged(["return x / x.norm(p=1, dim=-1, keepdim=True)"], 0,
-            ["return x / x.norm(p=1, dim=-1, keepdim=True).clamp_min(1e-12)"]),
+    flagged(["return 2 * x / x.norm(dim=-1, keepdim=True)"], 0, ["return 2 * x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)"]),
+    flagged(["return x / x.norm(p=1, dim=-1, keepdim=True)"], 0, ["return x / x.norm(p=1, dim=-1, keepdim=True).clamp_min(1e-12)"]),
     # every import form of torch, of its norms and of division
-    Flagged("import torch as th\ndef f(x, w):\n    return th.div(x, th.linalg.norm(w, dim=1))\n", (3,),
-            "import torch as th\ndef f(x, w):\n    return th.div(x, th.linalg.norm(w, dim=1).clamp_min(1e-12))\n",
-            strict=True),
-    Flagged("from torch import norm\ndef f(x, w):\n    return x / norm(w)\n", (3,),
-            "from torch import norm\ndef f(x, w):\n    return x / norm(w).clamp_min(1e-12)\n", strict=True),
-    Flagged("from torch import linalg\ndef f(x, w):\n    return x / linalg.vector_norm(w)\n", (3,),
-            "from torch import linalg\ndef f(x, w):\n    return x / linalg.vector_norm(w).clamp_min(1e-12)\n",
-            strict=True),
+    Flagged(
+        "import torch as th\ndef f(x, w):\n    return th.div(x, th.linalg.norm(w, dim=1))\n",
+        (3,),
+        "import torch as th\ndef f(x, w):\n    return th.div(x, th.linalg.norm(w, dim=1).clamp_min(1e-12))\n",
+        strict=True,
+    ),
+    Flagged(
+        "from torch import norm\ndef f(x, w):\n    return x / norm(w)\n",
+        (3,),
+        "from torch import norm\ndef f(x, w):\n    return x / norm(w).clamp_min(1e-12)\n",
+        strict=True,
+    ),
+    Flagged(
+        "from torch import linalg\ndef f(x, w):\n    return x / linalg.vector_norm(w)\n",
+        (3,),
+        "from torch import linalg\ndef f(x, w):\n    return x / linalg.vector_norm(w).clamp_min(1e-12)\n",
+        strict=True,
+    ),
     # a tested value under a root is handled (below); an always-true test is no test
-    Flagged("import torch\ndef f(w, out):\n    var = out.var()\n    if True:\n        w /= torch.sqrt(var)\n    return w\n",
-            (5,),
-            "import torch\ndef f(w, out):\n    var = out.var()\n    if True:\n        w /= torch.sqrt(var.clamp_min(1e-12))\n"
-            "    return w\n",
-            strict=True),
+    Flagged(
+        "import torch\ndef f(w, out):\n    var = out.var()\n    if True:\n        w /= torch.sqrt(var)\n    return w\n",
+        (5,),
+        "import torch\ndef f(w, out):\n    var = out.var()\n    if True:\n        w /= torch.sqrt(var.clamp_min(1e-12))\n    return w\n",
+        strict=True,
+    ),
 ]
 
 
@@ -163,11 +171,9 @@ T201_CLEAN = [
     ]
 ] + [
     # numpy and Python numbers
-    Silent("import numpy as np\ndef f(x, losses):\n    return x / np.sum(x) / np.std(x) + sum(losses) / len(losses)\n",
-           strict=True),
+    Silent("import numpy as np\ndef f(x, losses):\n    return x / np.sum(x) / np.std(x) + sum(losses) / len(losses)\n", strict=True),
     # a tested value under a root is handled
-    Silent("import torch\ndef f(w, out):\n    var = out.var()\n    if var > 0:\n        w /= torch.sqrt(var)\n    return w\n",
-           strict=True),
+    Silent("import torch\ndef f(w, out):\n    var = out.var()\n    if var > 0:\n        w /= torch.sqrt(var)\n    return w\n", strict=True),
 ]
 
 
@@ -193,15 +199,19 @@ def test_tnl201_two_findings_of_different_safety():
     found = lint_text("example.py", code, [registry()["TNL201"]], strict=True)
     assert [(f.line, f.fix.safety) for f in found] == [(6, Safety.SAFE), (7, Safety.UNSAFE)]
     result = fixed(code, "TNL201")
-    assert result == (
-        "import torch\n"
-        "\n"
-        "def pool(h, valid):\n"
-        "    n = (valid != 0).sum(dim=1, keepdim=True)\n"
-        "    h = h.sum(dim=1)\n"
-        "    h /= n.clamp_min(1)\n"
-        "    return h / torch.linalg.norm(h, dim=-1, keepdim=True, ord=1).clamp_min(1e-12)\n"
-    ) == both
+    assert (
+        result
+        == (
+            "import torch\n"
+            "\n"
+            "def pool(h, valid):\n"
+            "    n = (valid != 0).sum(dim=1, keepdim=True)\n"
+            "    h = h.sum(dim=1)\n"
+            "    h /= n.clamp_min(1)\n"
+            "    return h / torch.linalg.norm(h, dim=-1, keepdim=True, ord=1).clamp_min(1e-12)\n"
+        )
+        == both
+    )
     ast.parse(result)
     assert lint(result, "TNL201") == []
     assert fixed(code, "TNL201", unsafe=False) == count_only
@@ -218,18 +228,24 @@ T202_FLAGGED = [
         ("return x / torch.norm(x, 2, 1, True)", "return torch.nn.functional.normalize(x, dim=1)"),
         ("return x / x.norm(p=2, dim=0, keepdim=True)", "return torch.nn.functional.normalize(x, dim=0)"),
         ("return x / torch.linalg.norm(x, dim=-1, keepdim=True)", "return torch.nn.functional.normalize(x, dim=-1)"),
-        ("return x / torch.linalg.vector_norm(x, 2, dim=-1, keepdim=True)",
-         "return torch.nn.functional.normalize(x, dim=-1)"),
-        ("return (x[:, 0]) / x[:, 0].norm(dim=-1, keepdim=True)",
-         "return torch.nn.functional.normalize(x[:, 0], dim=-1)"),
+        ("return x / torch.linalg.vector_norm(x, 2, dim=-1, keepdim=True)", "return torch.nn.functional.normalize(x, dim=-1)"),
+        ("return (x[:, 0]) / x[:, 0].norm(dim=-1, keepdim=True)", "return torch.nn.functional.normalize(x[:, 0], dim=-1)"),
         ("return torch.div(x, x.norm(dim=-1, keepdim=True))", "return torch.nn.functional.normalize(x, dim=-1)"),
     ]
 ] + [
-    flagged(["n = x.norm(dim=-1, keepdim=True)", "return x / n"], 1,
-            ["n = x.norm(dim=-1, keepdim=True)", "return torch.nn.functional.normalize(x, dim=-1)"], together=("TNL201",)),
+    flagged(
+        ["n = x.norm(dim=-1, keepdim=True)", "return x / n"],
+        1,
+        ["n = x.norm(dim=-1, keepdim=True)", "return torch.nn.functional.normalize(x, dim=-1)"],
+        together=("TNL201",),
+    ),
     # the file's own alias of torch.nn.functional
-    Flagged("import torch.nn.functional as F\n\ndef unit(self):\n    return self.w / self.w.norm(dim=1, keepdim=True)\n",
-            (4,), "import torch.nn.functional as F\n\ndef unit(self):\n    return F.normalize(self.w, dim=1)\n", strict=True),
+    Flagged(
+        "import torch.nn.functional as F\n\ndef unit(self):\n    return self.w / self.w.norm(dim=1, keepdim=True)\n",
+        (4,),
+        "import torch.nn.functional as F\n\ndef unit(self):\n    return F.normalize(self.w, dim=1)\n",
+        strict=True,
+    ),
 ]
 
 T202_CLEAN = [
@@ -262,8 +278,7 @@ T204_FLAGGED = [
         ("return torch.sqrt((x**2).sum())", "return torch.linalg.vector_norm(x)"),
         ("return x.pow(2).sum(-1).sqrt()", "return torch.linalg.vector_norm(x, dim=-1)"),
         ("return torch.sqrt(torch.sum(x * x, dim=1))", "return torch.linalg.vector_norm(x, dim=1)"),
-        ("return (x ** 2).sum(dim=-1, keepdim=True).sqrt()",
-         "return torch.linalg.vector_norm(x, dim=-1, keepdim=True)"),
+        ("return (x ** 2).sum(dim=-1, keepdim=True).sqrt()", "return torch.linalg.vector_norm(x, dim=-1, keepdim=True)"),
         ("return torch.square(x).sum(-1).sqrt()", "return torch.linalg.vector_norm(x, dim=-1)"),
         ("return x.square().sum((1, 2)).sqrt()", "return torch.linalg.vector_norm(x, dim=(1, 2))"),
         ("return torch.pow(torch.pow(x, 2).sum(-1), 0.5)", "return torch.linalg.vector_norm(x, dim=-1)"),
@@ -271,25 +286,35 @@ T204_FLAGGED = [
         ("return x.pow(2).sum(1, True).sqrt()", "return torch.linalg.vector_norm(x, dim=1, keepdim=True)"),
         ("return torch.sqrt(((a - b) ** 2).sum(-1))", "return torch.linalg.vector_norm(a - b, dim=-1)"),
         # pairwise distances: one zero on the diagonal makes every gradient entry NaN
-        ("return torch.sqrt(((a[:, None] - b[None]) ** 2).sum(-1))",
-         "return torch.linalg.vector_norm(a[:, None] - b[None], dim=-1)"),
-        ("return ((a.unsqueeze(1) - b.unsqueeze(0)) ** 2).sum(-1).sqrt()",
-         "return torch.linalg.vector_norm(a.unsqueeze(1) - b.unsqueeze(0), dim=-1)"),
+        ("return torch.sqrt(((a[:, None] - b[None]) ** 2).sum(-1))", "return torch.linalg.vector_norm(a[:, None] - b[None], dim=-1)"),
+        (
+            "return ((a.unsqueeze(1) - b.unsqueeze(0)) ** 2).sum(-1).sqrt()",
+            "return torch.linalg.vector_norm(a.unsqueeze(1) - b.unsqueeze(0), dim=-1)",
+        ),
         ("return torch.sqrt((w[0] * w[0]).sum(0))", "return torch.linalg.vector_norm(w[0], dim=0)"),
-        ("return torch.log(torch.sqrt((x ** 2).sum(-1)) + 1)",
-         "return torch.log(torch.linalg.vector_norm(x, dim=-1) + 1)"),
-        ("return torch.sqrt(\n        (x ** 2.0).sum(\n            dim=-1,\n        )\n    )",
-         "return torch.linalg.vector_norm(x, dim=-1)"),
+        ("return torch.log(torch.sqrt((x ** 2).sum(-1)) + 1)", "return torch.log(torch.linalg.vector_norm(x, dim=-1) + 1)"),
+        (
+            "return torch.sqrt(\n        (x ** 2.0).sum(\n            dim=-1,\n        )\n    )",
+            "return torch.linalg.vector_norm(x, dim=-1)",
+        ),
     ]
 ] + [
-    flagged(["ss = (x ** 2).sum(-1)", "return torch.sqrt(ss)"], 1,
-            ["ss = (x ** 2).sum(-1)", "return torch.linalg.vector_norm(x, dim=-1)"], together=("TNL206",)),
-    flagged(["sq = x ** 2", "return sq.sum(1).sqrt()"], 1,
-            ["sq = x ** 2", "return torch.linalg.vector_norm(x, dim=1)"], together=("TNL206",)),
+    flagged(
+        ["ss = (x ** 2).sum(-1)", "return torch.sqrt(ss)"],
+        1,
+        ["ss = (x ** 2).sum(-1)", "return torch.linalg.vector_norm(x, dim=-1)"],
+        together=("TNL206",),
+    ),
+    flagged(
+        ["sq = x ** 2", "return sq.sum(1).sqrt()"], 1, ["sq = x ** 2", "return torch.linalg.vector_norm(x, dim=1)"], together=("TNL206",)
+    ),
     # an imported sqrt: `import torch` is added for the norm
-    Flagged("from torch import sqrt\n\ndef f(x):\n    return sqrt((x * x).sum(-1))\n", (4,),
-            "from torch import sqrt\nimport torch\n\ndef f(x):\n    return torch.linalg.vector_norm(x, dim=-1)\n",
-            strict=True),
+    Flagged(
+        "from torch import sqrt\n\ndef f(x):\n    return sqrt((x * x).sum(-1))\n",
+        (4,),
+        "from torch import sqrt\nimport torch\n\ndef f(x):\n    return torch.linalg.vector_norm(x, dim=-1)\n",
+        strict=True,
+    ),
 ]
 
 T204_CLEAN = [
@@ -326,8 +351,7 @@ T206_FLAGGED = [
         ("return torch.sqrt(x.var(0))", "return torch.sqrt(x.var(0).clamp_min(1e-12))"),
         ("return (a - b).sqrt()", "return (a - b).clamp_min(1e-12).sqrt()"),
         ("return torch.pow(x.mean() - y, 0.5)", "return torch.pow((x.mean() - y).clamp_min(1e-12), 0.5)"),
-        ("return torch.rsqrt(x.pow(2).mean(-1, keepdim=True))",
-         "return torch.rsqrt(x.pow(2).mean(-1, keepdim=True).clamp_min(1e-12))"),
+        ("return torch.rsqrt(x.pow(2).mean(-1, keepdim=True))", "return torch.rsqrt(x.pow(2).mean(-1, keepdim=True).clamp_min(1e-12))"),
         ("return torch.sqrt((x - y).abs().sum(-1))", "return torch.sqrt((x - y).abs().sum(-1).clamp_min(1e-12))"),
         ("return torch.sqrt(x.var(0) / 2)", "return torch.sqrt((x.var(0) / 2).clamp_min(1e-12))"),
         ("return x.var(0) ** 1.5", "return x.var(0).clamp_min(1e-12) ** 1.5"),
@@ -335,8 +359,7 @@ T206_FLAGGED = [
         ("return x * y.var(-1).rsqrt()", "return x * y.var(-1).clamp_min(1e-12).rsqrt()"),
     ]
 ] + [
-    flagged(["v = torch.var(x, dim=1)", "return v ** 0.5 * 2"], 1,
-            ["v = torch.var(x, dim=1)", "return v.clamp_min(1e-12) ** 0.5 * 2"]),
+    flagged(["v = torch.var(x, dim=1)", "return v ** 0.5 * 2"], 1, ["v = torch.var(x, dim=1)", "return v.clamp_min(1e-12) ** 0.5 * 2"]),
 ]
 
 T206_CLEAN = [
@@ -370,16 +393,26 @@ def test_tnl206(code, case):
     "line, findings, safe, unsafe",
     [
         ("return x / torch.sqrt(x.var(-1))", ["TNL201"], None, "return x / torch.sqrt(x.var(-1).clamp_min(1e-12))"),
-        ("n = x.var(-1).sqrt()\n    return x / n", ["TNL206"], None,
-         "n = x.var(-1).clamp_min(1e-12).sqrt()\n    return x / n"),
-        ("return x / x.norm(dim=-1, keepdim=True)", ["TNL202"], "return torch.nn.functional.normalize(x, dim=-1)",
-         "return torch.nn.functional.normalize(x, dim=-1)"),
-        ("return x / torch.sqrt((x ** 2).sum(-1, keepdim=True))", ["TNL201", "TNL204"],
-         "return torch.nn.functional.normalize(x, dim=-1)", "return torch.nn.functional.normalize(x, dim=-1)"),
+        ("n = x.var(-1).sqrt()\n    return x / n", ["TNL206"], None, "n = x.var(-1).clamp_min(1e-12).sqrt()\n    return x / n"),
+        (
+            "return x / x.norm(dim=-1, keepdim=True)",
+            ["TNL202"],
+            "return torch.nn.functional.normalize(x, dim=-1)",
+            "return torch.nn.functional.normalize(x, dim=-1)",
+        ),
+        (
+            "return x / torch.sqrt((x ** 2).sum(-1, keepdim=True))",
+            ["TNL201", "TNL204"],
+            "return torch.nn.functional.normalize(x, dim=-1)",
+            "return torch.nn.functional.normalize(x, dim=-1)",
+        ),
         # TNL204 rewrites the root first (SAFE); the next pass guards the norm (UNSAFE)
-        ("return x / torch.sqrt((y ** 2).sum(-1))", ["TNL201", "TNL204"],
-         "return x / torch.linalg.vector_norm(y, dim=-1)",
-         "return x / torch.linalg.vector_norm(y, dim=-1).clamp_min(1e-12)"),
+        (
+            "return x / torch.sqrt((y ** 2).sum(-1))",
+            ["TNL201", "TNL204"],
+            "return x / torch.linalg.vector_norm(y, dim=-1)",
+            "return x / torch.linalg.vector_norm(y, dim=-1).clamp_min(1e-12)",
+        ),
     ],
 )
 def test_family_together(line, findings, safe, unsafe):
@@ -428,12 +461,18 @@ NO_GRADIENT_206 = [
 # strict mode (that two values can coincide is no evidence that they do).
 DIFFERENCE = "import torch\n@torch.no_grad()\ndef loss(a, b):\n    return torch.sqrt(a - b)\n"
 DIFFERENCES_206_FLAGGED = [
-    Flagged("import torch\n@torch.no_grad()\ndef f(x: torch.Tensor):\n    return torch.sqrt((x * x).mean(-1) - x.mean(-1) ** 2)\n",
-            (4,),
-            "import torch\n@torch.no_grad()\ndef f(x: torch.Tensor):\n"
-            "    return torch.sqrt(((x * x).mean(-1) - x.mean(-1) ** 2).clamp_min(1e-12))\n"),
-    Flagged(DIFFERENCE.replace("@torch.no_grad()\n", ""), (3,),
-            "import torch\ndef loss(a, b):\n    return torch.sqrt((a - b).clamp_min(1e-12))\n", strict=True),
+    Flagged(
+        "import torch\n@torch.no_grad()\ndef f(x: torch.Tensor):\n    return torch.sqrt((x * x).mean(-1) - x.mean(-1) ** 2)\n",
+        (4,),
+        "import torch\n@torch.no_grad()\ndef f(x: torch.Tensor):\n"
+        "    return torch.sqrt(((x * x).mean(-1) - x.mean(-1) ** 2).clamp_min(1e-12))\n",
+    ),
+    Flagged(
+        DIFFERENCE.replace("@torch.no_grad()\n", ""),
+        (3,),
+        "import torch\ndef loss(a, b):\n    return torch.sqrt((a - b).clamp_min(1e-12))\n",
+        strict=True,
+    ),
 ]
 DIFFERENCES_206_SILENT = [
     Silent(DIFFERENCE, strict=True),
@@ -455,109 +494,146 @@ def test_gradient_hazards_need_a_gradient_forward_hazards_do_not(code, case):
 
 SHAPE_STEPS_FLAGGED = [
     # a norm taken without keepdim, broadcast back by unsqueeze
-    Flagged("""
+    Flagged(
+        """
         import torch
         class Pool(torch.nn.Module):
             def forward(self, tokens):
                 n = tokens.norm(dim=-1)
                 return tokens / n.unsqueeze(-1)
-        """, (6,), """
+        """,
+        (6,),
+        """
         import torch
         class Pool(torch.nn.Module):
             def forward(self, tokens):
                 n = tokens.norm(dim=-1)
                 return tokens / n.unsqueeze(-1).clamp_min(1e-12)
-        """),
+        """,
+    ),
     # a count cast and indexed to broadcast
-    Flagged("""
+    Flagged(
+        """
         import torch
         def masked_mean(hidden, attention_mask: torch.Tensor):
             summed = (hidden * attention_mask[..., None]).sum(1)
             return summed / attention_mask.sum(1).float()[:, None]
-        """, (5,), """
+        """,
+        (5,),
+        """
         import torch
         def masked_mean(hidden, attention_mask: torch.Tensor):
             summed = (hidden * attention_mask[..., None]).sum(1)
             return summed / attention_mask.sum(1).float()[:, None].clamp_min(1e-12)
-        """, strict=True),
+        """,
+        strict=True,
+    ),
     # a boolean count: clamped at 1, exact
-    Flagged("""
+    Flagged(
+        """
         import torch
         def token_mean(loss, labels: torch.Tensor):
             n = (labels != -100).sum(-1)
             return loss.sum(-1) / n.to(loss.dtype).view(-1)
-        """, (5,), """
+        """,
+        (5,),
+        """
         import torch
         def token_mean(loss, labels: torch.Tensor):
             n = (labels != -100).sum(-1)
             return loss.sum(-1) / n.to(loss.dtype).view(-1).clamp_min(1)
-        """, safe=True, strict=True),
+        """,
+        safe=True,
+        strict=True,
+    ),
     # metric learning: a relu embedding normalised by a reshaped norm
-    Flagged("""
+    Flagged(
+        """
         import torch
         import torch.nn.functional as F
         def embed(feats):
             h = F.relu(feats)
             norms = torch.linalg.vector_norm(h, dim=1)
             return h / norms.reshape(-1, 1)
-        """, (7,), """
+        """,
+        (7,),
+        """
         import torch
         import torch.nn.functional as F
         def embed(feats):
             h = F.relu(feats)
             norms = torch.linalg.vector_norm(h, dim=1)
             return h / norms.reshape(-1, 1).clamp_min(1e-12)
-        """),
+        """,
+    ),
     # the std of data, detached and expanded
-    Flagged("""
+    Flagged(
+        """
         import torch
         def normalise_advantages(adv):
             centred = adv - adv.mean()
             return centred / adv.std().detach().expand_as(adv)
-        """, (5,), """
+        """,
+        (5,),
+        """
         import torch
         def normalise_advantages(adv):
             centred = adv - adv.mean()
             return centred / adv.std().detach().expand_as(adv).clamp_min(1e-12)
-        """, strict=True),
+        """,
+        strict=True,
+    ),
     # a mask count through a transpose
-    Flagged("""
+    Flagged(
+        """
         import torch
         def pooled(h, valid_mask: torch.Tensor):
             return (h * valid_mask).sum(0) / valid_mask.sum(0).T
-        """, (4,), """
+        """,
+        (4,),
+        """
         import torch
         def pooled(h, valid_mask: torch.Tensor):
             return (h * valid_mask).sum(0) / valid_mask.sum(0).T.clamp_min(1e-12)
-        """),
+        """,
+    ),
     # a root of a variance under a shape step, as a divisor: clamped inside the root
-    Flagged("""
+    Flagged(
+        """
         import torch
         class Whiten(torch.nn.Module):
             def forward(self, x):
                 centred = x - x.mean(-1, keepdim=True)
                 return centred / torch.sqrt(x.var(-1)).unsqueeze(-1)
-        """, (6,), """
+        """,
+        (6,),
+        """
         import torch
         class Whiten(torch.nn.Module):
             def forward(self, x):
                 centred = x - x.mean(-1, keepdim=True)
                 return centred / torch.sqrt(x.var(-1).clamp_min(1e-12)).unsqueeze(-1)
-        """, strict=True),
+        """,
+        strict=True,
+    ),
     # in place, through contiguous and permute
-    Flagged("""
+    Flagged(
+        """
         import torch
         def share(scores):
             pos = torch.relu(scores)
             pos /= pos.sum(1).contiguous().permute(0, 1)
             return pos
-        """, (5,), """
+        """,
+        (5,),
+        """
         import torch
         def share(scores):
             pos = torch.relu(scores)
             pos /= pos.sum(1).contiguous().permute(0, 1).clamp_min(1e-12)
             return pos
-        """),
+        """,
+    ),
 ]
 
 SHAPE_STEPS_SILENT = [
@@ -631,19 +707,24 @@ def test_shape_steps_keep_the_zero(code, case):
 
 ROOTS_206_FLAGGED = [
     # RMSE of a centred row, in a module's forward
-    Flagged("""
+    Flagged(
+        """
         import torch
         class Spread(torch.nn.Module):
             def forward(self, h):
                 return torch.sqrt(torch.mean((h - h.mean(-1, keepdim=True)) ** 2, -1))
-        """, (5,), """
+        """,
+        (5,),
+        """
         import torch
         class Spread(torch.nn.Module):
             def forward(self, h):
                 return torch.sqrt(torch.mean((h - h.mean(-1, keepdim=True)) ** 2, -1).clamp_min(1e-12))
-        """),
+        """,
+    ),
     # a reduction chain: sum of squares then mean
-    Flagged("""
+    Flagged(
+        """
         import torch
         def repulsion(emb):
             d = emb[:, None] - emb[None]
@@ -652,7 +733,9 @@ ROOTS_206_FLAGGED = [
         def train_step(model, opt, x):
             repulsion(model(x)).backward()
             opt.step()
-        """, (5,), """
+        """,
+        (5,),
+        """
         import torch
         def repulsion(emb):
             d = emb[:, None] - emb[None]
@@ -661,73 +744,97 @@ ROOTS_206_FLAGGED = [
         def train_step(model, opt, x):
             repulsion(model(x)).backward()
             opt.step()
-        """),
+        """,
+    ),
     # an absolute value by hand: abs, exact and SAFE
-    Flagged("""
+    Flagged(
+        """
         import torch
         import torch.nn.functional as F
         class Gate(torch.nn.Module):
             def forward(self, x):
                 h = F.relu(self.proj(x) - x)
                 return torch.sqrt(h ** 2)
-        """, (7,), """
+        """,
+        (7,),
+        """
         import torch
         import torch.nn.functional as F
         class Gate(torch.nn.Module):
             def forward(self, x):
                 h = F.relu(self.proj(x) - x)
                 return torch.abs(h)
-        """, safe=True),
-    Flagged("""
+        """,
+        safe=True,
+    ),
+    Flagged(
+        """
         import torch
         class L1ByHand(torch.nn.Module):
             def forward(self, tokens):
                 return (tokens * tokens).sqrt().sum()
-        """, (5,), """
+        """,
+        (5,),
+        """
         import torch
         class L1ByHand(torch.nn.Module):
             def forward(self, tokens):
                 return torch.abs(tokens).sum()
-        """, safe=True),
+        """,
+        safe=True,
+    ),
     # a quadratic form: Mahalanobis distances of a batch with itself
-    Flagged("""
+    Flagged(
+        """
         import torch
         class Mahalanobis(torch.nn.Module):
             def forward(self, x):
                 d = x[:, None] - x[None]
                 return torch.sqrt(((d @ self.precision) * d).sum(-1))
-        """, (6,), """
+        """,
+        (6,),
+        """
         import torch
         class Mahalanobis(torch.nn.Module):
             def forward(self, x):
                 d = x[:, None] - x[None]
                 return torch.sqrt(((d @ self.precision) * d).sum(-1).clamp_min(1e-12))
-        """),
-    Flagged("""
+        """,
+    ),
+    Flagged(
+        """
         import torch
         class Energy(torch.nn.Module):
             def forward(self, tokens):
                 return torch.sqrt(tokens @ self.metric @ tokens).mean()
-        """, (5,), """
+        """,
+        (5,),
+        """
         import torch
         class Energy(torch.nn.Module):
             def forward(self, tokens):
                 return torch.sqrt((tokens @ self.metric @ tokens).clamp_min(1e-12)).mean()
-        """),
+        """,
+    ),
     # sqrt of a variance, not as a divisor: the rows a module is given can be constant
-    Flagged("""
+    Flagged(
+        """
         import torch
         class Stats(torch.nn.Module):
             def forward(self, tokens):
                 return torch.sqrt(tokens.var(-1, keepdim=True)) * self.scale
-        """, (5,), """
+        """,
+        (5,),
+        """
         import torch
         class Stats(torch.nn.Module):
             def forward(self, tokens):
                 return torch.sqrt(tokens.var(-1, keepdim=True).clamp_min(1e-12)) * self.scale
-        """),
+        """,
+    ),
     # a variance of data, under a shape step
-    Flagged("""
+    Flagged(
+        """
         import torch
         def reward_scale(batch):
             rewards = batch["rewards"]
@@ -735,7 +842,9 @@ ROOTS_206_FLAGGED = [
 
         def train(policy, opt, batch):
             (policy(batch) * reward_scale(batch)).mean().backward()
-        """, (5,), """
+        """,
+        (5,),
+        """
         import torch
         def reward_scale(batch):
             rewards = batch["rewards"]
@@ -743,7 +852,8 @@ ROOTS_206_FLAGGED = [
 
         def train(policy, opt, batch):
             (policy(batch) * reward_scale(batch)).mean().backward()
-        """),
+        """,
+    ),
 ]
 
 ROOTS_206_SILENT = [
@@ -818,33 +928,41 @@ def test_hand_written_root_shapes(code, case):
 
 ROOTS_204_FLAGGED = [
     # a cosine's denominator: the product of two norms, exactly
-    Flagged("""
+    Flagged(
+        """
         import torch
         class Cosine(torch.nn.Module):
             def forward(self, a, b):
                 denom = torch.sqrt((a * a).sum(-1) * (b * b).sum(-1))
                 return (a * b).sum(-1) * denom
-        """, (5,), """
+        """,
+        (5,),
+        """
         import torch
         class Cosine(torch.nn.Module):
             def forward(self, a, b):
                 denom = torch.linalg.vector_norm(a, dim=-1) * torch.linalg.vector_norm(b, dim=-1)
                 return (a * b).sum(-1) * denom
-        """),
+        """,
+    ),
     # a shape step between the sum and the root is kept
-    Flagged("""
+    Flagged(
+        """
         import torch
         class Centre(torch.nn.Module):
             def forward(self, x):
                 h = x - x.mean(0)
                 return (h ** 2).sum(-1).unsqueeze(-1).sqrt()
-        """, (6,), """
+        """,
+        (6,),
+        """
         import torch
         class Centre(torch.nn.Module):
             def forward(self, x):
                 h = x - x.mean(0)
                 return torch.linalg.vector_norm(h, dim=-1).unsqueeze(-1)
-        """),
+        """,
+    ),
 ]
 
 ROOTS_204_SILENT = [
@@ -889,7 +1007,8 @@ BOXES_FLAGGED = [
     # torchvision-style IoU: no fix (the areas of inverted boxes are negative)
     Flagged(BOX_IOU, (11,)),
     # the union inline, in a DETR-style loss's forward
-    Flagged("""
+    Flagged(
+        """
         import torch
         class IoULoss(torch.nn.Module):
             def forward(self, pred, target):
@@ -899,9 +1018,12 @@ BOXES_FLAGGED = [
                 ap = (pred[:, 2] - pred[:, 0]) * (pred[:, 3] - pred[:, 1])
                 at = (target[:, 2] - target[:, 0]) * (target[:, 3] - target[:, 1])
                 return 1 - inter / (ap + at - inter)
-        """, (10,)),
+        """,
+        (10,),
+    ),
     # GIoU's enclosing area, clamped sides: non-negative, so a clamp fix
-    Flagged("""
+    Flagged(
+        """
         import torch
         def giou_term(boxes1, boxes2, iou, union):
             lt = torch.min(boxes1[:, None, :2], boxes2[:, :2])
@@ -909,7 +1031,9 @@ BOXES_FLAGGED = [
             wh = (rb - lt).clamp(min=0)
             area = wh[:, :, 0] * wh[:, :, 1]
             return iou - (area - union) / area
-        """, (8,), """
+        """,
+        (8,),
+        """
         import torch
         def giou_term(boxes1, boxes2, iou, union):
             lt = torch.min(boxes1[:, None, :2], boxes2[:, :2])
@@ -917,25 +1041,33 @@ BOXES_FLAGGED = [
             wh = (rb - lt).clamp(min=0)
             area = wh[:, :, 0] * wh[:, :, 1]
             return iou - (area - union) / area.clamp_min(1e-12)
-        """),
+        """,
+    ),
     # CIoU's aspect ratios
-    Flagged("""
+    Flagged(
+        """
         import math
         import torch
         def ciou_v(pred, target):
             w1, h1 = pred[..., 2] - pred[..., 0], pred[..., 3] - pred[..., 1]
             w2, h2 = target[..., 2] - target[..., 0], target[..., 3] - target[..., 1]
             return (4 / math.pi ** 2) * (torch.atan(w2 / h2) - torch.atan(w1 / h1)) ** 2
-        """, (7, 7)),
+        """,
+        (7, 7),
+    ),
     # unbound coordinates (YOLO-style helper)
-    Flagged("""
+    Flagged(
+        """
         import torch
         def aspect(boxes):
             x1, y1, x2, y2 = boxes.unbind(-1)
             return (x2 - x1) / (y2 - y1)
-        """, (5,)),
+        """,
+        (5,),
+    ),
     # an intersection over the first box's area (IoA)
-    Flagged("""
+    Flagged(
+        """
         import torch
         def ioa(a, b):
             lt = torch.max(a[:, None, :2], b[:, :2])
@@ -944,9 +1076,12 @@ BOXES_FLAGGED = [
             inter = wh.prod(-1)
             area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
             return inter / area_a[:, None]
-        """, (9,)),
+        """,
+        (9,),
+    ),
     # torchvision's box_area in the union
-    Flagged("""
+    Flagged(
+        """
         import torch
         from torchvision.ops import box_area
         def iou(b1, b2):
@@ -954,19 +1089,25 @@ BOXES_FLAGGED = [
             inter = wh[..., 0] * wh[..., 1]
             union = box_area(b1)[:, None] + box_area(b2) - inter
             return inter / union
-        """, (8,)),
+        """,
+        (8,),
+    ),
     # height from a chunk, width clamped at 0: still 0 for a degenerate box
-    Flagged("""
+    Flagged(
+        """
         import torch
         def ratio(box):
             x1, y1, x2, y2 = box.chunk(4, -1)
             return (x2 - x1).clamp(min=0) / (y2 - y1).clamp(min=0)
-        """, (5,), """
+        """,
+        (5,),
+        """
         import torch
         def ratio(box):
             x1, y1, x2, y2 = box.chunk(4, -1)
             return (x2 - x1).clamp(min=0) / (y2 - y1).clamp(min=0).clamp_min(1e-12)
-        """),
+        """,
+    ),
 ]
 
 BOXES_SILENT = [
@@ -1022,9 +1163,7 @@ BOXES_SILENT = [
 # A degenerate box was read as implausible in real use by an independent reviewer (predicted sizes
 # are exp() of a delta times a positive anchor, ground truth is filtered): boxes report in strict
 # mode, naming the box.
-@pytest.mark.parametrize(
-    "code, case", harness.params("TNL201", [replace(case, strict=True) for case in BOXES_FLAGGED], BOXES_SILENT)
-)
+@pytest.mark.parametrize("code, case", harness.params("TNL201", [replace(case, strict=True) for case in BOXES_FLAGGED], BOXES_SILENT))
 def test_box_unions_areas_and_sides_are_divisors_that_reach_zero(code, case):
     harness.check(code, case)
 
@@ -1096,9 +1235,12 @@ BOX_SCALE_LOSS = """
             Flagged(BOX_SCALE_LOSS, (5,), strict=True),
             Flagged(HEATMAP_SCALE, (4, 5), strict=True),
             # the same ratio used as a value is reported
-            Flagged(COMPARED.replace("return (proj / norm > -1e-6) & (proj / norm < 1 + 1e-6)", "return proj / norm"),
-                    (9,), COMPARED.replace("return (proj / norm > -1e-6) & (proj / norm < 1 + 1e-6)",
-                                           "return proj / norm.clamp_min(1e-12)"), strict=True),
+            Flagged(
+                COMPARED.replace("return (proj / norm > -1e-6) & (proj / norm < 1 + 1e-6)", "return proj / norm"),
+                (9,),
+                COMPARED.replace("return (proj / norm > -1e-6) & (proj / norm < 1 + 1e-6)", "return proj / norm.clamp_min(1e-12)"),
+                strict=True,
+            ),
         ],
         silent=[Silent(HEATMAP_SCALE), Silent(PASTE_GRID), Silent(COMPARED), Silent(COMPARED, strict=True)],
     ),
@@ -1127,14 +1269,24 @@ CAPPED = """
     harness.params(
         "TNL201",
         flagged=[
-            Flagged(CAPPED.replace("threshold / norm)", "threshold / norm + 0)"), (8,),
-                    CAPPED.replace("threshold / norm)", "threshold / norm.clamp_min(1e-12) + 0)"), strict=True),
-            Flagged(CAPPED.replace("if threshold > 0:", "if True:"), (8,),
-                    CAPPED.replace("if threshold > 0:", "if True:").replace(
-                        "threshold / norm)", "threshold / norm.clamp_min(1e-12))"), strict=True),
-            Flagged(CAPPED.replace("(1.0 / norm).clamp(max=1.0)", "(1.0 / norm).clamp(min=0.0)"), (9,),
-                    CAPPED.replace("(1.0 / norm).clamp(max=1.0)", "(1.0 / norm.clamp_min(1e-12)).clamp(min=0.0)"),
-                    strict=True),
+            Flagged(
+                CAPPED.replace("threshold / norm)", "threshold / norm + 0)"),
+                (8,),
+                CAPPED.replace("threshold / norm)", "threshold / norm.clamp_min(1e-12) + 0)"),
+                strict=True,
+            ),
+            Flagged(
+                CAPPED.replace("if threshold > 0:", "if True:"),
+                (8,),
+                CAPPED.replace("if threshold > 0:", "if True:").replace("threshold / norm)", "threshold / norm.clamp_min(1e-12))"),
+                strict=True,
+            ),
+            Flagged(
+                CAPPED.replace("(1.0 / norm).clamp(max=1.0)", "(1.0 / norm).clamp(min=0.0)"),
+                (9,),
+                CAPPED.replace("(1.0 / norm).clamp(max=1.0)", "(1.0 / norm.clamp_min(1e-12)).clamp(min=0.0)"),
+                strict=True,
+            ),
         ],
         silent=[Silent(CAPPED)],
     ),
@@ -1160,8 +1312,7 @@ def cos_case(text, line, fixed_text=None, **options):
 
 COS_FLAGGED = [
     cos_case(
-        "def agreement(z, peer_z):\n    z = torch.relu(z)\n"
-        "    return (z * peer_z).sum(dim=-1) / (z.norm(dim=-1) * peer_z.norm(dim=-1))\n",
+        "def agreement(z, peer_z):\n    z = torch.relu(z)\n    return (z * peer_z).sum(dim=-1) / (z.norm(dim=-1) * peer_z.norm(dim=-1))\n",
         3,
         "def agreement(z, peer_z):\n    z = torch.relu(z)\n    return F.cosine_similarity(z, peer_z, dim=-1)\n",
         message="relu outputs",
@@ -1237,14 +1388,23 @@ COS_SILENT = [
         ("def sim(a, b, c):\n    a = torch.relu(a)\n    return (a * b).sum(-1) / (a.norm(dim=-1) * c.norm(dim=-1))\n", False),
         ("def sim(a, b):\n    a = torch.relu(a)\n    return (a * b).sum(-1) / (a.norm(p=1, dim=-1) * b.norm(p=1, dim=-1))\n", False),
         # the author tests the denominator
-        ("def sim(a, b):\n    a = torch.relu(a)\n    den = a.norm(dim=-1) * b.norm(dim=-1)\n"
-         "    if (den == 0).any():\n        return torch.zeros_like(den)\n    return (a * b).sum(-1) / den\n", True),
+        (
+            "def sim(a, b):\n    a = torch.relu(a)\n    den = a.norm(dim=-1) * b.norm(dim=-1)\n"
+            "    if (den == 0).any():\n        return torch.zeros_like(den)\n    return (a * b).sum(-1) / den\n",
+            True,
+        ),
         # inside torch.where: TNL201's (where-unselected-branch), not this rule's
-        ("def sim(a, b):\n    a = torch.relu(a)\n    den = a.norm(dim=-1) * b.norm(dim=-1)\n"
-         "    return torch.where(den > 0, (a * b).sum(-1) / den, torch.zeros_like(den))\n", False),
+        (
+            "def sim(a, b):\n    a = torch.relu(a)\n    den = a.norm(dim=-1) * b.norm(dim=-1)\n"
+            "    return torch.where(den > 0, (a * b).sum(-1) / den, torch.zeros_like(den))\n",
+            False,
+        ),
         # numpy
-        ("import numpy as np\n\ndef sim(a, b):\n    a = np.maximum(a, 0)\n"
-         "    return np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))\n", True),
+        (
+            "import numpy as np\n\ndef sim(a, b):\n    a = np.maximum(a, 0)\n"
+            "    return np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b))\n",
+            True,
+        ),
         # unit vectors multiplied and summed: no division
         ("def sim(a, b):\n    return (F.normalize(F.relu(a), dim=-1) * F.normalize(b, dim=-1)).sum(-1)\n", True),
     ]
@@ -1268,26 +1428,19 @@ def test_a_cosine_by_hand_has_one_owner(enabled, expected):
 # TNL206: a graph degree under a negative power (`D^-1/2 A D^-1/2`), default mode: an isolated
 # node's degree is 0, Inf there and NaN once it meets the node's zero adjacency row
 
-GCN_HEAD = (
-    "import torch\n"
-    "from torch_geometric.utils import add_self_loops, degree, scatter\n"
-    "\n"
-    "\n"
-)
+GCN_HEAD = "import torch\nfrom torch_geometric.utils import add_self_loops, degree, scatter\n\n\n"
 
 T206_DEGREE_FLAGGED = [
     # a message-passing layer without self-loops: degree counts edges, a clamp at 1 is exact
     Flagged(
-        GCN_HEAD
-        + "class Conv(torch.nn.Module):\n"
+        GCN_HEAD + "class Conv(torch.nn.Module):\n"
         "    def forward(self, x, edge_index):\n"
         "        row, col = edge_index\n"
         "        deg = degree(col, x.size(0), dtype=x.dtype)\n"
         "        deg_inv_sqrt = deg.pow(-0.5)\n"
         "        return deg_inv_sqrt.view(-1, 1) * x\n",
         (9,),
-        GCN_HEAD
-        + "class Conv(torch.nn.Module):\n"
+        GCN_HEAD + "class Conv(torch.nn.Module):\n"
         "    def forward(self, x, edge_index):\n"
         "        row, col = edge_index\n"
         "        deg = degree(col, x.size(0), dtype=x.dtype)\n"
@@ -1316,16 +1469,14 @@ T206_DEGREE_FLAGGED = [
     # summed edge weights, `torch.pow` and `rsqrt` spellings; read at the edges' endpoints, where
     # only a directed graph's source without in-edges is 0: strict mode's
     Flagged(
-        GCN_HEAD
-        + "def gcn_norm(edge_index, edge_weight, num_nodes):\n"
+        GCN_HEAD + "def gcn_norm(edge_index, edge_weight, num_nodes):\n"
         "    row, col = edge_index\n"
         "    deg = scatter(edge_weight, col, 0, num_nodes)\n"
         "    left = torch.pow(deg, -0.5)\n"
         "    right = deg.rsqrt()\n"
         "    return left[row] * edge_weight * right[col]\n",
         (8, 9),
-        GCN_HEAD
-        + "def gcn_norm(edge_index, edge_weight, num_nodes):\n"
+        GCN_HEAD + "def gcn_norm(edge_index, edge_weight, num_nodes):\n"
         "    row, col = edge_index\n"
         "    deg = scatter(edge_weight, col, 0, num_nodes)\n"
         "    left = torch.pow(deg.clamp_min(1e-12), -0.5)\n"
@@ -1335,8 +1486,7 @@ T206_DEGREE_FLAGGED = [
     ),
     # in place: reported, no rewrite (a clamp would stop `deg` itself being overwritten)
     Flagged(
-        GCN_HEAD
-        + "def propagate_norm(adj_t):\n"
+        GCN_HEAD + "def propagate_norm(adj_t):\n"
         "    deg = adj_t.storage.rowcount().to(torch.float)\n"
         "    deg_inv_sqrt = deg.pow_(-0.5)\n"
         "    return deg_inv_sqrt.view(-1, 1) * adj_t * deg_inv_sqrt.view(1, -1)\n",
@@ -1348,8 +1498,7 @@ T206_DEGREE_FLAGGED = [
 T206_DEGREE_CLEAN = [
     # the Inf mended right after, on a degree that carries no gradient (every PyG convolution)
     Silent(
-        GCN_HEAD
-        + "def gcn_norm(edge_index, num_nodes):\n"
+        GCN_HEAD + "def gcn_norm(edge_index, num_nodes):\n"
         "    row, col = edge_index\n"
         "    deg = degree(col, num_nodes)\n"
         "    deg_inv_sqrt = deg.pow(-0.5)\n"
@@ -1357,8 +1506,7 @@ T206_DEGREE_CLEAN = [
         "    return deg_inv_sqrt[row] * deg_inv_sqrt[col]\n"
     ),
     Silent(
-        GCN_HEAD
-        + "def sym_norm(adj_t):\n"
+        GCN_HEAD + "def sym_norm(adj_t):\n"
         "    deg = adj_t.sum(dim=1)\n"
         "    deg_inv_sqrt = deg.pow_(-0.5)\n"
         "    deg_inv_sqrt.masked_fill_(torch.isinf(deg_inv_sqrt), 0.0)\n"
@@ -1366,16 +1514,14 @@ T206_DEGREE_CLEAN = [
     ),
     # read only at the endpoints the degree counted (default mode), or nodes per graph of a batch
     Silent(
-        GCN_HEAD
-        + "def gcn_norm(edge_index, edge_weight, num_nodes):\n"
+        GCN_HEAD + "def gcn_norm(edge_index, edge_weight, num_nodes):\n"
         "    row, col = edge_index\n"
         "    deg = scatter(edge_weight, col, 0, num_nodes)\n"
         "    deg_inv_sqrt = deg.pow(-0.5)\n"
         "    return deg_inv_sqrt[row] * edge_weight * deg_inv_sqrt[col]\n"
     ),
     Silent(
-        GCN_HEAD
-        + "def sample(edge_index, num_nodes, batch, x):\n"
+        GCN_HEAD + "def sample(edge_index, num_nodes, batch, x):\n"
         "    deg = degree(edge_index[0], num_nodes=num_nodes)\n"
         "    prob = (4 * (1. / deg))[edge_index[0]]\n"
         "    weight = 1. / degree(edge_index[1], num_nodes)[edge_index[1]]\n"
@@ -1385,8 +1531,7 @@ T206_DEGREE_CLEAN = [
     ),
     # the zeros re-filled with a positive number before the use
     Silent(
-        GCN_HEAD
-        + "def normalized(adj, num_nodes):\n"
+        GCN_HEAD + "def normalized(adj, num_nodes):\n"
         "    degree = adj.sum(0)\n"
         "    degree[degree == 0.] = 1e-12\n"
         "    deg_inv_sqrt = (1 / degree) ** 0.5\n"
@@ -1395,8 +1540,7 @@ T206_DEGREE_CLEAN = [
     ),
     # self-loops first: every node has an edge to itself
     Silent(
-        GCN_HEAD
-        + "class Conv(torch.nn.Module):\n"
+        GCN_HEAD + "class Conv(torch.nn.Module):\n"
         "    def forward(self, x, edge_index):\n"
         "        edge_index, _ = add_self_loops(edge_index, num_nodes=x.size(0))\n"
         "        row, col = edge_index\n"
@@ -1414,8 +1558,7 @@ T206_DEGREE_CLEAN = [
     ),
     # bounded: `+ 1`, a clamp at 1
     Silent(
-        GCN_HEAD
-        + "def norm(edge_index, num_nodes):\n"
+        GCN_HEAD + "def norm(edge_index, num_nodes):\n"
         "    deg = degree(edge_index[0], num_nodes) + 1\n"
         "    return deg.pow(-0.5) * degree(edge_index[1], num_nodes).clamp(min=1).pow(-0.5)\n"
     ),
@@ -1432,15 +1575,13 @@ T206_DEGREE_CLEAN = [
     ),
     # a scatter whose reduction is a max (by keyword or fifth argument): no degree
     Silent(
-        GCN_HEAD
-        + "def peak(edge_index, scores, num_nodes):\n"
+        GCN_HEAD + "def peak(edge_index, scores, num_nodes):\n"
         "    top = scatter(scores, edge_index[0], 0, num_nodes, 'max')\n"
         "    return top.pow(-0.5)\n"
     ),
     # a positive power of a degree, a root of a sum that is no degree, a scatter that takes a max
     Silent(
-        GCN_HEAD
-        + "def f(edge_index, scores, num_nodes):\n"
+        GCN_HEAD + "def f(edge_index, scores, num_nodes):\n"
         "    deg = degree(edge_index[0], num_nodes)\n"
         "    top = scatter(scores, edge_index[0], 0, num_nodes, reduce='max')\n"
         "    return deg.pow(0.5) + scores.sum(-1).pow(-0.5) + top.pow(-0.5)\n"
@@ -1515,19 +1656,23 @@ def test_tnl201_mended_quotient(code, case):
 # matrix-product spellings above: the pairwise differences of a batch with itself reach 0 on the
 # diagonal, where the root's gradient is infinite
 EINSUM_206_FLAGGED = [
-    Flagged("""
+    Flagged(
+        """
         import torch
         class Mahalanobis(torch.nn.Module):
             def forward(self, x):
                 d = x[:, None] - x[None]
                 return torch.sqrt(torch.einsum("abi,ij,abj->ab", d, self.precision, d))
-        """, (6,), """
+        """,
+        (6,),
+        """
         import torch
         class Mahalanobis(torch.nn.Module):
             def forward(self, x):
                 d = x[:, None] - x[None]
                 return torch.sqrt(torch.einsum("abi,ij,abj->ab", d, self.precision, d).clamp_min(1e-12))
-        """),
+        """,
+    ),
 ]
 
 EINSUM_206_SILENT = [
@@ -1560,15 +1705,13 @@ def test_tnl206_einsum_quadratic_form(code, case):
 # TNL201: the reciprocal of a graph degree (`D^-1 A`), Inf for an isolated node, as its root above
 T201_DEGREE_FLAGGED = [
     Flagged(
-        GCN_HEAD
-        + "class MeanConv(torch.nn.Module):\n"
+        GCN_HEAD + "class MeanConv(torch.nn.Module):\n"
         "    def forward(self, x, edge_index):\n"
         "        row, col = edge_index\n"
         "        deg = degree(col, x.size(0), dtype=x.dtype)\n"
         "        return x / deg[:, None]\n",
         (9,),
-        GCN_HEAD
-        + "class MeanConv(torch.nn.Module):\n"
+        GCN_HEAD + "class MeanConv(torch.nn.Module):\n"
         "    def forward(self, x, edge_index):\n"
         "        row, col = edge_index\n"
         "        deg = degree(col, x.size(0), dtype=x.dtype)\n"
@@ -1581,8 +1724,7 @@ T201_DEGREE_FLAGGED = [
 T201_DEGREE_CLEAN = [
     # mended right after, in a data transform
     Silent(
-        GCN_HEAD
-        + "def col_norm(edge_index, edge_weight, num_nodes):\n"
+        GCN_HEAD + "def col_norm(edge_index, edge_weight, num_nodes):\n"
         "    _, col = edge_index\n"
         "    deg = scatter(edge_weight, col, 0, num_nodes, reduce='sum')\n"
         "    deg_inv = 1. / deg\n"
@@ -1591,8 +1733,7 @@ T201_DEGREE_CLEAN = [
     ),
     # self-loops first
     Silent(
-        GCN_HEAD
-        + "class MeanConv(torch.nn.Module):\n"
+        GCN_HEAD + "class MeanConv(torch.nn.Module):\n"
         "    def forward(self, x, edge_index):\n"
         "        edge_index, _ = add_self_loops(edge_index, num_nodes=x.size(0))\n"
         "        deg = degree(edge_index[1], x.size(0), dtype=x.dtype)\n"
@@ -1604,8 +1745,7 @@ T201_DEGREE_CLEAN = [
 T201_DEGREE_CLEAN.append(
     # a weighted mean over k-NN queries: every query gets k neighbours, so no sum is over nothing
     Silent(
-        GCN_HEAD
-        + "def interpolate(feats, src_idx, query_idx, inv_dist, num_queries):\n"
+        GCN_HEAD + "def interpolate(feats, src_idx, query_idx, inv_dist, num_queries):\n"
         "    total = scatter(feats[src_idx] * inv_dist, query_idx, 0, num_queries, reduce='sum')\n"
         "    return total / scatter(inv_dist, query_idx, 0, num_queries, reduce='sum')\n"
     )

@@ -3,7 +3,6 @@
 fixed text lints clean and is stable under a second --fix, unsafe fixes need the flag, the
 pre-filter keeps it; good gives nothing."""
 
-
 import pytest
 
 from torchnumlint.engine import lint_text

@@ -12,8 +12,11 @@ from tests.rules.harness import Flagged, Silent
 # ---------------------------------------------------------------------------------------------
 # Item 1: reaching definitions
 
-REACHING_TNL103 = harness.params("TNL103", flagged=[
-    Flagged("""\
+REACHING_TNL103 = harness.params(
+    "TNL103",
+    flagged=[
+        Flagged(
+            """\
         import torch
         import torch.nn.functional as F
 
@@ -24,8 +27,11 @@ REACHING_TNL103 = harness.params("TNL103", flagged=[
                 else:
                     probs = F.softmax(logits, dim=-1)
                 return F.nll_loss(torch.log(probs), y)
-        """, (10,)),
-    Flagged("""\
+        """,
+            (10,),
+        ),
+        Flagged(
+            """\
         import torch
 
         def attention_entropy(scores, mask=None):
@@ -34,8 +40,11 @@ REACHING_TNL103 = harness.params("TNL103", flagged=[
             else:
                 attn = scores.softmax(-1)
             return -(attn * attn.log()).sum(-1).mean()
-        """, (8,)),
-    Flagged("""\
+        """,
+            (8,),
+        ),
+        Flagged(
+            """\
         import torch
         import torch.nn.functional as F
 
@@ -45,8 +54,11 @@ REACHING_TNL103 = harness.params("TNL103", flagged=[
             loss = -(y * torch.log(t)).sum(-1).mean()
             loss.backward()
             opt.step()
-        """, (7,)),
-    Flagged("""\
+        """,
+            (7,),
+        ),
+        Flagged(
+            """\
         import torch
         from torch.nn.functional import softmax
 
@@ -56,8 +68,11 @@ REACHING_TNL103 = harness.params("TNL103", flagged=[
             except RuntimeError:
                 p = softmax(logits.float(), dim=1)
             return -torch.log(p).gather(1, y[:, None]).mean()
-        """, (9,)),
-    Flagged("""\
+        """,
+            (9,),
+        ),
+        Flagged(
+            """\
         import torch
         import torch.nn.functional as F
 
@@ -68,8 +83,11 @@ REACHING_TNL103 = harness.params("TNL103", flagged=[
                 loss = loss - (y * torch.log(p)).sum()
                 p = F.softmax(x + noise, dim=-1)
             return loss
-        """, (8,)),
-    Flagged("""\
+        """,
+            (8,),
+        ),
+        Flagged(
+            """\
         import torch
         import torch.nn.functional as F
 
@@ -81,8 +99,11 @@ REACHING_TNL103 = harness.params("TNL103", flagged=[
             else:
                 q = torch.softmax(logits, -1)
             return F.nll_loss(q.log(), y)
-        """, (11,)),
-    Flagged("""\
+        """,
+            (11,),
+        ),
+        Flagged(
+            """\
         import torch
         import torch.nn.functional as F
 
@@ -93,8 +114,11 @@ REACHING_TNL103 = harness.params("TNL103", flagged=[
                     probs = F.softmax(logits.clamp(-20, 20), -1)
                 logp = torch.log(probs).gather(1, actions[:, None]).squeeze(1)
                 return -(logp * adv).mean()
-        """, (9,)),
-    Flagged("""\
+        """,
+            (9,),
+        ),
+        Flagged(
+            """\
         import torch
         import torch.nn.functional as F
 
@@ -105,7 +129,9 @@ REACHING_TNL103 = harness.params("TNL103", flagged=[
                 if out.isfinite().all():
                     break
             return -torch.log(p).mean()
-        """, (10,), """\
+        """,
+            (10,),
+            """\
         import torch
         import torch.nn.functional as F
 
@@ -116,10 +142,12 @@ REACHING_TNL103 = harness.params("TNL103", flagged=[
                 if out.isfinite().all():
                     break
             return -p.mean()
-        """),
-], silent=[
-    # a branch that clamps
-    Silent("""\
+        """,
+        ),
+    ],
+    silent=[
+        # a branch that clamps
+        Silent("""\
         import torch
         import torch.nn.functional as F
 
@@ -130,8 +158,8 @@ REACHING_TNL103 = harness.params("TNL103", flagged=[
                 p = F.softmax(logits, -1)
             return F.nll_loss(torch.log(p), y)
         """),
-    # a rebinding to something else on one path
-    Silent("""\
+        # a rebinding to something else on one path
+        Silent("""\
         import torch
         import torch.nn.functional as F
 
@@ -141,8 +169,8 @@ REACHING_TNL103 = harness.params("TNL103", flagged=[
                 p = torch.full_like(logits, 1.0 / k)
             return F.nll_loss(torch.log(p), y)
         """),
-    # re-bound in a loop to a value that is no softmax
-    Silent("""\
+        # re-bound in a loop to a value that is no softmax
+        Silent("""\
         import torch
         import torch.nn.functional as F
 
@@ -154,8 +182,8 @@ REACHING_TNL103 = harness.params("TNL103", flagged=[
                 p = (p + eps) / (1 + eps * p.shape[-1])
             return total
         """),
-    # the straight-line rebinding guards it
-    Silent("""\
+        # the straight-line rebinding guards it
+        Silent("""\
         import torch
 
         def f(x):
@@ -163,8 +191,8 @@ REACHING_TNL103 = harness.params("TNL103", flagged=[
             p = p + 1e-8
             return torch.log(p)
         """),
-    # a comprehension's own name shadows the softmax
-    Silent("""\
+        # a comprehension's own name shadows the softmax
+        Silent("""\
         import torch
         import torch.nn.functional as F
 
@@ -172,8 +200,8 @@ REACHING_TNL103 = harness.params("TNL103", flagged=[
             p = F.softmax(x, -1)
             return p.sum() + sum(torch.log(p).sum() for p in others)
         """),
-    # an except handler that gives something else
-    Silent("""\
+        # an except handler that gives something else
+        Silent("""\
         import torch
         import torch.nn.functional as F
 
@@ -184,8 +212,8 @@ REACHING_TNL103 = harness.params("TNL103", flagged=[
                 p = logits.new_ones(logits.shape) / logits.shape[1]
             return torch.log(p)
         """),
-    # a rebinding to log_softmax: the log reads log-probabilities' exp, no softmax name
-    Silent("""\
+        # a rebinding to log_softmax: the log reads log-probabilities' exp, no softmax name
+        Silent("""\
         import torch
         import torch.nn.functional as F
 
@@ -195,8 +223,8 @@ REACHING_TNL103 = harness.params("TNL103", flagged=[
                 p = F.log_softmax(logits, -1)
             return torch.log(p)
         """),
-    # an in-place clamp on one path
-    Silent("""\
+        # an in-place clamp on one path
+        Silent("""\
         import torch
 
         def f(x, guard):
@@ -205,7 +233,8 @@ REACHING_TNL103 = harness.params("TNL103", flagged=[
                 p.clamp_(min=1e-6)
             return torch.log(p)
         """),
-])
+    ],
+)
 
 
 @pytest.mark.parametrize("code, case", REACHING_TNL103)
@@ -213,8 +242,12 @@ def test_reaching_definitions_tnl103(code, case):
     harness.check(code, case)
 
 
-REACHING_OTHERS = harness.params("TNL104", flagged=[
-    Flagged("""\
+REACHING_OTHERS = (
+    harness.params(
+        "TNL104",
+        flagged=[
+            Flagged(
+                """\
         import torch
         from torch.special import expit
 
@@ -224,9 +257,12 @@ REACHING_OTHERS = harness.params("TNL104", flagged=[
             else:
                 p = z.sigmoid()
             return -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()
-        """, (9, 9)),
-], silent=[
-    Silent("""\
+        """,
+                (9, 9),
+            ),
+        ],
+        silent=[
+            Silent("""\
         import torch
 
         def bce(z, y, hard):
@@ -236,8 +272,13 @@ REACHING_OTHERS = harness.params("TNL104", flagged=[
                 p = torch.sigmoid(z).clamp(1e-6, 1 - 1e-6)
             return -(y * torch.log(p)).mean()
         """),
-]) + harness.params("TNL101", flagged=[
-    Flagged("""\
+        ],
+    )
+    + harness.params(
+        "TNL101",
+        flagged=[
+            Flagged(
+                """\
         import torch
         import torch.nn.functional as F
 
@@ -248,9 +289,12 @@ REACHING_OTHERS = harness.params("TNL104", flagged=[
                 else:
                     target = F.softmax(self.head(b), dim=-1)
                 return F.kl_div(F.log_softmax(self.head(a), -1), target, reduction="batchmean")
-        """, (10,)),
-], silent=[
-    Silent("""\
+        """,
+                (10,),
+            ),
+        ],
+        silent=[
+            Silent("""\
         import torch
         import torch.nn.functional as F
 
@@ -261,9 +305,13 @@ REACHING_OTHERS = harness.params("TNL104", flagged=[
                     target = F.log_softmax(self.head(b), dim=-1)
                 return F.kl_div(F.log_softmax(self.head(a), -1), target, reduction="batchmean")
         """),
-]) + harness.params("TNL201", silent=[
-    # `d += eps` is a guard binding
-    Silent("""\
+        ],
+    )
+    + harness.params(
+        "TNL201",
+        silent=[
+            # `d += eps` is a guard binding
+            Silent("""\
         import torch
 
         def mean_pool(h, mask, eps=1e-6):
@@ -271,8 +319,8 @@ REACHING_OTHERS = harness.params("TNL104", flagged=[
             d += eps
             return (h * mask[..., None]).sum(1) / d
         """),
-    # every branch guards the count
-    Silent("""\
+            # every branch guards the count
+            Silent("""\
         import torch
 
         def mean_pool(h, mask, soft):
@@ -282,7 +330,9 @@ REACHING_OTHERS = harness.params("TNL104", flagged=[
                 d = mask.sum(1).clamp_min(1)
             return (h * mask[..., None]).sum(1) / d[:, None]
         """),
-])
+        ],
+    )
+)
 
 
 @pytest.mark.parametrize("code, case", REACHING_OTHERS)
@@ -293,8 +343,11 @@ def test_reaching_definitions_other_rules(code, case):
 # ---------------------------------------------------------------------------------------------
 # Item 2: value-preserving and shape-only steps
 
-SELECTIONS = harness.params("TNL103", flagged=[
-    Flagged("""\
+SELECTIONS = harness.params(
+    "TNL103",
+    flagged=[
+        Flagged(
+            """\
         import torch
         import torch.nn.functional as F
 
@@ -302,8 +355,11 @@ SELECTIONS = harness.params("TNL103", flagged=[
             probs = F.softmax(logits, dim=-1)
             p_y = probs[torch.arange(len(y)), y]
             return -torch.log(p_y).mean()
-        """, (7,)),
-    Flagged("""\
+        """,
+            (7,),
+        ),
+        Flagged(
+            """\
         import torch
         import torch.nn.functional as F
 
@@ -312,16 +368,22 @@ SELECTIONS = harness.params("TNL103", flagged=[
                 probs = F.softmax(self.fc(x), dim=1)
                 picked = probs.gather(1, y[:, None]).squeeze(1)
                 return -picked.log().mean()
-        """, (8,)),
-    Flagged("""\
+        """,
+            (8,),
+        ),
+        Flagged(
+            """\
         import torch
 
         def topk_loss(logits, k):
             p = logits.softmax(-1)
             vals, idx = p.topk(k, dim=-1)
             return -torch.log(vals).sum(-1).mean()
-        """, (6,)),
-    Flagged("""\
+        """,
+            (6,),
+        ),
+        Flagged(
+            """\
         import torch
         import torch.nn.functional as F
 
@@ -329,16 +391,22 @@ SELECTIONS = harness.params("TNL103", flagged=[
             probs = F.softmax(logits, dim=1)
             conf, pred = probs.max(dim=1)
             return -torch.log(conf).mean()
-        """, (7,)),
-    Flagged("""\
+        """,
+            (7,),
+        ),
+        Flagged(
+            """\
         import torch
 
         def seq_nll(scores, b, t, y):
             p = torch.softmax(scores, dim=-1)
             flat = p.view(b * t, -1)
             return -torch.log(flat).gather(1, y.view(-1, 1)).mean()
-        """, (6,)),
-    Flagged("""\
+        """,
+            (6,),
+        ),
+        Flagged(
+            """\
         import torch
         import torch.nn.functional as F
 
@@ -346,8 +414,11 @@ SELECTIONS = harness.params("TNL103", flagged=[
             p16 = F.softmax(logits.half(), dim=-1)
             p = p16.float().unsqueeze(1)
             return -(y * torch.log(p)).sum()
-        """, (7,)),
-    Flagged("""\
+        """,
+            (7,),
+        ),
+        Flagged(
+            """\
         import torch
         import torch.nn.functional as F
 
@@ -355,8 +426,11 @@ SELECTIONS = harness.params("TNL103", flagged=[
             probs = F.softmax(logits, dim=-1)
             p1, p2 = probs.chunk(2, dim=0)
             return -(p2 * torch.log(p1)).sum(-1).mean()
-        """, (7,)),
-    Flagged("""\
+        """,
+            (7,),
+        ),
+        Flagged(
+            """\
         import torch
         import torch.nn.functional as F
 
@@ -364,8 +438,11 @@ SELECTIONS = harness.params("TNL103", flagged=[
             probs = F.softmax(logits, dim=-1)
             kept = probs.masked_select(mask)
             return -torch.log(kept).mean()
-        """, (7,)),
-    Flagged("""\
+        """,
+            (7,),
+        ),
+        Flagged(
+            """\
         import torch
         import torch.nn.functional as F
 
@@ -373,10 +450,13 @@ SELECTIONS = harness.params("TNL103", flagged=[
             attn = F.softmax(scores, dim=-1).transpose(1, 2).contiguous()
             best = attn.max(-1)[0]
             return -torch.log(best).mean()
-        """, (7,)),
-], silent=[
-    # the indices of a ranking, not its values
-    Silent("""\
+        """,
+            (7,),
+        ),
+    ],
+    silent=[
+        # the indices of a ranking, not its values
+        Silent("""\
         import torch
 
         def f(logits):
@@ -384,7 +464,7 @@ SELECTIONS = harness.params("TNL103", flagged=[
             vals, idx = p.topk(5, dim=-1)
             return torch.log(idx.float() + 1).sum()
         """),
-    Silent("""\
+        Silent("""\
         import torch
         import torch.nn.functional as F
 
@@ -393,7 +473,7 @@ SELECTIONS = harness.params("TNL103", flagged=[
             conf, pred = probs.max(dim=1)
             return torch.log(pred.float() + 1).mean() + torch.log(probs.max(1)[1].float() + 1).mean()
         """),
-    Silent("""\
+        Silent("""\
         import torch
 
         def f(logits):
@@ -401,8 +481,8 @@ SELECTIONS = harness.params("TNL103", flagged=[
             rank = p.topk(3).indices
             return torch.log(rank.float() + 1)
         """),
-    # a sum of a selection is no selection
-    Silent("""\
+        # a sum of a selection is no selection
+        Silent("""\
         import torch
 
         def f(logits, k):
@@ -410,8 +490,8 @@ SELECTIONS = harness.params("TNL103", flagged=[
             head = p[:, :k].sum(-1)
             return torch.log(head)
         """),
-    # guarded before it is selected
-    Silent("""\
+        # guarded before it is selected
+        Silent("""\
         import torch
         import torch.nn.functional as F
 
@@ -420,7 +500,7 @@ SELECTIONS = harness.params("TNL103", flagged=[
             conf, pred = probs.max(dim=1)
             return -torch.log(conf).mean()
         """),
-    Silent("""\
+        Silent("""\
         import torch
         import torch.nn.functional as F
 
@@ -429,16 +509,16 @@ SELECTIONS = harness.params("TNL103", flagged=[
             conf, _ = probs.max(dim=1)
             return -torch.log(conf.clamp_min(1e-8)).mean()
         """),
-    # a split of something that is no softmax
-    Silent("""\
+        # a split of something that is no softmax
+        Silent("""\
         import torch
 
         def kl_term(stats):
             mu, logvar = stats.chunk(2, dim=-1)
             return torch.log(logvar.exp() + mu.pow(2)).sum()
         """),
-    # a cast to an integer dtype rounds the probabilities away
-    Silent("""\
+        # a cast to an integer dtype rounds the probabilities away
+        Silent("""\
         import torch
 
         def f(logits):
@@ -446,7 +526,8 @@ SELECTIONS = harness.params("TNL103", flagged=[
             hard = p.to(torch.long).float()
             return torch.log(hard + 1)
         """),
-])
+    ],
+)
 
 
 @pytest.mark.parametrize("code, case", SELECTIONS)
@@ -454,17 +535,24 @@ def test_selections_tnl103(code, case):
     harness.check(code, case)
 
 
-SELECTIONS_OTHERS = harness.params("TNL104", flagged=[
-    Flagged("""\
+SELECTIONS_OTHERS = (
+    harness.params(
+        "TNL104",
+        flagged=[
+            Flagged(
+                """\
         import torch
 
         class Detector(torch.nn.Module):
             def forward(self, x, y):
                 obj = torch.sigmoid(self.head(x)).squeeze(-1)
                 return -(y * torch.log(obj)).mean()
-        """, (6,)),
-], silent=[
-    Silent("""\
+        """,
+                (6,),
+            ),
+        ],
+        silent=[
+            Silent("""\
         import torch
 
         def f(z):
@@ -472,8 +560,13 @@ SELECTIONS_OTHERS = harness.params("TNL104", flagged=[
             vals, idx = s.sort(dim=-1)
             return torch.log(idx.float() + 1)
         """),
-]) + harness.params("TNL101", flagged=[
-    Flagged("""\
+        ],
+    )
+    + harness.params(
+        "TNL101",
+        flagged=[
+            Flagged(
+                """\
         import torch
         import torch.nn.functional as F
 
@@ -481,9 +574,12 @@ SELECTIONS_OTHERS = harness.params("TNL104", flagged=[
             def forward(self, a, b):
                 target = F.softmax(self.head(b), dim=-1).view(-1, self.k)
                 return F.kl_div(F.log_softmax(self.head(a), -1).view(-1, self.k), target, reduction="batchmean")
-        """, (7,)),
-], silent=[
-    Silent("""\
+        """,
+                (7,),
+            ),
+        ],
+        silent=[
+            Silent("""\
         import torch
         import torch.nn.functional as F
 
@@ -492,21 +588,31 @@ SELECTIONS_OTHERS = harness.params("TNL104", flagged=[
                 target = F.softmax(self.head(b), dim=-1).detach().view(-1, self.k)
                 return F.kl_div(F.log_softmax(self.head(a), -1).view(-1, self.k), target, reduction="batchmean")
         """),
-]) + harness.params("TNL201", flagged=[
-    Flagged("""\
+        ],
+    )
+    + harness.params(
+        "TNL201",
+        flagged=[
+            Flagged(
+                """\
         import torch
 
         def mean_pool(h, valid_mask):
             n = valid_mask.sum(1)
             return (h * valid_mask[..., None]).sum(1) / n.unsqueeze(-1)
-        """, (5,), """\
+        """,
+                (5,),
+                """\
         import torch
 
         def mean_pool(h, valid_mask):
             n = valid_mask.sum(1)
             return (h * valid_mask[..., None]).sum(1) / n.unsqueeze(-1).clamp_min(1e-12)
-        """),
-])
+        """,
+            ),
+        ],
+    )
+)
 
 
 @pytest.mark.parametrize("code, case", SELECTIONS_OTHERS)
@@ -522,9 +628,12 @@ def test_selections_other_rules(code, case):
 
 DIVISION = ("TNL201", "TNL202", "TNL204", "TNL206")
 
-EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
-    # guarded on one branch: the other's count is reported, named
-    Flagged("""\
+EVERY_WAY_DIVISION = harness.params(
+    "TNL201",
+    flagged=[
+        # guarded on one branch: the other's count is reported, named
+        Flagged(
+            """\
         import torch
 
         def masked_mean(h, pos_mask, soft):
@@ -533,18 +642,28 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
             else:
                 n = pos_mask.sum(1, keepdim=True)
             return (h * pos_mask).sum(1, keepdim=True) / n
-        """, (8,), together=DIVISION, message="a count, as `n` is assigned on line 7, which is 0 when nothing is selected"),
-    # a conditional expression: its else value is the unguarded one
-    Flagged("""\
+        """,
+            (8,),
+            together=DIVISION,
+            message="a count, as `n` is assigned on line 7, which is 0 when nothing is selected",
+        ),
+        # a conditional expression: its else value is the unguarded one
+        Flagged(
+            """\
         import torch
 
         class Pool(torch.nn.Module):
             def forward(self, h, fg_mask):
                 n = fg_mask.sum(1, keepdim=True).clamp_min(1) if self.soft else (fg_mask > 0).sum(1, keepdim=True)
                 return (h * fg_mask).sum(1, keepdim=True) / n
-        """, (6,), together=DIVISION, message=", the else value of the conditional on line 5"),
-    # numpy on one branch, torch on the other: reported for the torch one, no torch-only fix
-    Flagged("""\
+        """,
+            (6,),
+            together=DIVISION,
+            message=", the else value of the conditional on line 5",
+        ),
+        # numpy on one branch, torch on the other: reported for the torch one, no torch-only fix
+        Flagged(
+            """\
         import numpy as np
         import torch
 
@@ -554,9 +673,14 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
             else:
                 total = torch.relu(scores).sum(-1, keepdim=True)
             return scores / total
-        """, (9,), together=DIVISION, message="relu outputs are 0"),
-    # a count of numpy hits on one branch, of torch hits on the other: no torch-only clamp
-    Flagged("""\
+        """,
+            (9,),
+            together=DIVISION,
+            message="relu outputs are 0",
+        ),
+        # a count of numpy hits on one branch, of torch hits on the other: no torch-only clamp
+        Flagged(
+            """\
         import numpy as np
         import torch
 
@@ -566,9 +690,14 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
             else:
                 hits = torch.as_tensor(scores) > 0
             return (scores * hits).sum() / hits.sum()
-        """, (9,), together=DIVISION, message="when nothing is selected"),
-    # torch on both branches: the count's exact clamp
-    Flagged("""\
+        """,
+            (9,),
+            together=DIVISION,
+            message="when nothing is selected",
+        ),
+        # torch on both branches: the count's exact clamp
+        Flagged(
+            """\
         import torch
 
         def hit_rate_score(scores, strict):
@@ -577,7 +706,9 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
             else:
                 hits = torch.as_tensor(scores) > 0
             return (scores * hits).sum() / hits.sum()
-        """, (8,), """\
+        """,
+            (8,),
+            """\
         import torch
 
         def hit_rate_score(scores, strict):
@@ -586,9 +717,13 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
             else:
                 hits = torch.as_tensor(scores) > 0
             return (scores * hits).sum() / hits.sum().clamp_min(1)
-        """, safe=True, together=DIVISION),
-    # a training step whose weights are a mask on one branch only
-    Flagged("""\
+        """,
+            safe=True,
+            together=DIVISION,
+        ),
+        # a training step whose weights are a mask on one branch only
+        Flagged(
+            """\
         import torch
 
         def training_step(model, batch, opt):
@@ -601,10 +736,14 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
             loss = ((out - y) ** 2 * w).sum() / w.sum()
             loss.backward()
             opt.step()
-        """, (10,), together=DIVISION,
-        message="when nothing is selected: `y > 0` (line 7) keeps the values past a threshold, which can be none, as `w` is assigned on line 7"),
-    # a boolean mask on either branch: its sum is an integer count, clamped at 1 (exact)
-    Flagged("""\
+        """,
+            (10,),
+            together=DIVISION,
+            message="when nothing is selected: `y > 0` (line 7) keeps the values past a threshold, which can be none, as `w` is assigned on line 7",
+        ),
+        # a boolean mask on either branch: its sum is an integer count, clamped at 1 (exact)
+        Flagged(
+            """\
         import torch
         import torch.nn.functional as F
 
@@ -616,7 +755,9 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
                     counted = labels != self.pad_id
                 per_token = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none")
                 return (per_token * counted).sum() / counted.sum()
-        """, (11,), """\
+        """,
+            (11,),
+            """\
         import torch
         import torch.nn.functional as F
 
@@ -628,9 +769,14 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
                     counted = labels != self.pad_id
                 per_token = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none")
                 return (per_token * counted).sum() / counted.sum().clamp_min(1)
-        """, safe=True, together=DIVISION, strict=True),
-    # the first iteration divides by the relu sum assigned before the loop
-    Flagged("""\
+        """,
+            safe=True,
+            together=DIVISION,
+            strict=True,
+        ),
+        # the first iteration divides by the relu sum assigned before the loop
+        Flagged(
+            """\
         import torch
 
         def iterate(x, ws, eps):
@@ -639,23 +785,35 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
                 x = x / scale
                 scale = w.abs().sum() + eps
             return x
-        """, (6,), together=DIVISION, message=", as `scale` is assigned on line 4"),
-    # data on every way: a standardisation of constant data; a tensor on every way: the clamp
-    Flagged("""\
+        """,
+            (6,),
+            together=DIVISION,
+            message=", as `scale` is assigned on line 4",
+        ),
+        # data on every way: a standardisation of constant data; a tensor on every way: the clamp
+        Flagged(
+            """\
         import torch
 
         def normalise_advantages(rewards: torch.Tensor, returns: torch.Tensor, use_returns):
             r = returns if use_returns else rewards
             return (r - r.mean()) / r.std()
-        """, (5,), """\
+        """,
+            (5,),
+            """\
         import torch
 
         def normalise_advantages(rewards: torch.Tensor, returns: torch.Tensor, use_returns):
             r = returns if use_returns else rewards
             return (r - r.mean()) / r.std().clamp_min(1e-12)
-        """, together=DIVISION, message="constant data", strict=True),
-    # strict mode: a norm clamped on one branch only, no evidence either way
-    Flagged("""\
+        """,
+            together=DIVISION,
+            message="constant data",
+            strict=True,
+        ),
+        # strict mode: a norm clamped on one branch only, no evidence either way
+        Flagged(
+            """\
         import torch
 
         def cosine(a, b, exact):
@@ -664,43 +822,64 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
             else:
                 na = a.norm(dim=-1)
             return (a * b).sum(-1) / na
-        """, (8,), strict=True, together=DIVISION, message="a norm, as `na` is assigned on line 7"),
-    # a forward's input on one way (rewards that can all be 0: a sparse reward) is evidence for its
-    # std; a model's output on the other way is none
-    Flagged("""\
+        """,
+            (8,),
+            strict=True,
+            together=DIVISION,
+            message="a norm, as `na` is assigned on line 7",
+        ),
+        # a forward's input on one way (rewards that can all be 0: a sparse reward) is evidence for its
+        # std; a model's output on the other way is none
+        Flagged(
+            """\
         import torch
 
         class Critic(torch.nn.Module):
             def forward(self, x, rewards):
                 r = self.value(x) if self.bootstrap else rewards
                 return (r - r.mean()) / r.std()
-        """, (6,), """\
+        """,
+            (6,),
+            """\
         import torch
 
         class Critic(torch.nn.Module):
             def forward(self, x, rewards):
                 r = self.value(x) if self.bootstrap else rewards
                 return (r - r.mean()) / r.std().clamp_min(1e-12)
-        """, together=DIVISION, message="all-zero input row of `forward`"),
-], silent=[
-    # guarded on both ways of a conditional expression, in strict mode
-    Silent("""\
+        """,
+            together=DIVISION,
+            message="all-zero input row of `forward`",
+        ),
+    ],
+    silent=[
+        # guarded on both ways of a conditional expression, in strict mode
+        Silent(
+            """\
         import torch
 
         def masked_mean(h, mask, soft):
             n = mask.sum(1, keepdim=True).clamp_min(1) if soft else mask.sum(1, keepdim=True) + 1e-6
             return (h * mask).sum(1, keepdim=True) / n
-        """, strict=True, together=DIVISION),
-    # an eps chosen per dtype is an eps on both ways
-    Silent("""\
+        """,
+            strict=True,
+            together=DIVISION,
+        ),
+        # an eps chosen per dtype is an eps on both ways
+        Silent(
+            """\
         import torch
 
         def std_scale(x, eps, half):
             e = 1e-3 if half else eps
             return (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + e)
-        """, strict=True, together=DIVISION),
-    # clamped on both branches (clamp_min, torch.maximum)
-    Silent("""\
+        """,
+            strict=True,
+            together=DIVISION,
+        ),
+        # clamped on both branches (clamp_min, torch.maximum)
+        Silent(
+            """\
         import torch
 
         def cosine(a, b, exact, floor):
@@ -709,18 +888,26 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
             else:
                 na = torch.maximum(a.norm(dim=-1), floor)
             return (a * b).sum(-1) / na
-        """, strict=True, together=DIVISION),
-    # positive on every way: exp or sigmoid weights never sum to 0
-    Silent("""\
+        """,
+            strict=True,
+            together=DIVISION,
+        ),
+        # positive on every way: exp or sigmoid weights never sum to 0
+        Silent(
+            """\
         import torch
 
         class Gate(torch.nn.Module):
             def forward(self, h, scores):
                 w = scores.exp() if self.sharp else scores.sigmoid()
                 return (h * w[..., None]).sum(1) / w.sum(1, keepdim=True)
-        """, strict=True, together=DIVISION),
-    # a count guarded on either branch
-    Silent("""\
+        """,
+            strict=True,
+            together=DIVISION,
+        ),
+        # a count guarded on either branch
+        Silent(
+            """\
         import torch
 
         def token_mean(loss, labels, pad_id, smooth):
@@ -730,9 +917,13 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
             else:
                 n = keep.sum().clamp_min(1)
             return (loss * keep).sum() / n
-        """, strict=True, together=DIVISION),
-    # guarded before the loop and at every iteration
-    Silent("""\
+        """,
+            strict=True,
+            together=DIVISION,
+        ),
+        # guarded before the loop and at every iteration
+        Silent(
+            """\
         import torch
 
         def iterate(x, ws, eps):
@@ -741,9 +932,13 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
                 x = x / scale
                 scale = w.abs().sum().clamp_min(eps)
             return x
-        """, strict=True, together=DIVISION),
-    # an in-place clamp after the branches guards every way
-    Silent("""\
+        """,
+            strict=True,
+            together=DIVISION,
+        ),
+        # an in-place clamp after the branches guards every way
+        Silent(
+            """\
         import torch
 
         def pool(h, mask, soft):
@@ -753,8 +948,12 @@ EVERY_WAY_DIVISION = harness.params("TNL201", flagged=[
                 n = mask.sum(1)
             n.clamp_(min=1)
             return (h * mask[..., None]).sum(1) / n[:, None]
-        """, strict=True, together=DIVISION),
-])
+        """,
+            strict=True,
+            together=DIVISION,
+        ),
+    ],
+)
 
 
 @pytest.mark.parametrize("code, case", EVERY_WAY_DIVISION)
@@ -762,9 +961,12 @@ def test_every_way_division(code, case):
     harness.check(code, case)
 
 
-EVERY_WAY_KL = harness.params("TNL101", flagged=[
-    # the target is detached on one branch only: the other still carries the peer's gradient
-    Flagged("""\
+EVERY_WAY_KL = harness.params(
+    "TNL101",
+    flagged=[
+        # the target is detached on one branch only: the other still carries the peer's gradient
+        Flagged(
+            """\
         import torch
         import torch.nn.functional as F
 
@@ -775,10 +977,13 @@ EVERY_WAY_KL = harness.params("TNL101", flagged=[
                 else:
                     target = F.softmax(peer, dim=-1)
                 return F.kl_div(F.log_softmax(student, -1), target, reduction="batchmean")
-        """, (10,)),
-], silent=[
-    # detached on every way: `.detach()` on one, `torch.no_grad()` on the other
-    Silent("""\
+        """,
+            (10,),
+        ),
+    ],
+    silent=[
+        # detached on every way: `.detach()` on one, `torch.no_grad()` on the other
+        Silent("""\
         import torch
         import torch.nn.functional as F
 
@@ -791,7 +996,7 @@ EVERY_WAY_KL = harness.params("TNL101", flagged=[
                         target = F.softmax(peer, dim=-1)
                 return F.kl_div(F.log_softmax(student, -1), target, reduction="batchmean")
         """),
-    Silent("""\
+        Silent("""\
         import torch
         import torch.nn.functional as F
 
@@ -799,7 +1004,8 @@ EVERY_WAY_KL = harness.params("TNL101", flagged=[
             target = F.softmax(ema, dim=-1) if ema is not None else F.softmax(peer, dim=-1)
             return F.kl_div(F.log_softmax(student, -1), target.detach(), reduction="batchmean")
         """),
-])
+    ],
+)
 
 
 @pytest.mark.parametrize("code, case", EVERY_WAY_KL)

@@ -14,7 +14,8 @@ from tests.rules.harness import Flagged, Silent
 CODE = "TNL304"
 
 FLAGGED = [
-    Flagged("""\
+    Flagged(
+        """\
         import torch
         from torch import nn
 
@@ -26,8 +27,12 @@ FLAGGED = [
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
-        """, (5,), message="`torch.optim.Adam` on line 6, stepped in a loop on line 11"),
-    Flagged("""\
+        """,
+        (5,),
+        message="`torch.optim.Adam` on line 6, stepped in a loop on line 11",
+    ),
+    Flagged(
+        """\
         import torch
 
         def fit(model, data):
@@ -36,9 +41,13 @@ FLAGGED = [
             for x in data:
                 model(x).mean().backward()
                 optimizer.step()
-        """, (4,), message="`model` is a float16 model (model.half())"),
+        """,
+        (4,),
+        message="`model` is a float16 model (model.half())",
+    ),
     # a trainer builds the optimizer; its training step steps it once per batch
-    Flagged("""\
+    Flagged(
+        """\
         import torch
         from torch import nn
 
@@ -53,8 +62,12 @@ FLAGGED = [
                 loss.backward()
                 self.optim.step()
                 return loss
-        """, (6,), message="`self.model` is a float16 model (build(cfg).half()) trained by `torch.optim.Adam` on line 7, stepped by the class on line 13"),
-    Flagged("""\
+        """,
+        (6,),
+        message="`self.model` is a float16 model (build(cfg).half()) trained by `torch.optim.Adam` on line 7, stepped by the class on line 13",
+    ),
+    Flagged(
+        """\
         import torch
         import torchvision
 
@@ -67,8 +80,11 @@ FLAGGED = [
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-        """, (6,)),
-    Flagged("""\
+        """,
+        (6,),
+    ),
+    Flagged(
+        """\
         import torch
         from torch import optim
 
@@ -81,16 +97,24 @@ FLAGGED = [
                     encoder(batch).pow(2).mean().backward()
                     opt.step()
                 epoch += 1
-        """, (5,)),
+        """,
+        (5,),
+    ),
     # handed elsewhere: no loop that steps it in sight, strict mode only
-    Flagged("""\
+    Flagged(
+        """\
         import torch
 
         def setup(net, device):
             net = net.to(device, torch.float16)
             return net, torch.optim.AdamW(net.parameters(), weight_decay=0.05)
-        """, (4,), strict=True, message="strict mode"),
-    Flagged("""\
+        """,
+        (4,),
+        strict=True,
+        message="strict mode",
+    ),
+    Flagged(
+        """\
         import torch
 
         def step_all(gen, disc):
@@ -99,9 +123,14 @@ FLAGGED = [
             opt_g = torch.optim.Adam(gen.parameters())
             opt_d = torch.optim.Adam(disc.parameters())
             return opt_g, opt_d
-        """, (4, 5), strict=True, message="strict mode"),
+        """,
+        (4, 5),
+        strict=True,
+        message="strict mode",
+    ),
     # an EMA kept in float16 (the shape a detector's utilities had before they moved it to float32)
-    Flagged("""\
+    Flagged(
+        """\
         import math
         from copy import deepcopy
 
@@ -124,9 +153,13 @@ FLAGGED = [
                         if v.dtype.is_floating_point:
                             v *= d
                             v += (1 - d) * msd[k].detach()
-        """, (8,), message="`self.ema` is a float16 weight average (deepcopy(model).half().eval()) with decay 0.9999 (line 7)"),
+        """,
+        (8,),
+        message="`self.ema` is a float16 weight average (deepcopy(model).half().eval()) with decay 0.9999 (line 7)",
+    ),
     # the same, cast in place where a GPU is found
-    Flagged("""\
+    Flagged(
+        """\
         from copy import deepcopy
 
         import torch
@@ -142,9 +175,13 @@ FLAGGED = [
             def step(self, model):
                 for s, p in zip(self.shadow.parameters(), model.parameters()):
                     s.lerp_(p.to(s.dtype), 1 - self.ema_decay)
-        """, (9,), message="decay 0.9998 (line 6)"),
+        """,
+        (9,),
+        message="decay 0.9998 (line 6)",
+    ),
     # a function keeping its own average
-    Flagged("""\
+    Flagged(
+        """\
         import copy
         import torch
 
@@ -158,9 +195,12 @@ FLAGGED = [
                 with torch.no_grad():
                     torch._foreach_lerp_(list(ema.parameters()), [p.half() for p in model.parameters()], 1 - ema_decay)
             return ema
-        """, (6,)),
+        """,
+        (6,),
+    ),
     # torch's own averaging wrapper, cast to float16
-    Flagged("""\
+    Flagged(
+        """\
         import torch
         from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
@@ -171,7 +211,9 @@ FLAGGED = [
                 opt.step()
                 swa.update_parameters(model)
             return swa
-        """, (5,)),
+        """,
+        (5,),
+    ),
 ]
 
 SILENT = [

@@ -117,8 +117,13 @@ ACOS_FLAGGED = [
         5,
     ),
     # strict mode: any acos of a tensor, and a clamp to exactly [-1, 1] (infinite gradient at the edge)
-    _case("def angle(c):\n    return torch.acos(c)\n", 2, "def angle(c):\n    return torch.acos(" + _clamped("c") + ")\n",
-          strict=True, message="strict mode"),
+    _case(
+        "def angle(c):\n    return torch.acos(c)\n",
+        2,
+        "def angle(c):\n    return torch.acos(" + _clamped("c") + ")\n",
+        strict=True,
+        message="strict mode",
+    ),
     _case(
         "def angle(a, b):\n    cos = F.cosine_similarity(a, b).clamp(-1, 1)\n    return torch.acos(cos)\n",
         3,
@@ -140,9 +145,12 @@ ACOS_SILENT = [
         # a clamp to exactly [-1, 1]: finite forward; reported only in strict mode
         ("def angle(a, b):\n    cos = torch.clamp(F.cosine_similarity(a, b), -1.0, 1.0)\n    return torch.acos(cos)\n", False),
         # slerp with the near-parallel fallback: the author tests the edge
-        ("def slerp(q0, q1, t):\n    dot = (F.normalize(q0, dim=0) * F.normalize(q1, dim=0)).sum()\n"
-         "    if dot > 0.9995:\n        return torch.lerp(q0, q1, t)\n    theta = torch.acos(dot)\n"
-         "    return theta\n", False),
+        (
+            "def slerp(q0, q1, t):\n    dot = (F.normalize(q0, dim=0) * F.normalize(q1, dim=0)).sum()\n"
+            "    if dot > 0.9995:\n        return torch.lerp(q0, q1, t)\n    theta = torch.acos(dot)\n"
+            "    return theta\n",
+            False,
+        ),
         # diagnostics: no gradient, detached, read as a number
         ("@torch.no_grad()\ndef log_angles(a, b):\n    return torch.acos(F.cosine_similarity(a, b)).mean()\n", False),
         ("def log_angles(a, b):\n    cos = F.cosine_similarity(a, b).detach()\n    return torch.acos(cos)\n", False),
@@ -156,8 +164,11 @@ ACOS_SILENT = [
         ("def sim_loss(a, b):\n    return 1 - F.cosine_similarity(a, b).mean()\n", True),
         ("def half_turn():\n    return torch.acos(torch.tensor(-1.0 + 1e-6))\n", True),
         # a value clamped on one branch and the other: every way guarded
-        ("def angle(a, b, tight):\n    c = F.cosine_similarity(a, b)\n"
-         "    c = c.clamp(-0.999, 0.999) if tight else c.clamp(-1 + 1e-6, 1 - 1e-6)\n    return torch.acos(c)\n", True),
+        (
+            "def angle(a, b, tight):\n    c = F.cosine_similarity(a, b)\n"
+            "    c = c.clamp(-0.999, 0.999) if tight else c.clamp(-1 + 1e-6, 1 - 1e-6)\n    return torch.acos(c)\n",
+            True,
+        ),
     ]
 ]
 

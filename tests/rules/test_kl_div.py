@@ -18,64 +18,91 @@ def src(body):
 
 # (body, finding line within the body, fixed body or None when no rewrite is offered)
 FLAGGED = [
-    ('return F.kl_div(F.log_softmax(a, -1), F.softmax(b, -1), reduction="batchmean")', 1,
-     'return F.kl_div(F.log_softmax(a, -1), F.log_softmax(b, -1), reduction="batchmean", log_target=True)'),
+    (
+        'return F.kl_div(F.log_softmax(a, -1), F.softmax(b, -1), reduction="batchmean")',
+        1,
+        'return F.kl_div(F.log_softmax(a, -1), F.log_softmax(b, -1), reduction="batchmean", log_target=True)',
+    ),
     # the method form
-    ('return F.kl_div(a.log_softmax(-1), b.softmax(-1), reduction="batchmean")', 1,
-     'return F.kl_div(a.log_softmax(-1), b.log_softmax(-1), reduction="batchmean", log_target=True)'),
+    (
+        'return F.kl_div(a.log_softmax(-1), b.softmax(-1), reduction="batchmean")',
+        1,
+        'return F.kl_div(a.log_softmax(-1), b.log_softmax(-1), reduction="batchmean", log_target=True)',
+    ),
     # torch.softmax and torch.nn.functional spelled out
-    ('return torch.nn.functional.kl_div(a, torch.softmax(b, dim=1))', 1,
-     'return torch.nn.functional.kl_div(a, torch.log_softmax(b, dim=1), log_target=True)'),
+    (
+        "return torch.nn.functional.kl_div(a, torch.softmax(b, dim=1))",
+        1,
+        "return torch.nn.functional.kl_div(a, torch.log_softmax(b, dim=1), log_target=True)",
+    ),
     # explicit log_target=False is replaced
-    ('return F.kl_div(a, F.softmax(b, 1), reduction="sum", log_target=False)', 1,
-     'return F.kl_div(a, F.log_softmax(b, 1), reduction="sum", log_target=True)'),
+    (
+        'return F.kl_div(a, F.softmax(b, 1), reduction="sum", log_target=False)',
+        1,
+        'return F.kl_div(a, F.log_softmax(b, 1), reduction="sum", log_target=True)',
+    ),
     # keyword arguments in any order
-    ('return F.kl_div(target=F.softmax(b, dim=-1), input=a, reduction="batchmean")', 1,
-     'return F.kl_div(target=F.log_softmax(b, dim=-1), input=a, reduction="batchmean", log_target=True)'),
+    (
+        'return F.kl_div(target=F.softmax(b, dim=-1), input=a, reduction="batchmean")',
+        1,
+        'return F.kl_div(target=F.log_softmax(b, dim=-1), input=a, reduction="batchmean", log_target=True)',
+    ),
     # through a name read only here: the assignment is rewritten
-    ('p = F.softmax(b / 2.0, dim=-1)\nreturn F.kl_div(a, p, reduction="batchmean")', 2,
-     'p = F.log_softmax(b / 2.0, dim=-1)\nreturn F.kl_div(a, p, reduction="batchmean", log_target=True)'),
+    (
+        'p = F.softmax(b / 2.0, dim=-1)\nreturn F.kl_div(a, p, reduction="batchmean")',
+        2,
+        'p = F.log_softmax(b / 2.0, dim=-1)\nreturn F.kl_div(a, p, reduction="batchmean", log_target=True)',
+    ),
     # nn.KLDivLoss called inline
-    ('return nn.KLDivLoss(reduction="batchmean")(a, F.softmax(b, -1))', 1,
-     'return nn.KLDivLoss(reduction="batchmean", log_target=True)(a, F.log_softmax(b, -1))'),
+    (
+        'return nn.KLDivLoss(reduction="batchmean")(a, F.softmax(b, -1))',
+        1,
+        'return nn.KLDivLoss(reduction="batchmean", log_target=True)(a, F.log_softmax(b, -1))',
+    ),
     # nn.KLDivLoss through a local name: reported, the constructor may be shared, no rewrite
     ('crit = nn.KLDivLoss(reduction="batchmean")\nreturn crit(a, F.softmax(b, -1))', 2, None),
     # nested inside a larger expression, multiplied by T**2
-    ('return 4.0 * F.kl_div(F.log_softmax(a / 2, 1), F.softmax(b / 2, 1), reduction="batchmean") + 1', 1,
-     'return 4.0 * F.kl_div(F.log_softmax(a / 2, 1), F.log_softmax(b / 2, 1), reduction="batchmean", log_target=True) + 1'),
+    (
+        'return 4.0 * F.kl_div(F.log_softmax(a / 2, 1), F.softmax(b / 2, 1), reduction="batchmean") + 1',
+        1,
+        'return 4.0 * F.kl_div(F.log_softmax(a / 2, 1), F.log_softmax(b / 2, 1), reduction="batchmean", log_target=True) + 1',
+    ),
     # multi-line call
-    ('return F.kl_div(\n    F.log_softmax(a, -1),\n    F.softmax(b, -1),\n)', 3,
-     'return F.kl_div(\n    F.log_softmax(a, -1),\n    F.log_softmax(b, -1),\n    log_target=True,\n)'),
+    (
+        "return F.kl_div(\n    F.log_softmax(a, -1),\n    F.softmax(b, -1),\n)",
+        3,
+        "return F.kl_div(\n    F.log_softmax(a, -1),\n    F.log_softmax(b, -1),\n    log_target=True,\n)",
+    ),
     # a name read twice: reported without a rewrite
-    ('q = F.softmax(b, -1)\nloss = F.kl_div(a, q)\nreturn loss, q', 2, None),
+    ("q = F.softmax(b, -1)\nloss = F.kl_div(a, q)\nreturn loss, q", 2, None),
     # **kwargs may hold log_target: reported without a rewrite
-    ('kw = {}\nreturn F.kl_div(a, F.softmax(b, -1), **kw)', 2, None),
+    ("kw = {}\nreturn F.kl_div(a, F.softmax(b, -1), **kw)", 2, None),
 ]
 
 
 CLEAN = [
     # already log-space
-    'return F.kl_div(F.log_softmax(a, -1), F.log_softmax(b, -1), log_target=True)',
+    "return F.kl_div(F.log_softmax(a, -1), F.log_softmax(b, -1), log_target=True)",
     # detached target, either way round
-    'return F.kl_div(a, F.softmax(b, -1).detach())',
-    'return F.kl_div(a, F.softmax(b.detach(), -1))',
-    'return F.kl_div(a, F.softmax(t.data, -1))',
+    "return F.kl_div(a, F.softmax(b, -1).detach())",
+    "return F.kl_div(a, F.softmax(b.detach(), -1))",
+    "return F.kl_div(a, F.softmax(t.data, -1))",
     # computed under no_grad in the same function
-    'with torch.no_grad():\n    p = F.softmax(teacher(x), -1)\nreturn F.kl_div(a, p)',
-    'with torch.no_grad():\n    logits = teacher(x)\nreturn F.kl_div(a, F.softmax(logits / 2.0, -1))',
+    "with torch.no_grad():\n    p = F.softmax(teacher(x), -1)\nreturn F.kl_div(a, p)",
+    "with torch.no_grad():\n    logits = teacher(x)\nreturn F.kl_div(a, F.softmax(logits / 2.0, -1))",
     # the whole call under no_grad / inference_mode
-    'with torch.inference_mode():\n    return F.kl_div(a, F.softmax(b, -1))',
+    "with torch.inference_mode():\n    return F.kl_div(a, F.softmax(b, -1))",
     # a target that is not a softmax
-    'return F.kl_div(a, t)',
-    'return F.kl_div(a, torch.sigmoid(b))',
+    "return F.kl_div(a, t)",
+    "return F.kl_div(a, torch.sigmoid(b))",
     # a reassignment between the softmax and the use breaks the chain
-    'p = F.softmax(b, -1)\np = p.detach()\nreturn F.kl_div(a, p)',
+    "p = F.softmax(b, -1)\np = p.detach()\nreturn F.kl_div(a, p)",
     # log_target=True with a softmax is another mistake, not this one
-    'return F.kl_div(a, F.softmax(b, -1), log_target=True)',
+    "return F.kl_div(a, F.softmax(b, -1), log_target=True)",
     # a kl_div that is not torch's
-    'from mylib import kl_div\nreturn kl_div(a, F.softmax(b, -1))',
+    "from mylib import kl_div\nreturn kl_div(a, F.softmax(b, -1))",
     # another loss module
-    'return nn.MSELoss()(a, F.softmax(b, -1))',
+    "return nn.MSELoss()(a, F.softmax(b, -1))",
 ]
 
 
@@ -100,25 +127,53 @@ def aliased(head, call):
 ALIASES = [
     Flagged(aliased(head, call), (3,), aliased(fixed_head, after))
     for head, call, fixed_head, after in [
-        ("import torch.nn.functional as F", "F.kl_div(a, F.softmax(b, -1))", "import torch.nn.functional as F",
-         "F.kl_div(a, F.log_softmax(b, -1), log_target=True)"),
-        ("from torch.nn import functional as F", "F.kl_div(a, F.softmax(b, -1))", "from torch.nn import functional as F",
-         "F.kl_div(a, F.log_softmax(b, -1), log_target=True)"),
-        ("from torch import nn", "nn.functional.kl_div(a, nn.functional.softmax(b, -1))", "from torch import nn",
-         "nn.functional.kl_div(a, nn.functional.log_softmax(b, -1), log_target=True)"),
-        ("from torch.nn.functional import kl_div as kd, softmax as sm", "kd(a, sm(b, -1))",
-         "from torch.nn.functional import kl_div as kd, softmax as sm\nimport torch.nn.functional as F",
-         "kd(a, F.log_softmax(b, -1), log_target=True)"),
-        ("import torch", "torch.nn.functional.kl_div(a, torch.special.softmax(b, -1))", "import torch",
-         "torch.nn.functional.kl_div(a, torch.special.log_softmax(b, -1), log_target=True)"),
-        ("import torch.nn as tnn", "tnn.KLDivLoss()(a, b.softmax(-1))", "import torch.nn as tnn",
-         "tnn.KLDivLoss(log_target=True)(a, b.log_softmax(-1))"),
-        ("from torch.nn import KLDivLoss", "KLDivLoss()(a, b.softmax(-1))", "from torch.nn import KLDivLoss",
-         "KLDivLoss(log_target=True)(a, b.log_softmax(-1))"),
+        (
+            "import torch.nn.functional as F",
+            "F.kl_div(a, F.softmax(b, -1))",
+            "import torch.nn.functional as F",
+            "F.kl_div(a, F.log_softmax(b, -1), log_target=True)",
+        ),
+        (
+            "from torch.nn import functional as F",
+            "F.kl_div(a, F.softmax(b, -1))",
+            "from torch.nn import functional as F",
+            "F.kl_div(a, F.log_softmax(b, -1), log_target=True)",
+        ),
+        (
+            "from torch import nn",
+            "nn.functional.kl_div(a, nn.functional.softmax(b, -1))",
+            "from torch import nn",
+            "nn.functional.kl_div(a, nn.functional.log_softmax(b, -1), log_target=True)",
+        ),
+        (
+            "from torch.nn.functional import kl_div as kd, softmax as sm",
+            "kd(a, sm(b, -1))",
+            "from torch.nn.functional import kl_div as kd, softmax as sm\nimport torch.nn.functional as F",
+            "kd(a, F.log_softmax(b, -1), log_target=True)",
+        ),
+        (
+            "import torch",
+            "torch.nn.functional.kl_div(a, torch.special.softmax(b, -1))",
+            "import torch",
+            "torch.nn.functional.kl_div(a, torch.special.log_softmax(b, -1), log_target=True)",
+        ),
+        (
+            "import torch.nn as tnn",
+            "tnn.KLDivLoss()(a, b.softmax(-1))",
+            "import torch.nn as tnn",
+            "tnn.KLDivLoss(log_target=True)(a, b.log_softmax(-1))",
+        ),
+        (
+            "from torch.nn import KLDivLoss",
+            "KLDivLoss()(a, b.softmax(-1))",
+            "from torch.nn import KLDivLoss",
+            "KLDivLoss(log_target=True)(a, b.log_softmax(-1))",
+        ),
     ]
 ] + [
     # a criterion on self is followed; its constructor is elsewhere, so no rewrite
-    Flagged("""
+    Flagged(
+        """
         import torch.nn as nn
         class Distill(nn.Module):
             def __init__(self):
@@ -126,12 +181,20 @@ ALIASES = [
                 self.kl = nn.KLDivLoss(reduction="batchmean")
             def forward(self, s, t):
                 return self.kl(s.log_softmax(-1), t.softmax(-1))
-    """, (8,)),
+    """,
+        (8,),
+    ),
     # positional log_target is set in place, in the function and in the module
-    Flagged(src('return F.kl_div(a, F.softmax(b, -1), None, None, "sum", False)'), (7,),
-            src('return F.kl_div(a, F.log_softmax(b, -1), None, None, "sum", True)')),
-    Flagged(src('return nn.KLDivLoss(None, None, "sum", False)(a, F.softmax(b, -1))'), (7,),
-            src('return nn.KLDivLoss(None, None, "sum", True)(a, F.log_softmax(b, -1))')),
+    Flagged(
+        src('return F.kl_div(a, F.softmax(b, -1), None, None, "sum", False)'),
+        (7,),
+        src('return F.kl_div(a, F.log_softmax(b, -1), None, None, "sum", True)'),
+    ),
+    Flagged(
+        src('return nn.KLDivLoss(None, None, "sum", False)(a, F.softmax(b, -1))'),
+        (7,),
+        src('return nn.KLDivLoss(None, None, "sum", True)(a, F.log_softmax(b, -1))'),
+    ),
 ]
 
 
@@ -141,10 +204,9 @@ def test_tnl101_spellings(code, case):
 
 
 TNL102_FLAGGED = [
-    ('return F.kl_div(F.softmax(a, -1), t, reduction="batchmean")',
-     'return F.kl_div(F.log_softmax(a, -1), t, reduction="batchmean")'),
-    ('return F.kl_div(a.softmax(dim=1), t)', 'return F.kl_div(a.log_softmax(dim=1), t)'),
-    ('return nn.KLDivLoss()(torch.softmax(a, 1), t)', 'return nn.KLDivLoss()(torch.log_softmax(a, 1), t)'),
+    ('return F.kl_div(F.softmax(a, -1), t, reduction="batchmean")', 'return F.kl_div(F.log_softmax(a, -1), t, reduction="batchmean")'),
+    ("return F.kl_div(a.softmax(dim=1), t)", "return F.kl_div(a.log_softmax(dim=1), t)"),
+    ("return nn.KLDivLoss()(torch.softmax(a, 1), t)", "return nn.KLDivLoss()(torch.log_softmax(a, 1), t)"),
 ]
 TNL102_CLEAN = ["return F.kl_div(F.log_softmax(a, -1), t)", "return F.kl_div(a, t)", "return F.kl_div(torch.log(t + 1e-8), b)"]
 
@@ -174,8 +236,11 @@ DETACHED_THROUGH_ARITHMETIC = [
 
 # a computed side still carries gradients
 COMPUTED_SIDE = [
-    Flagged(src("with torch.no_grad():\n    tl = teacher(x)\nreturn F.kl_div(a, F.softmax(tl / b.sum(), 1))"), (9,),
-            src("with torch.no_grad():\n    tl = teacher(x)\nreturn F.kl_div(a, F.log_softmax(tl / b.sum(), 1), log_target=True)")),
+    Flagged(
+        src("with torch.no_grad():\n    tl = teacher(x)\nreturn F.kl_div(a, F.softmax(tl / b.sum(), 1))"),
+        (9,),
+        src("with torch.no_grad():\n    tl = teacher(x)\nreturn F.kl_div(a, F.log_softmax(tl / b.sum(), 1), log_target=True)"),
+    ),
 ]
 
 
@@ -260,7 +325,8 @@ def test_tnl101_no_gradient_reaches_the_target(code, case):
 
 # a peer in mutual learning
 GRADIENT = [
-    Flagged("""\
+    Flagged(
+        """\
         import torch.nn.functional as F
 
         def mutual(own_logits, peer_logits):
@@ -269,7 +335,9 @@ GRADIENT = [
         def train_step(net_a, net_b, x):
             a, b = net_a(x), net_b(x)
             return mutual(a, b) + mutual(b, a)
-        """, (4,), """\
+        """,
+        (4,),
+        """\
         import torch.nn.functional as F
 
         def mutual(own_logits, peer_logits):
@@ -278,9 +346,11 @@ GRADIENT = [
         def train_step(net_a, net_b, x):
             a, b = net_a(x), net_b(x)
             return mutual(a, b) + mutual(b, a)
-        """),
+        """,
+    ),
     # one caller passes a live target
-    Flagged("""\
+    Flagged(
+        """\
         import torch.nn.functional as F
 
         def consistency(pred, target):
@@ -289,7 +359,9 @@ GRADIENT = [
         def step(model, x, x_aug):
             out = model(x)
             return consistency(model(x_aug), out.detach()) + consistency(out, model(x_aug))
-        """, (4,), """\
+        """,
+        (4,),
+        """\
         import torch.nn.functional as F
 
         def consistency(pred, target):
@@ -298,33 +370,43 @@ GRADIENT = [
         def step(model, x, x_aug):
             out = model(x)
             return consistency(model(x_aug), out.detach()) + consistency(out, model(x_aug))
-        """),
+        """,
+    ),
     # no caller in the file
-    Flagged("""\
+    Flagged(
+        """\
         import torch.nn.functional as F
 
         def symmetric_kl(p_logits, q_logits):
             return F.kl_div(F.log_softmax(p_logits, -1), F.softmax(q_logits, -1), reduction="sum")
-        """, (4,), """\
+        """,
+        (4,),
+        """\
         import torch.nn.functional as F
 
         def symmetric_kl(p_logits, q_logits):
             return F.kl_div(F.log_softmax(p_logits, -1), F.log_softmax(q_logits, -1), reduction="sum", log_target=True)
-        """),
+        """,
+    ),
     # a teacher scaled by a computed value
-    Flagged("""\
+    Flagged(
+        """\
         import torch.nn.functional as F
 
         def loss(student_logits, teacher_logits, w):
             return F.kl_div(F.log_softmax(student_logits, -1), F.softmax(w.sum() * teacher_logits + student_logits, -1))
-        """, (4,), """\
+        """,
+        (4,),
+        """\
         import torch.nn.functional as F
 
         def loss(student_logits, teacher_logits, w):
             return F.kl_div(F.log_softmax(student_logits, -1), F.log_softmax(w.sum() * teacher_logits + student_logits, -1), log_target=True)
-        """),
+        """,
+    ),
     # an unrelated call of the same name does not silence it
-    Flagged("""\
+    Flagged(
+        """\
         import torch.nn.functional as F
 
         def distill(student_logits, target_logits):
@@ -333,7 +415,9 @@ GRADIENT = [
         class Logger:
             def record(self, log, a, b):
                 log.distill(a.detach(), b.detach())
-        """, (4,), """\
+        """,
+        (4,),
+        """\
         import torch.nn.functional as F
 
         def distill(student_logits, target_logits):
@@ -342,7 +426,8 @@ GRADIENT = [
         class Logger:
             def record(self, log, a, b):
                 log.distill(a.detach(), b.detach())
-        """),
+        """,
+    ),
 ]
 
 
@@ -357,7 +442,7 @@ def test_tnl101_tnl102_messages_say_a_rewritten_name_holds_log_probabilities():
     messages = {f.code: f.message for f in lint_text("m.py", code, rules)}
     assert messages["TNL101"].endswith("(the fix makes `q` hold log-probabilities)")
     assert messages["TNL102"].endswith("(the fix makes `r` hold log-probabilities)")
-    inline = src('return F.kl_div(a, F.softmax(b, -1))')
+    inline = src("return F.kl_div(a, F.softmax(b, -1))")
     assert "hold log-probabilities" not in lint_text("m.py", inline, rules)[0].message
 
 
@@ -437,12 +522,22 @@ SEPARATE_TEACHER = """\
     harness.params(
         "TNL101",
         [
-            Flagged(SELF_DISTILL, (8,), SELF_DISTILL.replace(
-                'F.softmax(teacher_logits / T, -1), reduction="batchmean")',
-                'F.log_softmax(teacher_logits / T, -1), reduction="batchmean", log_target=True)')),
-            Flagged(HELPER_KD, (5,), HELPER_KD.replace(
-                'F.softmax(teacher_logits, -1), reduction="batchmean")',
-                'F.log_softmax(teacher_logits, -1), reduction="batchmean", log_target=True)')),
+            Flagged(
+                SELF_DISTILL,
+                (8,),
+                SELF_DISTILL.replace(
+                    'F.softmax(teacher_logits / T, -1), reduction="batchmean")',
+                    'F.log_softmax(teacher_logits / T, -1), reduction="batchmean", log_target=True)',
+                ),
+            ),
+            Flagged(
+                HELPER_KD,
+                (5,),
+                HELPER_KD.replace(
+                    'F.softmax(teacher_logits, -1), reduction="batchmean")',
+                    'F.log_softmax(teacher_logits, -1), reduction="batchmean", log_target=True)',
+                ),
+            ),
         ],
         [Silent(SEPARATE_TEACHER)],
     ),
@@ -457,8 +552,7 @@ def test_tnl101_a_teacher_by_name_that_shares_the_students_model_carries_gradien
 # it. The class count bounds nothing; only the logits' spread decides, so the rule does not ask it.
 FEW_CLASSES = [
     Flagged(
-        HEAD
-        + "class PairConsistency(nn.Module):\n"
+        HEAD + "class PairConsistency(nn.Module):\n"
         "    def __init__(self, dim):\n"
         "        super().__init__()\n"
         "        self.head = nn.Linear(dim, 2)\n"
@@ -467,8 +561,7 @@ FEW_CLASSES = [
         "        clean = self.head(x)\n"
         "        return F.kl_div(F.log_softmax(self.head(noisy), -1), F.softmax(clean, -1), reduction='batchmean')\n",
         (13,),
-        HEAD
-        + "class PairConsistency(nn.Module):\n"
+        HEAD + "class PairConsistency(nn.Module):\n"
         "    def __init__(self, dim):\n"
         "        super().__init__()\n"
         "        self.head = nn.Linear(dim, 2)\n"

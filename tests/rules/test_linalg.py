@@ -16,36 +16,60 @@ def _case(body, line, fixed_body=None):
 
 LINALG_FLAGGED = [
     # the log of a determinant: function, method and linalg spellings
-    _case("def gaussian_nll(cov, r):\n    return 0.5 * (torch.log(torch.det(cov)) + r @ r)\n", 2,
-          "def gaussian_nll(cov, r):\n    return 0.5 * (torch.logdet(cov) + r @ r)\n"),
-    _case("def log_volume(cov):\n    return torch.det(cov).log()\n", 2,
-          "def log_volume(cov):\n    return torch.logdet(cov)\n"),
-    _case("def kernel_logdet(K, noise):\n    K = K + noise * torch.eye(K.shape[-1])\n    return torch.log(torch.linalg.det(K))\n", 3,
-          "def kernel_logdet(K, noise):\n    K = K + noise * torch.eye(K.shape[-1])\n    return torch.logdet(K)\n"),
+    _case(
+        "def gaussian_nll(cov, r):\n    return 0.5 * (torch.log(torch.det(cov)) + r @ r)\n",
+        2,
+        "def gaussian_nll(cov, r):\n    return 0.5 * (torch.logdet(cov) + r @ r)\n",
+    ),
+    _case("def log_volume(cov):\n    return torch.det(cov).log()\n", 2, "def log_volume(cov):\n    return torch.logdet(cov)\n"),
+    _case(
+        "def kernel_logdet(K, noise):\n    K = K + noise * torch.eye(K.shape[-1])\n    return torch.log(torch.linalg.det(K))\n",
+        3,
+        "def kernel_logdet(K, noise):\n    K = K + noise * torch.eye(K.shape[-1])\n    return torch.logdet(K)\n",
+    ),
     # log |det J| of a flow's Jacobian
-    _case("def log_jacobian(J):\n    return torch.log(torch.abs(torch.det(J)))\n", 2,
-          "def log_jacobian(J):\n    return torch.linalg.slogdet(J).logabsdet\n"),
+    _case(
+        "def log_jacobian(J):\n    return torch.log(torch.abs(torch.det(J)))\n",
+        2,
+        "def log_jacobian(J):\n    return torch.linalg.slogdet(J).logabsdet\n",
+    ),
     # an inverse of a Gram or covariance matrix times a matrix or vector, on either side, in
     # every product spelling
-    _case("def natural_gradient(J, g):\n    fisher = J.T @ J\n    return torch.linalg.inv(fisher) @ g\n", 3,
-          "def natural_gradient(J, g):\n    fisher = J.T @ J\n    return torch.linalg.solve(fisher, g)\n"),
-    _case("def whiten(x, feats):\n    cov = torch.cov(feats.T)\n    return x @ torch.inverse(cov)\n", 3,
-          "def whiten(x, feats):\n    cov = torch.cov(feats.T)\n    return torch.linalg.solve(cov, x, left=False)\n"),
-    _case("def mahalanobis(diff, feats, eps):\n    cov = feats.T.cov() + eps * torch.eye(feats.shape[1])\n"
-          "    return (diff * torch.matmul(torch.inverse(cov), diff)).sum()\n", 3,
-          "def mahalanobis(diff, feats, eps):\n    cov = feats.T.cov() + eps * torch.eye(feats.shape[1])\n"
-          "    return (diff * torch.linalg.solve(cov, diff)).sum()\n"),
-    _case("def newton_step(J, g, damping):\n    H = torch.bmm(J.transpose(1, 2), J) + damping\n"
-          "    return torch.bmm(torch.inverse(H), g)\n", 3,
-          "def newton_step(J, g, damping):\n    H = torch.bmm(J.transpose(1, 2), J) + damping\n"
-          "    return torch.linalg.solve(H, g)\n"),
-    _case("def ridge(X, y, lam):\n    A = (X.T @ X) / X.shape[0] + lam * torch.eye(X.shape[1])\n"
-          "    return A.inverse().matmul(X.T @ y)\n", 3,
-          "def ridge(X, y, lam):\n    A = (X.T @ X) / X.shape[0] + lam * torch.eye(X.shape[1])\n"
-          "    return torch.linalg.solve(A, X.T @ y)\n"),
+    _case(
+        "def natural_gradient(J, g):\n    fisher = J.T @ J\n    return torch.linalg.inv(fisher) @ g\n",
+        3,
+        "def natural_gradient(J, g):\n    fisher = J.T @ J\n    return torch.linalg.solve(fisher, g)\n",
+    ),
+    _case(
+        "def whiten(x, feats):\n    cov = torch.cov(feats.T)\n    return x @ torch.inverse(cov)\n",
+        3,
+        "def whiten(x, feats):\n    cov = torch.cov(feats.T)\n    return torch.linalg.solve(cov, x, left=False)\n",
+    ),
+    _case(
+        "def mahalanobis(diff, feats, eps):\n    cov = feats.T.cov() + eps * torch.eye(feats.shape[1])\n"
+        "    return (diff * torch.matmul(torch.inverse(cov), diff)).sum()\n",
+        3,
+        "def mahalanobis(diff, feats, eps):\n    cov = feats.T.cov() + eps * torch.eye(feats.shape[1])\n"
+        "    return (diff * torch.linalg.solve(cov, diff)).sum()\n",
+    ),
+    _case(
+        "def newton_step(J, g, damping):\n    H = torch.bmm(J.transpose(1, 2), J) + damping\n    return torch.bmm(torch.inverse(H), g)\n",
+        3,
+        "def newton_step(J, g, damping):\n    H = torch.bmm(J.transpose(1, 2), J) + damping\n    return torch.linalg.solve(H, g)\n",
+    ),
+    _case(
+        "def ridge(X, y, lam):\n    A = (X.T @ X) / X.shape[0] + lam * torch.eye(X.shape[1])\n    return A.inverse().matmul(X.T @ y)\n",
+        3,
+        "def ridge(X, y, lam):\n    A = (X.T @ X) / X.shape[0] + lam * torch.eye(X.shape[1])\n    return torch.linalg.solve(A, X.T @ y)\n",
+    ),
     # strict mode: a matrix with no sign of ill-conditioning
-    Flagged(HEAD + "def apply_inverse(A, b):\n    return torch.inverse(A) @ b\n", (5,),
-            HEAD + "def apply_inverse(A, b):\n    return torch.linalg.solve(A, b)\n", strict=True, message="strict mode"),
+    Flagged(
+        HEAD + "def apply_inverse(A, b):\n    return torch.inverse(A) @ b\n",
+        (5,),
+        HEAD + "def apply_inverse(A, b):\n    return torch.linalg.solve(A, b)\n",
+        strict=True,
+        message="strict mode",
+    ),
     # through a name read only at the product or the log: reported, no fix
     _case("def posterior_mean(X, r):\n    S = X @ X.T\n    S_inv = torch.inverse(S)\n    return S_inv @ r\n", 4),
     _case("def log_volume(S):\n    d = torch.det(S)\n    return torch.log(d)\n", 3),

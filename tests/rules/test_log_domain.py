@@ -1360,9 +1360,7 @@ NOT_TORCH = {
 }
 
 
-@pytest.mark.parametrize(
-    "code, case", harness.params("TNL103", silent=[Silent(c, together=("TNL104",)) for c in NOT_TORCH.values()])
-)
+@pytest.mark.parametrize("code, case", harness.params("TNL103", silent=[Silent(c, together=("TNL104",)) for c in NOT_TORCH.values()]))
 def test_logs_of_other_libraries_probabilities_are_not_reported(code, case):
     harness.check(code, case)
 
@@ -2149,8 +2147,7 @@ TNL207_SILENT = [
     Silent("import numpy as np\nimport torch\ndef f(counts):\n    return np.log(counts / counts.sum())\n"),
     Silent("import math\nimport torch\ndef f(n, m):\n    return math.log(n / m)\n"),
     Silent(  # Gumbel noise with its eps
-        "import torch\ndef f(logits):\n    u = torch.rand_like(logits)\n"
-        "    return logits - torch.log(-torch.log(u + 1e-20) + 1e-20)\n"
+        "import torch\ndef f(logits):\n    u = torch.rand_like(logits)\n    return logits - torch.log(-torch.log(u + 1e-20) + 1e-20)\n"
     ),
     Silent(  # a density clamped before it is normalised never reaches 0
         "import torch\ndef entropy(hist, eps=1e-8):\n    P = hist.clamp(eps)\n    P /= P.sum(dim=-1, keepdim=True)\n"
@@ -2178,8 +2175,7 @@ TNL207_SILENT = [
         "import torch\ndef sample(w, n, k):\n    keys = torch.rand(n).log() / (w + 1e-10)\n    return keys.topk(k).indices\n"
     ),
     Silent(  # affine maps of a draw that never reach 0, and the complement a draw never makes 0
-        "import torch\ndef f(lo, hi, n):\n    u = torch.rand(n)\n"
-        "    return torch.log(lo + (hi - lo) * u) + torch.log(1 - u)\n"
+        "import torch\ndef f(lo, hi, n):\n    u = torch.rand(n)\n    return torch.log(lo + (hi - lo) * u) + torch.log(1 - u)\n"
     ),
     Silent(  # absolute values of an unknown tensor: no reason for an entry to be 0
         "import torch\ndef f(x):\n    return torch.log(x.abs()).mean()\n"

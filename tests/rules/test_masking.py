@@ -428,9 +428,7 @@ TNL401_SILENT = [
 # The forms of a fill, most with a mask the function is given and nothing more: a parameter or a
 # padding mask is no evidence by itself that a whole row is masked, so the forms are checked under
 # --strict; the default mode's evidence is EVIDENCE_FLAGGED's.
-@pytest.mark.parametrize(
-    "code, case", harness.params("TNL401", [replace(case, strict=True) for case in TNL401_FLAGGED], TNL401_SILENT)
-)
+@pytest.mark.parametrize("code, case", harness.params("TNL401", [replace(case, strict=True) for case in TNL401_FLAGGED], TNL401_SILENT))
 def test_tnl401(code, case):
     harness.check(code, case)
 
@@ -453,9 +451,13 @@ KV_CACHE_CAUSAL = """
     "code, case",
     harness.params(
         "TNL401",
-        flagged=[Flagged(KV_CACHE_CAUSAL.replace("diagonal=s_k - s_q", "diagonal=-1"), (7,),
-                         KV_CACHE_CAUSAL.replace("diagonal=s_k - s_q", "diagonal=-1").replace(
-                             'float("-inf")', "torch.finfo(scores.dtype).min"))],
+        flagged=[
+            Flagged(
+                KV_CACHE_CAUSAL.replace("diagonal=s_k - s_q", "diagonal=-1"),
+                (7,),
+                KV_CACHE_CAUSAL.replace("diagonal=s_k - s_q", "diagonal=-1").replace('float("-inf")', "torch.finfo(scores.dtype).min"),
+            )
+        ],
         silent=[Silent(KV_CACHE_CAUSAL)],
     ),
 )
@@ -537,12 +539,11 @@ SHAPE_ONLY_MASK = """\
 STRICT = "strict mode: no evidence"
 
 EVIDENCE_FLAGGED = [
-    Flagged(LOCAL_WINDOW, (14,), LOCAL_WINDOW.replace('float("-inf")', "torch.finfo(s.dtype).min"),
-            strict=True, message=STRICT),
-    Flagged(WINDOW_PARAMETER, (16,), WINDOW_PARAMETER.replace('float("-inf")', "torch.finfo(energy.dtype).min"),
-            strict=True, message=STRICT),
-    Flagged(CACHE_STEP, (12,), CACHE_STEP.replace('float("-inf")', "torch.finfo(scores.dtype).min"),
-            strict=True, message=STRICT),
+    Flagged(LOCAL_WINDOW, (14,), LOCAL_WINDOW.replace('float("-inf")', "torch.finfo(s.dtype).min"), strict=True, message=STRICT),
+    Flagged(
+        WINDOW_PARAMETER, (16,), WINDOW_PARAMETER.replace('float("-inf")', "torch.finfo(energy.dtype).min"), strict=True, message=STRICT
+    ),
+    Flagged(CACHE_STEP, (12,), CACHE_STEP.replace('float("-inf")', "torch.finfo(scores.dtype).min"), strict=True, message=STRICT),
     # a padding mask built from the lengths a pooling forward is given
     Flagged(
         """\
@@ -570,7 +571,8 @@ EVIDENCE_FLAGGED = [
                 e = e.masked_fill(~keep, torch.finfo(e.dtype).min)
                 return (e.softmax(-1).unsqueeze(-1) * h).sum(1)
         """,
-        strict=True, message="only for an input with no tokens (strict mode: `torch.arange(T",
+        strict=True,
+        message="only for an input with no tokens (strict mode: `torch.arange(T",
     ),
     # an attribute set from an argument of another method (a decoder's memory mask)
     Flagged(
@@ -605,7 +607,8 @@ EVIDENCE_FLAGGED = [
                 scores.masked_fill_(self.blank, torch.finfo(scores.dtype).min)
                 return F.softmax(scores, dim=1)
         """,
-        strict=True, message="is a padding or length mask",
+        strict=True,
+        message="is a padding or length mask",
     ),
     # a mask from a helper that takes nothing, which says by its name that it is one
     Flagged(
@@ -624,12 +627,12 @@ EVIDENCE_FLAGGED = [
             pad_mask = self.current_padding()
             return s.masked_fill(pad_mask, torch.finfo(s.dtype).min).softmax(-1)
         """,
-        strict=True, message="(strict mode: `pad_mask` is a padding or length mask)",
+        strict=True,
+        message="(strict mode: `pad_mask` is a padding or length mask)",
     ),
     # a causal mask written as a comparison of positions (named `mask`: its construction is seen),
     # and a window from a helper given only sizes
-    Flagged(SHAPE_ONLY_MASK, (6, 10), SHAPE_ONLY_MASK.replace('float("-inf")', "torch.finfo(s.dtype).min"),
-            strict=True, message=STRICT),
+    Flagged(SHAPE_ONLY_MASK, (6, 10), SHAPE_ONLY_MASK.replace('float("-inf")', "torch.finfo(s.dtype).min"), strict=True, message=STRICT),
 ]
 
 # Selections that real inputs leave empty for a whole row: a point with no neighbour inside the
@@ -668,15 +671,22 @@ MATCHED = """\
             return scores.softmax(-1)
     """
 EVIDENCE_FLAGGED += [
-    Flagged(NEIGHBOURS, (6,), NEIGHBOURS.replace('float("-inf")', "torch.finfo(scores.dtype).min"),
-            message="`dist > radius` (line 6) keeps the values past a threshold"),
-    Flagged(CLASS_POOL, (4,), CLASS_POOL.replace('float("-inf")', "torch.finfo(logits.dtype).min").replace(
-        "import torch.nn.functional as F\n", "import torch.nn.functional as F\n    import torch\n"),
-            message="`seg != c` (line 4) picks one class"),
-    Flagged(KEY_DROP, (5,), KEY_DROP.replace('float("-inf")', "torch.finfo(scores.dtype).min"),
-            message="is a random draw"),
-    Flagged(MATCHED, (6,), MATCHED.replace('float("-inf")', "torch.finfo(scores.dtype).min"),
-            message="`matched` selects by its name"),
+    Flagged(
+        NEIGHBOURS,
+        (6,),
+        NEIGHBOURS.replace('float("-inf")', "torch.finfo(scores.dtype).min"),
+        message="`dist > radius` (line 6) keeps the values past a threshold",
+    ),
+    Flagged(
+        CLASS_POOL,
+        (4,),
+        CLASS_POOL.replace('float("-inf")', "torch.finfo(logits.dtype).min").replace(
+            "import torch.nn.functional as F\n", "import torch.nn.functional as F\n    import torch\n"
+        ),
+        message="`seg != c` (line 4) picks one class",
+    ),
+    Flagged(KEY_DROP, (5,), KEY_DROP.replace('float("-inf")', "torch.finfo(scores.dtype).min"), message="is a random draw"),
+    Flagged(MATCHED, (6,), MATCHED.replace('float("-inf")', "torch.finfo(scores.dtype).min"), message="`matched` selects by its name"),
 ]
 
 # Padding and length masks: empty only for a sequence with no tokens at all (judging.md).

@@ -145,13 +145,16 @@ FUNCTION_FLAGGED = [
     ),
     # a custom_fwd already there gets cast_inputs; the backward is left as it is
     Flagged(
-        FN.replace("    @staticmethod\n    def forward", '    @staticmethod\n    @torch.amp.custom_fwd(device_type="cuda")\n    def forward')
+        FN.replace(
+            "    @staticmethod\n    def forward", '    @staticmethod\n    @torch.amp.custom_fwd(device_type="cuda")\n    def forward'
+        )
         + '\n\ndef step(x):\n    with torch.autocast("cuda"):\n        return Energy.apply(x)\n',
         (8,),
         fixed=FN.replace(
             "    @staticmethod\n    def forward",
             '    @staticmethod\n    @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)\n    def forward',
-        ) + '\n\ndef step(x):\n    with torch.autocast("cuda"):\n        return Energy.apply(x)\n',
+        )
+        + '\n\ndef step(x):\n    with torch.autocast("cuda"):\n        return Energy.apply(x)\n',
     ),
 ]
 
@@ -164,8 +167,8 @@ FUNCTION_SILENT = [
             '    with torch.autocast("cuda", enabled=False):\n        return Energy.apply(x)\n',
             "    with torch.cuda.amp.autocast(enabled=False):\n        return Energy.apply(x)\n",
             "    with torch.cuda.amp.autocast(dtype=torch.bfloat16):\n        return Energy.apply(x)\n",
-            '    with torch.autocast(device, dtype=amp_dtype):\n        return Energy.apply(x)\n',
-            '    with torch.autocast(device):\n        return Energy.apply(x)\n',
+            "    with torch.autocast(device, dtype=amp_dtype):\n        return Energy.apply(x)\n",
+            "    with torch.autocast(device):\n        return Energy.apply(x)\n",
             "    return Energy.apply(x)\n",
             '    with torch.autocast("cuda"):\n        with torch.autocast("cuda", enabled=False):\n'
             "            return Energy.apply(x.float())\n",
@@ -189,8 +192,10 @@ FUNCTION_SILENT = [
             FN.replace("    @staticmethod\n    def forward", f"    @staticmethod\n    @{deco}\n    def forward")
             + '\n\ndef step(x):\n    with torch.autocast("cuda"):\n        return Energy.apply(x)\n'
         )
-        for deco in ['torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)',
-                     "torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)"]
+        for deco in [
+            'torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)',
+            "torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)",
+        ]
     ],
 ]
 
@@ -203,16 +208,14 @@ FUNCTION_PROJECTS = [
 ]
 
 
-@pytest.mark.parametrize(
-    "code, case", harness.params("TNL301", FUNCTION_FLAGGED, FUNCTION_SILENT, FUNCTION_PROJECTS)
-)
+@pytest.mark.parametrize("code, case", harness.params("TNL301", FUNCTION_FLAGGED, FUNCTION_SILENT, FUNCTION_PROJECTS))
 def test_tnl301_functions(code, case):
     harness.check(code, case)
 
 
 def test_function_messages_name_the_hazard_the_region_and_an_opt_in_flag():
     assert "`x * x` product" in messages(_step(FN, REGIONS[0]), "TNL301")[0]
-    code = FN + "\n\ndef step(x, args):\n    with torch.autocast(\"cuda\", enabled=args.fp16):\n        return Energy.apply(x)\n"
+    code = FN + '\n\ndef step(x, args):\n    with torch.autocast("cuda", enabled=args.fp16):\n        return Energy.apply(x)\n'
     (message,) = messages(code, "TNL301")
     assert "(example.py:15, enabled only by its `enabled=` flag)" in message
     assert lint(code.replace("args.fp16", "True"), "TNL301") == [("TNL301", 7)]
@@ -255,7 +258,7 @@ REACHING = [
     '    with torch.autocast("cuda"):\n'
     "        return model(x)\n",
     # a builder's product, and a helper function called in the region
-    'def build():\n    return nn.Sequential(nn.Linear(4, 4), Head())\n\n\ndef run(x):\n'
+    "def build():\n    return nn.Sequential(nn.Linear(4, 4), Head())\n\n\ndef run(x):\n"
     '    model = build()\n    with torch.autocast("cuda"):\n        return model(x)\n',
     'def encode(x):\n    return Head()(x)\n\n\ndef run(x):\n    with torch.autocast("cuda"):\n        return encode(x)\n',
     # a pipeline loaded with from_pretrained whose __call__ runs its submodule
@@ -361,7 +364,7 @@ MODULE_SILENT = [
             # constructed and called, but outside the region
             'def train(x):\n    head = Head()\n    y = head(x)\n    with torch.autocast("cuda"):\n        return y @ y\n',
             # the region runs another module only
-            'class Other(nn.Module):\n    def forward(self, h):\n        return h + 1\n\n\n'
+            "class Other(nn.Module):\n    def forward(self, h):\n        return h + 1\n\n\n"
             'def train(x):\n    with torch.autocast("cuda"):\n        return Other()(x)\n\n\nhead = Head()\n',
             # bf16 and CPU regions
             'def train(x):\n    with torch.autocast("cuda", dtype=torch.bfloat16):\n        return Head()(x)\n',
@@ -442,23 +445,36 @@ SCALER_FLAGGED = [
     # differentiated inside the region
     Flagged(_fit('    with torch.autocast("cuda"):\n        model(x).sum().backward()\n'), (5,)),
     # through torch.autograd.backward, and an autocast held in a name
-    Flagged(_fit('    fp16 = torch.autocast("cuda")\n    with fp16:\n        loss = model(x).sum()\n    torch.autograd.backward(loss)\n'), (6,)),
+    Flagged(
+        _fit('    fp16 = torch.autocast("cuda")\n    with fp16:\n        loss = model(x).sum()\n    torch.autograd.backward(loss)\n'), (6,)
+    ),
     # the decorator form: a function of the file differentiates what the decorated one returns
-    Flagged('import torch\n\n\n@torch.autocast("cuda")\ndef loss_of(model, x):\n    return model(x).sum()\n\n\n'
-            "def fit(model, x):\n    loss_of(model, x).backward()\n", (4,)),
+    Flagged(
+        'import torch\n\n\n@torch.autocast("cuda")\ndef loss_of(model, x):\n    return model(x).sum()\n\n\n'
+        "def fit(model, x):\n    loss_of(model, x).backward()\n",
+        (4,),
+    ),
     # a GradScaler built disabled scales nothing
     Flagged(TRAIN.format(autocast='torch.autocast("cuda")') + '\nscaler = torch.amp.GradScaler("cuda", enabled=False)\n', (5,)),
-    Flagged(TRAIN.format(autocast='torch.autocast("cuda")') + "\nscaler = torch.cuda.amp.GradScaler(2.0**16, 2.0, 0.5, 2000, False)\n", (5,)),
+    Flagged(
+        TRAIN.format(autocast='torch.autocast("cuda")') + "\nscaler = torch.cuda.amp.GradScaler(2.0**16, 2.0, 0.5, 2000, False)\n", (5,)
+    ),
 ]
 
 SCALER_SILENT = [
     *[
         Silent(TRAIN.format(autocast=autocast))
-        for autocast in ['torch.autocast("cuda", dtype=torch.bfloat16)', 'torch.autocast("cpu")',
-                         'torch.autocast("cuda", enabled=False)', 'torch.no_grad(), torch.autocast("cuda")']
+        for autocast in [
+            'torch.autocast("cuda", dtype=torch.bfloat16)',
+            'torch.autocast("cpu")',
+            'torch.autocast("cuda", enabled=False)',
+            'torch.no_grad(), torch.autocast("cuda")',
+        ]
     ],
-    Silent('import torch\n\n\n@torch.autocast("cuda")\ndef loss_of(model, x):\n    return model(x).sum()\n\n\n'
-           "def fit(model, x):\n    return loss_of(model, x)\n"),
+    Silent(
+        'import torch\n\n\n@torch.autocast("cuda")\ndef loss_of(model, x):\n    return model(x).sum()\n\n\n'
+        "def fit(model, x):\n    return loss_of(model, x)\n"
+    ),
     *[
         Silent(_fit(body))
         for body in [
@@ -490,9 +506,13 @@ SCALER_SILENT = [
     # a scaler constructed in the file, in any spelling
     *[
         Silent("from torch.cuda.amp import GradScaler\n" + TRAIN.format(autocast='torch.autocast("cuda")') + f"\nscaler = {scaler}\n")
-        for scaler in ['torch.amp.GradScaler("cuda")', "torch.cuda.amp.GradScaler()", "GradScaler()",
-                       "torch.GradScaler('cuda', enabled=True)",
-                       "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler()"]
+        for scaler in [
+            'torch.amp.GradScaler("cuda")',
+            "torch.cuda.amp.GradScaler()",
+            "GradScaler()",
+            "torch.GradScaler('cuda', enabled=True)",
+            "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler()",
+        ]
     ],
     # a scaler passed in and used
     Silent("""
@@ -559,27 +579,47 @@ DEPRECATED_FLAGGED = [
     # *args: reported, not rewritten
     Flagged(_x("torch.cuda.amp.autocast(*args)"), (3,)),
     # import forms; torch is imported where the file lacks it, the file's own `amp` alias reused
-    Flagged("from torch.cuda.amp import autocast as ac\n\nwith ac():\n    pass\n", (3,),
-            fixed='import torch\n\nwith torch.amp.autocast("cuda"):\n    pass\n'),
-    Flagged("import torch.cuda.amp as amp\nimport torch\n\ns = amp.GradScaler()\n", (4,),
-            fixed='import torch.cuda.amp as amp\nimport torch\n\ns = torch.amp.GradScaler("cuda")\n'),
-    Flagged("from torch import amp\nfrom torch.cuda.amp import GradScaler\n\ns = GradScaler()\n", (4,),
-            fixed='from torch import amp\n\ns = amp.GradScaler("cuda")\n'),
+    Flagged(
+        "from torch.cuda.amp import autocast as ac\n\nwith ac():\n    pass\n",
+        (3,),
+        fixed='import torch\n\nwith torch.amp.autocast("cuda"):\n    pass\n',
+    ),
+    Flagged(
+        "import torch.cuda.amp as amp\nimport torch\n\ns = amp.GradScaler()\n",
+        (4,),
+        fixed='import torch.cuda.amp as amp\nimport torch\n\ns = torch.amp.GradScaler("cuda")\n',
+    ),
+    Flagged(
+        "from torch import amp\nfrom torch.cuda.amp import GradScaler\n\ns = GradScaler()\n",
+        (4,),
+        fixed='from torch import amp\n\ns = amp.GradScaler("cuda")\n',
+    ),
     # only the deprecated names nothing reads any more are removed
-    Flagged("from torch.cuda.amp import GradScaler, autocast\n\n\ndef f(s):\n    with autocast():\n        return isinstance(s, GradScaler)\n",
-            (5,),
-            fixed="from torch.cuda.amp import GradScaler\nimport torch\n\n\ndef f(s):\n"
-            '    with torch.amp.autocast("cuda"):\n        return isinstance(s, GradScaler)\n'),
+    Flagged(
+        "from torch.cuda.amp import GradScaler, autocast\n\n\ndef f(s):\n    with autocast():\n        return isinstance(s, GradScaler)\n",
+        (5,),
+        fixed="from torch.cuda.amp import GradScaler\nimport torch\n\n\ndef f(s):\n"
+        '    with torch.amp.autocast("cuda"):\n        return isinstance(s, GradScaler)\n',
+    ),
     # the same call through a plain import is rewritten although the bare name is bound two ways
-    Flagged("import torch\ntry:\n    from torch.amp import autocast\nexcept ImportError:\n    from torch.cuda.amp import autocast\n\n"
-            "x = torch.cuda.amp.autocast()\ny = autocast()\n", (7,),
-            fixed="import torch\ntry:\n    from torch.amp import autocast\nexcept ImportError:\n    from torch.cuda.amp import autocast\n\n"
-            'x = torch.amp.autocast("cuda")\ny = autocast()\n'),
+    Flagged(
+        "import torch\ntry:\n    from torch.amp import autocast\nexcept ImportError:\n    from torch.cuda.amp import autocast\n\n"
+        "x = torch.cuda.amp.autocast()\ny = autocast()\n",
+        (7,),
+        fixed="import torch\ntry:\n    from torch.amp import autocast\nexcept ImportError:\n    from torch.cuda.amp import autocast\n\n"
+        'x = torch.amp.autocast("cuda")\ny = autocast()\n',
+    ),
     # removing an import never empties a block
-    Flagged("import torch\nif HALF:\n    from torch.cuda.amp import GradScaler\n\ns = torch.cuda.amp.GradScaler()\n", (3, 5),
-            fixed='import torch\nif HALF:\n    pass\n\ns = torch.amp.GradScaler("cuda")\n'),
-    Flagged("import torch\nif HALF:\n    from torch.cuda.amp import GradScaler\n    flag = True\n", (3,),
-            fixed="import torch\nif HALF:\n    flag = True\n"),
+    Flagged(
+        "import torch\nif HALF:\n    from torch.cuda.amp import GradScaler\n\ns = torch.cuda.amp.GradScaler()\n",
+        (3, 5),
+        fixed='import torch\nif HALF:\n    pass\n\ns = torch.amp.GradScaler("cuda")\n',
+    ),
+    Flagged(
+        "import torch\nif HALF:\n    from torch.cuda.amp import GradScaler\n    flag = True\n",
+        (3,),
+        fixed="import torch\nif HALF:\n    flag = True\n",
+    ),
 ]
 
 VERSION_TESTS = [
@@ -612,8 +652,10 @@ DEPRECATED_SILENT = [
     # the fallback of a torch-version test is what only old torch runs
     *[Silent(code) for code in VERSION_TESTS],
     # an import other code may read: an availability probe, a re-export, a class attribute
-    Silent("import torch\ntry:\n    from torch.cuda.amp import autocast\n    HAS_AMP = True\nexcept ImportError:\n    HAS_AMP = False\n",
-           path="probe.py"),
+    Silent(
+        "import torch\ntry:\n    from torch.cuda.amp import autocast\n    HAS_AMP = True\nexcept ImportError:\n    HAS_AMP = False\n",
+        path="probe.py",
+    ),
     Silent("import torch\nfrom torch.cuda.amp import GradScaler\n__all__ = ['GradScaler']\n", path="compat.py"),
     Silent("import torch\nfrom torch.cuda.amp import GradScaler\n", path="__init__.py"),
     Silent("import torch\nclass Amp:\n    from torch.cuda.amp import autocast\n", path="amp.py"),
@@ -663,7 +705,7 @@ def test_number_literals_and_names_are_read_the_same_by_index_and_rules():
     source = (
         "import torch\n"
         'x = f(float("inf"), -1e9, float("-1e9"), -float("inf"), +3, "cuda", True, torch.float16, h,\n'
-        '      float(s), g(2), *rest, 7, k=1e-8, j=float(\'nan\'), **extra)\n'
+        "      float(s), g(2), *rest, 7, k=1e-8, j=float('nan'), **extra)\n"
     )
     by_ast, by_cst = _both_shapes(source)
     assert repr(by_ast) == repr(by_cst)  # NaN is not equal to itself: compare what each read
@@ -699,7 +741,7 @@ def test_every_grad_scaler_spelling_counts_unless_built_disabled(qual):
     assert build_index([("s.py", head + f"s = {name}()\n")]).has_scaler()
     assert not build_index([("s.py", head + f"s = {name}(enabled=False)\n")]).has_scaler()
     position = autocast.GRAD_SCALERS[qual]
-    positional = ", ".join(["'cuda'", "2.0**16", "2.0", "0.5", "2000"][5 - position:] + ["False"])
+    positional = ", ".join(["'cuda'", "2.0**16", "2.0", "0.5", "2000"][5 - position :] + ["False"])
     assert not build_index([("s.py", head + f"s = {name}({positional})\n")]).has_scaler()
     assert lint(train, "TNL302", path="t.py", index=build_index([("t.py", train), ("s.py", head + f"s = {name}()\n")])) == []
 
@@ -707,9 +749,13 @@ def test_every_grad_scaler_spelling_counts_unless_built_disabled(qual):
 @pytest.mark.parametrize("qual", sorted(autocast.CUSTOM_FWD))
 def test_every_custom_fwd_spelling_protects_a_function(qual):
     head, name = _spelling(qual)
-    code = head + FN.replace("import torch\n", "").replace(
-        "    @staticmethod\n    def forward", f"    @staticmethod\n    @{name}(cast_inputs=torch.float32)\n    def forward"
-    ) + '\n\ndef step(x):\n    with torch.autocast("cuda"):\n        return Energy.apply(x)\n'
+    code = (
+        head
+        + FN.replace("import torch\n", "").replace(
+            "    @staticmethod\n    def forward", f"    @staticmethod\n    @{name}(cast_inputs=torch.float32)\n    def forward"
+        )
+        + '\n\ndef step(x):\n    with torch.autocast("cuda"):\n        return Energy.apply(x)\n'
+    )
     assert build_index([("example.py", code)]).lookup("Energy", None, "example.py").protected
     assert lint(code, "TNL301") == []
 

@@ -237,7 +237,9 @@ def test_off_by_default_and_fixed_from_the_command_line(tmp_path):
     def cli(*args):
         return subprocess.run(
             [sys.executable, "-m", "torchnumlint", *args, "--no-cache", str(path)],
-            capture_output=True, text=True, cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
         )
 
     assert cli().returncode == 0

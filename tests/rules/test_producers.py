@@ -1005,7 +1005,8 @@ def test_log_domain_rules_through_producers(code, case):
     harness.params(
         "TNL103",
         [
-            harness.Flagged("""\
+            harness.Flagged(
+                """\
                 import torch
                 import torch.nn.functional as F
 
@@ -1014,8 +1015,11 @@ def test_log_domain_rules_through_producers(code, case):
 
                 def nll(z, y):
                     return -torch.log(probs(z)).mean()
-                """, (8,)),
-            harness.Flagged("""\
+                """,
+                (8,),
+            ),
+            harness.Flagged(
+                """\
                 import torch
                 from torch import nn
 
@@ -1026,9 +1030,12 @@ def test_log_domain_rules_through_producers(code, case):
                 def loss(h, y):
                     head = Head()
                     return torch.nn.functional.nll_loss(torch.log(head.forward(h)), y)
-                """, (10,)),
+                """,
+                (10,),
+            ),
         ],
-        [harness.Silent("""\
+        [
+            harness.Silent("""\
             import torch
             import torch.nn.functional as F
 
@@ -1037,7 +1044,8 @@ def test_log_domain_rules_through_producers(code, case):
 
             def nll(z):
                 return -torch.log(scores(z)).mean()
-            """)],
+            """)
+        ],
     ),
 )
 def test_returns_through_shape_steps_and_explicit_forward(code, case):

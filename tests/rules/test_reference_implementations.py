@@ -40,26 +40,56 @@ IN_A_MODEL = """
 
 @pytest.mark.parametrize(
     "code, case",
-    harness.params("TNL110", [Flagged(IN_A_MODEL, (6,), """
+    harness.params(
+        "TNL110",
+        [
+            Flagged(
+                IN_A_MODEL,
+                (6,),
+                """
     import torch
     class Head(torch.nn.Module):
         def forward(self, x):
             return torch.softmax(x, -1), torch.log(torch.exp(x).sum(-1)), 1 / (1 + torch.exp(-x))
-    """)], [Silent(TABLE), Silent(NAMED)])
-    + harness.params("TNL109", [Flagged(IN_A_MODEL, (6,), """
+    """,
+            )
+        ],
+        [Silent(TABLE), Silent(NAMED)],
+    )
+    + harness.params(
+        "TNL109",
+        [
+            Flagged(
+                IN_A_MODEL,
+                (6,),
+                """
     import torch
     class Head(torch.nn.Module):
         def forward(self, x):
             e = torch.exp(x)
             return e / e.sum(-1, keepdim=True), torch.logsumexp(x, -1), 1 / (1 + torch.exp(-x))
-    """)], [Silent(TABLE), Silent(NAMED)])
-    + harness.params("TNL111", [Flagged(IN_A_MODEL, (6,), """
+    """,
+            )
+        ],
+        [Silent(TABLE), Silent(NAMED)],
+    )
+    + harness.params(
+        "TNL111",
+        [
+            Flagged(
+                IN_A_MODEL,
+                (6,),
+                """
     import torch
     class Head(torch.nn.Module):
         def forward(self, x):
             e = torch.exp(x)
             return e / e.sum(-1, keepdim=True), torch.log(torch.exp(x).sum(-1)), torch.sigmoid(x)
-    """)], [Silent(TABLE)]),
+    """,
+            )
+        ],
+        [Silent(TABLE)],
+    ),
 )
 def test_reference_implementations_are_naive_on_purpose(code, case):
     harness.check(code, case)

@@ -803,8 +803,10 @@ def test_logit_manual(code, case):
 
 def test_log_odds_of_a_sigmoid_is_tnl104s_while_it_is_on():
     """With TNL104 on, its exact logsigmoid fixes report the two logs, and TNL112 is silent."""
-    harness.check("TNL104", Flagged(
-        """\
+    harness.check(
+        "TNL104",
+        Flagged(
+            """\
         import torch
         import torch.nn.functional as F
 
@@ -812,8 +814,8 @@ def test_log_odds_of_a_sigmoid_is_tnl104s_while_it_is_on():
             p = torch.sigmoid(z)
             return torch.log(p) - torch.log(1 - p)
         """,
-        (6, 6),
-        fixed="""\
+            (6, 6),
+            fixed="""\
         import torch
         import torch.nn.functional as F
 
@@ -821,5 +823,6 @@ def test_log_odds_of_a_sigmoid_is_tnl104s_while_it_is_on():
             p = torch.sigmoid(z)
             return F.logsigmoid(z) - F.logsigmoid(-z)
         """,
-        together=("TNL112",),
-    ))
+            together=("TNL112",),
+        ),
+    )

@@ -1040,8 +1040,13 @@ DURATION_TARGET = """
     "code, case",
     harness.params(
         "TNL106",
-        flagged=[Flagged(DURATION_TARGET.replace("target.float() + 1", "target + 1"), (5,),
-                         DURATION_TARGET.replace("torch.log(target.float() + 1)", "torch.log1p(target)"))],
+        flagged=[
+            Flagged(
+                DURATION_TARGET.replace("target.float() + 1", "target + 1"),
+                (5,),
+                DURATION_TARGET.replace("torch.log(target.float() + 1)", "torch.log1p(target)"),
+            )
+        ],
         silent=[Silent(DURATION_TARGET)],
     ),
 )

@@ -165,16 +165,22 @@ PRODUCING.append(pytest.param(SEQUENTIAL, ("softmax", 1), id="sequential-of-a-li
 
 SILENT = [
     pytest.param(
-        SEQUENTIAL.replace("            layers.append(nn.Softmax(dim=1))\n", "            if probabilities:\n"
-                           "                layers.append(nn.Softmax(dim=1))\n").replace("classes):", "classes, probabilities):"),
+        SEQUENTIAL.replace(
+            "            layers.append(nn.Softmax(dim=1))\n",
+            "            if probabilities:\n                layers.append(nn.Softmax(dim=1))\n",
+        ).replace("classes):", "classes, probabilities):"),
         id="sequential-of-a-list-whose-softmax-is-conditional",
     ),
     pytest.param(
-        SEQUENTIAL.replace("self.net = nn.Sequential(*layers)", "layers.insert(0, nn.Flatten())\n            self.net = nn.Sequential(*layers)"),
+        SEQUENTIAL.replace(
+            "self.net = nn.Sequential(*layers)", "layers.insert(0, nn.Flatten())\n            self.net = nn.Sequential(*layers)"
+        ),
         id="sequential-of-a-list-changed-afterwards",
     ),
     pytest.param(
-        SEQUENTIAL.replace("layers.append(nn.Softmax(dim=1))", "layers.append(nn.Softmax(dim=1))\n            layers.append(nn.Dropout(0.1))"),
+        SEQUENTIAL.replace(
+            "layers.append(nn.Softmax(dim=1))", "layers.append(nn.Softmax(dim=1))\n            layers.append(nn.Dropout(0.1))"
+        ),
         id="sequential-of-a-list-ending-in-dropout",
     ),
     pytest.param(
@@ -294,7 +300,10 @@ MODEL = """\
     """
 
 PROJECTS = [
-    Project({"models/classifier.py": MODEL, "train.py": """\
+    Project(
+        {
+            "models/classifier.py": MODEL,
+            "train.py": """\
         import torch
         from models.classifier import Classifier
 
@@ -305,9 +314,15 @@ PROJECTS = [
         def step(x, y):
             logits, probs = net(x)
             return -torch.log(probs).gather(1, y[:, None]).mean()
-        """}, lines={"train.py": (10,)}),
+        """,
+        },
+        lines={"train.py": (10,)},
+    ),
     # the logits element is no softmax
-    Project({"models/classifier.py": MODEL, "train.py": """\
+    Project(
+        {
+            "models/classifier.py": MODEL,
+            "train.py": """\
         import torch
         from models.classifier import Classifier
 
@@ -318,7 +333,9 @@ PROJECTS = [
         def step(x, y):
             logits, probs = net(x)
             return torch.log(logits.abs() + 1).mean()
-        """}),
+        """,
+        }
+    ),
 ]
 
 
@@ -347,10 +364,17 @@ UNPACKED_SIGMOID = """\
     """
 
 
-@pytest.mark.parametrize("code, case", harness.params("TNL105", flagged=[
-    harness.Flagged(UNPACKED_SIGMOID, (14,), message="made by `Detector()`"),
-], silent=[
-    harness.Silent(UNPACKED_SIGMOID.replace("F.binary_cross_entropy(probs, y)", "F.binary_cross_entropy_with_logits(logits, y)")),
-]))
+@pytest.mark.parametrize(
+    "code, case",
+    harness.params(
+        "TNL105",
+        flagged=[
+            harness.Flagged(UNPACKED_SIGMOID, (14,), message="made by `Detector()`"),
+        ],
+        silent=[
+            harness.Silent(UNPACKED_SIGMOID.replace("F.binary_cross_entropy(probs, y)", "F.binary_cross_entropy_with_logits(logits, y)")),
+        ],
+    ),
+)
 def test_an_unpacked_sigmoid_into_bce(code, case):
     harness.check(code, case)

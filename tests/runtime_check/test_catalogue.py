@@ -28,10 +28,7 @@ def test_loader_view_equals_the_registry():
 
 def test_loader_rejects_non_literal_examples(tmp_path):
     (tmp_path / "fam.py").write_text(
-        "class R(Rule):\n"
-        '    code = "TNL999"\n'
-        "    safety = Safety.SAFE\n"
-        "    examples = (Example(bad=make(), lines=(1,)),)\n"
+        'class R(Rule):\n    code = "TNL999"\n    safety = Safety.SAFE\n    examples = (Example(bad=make(), lines=(1,)),)\n'
     )
     with pytest.raises(catalogue.CatalogueError):
         catalogue.load(tmp_path)

@@ -20,11 +20,25 @@ def test_ops_get_the_dtype_cuda_autocast_gives_them():
         product = x @ x  # matmul: float16 on CUDA
         assert product.dtype == torch.float16
         assert F.linear(x, x).dtype == torch.float16
-        for upcast in (torch.exp(product), product.sum(), F.softmax(product, -1), product.pow(2), 1 / product,
-                       torch.linalg.vector_norm(product), F.log_softmax(product, -1), product.log1p()):
+        for upcast in (
+            torch.exp(product),
+            product.sum(),
+            F.softmax(product, -1),
+            product.pow(2),
+            1 / product,
+            torch.linalg.vector_norm(product),
+            F.log_softmax(product, -1),
+            product.log1p(),
+        ):
             assert upcast.dtype == torch.float32  # CUDA's float32 list
-        for kept in (product * product, product / 2, product + product, product.sqrt(), product.sigmoid(),
-                     product.masked_fill(product > 0, 1.0)):
+        for kept in (
+            product * product,
+            product / 2,
+            product + product,
+            product.sqrt(),
+            product.sigmoid(),
+            product.masked_fill(product > 0, 1.0),
+        ):
             assert kept.dtype == torch.float16  # run in the dtype they are given
         assert torch.exp(x.double()).dtype == torch.float64  # float64 is never cast
         assert torch.atan2(product, x).dtype == torch.float32  # promote to the widest
@@ -66,12 +80,14 @@ def test_custom_fwd_runs_an_fp32_island_and_custom_bwd_follows_the_forward():
 
 
 def test_port_rewrites_every_spelling_of_cuda_autocast():
-    text = ('with torch.autocast("cuda"):\n'
-            'with torch.amp.autocast(device_type="cuda", dtype=torch.float16):\n'
-            'with torch.cuda.amp.autocast():\n'
-            '@torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)\n'
-            '@torch.amp.custom_bwd(device_type="cuda")\n'
-            's = torch.amp.GradScaler("cuda")\n')
+    text = (
+        'with torch.autocast("cuda"):\n'
+        'with torch.amp.autocast(device_type="cuda", dtype=torch.float16):\n'
+        "with torch.cuda.amp.autocast():\n"
+        '@torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)\n'
+        '@torch.amp.custom_bwd(device_type="cuda")\n'
+        's = torch.amp.GradScaler("cuda")\n'
+    )
     ported = cuda_policy.port(text)
     assert ported.count("_tnl_cuda_autocast(") == 3
     assert "_tnl_custom_fwd(device_type=" in ported and "_tnl_custom_bwd(device_type=" in ported
@@ -82,7 +98,7 @@ def test_port_rewrites_every_spelling_of_cuda_autocast():
 # The founding TNL301 example: a custom Function normalising with exp under autocast. Under CPU
 # autocast its exp runs in float16 and overflows; CUDA runs exp and sum in float32, so on a GPU
 # there is nothing to see. A reproduction built on it must not be confirmed.
-EXP_ONLY = '''
+EXP_ONLY = """
 import torch
 
 
@@ -103,7 +119,7 @@ class ExpNormalize(torch.autograd.Function):
 def step(x, w):
     with torch.autocast("cuda"):
         return ExpNormalize.apply(x @ w)
-'''
+"""
 
 
 def test_a_hazard_of_the_cpu_policy_alone_is_not_reproduced():
@@ -118,10 +134,12 @@ def test_a_hazard_of_the_cpu_policy_alone_is_not_reproduced():
     example = dataclasses.replace(info.examples[0], bad=EXP_ONLY)
     rules = {"TNL301": dataclasses.replace(info, examples=(example,))}
     first = REPROS["TNL301"][0]
-    repro = Repro("TNL301", "NF", "step", ("autocast",), reference=first.reference, grad=("x", "w"),
-                  adversarial=lambda ctx: {"x": x, "w": w})
-    results = runner.verify(select=["TNL301"], device="cpu", rules=rules, repros={"TNL301": (repro,)},
-                            fixer=lambda _: runner.real_fixes(info)[:1])
+    repro = Repro(
+        "TNL301", "NF", "step", ("autocast",), reference=first.reference, grad=("x", "w"), adversarial=lambda ctx: {"x": x, "w": w}
+    )
+    results = runner.verify(
+        select=["TNL301"], device="cpu", rules=rules, repros={"TNL301": (repro,)}, fixer=lambda _: runner.real_fixes(info)[:1]
+    )
     run = [r for r in results if r.oracle == "NF"]
     assert [r.verdict for r in run] == [NOT_REPRODUCED], run[0].evidence
     assert "stays finite" in run[0].reason

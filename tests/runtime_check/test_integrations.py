@@ -91,15 +91,24 @@ def _lightning_run(callback, poison_at=None, steps=4, **trainer_options):
 
     torch.manual_seed(0)
     model = Regressor()
-    trainer = pl.Trainer(max_steps=steps, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-                         enable_progress_bar=False, enable_model_summary=False, callbacks=[callback],
-                         **trainer_options)
+    trainer = pl.Trainer(
+        max_steps=steps,
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[callback],
+        **trainer_options,
+    )
     return trainer, model
 
 
 def _lightning_callback(**options):
-    lightning_integration = pytest.importorskip("torchnumlint.runtime_check.integrations.lightning",
-                                                reason="the `lightning` extra is not installed")
+    lightning_integration = pytest.importorskip(
+        "torchnumlint.runtime_check.integrations.lightning", reason="the `lightning` extra is not installed"
+    )
     return lightning_integration.NanWatchCallback(**options)
 
 
@@ -164,17 +173,24 @@ def _hf_run(callback, tmp_path, poison_at=None, steps=4):
     g = torch.Generator().manual_seed(0)
     data = [{"input_ids": ids, "labels": ids} for ids in torch.randint(0, 32, (32, 12), generator=g)]
     args = transformers.TrainingArguments(
-        output_dir=str(tmp_path), max_steps=steps, per_device_train_batch_size=4, learning_rate=1e-2,
-        report_to=[], use_cpu=True, save_strategy="no", logging_strategy="no", disable_tqdm=True,
-        remove_unused_columns=False, dataloader_num_workers=0,
+        output_dir=str(tmp_path),
+        max_steps=steps,
+        per_device_train_batch_size=4,
+        learning_rate=1e-2,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        logging_strategy="no",
+        disable_tqdm=True,
+        remove_unused_columns=False,
+        dataloader_num_workers=0,
     )
     trainer = transformers.Trainer(model=model, args=args, train_dataset=data, callbacks=[callback])
     return trainer, model
 
 
 def _hf_callback(**options):
-    hf_integration = pytest.importorskip("torchnumlint.runtime_check.integrations.hf",
-                                         reason="the `hf` extra is not installed")
+    hf_integration = pytest.importorskip("torchnumlint.runtime_check.integrations.hf", reason="the `hf` extra is not installed")
     return hf_integration.NanWatchCallback(**options)
 
 

@@ -115,16 +115,24 @@ def test_a_fix_that_needs_its_bound_is_within_it_not_matching(cpu_results):
 
 
 def test_where_the_mathematics_is_undefined_the_convention_is_said(cpu_results):
-    said = {(r.code, r.example): e for r in cpu_results for e in r.evidence
-            if e.startswith("where the mathematics is undefined, the reference assumes: ")}
+    said = {
+        (r.code, r.example): e
+        for r in cpu_results
+        for e in r.evidence
+        if e.startswith("where the mathematics is undefined, the reference assumes: ")
+    }
     assert "fully masked row" in said[("TNL401", 1)] and "uniform" in said[("TNL401", 1)]
     assert "subgradient" in said[("TNL204", 1)]
     assert "zero feature row" in said[("TNL202", 2)]
     assert "constant row" in said[("TNL201", 1)]
 
 
-METHODS = {("TNL111", 2): "Gated.forward", ("TNL114", 2): "Distiller.forward", ("TNL202", 2): "Head.forward",
-           ("TNL201", 4): "Scaled.forward"}
+METHODS = {
+    ("TNL111", 2): "Gated.forward",
+    ("TNL114", 2): "Distiller.forward",
+    ("TNL202", 2): "Head.forward",
+    ("TNL201", 4): "Scaled.forward",
+}
 
 
 def test_method_bound_examples_run_on_an_instance(cpu_results):
@@ -140,11 +148,13 @@ def test_method_bound_examples_run_on_an_instance(cpu_results):
 def test_every_example_runs_at_further_shapes():
     """A benign input set at another shape or scale for every example with benign inputs; at
     least one 3-D input wherever the example's own inputs allow one."""
-    flat = {("TNL104", 2): "(a * b).sum(-1) + (a - b) broadcasts only for 1-D inputs",
-            ("TNL113", 3): "softmax(-1) then nll_loss's class dim 1: the same dim only at 2-D",
-            ("TNL402", 1): "log_softmax(-1) then nll_loss's class dim 1: the same dim only at 2-D",
-            ("TNL401", 2): "h is 3-D already (the pooled dim 1 not last)",
-            ("TNL207", 1): "bincount counts 1-D integer labels: no other shape, and labels have no scale"}
+    flat = {
+        ("TNL104", 2): "(a * b).sum(-1) + (a - b) broadcasts only for 1-D inputs",
+        ("TNL113", 3): "softmax(-1) then nll_loss's class dim 1: the same dim only at 2-D",
+        ("TNL402", 1): "log_softmax(-1) then nll_loss's class dim 1: the same dim only at 2-D",
+        ("TNL401", 2): "h is 3-D already (the pooled dim 1 not last)",
+        ("TNL207", 1): "bincount counts 1-D integer labels: no other shape, and labels have no scale",
+    }
     for code, repros in REPROS.items():
         for repro in repros:
             if repro.benign is None or repro.custom is not None:
@@ -155,8 +165,7 @@ def test_every_example_runs_at_further_shapes():
                 continue
             info = RULES[code]
             ctx = context.ReproContext(info, repro, torch.device("cpu"), repro.dtypes[0])
-            widest = max(v.dim() for _, build in repro.shapes for v in build(ctx).values()
-                         if isinstance(v, torch.Tensor))
+            widest = max(v.dim() for _, build in repro.shapes for v in build(ctx).values() if isinstance(v, torch.Tensor))
             assert widest >= 3, where
 
 
@@ -165,8 +174,9 @@ def test_a_hazard_that_does_not_show_is_not_reproduced():
     harmless = dataclasses.replace(info.examples[0], bad=info.examples[0].fixed)  # nothing to see
     rules = {"TNL101": dataclasses.replace(info, examples=(harmless,) + info.examples[1:])}
     pinned = lambda info: tuple(linted.Fixed(i, e.fixed, e.fixed) for i, e in enumerate(info.examples))  # noqa: E731
-    results = runner.verify(select=["TNL101"], device="cpu", dtypes=["float32"], rules=rules,
-                            repros={"TNL101": REPROS["TNL101"][:1]}, fixer=pinned)
+    results = runner.verify(
+        select=["TNL101"], device="cpu", dtypes=["float32"], rules=rules, repros={"TNL101": REPROS["TNL101"][:1]}, fixer=pinned
+    )
     run = [r for r in results if r.oracle == "NF"]
     assert run[0].verdict == NOT_REPRODUCED and "stays finite" in run[0].reason
 

@@ -168,8 +168,7 @@ def test_findings_of_every_file_on_the_path_and_of_the_loss():
     assert report.module == "body.norm"
     models_file = "watch_models.py:%d" % _line_of("return torch.sqrt", wm.__file__)
     assert any(models_file in f and "TNL204" in f for f in report.findings), report.findings
-    assert any(f"test_watch_blame.py:{_line_of('TNL104: the loss')}" in f and "TNL104" in f
-               for f in report.findings), report.findings
+    assert any(f"test_watch_blame.py:{_line_of('TNL104: the loss')}" in f and "TNL104" in f for f in report.findings), report.findings
     assert report.loss_site.endswith(f"test_watch_blame.py:{_line_of('_sigmoid_loss(model(torch.randn(4, 3)))')}")
     text = str(report)
     assert "torchnumlint findings on the failing path:" in text and "TNL204" in text

@@ -47,8 +47,9 @@ def _run(rank, mode):
 
 
 def _worker(rank, port, out_dir):
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD,
-                            timeout=datetime.timedelta(seconds=30))
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD, timeout=datetime.timedelta(seconds=30)
+    )
     try:
         result = {mode: _run(rank, mode) for mode in ("record", "raise")}
     finally:
@@ -73,8 +74,7 @@ def test_ddp_names_ranks_and_stops_every_rank(tmp_path):
 
     # record mode: rank 1 names the planted module, without DDP's `module.` prefix
     planted = results[1]["record"]["reports"][0]
-    assert (planted["phase"], planted["kind"], planted["module"], planted["step"], planted["rank"]) == \
-        ("forward", "nan", "unstable", 1, 1)
+    assert (planted["phase"], planted["kind"], planted["module"], planted["step"], planted["rank"]) == ("forward", "nan", "unstable", 1, 1)
     assert all(r["rank"] == rank for rank in range(WORLD) for r in results[rank]["record"]["reports"])
     assert all(not r["module"].startswith("module") for rank in range(WORLD) for r in results[rank]["record"]["reports"])
     assert results[0]["record"]["steps"] == results[1]["record"]["steps"] == STEPS

@@ -33,7 +33,7 @@ def test_overflow_steps_are_counted_not_raised(given):
     with nan_watch(model, scaler=scaler if given else None) as watch:
         _fp16_steps(model, scaler, 6, x, y + 10)
     assert watch.reports == []
-    assert scaler.get_scale() == 65536.0 / 2 ** 5 and watch.scaler.skips == 5 and watch.step_index == 6
+    assert scaler.get_scale() == 65536.0 / 2**5 and watch.scaler.skips == 5 and watch.step_index == 6
     assert watch.history.norms[-1][0] == 5 and watch.history.norms[-1][1] < 1e3  # unscaled norm
 
 

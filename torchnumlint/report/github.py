@@ -33,8 +33,14 @@ def render(result: RunResult, options: Options, quiet: bool = False, statistics:
     lines: List[str] = []
     for f in result.findings:
         mark = " [*]" if fixable(f, bool(options.unsafe_fixes)) else ""
-        where = {"title": f"torchnumlint ({f.code})", "file": f.path, "line": f.line, "col": f.col,
-                 "endLine": f.end_line, "endColumn": f.end_col}
+        where = {
+            "title": f"torchnumlint ({f.code})",
+            "file": f.path,
+            "line": f.line,
+            "col": f.col,
+            "endLine": f.end_line,
+            "endColumn": f.end_col,
+        }
         lines.append(_command(where, f"{f.path}:{f.where}: {f.code} {f.message}{mark}"))
     for p in problems(result):
         where = {"title": "torchnumlint: file not linted", "file": p.path}

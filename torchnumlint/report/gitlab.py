@@ -29,8 +29,7 @@ def _relative(path: str) -> str:
     return path.replace(os.sep, "/")
 
 
-def _issue(check: str, message: str, path: str, begin: Optional[dict], end: Optional[dict], severity: str,
-           seen: Counter) -> dict:
+def _issue(check: str, message: str, path: str, begin: Optional[dict], end: Optional[dict], severity: str, seen: Counter) -> dict:
     key = (path, check, message)
     seen[key] += 1
     fingerprint = hashlib.sha256(carry.name_bytes("\0".join((*key, str(seen[key]))))).hexdigest()
@@ -39,19 +38,24 @@ def _issue(check: str, message: str, path: str, begin: Optional[dict], end: Opti
         location["lines"] = {"begin": 1}
     else:
         location["positions"] = {"begin": begin, "end": end}
-    return {"description": message, "check_name": check, "fingerprint": fingerprint, "severity": severity,
-            "location": location}
+    return {"description": message, "check_name": check, "fingerprint": fingerprint, "severity": severity, "location": location}
 
 
 def render(result: RunResult, options: Options, quiet: bool = False, statistics: bool = False) -> str:
     seen: Counter = Counter()
     issues = []
     for f in result.findings:
-        issues.append(_issue(
-            f.code, f"{f.code} " + (f"cell {f.cell}: " if f.cell is not None else "") + f.message,
-            _relative(f.path), {"line": f.line, "column": f.col},
-            {"line": f.end_line, "column": f.end_col}, "major", seen,
-        ))
+        issues.append(
+            _issue(
+                f.code,
+                f"{f.code} " + (f"cell {f.cell}: " if f.cell is not None else "") + f.message,
+                _relative(f.path),
+                {"line": f.line, "column": f.col},
+                {"line": f.end_line, "column": f.end_col},
+                "major",
+                seen,
+            )
+        )
     for p in problems(result):
         begin = None if p.line is None else {"line": p.line, "column": p.col or 1}
         issues.append(_issue("torchnumlint-error", p.message, _relative(p.path), begin, begin, "critical", seen))

@@ -46,7 +46,6 @@ def render(result: RunResult, options: Options, quiet: bool = False, statistics:
     for p in problems(result):
         where = None if p.line is None else {"row": p.line, "column": p.col or 1}
         items.append(
-            {"code": None, "name": None, "message": p.message, "filename": p.path,
-             "location": where, "end_location": where, "fix": None}
+            {"code": None, "name": None, "message": p.message, "filename": p.path, "location": where, "end_location": where, "fix": None}
         )
     return json.dumps(items, indent=2)

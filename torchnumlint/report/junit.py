@@ -24,8 +24,13 @@ def _suite(parent: ET.Element, name: str, cases: int, failures: int, errors: int
 
 def render(result: RunResult, options: Options, quiet: bool = False, statistics: bool = False) -> str:
     found = problems(result)
-    root = ET.Element("testsuites", name="torchnumlint", tests=str(max(1, len(result.findings) + len(found))),
-                      failures=str(len(result.findings)), errors=str(len(found)))
+    root = ET.Element(
+        "testsuites",
+        name="torchnumlint",
+        tests=str(max(1, len(result.findings) + len(found))),
+        failures=str(len(result.findings)),
+        errors=str(len(found)),
+    )
     failing: Dict[str, List[Finding]] = {}
     broken: Dict[str, List[Problem]] = {}
     for f in result.findings:
@@ -36,8 +41,7 @@ def render(result: RunResult, options: Options, quiet: bool = False, statistics:
         findings, errors = failing.get(path, []), broken.get(path, [])
         suite = _suite(root, path, len(findings) + len(errors), len(findings), len(errors))
         for f in findings:
-            case = ET.SubElement(suite, "testcase", name=f"torchnumlint.{f.code}", classname=path, file=path,
-                                 line=str(f.line))
+            case = ET.SubElement(suite, "testcase", name=f"torchnumlint.{f.code}", classname=path, file=path, line=str(f.line))
             failure = ET.SubElement(case, "failure", message=f.message, type=f.code)
             cell = f"cell {f.cell}, " if f.cell is not None else ""
             failure.text = f"{cell}line {f.line}, col {f.col}, {f.code} {f.message}"

@@ -123,7 +123,7 @@ def _hunks(text: Text, edits: Sequence[Edit]) -> List[Tuple[int, List[str], List
     for start, end, group in groups:
         new = text.text[start:end]
         for edit in reversed(group):
-            new = new[: edit.start - start] + edit.content + new[edit.end - start:]
+            new = new[: edit.start - start] + edit.content + new[edit.end - start :]
         hunks.append((text.position(start)[0], _NEWLINE.split(text.text[start:end]), _NEWLINE.split(new)))
     return hunks
 

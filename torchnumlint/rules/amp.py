@@ -35,9 +35,7 @@ def call_shape(ctx: "FileContext", call: cst.Call) -> CallShape:
     """The call as `rules/autocast.py` reads it: qualified callee, positional and keyword values
     (`torch.autocast("cuda", dtype=torch.float16)` gives `("torch.autocast", ("cuda",),
     {"dtype": Dotted("torch.float16")})`), as the project index reads the same call."""
-    arguments = [
-        (arg.keyword.value if arg.keyword else None, arg.star or "", _value(ctx, arg.value)) for arg in call.args
-    ]
+    arguments = [(arg.keyword.value if arg.keyword else None, arg.star or "", _value(ctx, arg.value)) for arg in call.args]
     return shape_of(ctx.qualname(call.func), arguments)
 
 
@@ -118,9 +116,7 @@ def submodule_output(ctx: "FileContext", call: cst.Call) -> Optional[str]:
     index judges a project module's output (`forward_hazards.output_kind`), as TNL301 does."""
     func = call.func
     bound: Optional[cst.BaseExpression] = func
-    if isinstance(func, cst.Name) or (
-        isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
-    ):
+    if isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
         binding = ctx.binding(func)
         bound = binding.value if binding is not None else None
     if not isinstance(bound, cst.Call):

@@ -61,12 +61,10 @@ GRAD_SCALERS: Dict[str, int] = {
 SCALING_SETUP = frozenset({"apex.amp.initialize", "apex.amp.scale_loss"})
 
 CUSTOM_FWD = frozenset(
-    {"torch.amp.custom_fwd", "torch.amp.autocast_mode.custom_fwd", "torch.cuda.amp.custom_fwd",
-     "torch.cuda.amp.autocast_mode.custom_fwd"}
+    {"torch.amp.custom_fwd", "torch.amp.autocast_mode.custom_fwd", "torch.cuda.amp.custom_fwd", "torch.cuda.amp.autocast_mode.custom_fwd"}
 )
 CUSTOM_BWD = frozenset(
-    {"torch.amp.custom_bwd", "torch.amp.autocast_mode.custom_bwd", "torch.cuda.amp.custom_bwd",
-     "torch.cuda.amp.autocast_mode.custom_bwd"}
+    {"torch.amp.custom_bwd", "torch.amp.autocast_mode.custom_bwd", "torch.cuda.amp.custom_bwd", "torch.cuda.amp.autocast_mode.custom_bwd"}
 )
 
 # The deprecated `torch.cuda.amp` spellings and `torch.cpu.amp.autocast` (TNL306) and the
@@ -229,14 +227,19 @@ def is_enabled_scaler(shape: CallShape) -> bool:
     return enabled is not False
 
 
-
 # ---------------------------------------------------------------------------------------------
 # float16 from the frameworks (regions the project index records besides torch's autocast)
 
 ACCELERATORS = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
 LIGHTNING_TRAINERS = frozenset(
-    {"pytorch_lightning.Trainer", "pytorch_lightning.trainer.Trainer", "pytorch_lightning.trainer.trainer.Trainer",
-     "lightning.Trainer", "lightning.pytorch.Trainer", "lightning.pytorch.trainer.Trainer"}
+    {
+        "pytorch_lightning.Trainer",
+        "pytorch_lightning.trainer.Trainer",
+        "pytorch_lightning.trainer.trainer.Trainer",
+        "lightning.Trainer",
+        "lightning.pytorch.Trainer",
+        "lightning.pytorch.trainer.Trainer",
+    }
 )
 LIGHTNING_RUNS = frozenset({"fit", "validate", "test", "predict"})
 # What a LightningModule given to `trainer.fit(model)` runs under the Trainer's precision.

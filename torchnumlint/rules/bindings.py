@@ -109,8 +109,7 @@ class ScopeTable(Visitor):
 
     def _bind(self, name: str, node: cst.CSTNode, value: Optional[cst.BaseExpression], unpacked=None) -> None:
         self.bindings.setdefault(name, []).append(
-            Binding(node, value, self._counter, self._no_grad > 0, self._statements[-1], unpacked,
-                    isinstance(node, cst.NamedExpr))
+            Binding(node, value, self._counter, self._no_grad > 0, self._statements[-1], unpacked, isinstance(node, cst.NamedExpr))
         )
 
     def on_visit(self, node: cst.CSTNode) -> bool:

@@ -33,10 +33,20 @@ _F = "torch.nn.functional."
 OPS: Dict[str, Op] = {
     op.name: op
     for op in (
-        make_op("softmax", {"torch.softmax", _F + "softmax", "torch.special.softmax"}, "softmax",
-            ("dim", "_stacklevel", "dtype"), ("dim", "dtype")),
-        make_op("log_softmax", {"torch.log_softmax", _F + "log_softmax", "torch.special.log_softmax"},
-            "log_softmax", ("dim", "_stacklevel", "dtype"), ("dim", "dtype")),
+        make_op(
+            "softmax",
+            {"torch.softmax", _F + "softmax", "torch.special.softmax"},
+            "softmax",
+            ("dim", "_stacklevel", "dtype"),
+            ("dim", "dtype"),
+        ),
+        make_op(
+            "log_softmax",
+            {"torch.log_softmax", _F + "log_softmax", "torch.special.log_softmax"},
+            "log_softmax",
+            ("dim", "_stacklevel", "dtype"),
+            ("dim", "dtype"),
+        ),
         make_op("sigmoid", {"torch.sigmoid", _F + "sigmoid", "torch.special.expit"}, "sigmoid"),
         make_op("logsigmoid", {_F + "logsigmoid"}),
         make_op("log", {"torch.log"}, "log"),
@@ -71,10 +81,13 @@ OPS: Dict[str, Op] = {
         make_op("softplus", {_F + "softplus"}, None, ("beta", "threshold")),
         make_op("normalize", {_F + "normalize"}, None, ("p", "dim", "eps")),
         make_op("kl_div", {_F + "kl_div"}, None, ("target", "size_average", "reduce", "reduction", "log_target")),
-        make_op("nll_loss", {_F + "nll_loss"}, None,
-            ("target", "weight", "size_average", "ignore_index", "reduce", "reduction")),
-        make_op("cross_entropy", {_F + "cross_entropy"}, None,
-            ("target", "weight", "size_average", "ignore_index", "reduce", "reduction", "label_smoothing")),
+        make_op("nll_loss", {_F + "nll_loss"}, None, ("target", "weight", "size_average", "ignore_index", "reduce", "reduction")),
+        make_op(
+            "cross_entropy",
+            {_F + "cross_entropy"},
+            None,
+            ("target", "weight", "size_average", "ignore_index", "reduce", "reduction", "label_smoothing"),
+        ),
     )
 }
 
@@ -167,7 +180,7 @@ def _bind(op: Op, call: cst.Call, args: Sequence[cst.Arg], receiver, form: str) 
     names = list(params) if receiver is not None else [op.input_kw] + list(params)
     for arg, pname in zip(positional, names):
         bound[pname] = arg
-    extra.extend(positional[len(names):])
+    extra.extend(positional[len(names) :])
     for arg in args:
         if arg.star:
             extra.append(arg)

@@ -150,8 +150,7 @@ def _trace(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
         if summed is not None:
             inner = strip_parens(summed.input)
             return isinstance(inner, cst.Call) and (
-                ctx.qualname(inner.func) in _DIAGONAL
-                or (isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "diagonal")
+                ctx.qualname(inner.func) in _DIAGONAL or (isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "diagonal")
             )
     terms = 0
     while isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):

@@ -45,7 +45,9 @@ _SUM_REDUCES = frozenset({"sum", "add"})
 # Graph libraries whose functions of those names compute degrees.
 _GRAPH_LIBRARIES = ("torch_geometric", "torch_scatter", "torch_sparse", "dgl")
 # Words that name an edge endpoint index (`row, col = edge_index`).
-_ENDPOINT_WORDS = frozenset({"edge", "edges", "row", "col", "src", "dst", "source", "target", "sender", "receiver", "senders", "receivers", "index"})
+_ENDPOINT_WORDS = frozenset(
+    {"edge", "edges", "row", "col", "src", "dst", "source", "target", "sender", "receiver", "senders", "receivers", "index"}
+)
 # Steps that give every node an edge to itself.
 _SELF_LOOPS = frozenset({"add_self_loops", "add_remaining_self_loops", "fill_diag", "set_diag", "fill_diagonal_"})
 
@@ -149,9 +151,13 @@ def _degree_call(ctx: "FileContext", call: cst.Call) -> Optional[Degree]:
         if (last == "scatter_add" or _reduces_by_sum(call)) and index is not None and _endpoint(index):
             return Degree(call, False, True)
         return None
-    if last == "sum" and call.args and (
-        (library and _says_adjacency(call.args[0].value))
-        or (not qual and isinstance(func, cst.Attribute) and _says_adjacency(func.value))
+    if (
+        last == "sum"
+        and call.args
+        and (
+            (library and _says_adjacency(call.args[0].value))
+            or (not qual and isinstance(func, cst.Attribute) and _says_adjacency(func.value))
+        )
     ):
         return Degree(call, False, library)
     return None

@@ -205,11 +205,10 @@ def zero_evidence(
     code's own tensor test of the divisor, as `found` or as `written` (`torch.where(n > 0, x / n,
     0)`), is evidence too (`edge_tests`)."""
     why, non_negative = _zero_evidence(ctx, found, numerator)
-    if why is not None and not ctx.strict and (
-        found.kind == "box"
-        or why in _WEAK
-        or "coincide" in why
-        or (gradient_free(ctx) and not why.startswith(_SELECTION_REASONS))
+    if (
+        why is not None
+        and not ctx.strict
+        and (found.kind == "box" or why in _WEAK or "coincide" in why or (gradient_free(ctx) and not why.startswith(_SELECTION_REASONS)))
     ):
         why = None  # a reason a reviewer did not find plausible in real use: strict mode names it
     if why is None and not gradient_free(ctx):  # without a gradient, a mended forward is no hazard
@@ -217,9 +216,7 @@ def zero_evidence(
     return why, non_negative and not found.several
 
 
-def _zero_evidence(
-    ctx: "FileContext", found: Divisor, numerator: Optional[cst.BaseExpression]
-) -> Tuple[Optional[str], bool]:
+def _zero_evidence(ctx: "FileContext", found: Divisor, numerator: Optional[cst.BaseExpression]) -> Tuple[Optional[str], bool]:
     kind, v = found.kind, strip_parens(found.value)
     if kind == "degree":  # read only at the endpoints it counted (`deg_inv[col]`): never 0 there
         return (None if read_at_endpoints(ctx, ctx.stack[-1]) else ISOLATED), True

@@ -42,6 +42,7 @@ def edge_test(ctx: "FileContext", *exprs: cst.BaseExpression) -> Optional[str]:
 def _is_zero(expr: cst.BaseExpression) -> bool:
     return number_value(strip_parens(expr)) == 0
 
+
 def _edge_tests(ctx: "FileContext", scope: cst.CSTNode) -> Dict[str, str]:
     """code key of the compared value -> the test as written, with its line, for every
     comparison with 0 in `scope` outside control-flow tests."""

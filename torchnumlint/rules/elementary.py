@@ -124,27 +124,88 @@ def exp_of(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[Exp]:
 
 _INTEGER_CASTS = frozenset({"long", "int", "short", "bool"})
 _INTEGER_DTYPES = frozenset(f"torch.{t}" for t in ("long", "int", "int64", "int32", "int16", "int8", "uint8", "bool"))
-_COUNTING = frozenset({"torch.count_nonzero", "torch.bincount", "torch.numel", "torch.randint", "torch.argmax",
-                       "torch.argmin", "torch.argsort", "torch.searchsorted", "torch.bucketize"})
-_COUNTING_METHODS = frozenset({"count_nonzero", "bincount", "numel", "size", "argmax", "argmin", "argsort",
-                               "nelement", "dim"})
+_COUNTING = frozenset(
+    {
+        "torch.count_nonzero",
+        "torch.bincount",
+        "torch.numel",
+        "torch.randint",
+        "torch.argmax",
+        "torch.argmin",
+        "torch.argsort",
+        "torch.searchsorted",
+        "torch.bucketize",
+    }
+)
+_COUNTING_METHODS = frozenset({"count_nonzero", "bincount", "numel", "size", "argmax", "argmin", "argsort", "nelement", "dim"})
 # `.float()` / `.to(x.dtype)` keep an integer an integer; a sum or product of integers is one.
 _KEEPING = vocabulary.SAME_VALUES | vocabulary.REPEATS | {"sum", "cumsum", "abs", "clamp", "clamp_min", "clip"}
 # Functions whose result holds the values of their first argument (a tensor, or a list of them).
-_GATHERING = frozenset({"torch.stack", "torch.cat", "torch.concat", "torch.meshgrid", "torch.flatten", "torch.abs",
-                        "einops.rearrange", "einops.repeat"})
+_GATHERING = frozenset(
+    {"torch.stack", "torch.cat", "torch.concat", "torch.meshgrid", "torch.flatten", "torch.abs", "einops.rearrange", "einops.repeat"}
+)
 
 
 # Words that name a count (`num_tokens`, `lengths`, `deg`, `n`): no one names a fraction so.
-_COUNT_WORDS = frozenset({"n", "num", "count", "counts", "cnt", "length", "lengths", "len", "lens", "deg", "degree",
-                          "degrees", "step", "steps", "epoch", "epochs", "iteration", "iterations", "idx", "index",
-                          "indices", "rank", "ranks", "position", "positions", "occurrences", "dur", "durs",
-                          "duration", "durations"})
+_COUNT_WORDS = frozenset(
+    {
+        "n",
+        "num",
+        "count",
+        "counts",
+        "cnt",
+        "length",
+        "lengths",
+        "len",
+        "lens",
+        "deg",
+        "degree",
+        "degrees",
+        "step",
+        "steps",
+        "epoch",
+        "epochs",
+        "iteration",
+        "iterations",
+        "idx",
+        "index",
+        "indices",
+        "rank",
+        "ranks",
+        "position",
+        "positions",
+        "occurrences",
+        "dur",
+        "durs",
+        "duration",
+        "durations",
+    }
+)
 
 
 # Words that make a count-like name something else: `log_dur_pred` is a log of a prediction.
-_NOT_COUNT_WORDS = frozenset({"log", "logs", "pred", "preds", "prediction", "predictions", "predicted", "logit",
-                              "logits", "mean", "std", "ratio", "prob", "probs", "frac", "emb", "embedding", "hat"})
+_NOT_COUNT_WORDS = frozenset(
+    {
+        "log",
+        "logs",
+        "pred",
+        "preds",
+        "prediction",
+        "predictions",
+        "predicted",
+        "logit",
+        "logits",
+        "mean",
+        "std",
+        "ratio",
+        "prob",
+        "probs",
+        "frac",
+        "emb",
+        "embedding",
+        "hat",
+    }
+)
 
 
 def says_count(ident: Optional[str]) -> bool:
@@ -194,8 +255,7 @@ def _integer(ctx: "FileContext", expr: cst.CSTNode) -> bool:
         return is_integer_valued(ctx, expr.value)
     if not isinstance(expr, cst.Call):
         return False
-    if any(a.keyword is not None and a.keyword.value == "dtype" and ctx.qualname(a.value) in _INTEGER_DTYPES
-           for a in expr.args):
+    if any(a.keyword is not None and a.keyword.value == "dtype" and ctx.qualname(a.value) in _INTEGER_DTYPES for a in expr.args):
         return True
     qual = ctx.qualname(expr.func)
     if qual in ("len", None) and isinstance(expr.func, cst.Name) and expr.func.value == "len":
@@ -246,8 +306,7 @@ def _non_negative(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
         return number_value(strip_parens(expr.right)) == 2.0
     if isinstance(expr, cst.Call):
         qual = ctx.qualname(expr.func)
-        name = qual.rsplit(".", 1)[-1] if qual is not None else (
-            expr.func.attr.value if isinstance(expr.func, cst.Attribute) else None)
+        name = qual.rsplit(".", 1)[-1] if qual is not None else (expr.func.attr.value if isinstance(expr.func, cst.Attribute) else None)
         return name in _NON_NEGATIVE
     return False
 
@@ -281,9 +340,11 @@ def _bounded_above(ctx: "FileContext", expr: cst.CSTNode) -> bool:
     if not isinstance(expr, cst.Call):
         return False
     qual = ctx.qualname(expr.func)
-    name = qual.rsplit(".", 1)[-1] if qual is not None and qual.startswith("torch.") else (
-        expr.func.attr.value if isinstance(expr.func, cst.Attribute) and not ctx.imports.is_module_ref(expr.func.value)
-        else None)
+    name = (
+        qual.rsplit(".", 1)[-1]
+        if qual is not None and qual.startswith("torch.")
+        else (expr.func.attr.value if isinstance(expr.func, cst.Attribute) and not ctx.imports.is_module_ref(expr.func.value) else None)
+    )
     if name not in _CLAMP_MAX:
         return False
     if name in ("clamp_max", "minimum"):
@@ -311,11 +372,7 @@ def _max_of(ctx: "FileContext", expr: cst.BaseExpression, of: cst.BaseExpression
     func = expr.func
     if ctx.qualname(func) in ("torch.max", "torch.amax", "torch.logsumexp"):
         return bool(expr.args) and syntax.same_code(ctx, expr.args[0].value, of)
-    return (
-        isinstance(func, cst.Attribute)
-        and func.attr.value in ("max", "amax", "logsumexp")
-        and syntax.same_code(ctx, func.value, of)
-    )
+    return isinstance(func, cst.Attribute) and func.attr.value in ("max", "amax", "logsumexp") and syntax.same_code(ctx, func.value, of)
 
 
 def overflowing_exp(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[Exp]:

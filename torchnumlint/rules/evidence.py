@@ -40,10 +40,41 @@ _NUMPY_SHAPE_METHODS = frozenset({"reshape", "squeeze", "transpose", "flatten", 
 # Methods that only a torch tensor has (numpy arrays and Python numbers do not): every other
 # shape-only step (`view_as`, `movedim`, `unflatten`, ...), and these.
 _TENSOR_ONLY_METHODS = (vocabulary.SHAPE_ONLY - _NUMPY_SHAPE_METHODS) | frozenset(
-    {"norm", "detach", "float", "half", "bfloat16", "cuda", "to", "type_as", "clamp", "clamp_min", "masked_fill",
-     "softmax", "log_softmax", "sigmoid", "new_zeros", "new_ones",
-     "new_full", "new_tensor", "size", "dim", "numel", "masked_select", "index_select",
-     "narrow", "requires_grad_", "pow", "exp", "log", "sqrt", "rsqrt", "abs", "relu", "square"}
+    {
+        "norm",
+        "detach",
+        "float",
+        "half",
+        "bfloat16",
+        "cuda",
+        "to",
+        "type_as",
+        "clamp",
+        "clamp_min",
+        "masked_fill",
+        "softmax",
+        "log_softmax",
+        "sigmoid",
+        "new_zeros",
+        "new_ones",
+        "new_full",
+        "new_tensor",
+        "size",
+        "dim",
+        "numel",
+        "masked_select",
+        "index_select",
+        "narrow",
+        "requires_grad_",
+        "pow",
+        "exp",
+        "log",
+        "sqrt",
+        "rsqrt",
+        "abs",
+        "relu",
+        "square",
+    }
 )
 _NOT_TENSOR_METHODS = frozenset({"numpy", "tolist", "item"})
 _TORCH_KEYWORDS = frozenset({"dim", "keepdim"})
@@ -52,17 +83,75 @@ _NUMBER_ANNOTATIONS = frozenset({"int", "float", "bool", "complex"})
 
 # Values that carry no gradient whatever their inputs: indices, random draws, data, comparisons.
 _NO_GRAD_FUNCTIONS = frozenset(
-    {"torch.arange", "torch.randperm", "torch.randint", "torch.randint_like", "torch.nonzero", "torch.argmax",
-     "torch.argmin", "torch.argsort", "torch.bincount", "torch.unique", "torch.searchsorted", "torch.bucketize",
-     "torch.rand", "torch.randn", "torch.rand_like", "torch.randn_like", "torch.normal", "torch.multinomial",
-     "torch.zeros", "torch.ones", "torch.full", "torch.empty", "torch.eye", "torch.linspace", "torch.logspace",
-     "torch.zeros_like", "torch.ones_like", "torch.full_like", "torch.empty_like", "torch.tensor",
-     "torch.as_tensor", "torch.from_numpy", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor",
-     "torch.isfinite", "torch.isnan", "torch.isinf", "torch.count_nonzero"}
+    {
+        "torch.arange",
+        "torch.randperm",
+        "torch.randint",
+        "torch.randint_like",
+        "torch.nonzero",
+        "torch.argmax",
+        "torch.argmin",
+        "torch.argsort",
+        "torch.bincount",
+        "torch.unique",
+        "torch.searchsorted",
+        "torch.bucketize",
+        "torch.rand",
+        "torch.randn",
+        "torch.rand_like",
+        "torch.randn_like",
+        "torch.normal",
+        "torch.multinomial",
+        "torch.zeros",
+        "torch.ones",
+        "torch.full",
+        "torch.empty",
+        "torch.eye",
+        "torch.linspace",
+        "torch.logspace",
+        "torch.zeros_like",
+        "torch.ones_like",
+        "torch.full_like",
+        "torch.empty_like",
+        "torch.tensor",
+        "torch.as_tensor",
+        "torch.from_numpy",
+        "torch.Tensor",
+        "torch.FloatTensor",
+        "torch.LongTensor",
+        "torch.isfinite",
+        "torch.isnan",
+        "torch.isinf",
+        "torch.count_nonzero",
+    }
 )
 _NO_GRAD_TENSOR_METHODS = frozenset(
-    {"detach", "item", "numpy", "tolist", "long", "int", "bool", "argmax", "argmin", "argsort", "nonzero",
-     "size", "numel", "dim", "eq", "ne", "gt", "lt", "ge", "le", "isfinite", "isnan", "isinf", "count_nonzero"}
+    {
+        "detach",
+        "item",
+        "numpy",
+        "tolist",
+        "long",
+        "int",
+        "bool",
+        "argmax",
+        "argmin",
+        "argsort",
+        "nonzero",
+        "size",
+        "numel",
+        "dim",
+        "eq",
+        "ne",
+        "gt",
+        "lt",
+        "ge",
+        "le",
+        "isfinite",
+        "isnan",
+        "isinf",
+        "count_nonzero",
+    }
 )
 _MAX_LEAVES = 24
 # What a finding without evidence says, in strict mode.
@@ -123,7 +212,7 @@ def is_forward_input(ctx: "FileContext", param: cst.Param) -> bool:
 
 
 def value_kind(ctx: "FileContext", expr: cst.CSTNode, depth: int = 0) -> Optional[str]:
-    """"torch", "numpy" or "python" when the code says which, else None.
+    """ "torch", "numpy" or "python" when the code says which, else None.
 
     torch: a `torch.*` call, a method only tensors have (`.norm`, `.float()`, `.detach()`), `dim=`
     or `keepdim=` arguments, a parameter annotated `Tensor` or given to a module's `forward`, an
@@ -156,10 +245,7 @@ def _value_kind(ctx: "FileContext", expr: cst.CSTNode, depth: int) -> Optional[s
         return "torch" if is_forward_input(ctx, expr) else None
     found = ways(ctx, expr)
     if found is not None:  # a name, a conditional: the kind every way gives, when they agree
-        kinds = {
-            value_kind(ctx, way.value, depth + 1) if isinstance(way.value, (cst.BaseExpression, cst.Param)) else None
-            for way in found
-        }
+        kinds = {value_kind(ctx, way.value, depth + 1) if isinstance(way.value, (cst.BaseExpression, cst.Param)) else None for way in found}
         return kinds.pop() if len(kinds) == 1 else None
     if isinstance(expr, cst.Attribute):
         if isinstance(expr.value, cst.Name) and expr.value.value == "self":
@@ -170,11 +256,7 @@ def _value_kind(ctx: "FileContext", expr: cst.CSTNode, depth: int) -> Optional[s
     if isinstance(expr, cst.UnaryOperation):
         return value_kind(ctx, expr.expression, depth + 1)
     if isinstance(expr, (cst.BinaryOperation, cst.Comparison)):
-        sides = (
-            (expr.left, expr.right)
-            if isinstance(expr, cst.BinaryOperation)
-            else (expr.left, *(c.comparator for c in expr.comparisons))
-        )
+        sides = (expr.left, expr.right) if isinstance(expr, cst.BinaryOperation) else (expr.left, *(c.comparator for c in expr.comparisons))
         kinds = {value_kind(ctx, side, depth + 1) for side in sides}
         for kind in ("torch", "numpy"):
             if kind in kinds:
@@ -243,9 +325,7 @@ def may_carry_grad(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
                 if binding is not None and binding.no_grad:
                     continue
                 if isinstance(value, cst.Param):
-                    if _annotation(value) in _NUMBER_ANNOTATIONS or (
-                        value.default is not None and number_value(value.default) is not None
-                    ):
+                    if _annotation(value) in _NUMBER_ANNOTATIONS or (value.default is not None and number_value(value.default) is not None):
                         continue
                     return True
                 if isinstance(value, cst.Assign):
@@ -326,9 +406,7 @@ def lineage(
         expr = following
 
 
-def some_way(
-    ctx: "FileContext", expr: cst.BaseExpression, find: Callable[[cst.CSTNode], Optional[str]]
-) -> Optional[str]:
+def some_way(ctx: "FileContext", expr: cst.BaseExpression, find: Callable[[cst.CSTNode], Optional[str]]) -> Optional[str]:
     """For a name several assignments may give its value, or a conditional expression: the
     reason `find` gives for the first of its values that no guard covers, naming that way (a
     guarded branch leaves the other's zero); None where none gives one, or `expr` has no
@@ -385,8 +463,9 @@ def _indexed_base(ctx: "FileContext", expr: cst.BaseExpression) -> Tuple[cst.Bas
     expr = strip_parens(expr)
     for _ in range(4):
         if isinstance(expr, cst.Subscript):
-            broadcast |= any(isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Name)
-                             and e.slice.value.value == "None" for e in expr.slice)
+            broadcast |= any(
+                isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Name) and e.slice.value.value == "None" for e in expr.slice
+            )
             expr = strip_parens(expr.value)
         elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "unsqueeze":
             broadcast = True

@@ -49,9 +49,7 @@ class Product:
         self.first = first
         self.second = second
         # `torch.matmul(a, b)`, `torch.einsum(eq, a, b)`: `a` is an argument, not an operand
-        self.as_argument = isinstance(node, cst.Call) and not (
-            isinstance(node.func, cst.Attribute) and node.func.value is first
-        )
+        self.as_argument = isinstance(node, cst.Call) and not (isinstance(node.func, cst.Attribute) and node.func.value is first)
 
     def with_first(self, first: cst.BaseExpression) -> cst.BaseExpression:
         node = self.node
@@ -117,15 +115,50 @@ def fp16_reach(ctx: "FileContext") -> Optional[Fp16Reach]:
 
 
 # Methods that keep their receiver's dtype (and values, or a selection or arrangement of them).
-_KEEPS_DTYPE = frozenset({
-    "view", "reshape", "permute", "transpose", "contiguous", "squeeze", "unsqueeze", "flatten", "clone",
-    "masked_fill", "masked_fill_", "expand", "expand_as", "repeat", "narrow", "chunk", "split", "unbind",
-    "add", "sub", "mul", "div", "neg", "relu", "abs", "tanh", "sigmoid", "amax", "amin", "mean",
-})
-_FP16_LAYERS_FUNCS = frozenset({
-    "torch.nn.functional.linear", "torch.nn.functional.conv1d", "torch.nn.functional.conv2d",
-    "torch.nn.functional.conv3d", "torch.addmm", "torch.baddbmm",
-})
+_KEEPS_DTYPE = frozenset(
+    {
+        "view",
+        "reshape",
+        "permute",
+        "transpose",
+        "contiguous",
+        "squeeze",
+        "unsqueeze",
+        "flatten",
+        "clone",
+        "masked_fill",
+        "masked_fill_",
+        "expand",
+        "expand_as",
+        "repeat",
+        "narrow",
+        "chunk",
+        "split",
+        "unbind",
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "neg",
+        "relu",
+        "abs",
+        "tanh",
+        "sigmoid",
+        "amax",
+        "amin",
+        "mean",
+    }
+)
+_FP16_LAYERS_FUNCS = frozenset(
+    {
+        "torch.nn.functional.linear",
+        "torch.nn.functional.conv1d",
+        "torch.nn.functional.conv2d",
+        "torch.nn.functional.conv3d",
+        "torch.addmm",
+        "torch.baddbmm",
+    }
+)
 _FP32_CASTS = frozenset({"float", "double"})
 _DEPTH = 8
 

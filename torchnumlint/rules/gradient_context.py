@@ -21,9 +21,21 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 # Tensors made from data: no gradient unless asked for with requires_grad=True.
-_DATA = {"torch.tensor", "torch.Tensor", "torch.as_tensor", "torch.from_numpy", "torch.FloatTensor",
-         "torch.LongTensor", "torch.zeros", "torch.ones", "torch.full", "torch.empty", "torch.eye",
-         "torch.arange", "torch.linspace"}
+_DATA = {
+    "torch.tensor",
+    "torch.Tensor",
+    "torch.as_tensor",
+    "torch.from_numpy",
+    "torch.FloatTensor",
+    "torch.LongTensor",
+    "torch.zeros",
+    "torch.ones",
+    "torch.full",
+    "torch.empty",
+    "torch.eye",
+    "torch.arange",
+    "torch.linspace",
+}
 
 
 def is_detached(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
@@ -65,9 +77,7 @@ def _detached(ctx: "FileContext", expr: cst.CSTNode) -> bool:
             # number or a plain name (a temperature), not a computation that may carry a gradient
             sides = [s for s in (expr.left, expr.right) if not is_python_number(ctx, s)]
             detached = [s for s in sides if is_detached(ctx, s)]
-            return bool(detached) and all(
-                s in detached or isinstance(strip_parens(s), (cst.Name, cst.Attribute)) for s in sides
-            )
+            return bool(detached) and all(s in detached or isinstance(strip_parens(s), (cst.Name, cst.Attribute)) for s in sides)
         return False
     return False
 

@@ -36,9 +36,21 @@ if TYPE_CHECKING:  # pragma: no cover
 # Called by frameworks under no_grad / inference_mode, or by convention inference-only.
 _NO_GRAD_FUNCTION_NAMES = frozenset(
     {
-        "validation_step", "test_step", "predict_step", "on_validation_batch_end", "on_test_batch_end",
-        "evaluate", "evaluation", "eval_step", "evaluation_step", "validate", "validation", "generate",
-        "inference", "infer", "predict",
+        "validation_step",
+        "test_step",
+        "predict_step",
+        "on_validation_batch_end",
+        "on_test_batch_end",
+        "evaluate",
+        "evaluation",
+        "eval_step",
+        "evaluation_step",
+        "validate",
+        "validation",
+        "generate",
+        "inference",
+        "infer",
+        "predict",
     }
 )
 _DATA_FUNCTION_WORDS = ("collate", "preprocess")
@@ -48,8 +60,23 @@ _DATASET_WORD = "Dataset"
 
 # A class whose own or base names say it can hold parameters (an nn.Module, by name where the base
 # is another project class); any other class's attributes are plain state.
-MODULE_WORDS = ("Module", "Layer", "Model", "Net", "Block", "Encoder", "Decoder", "Head", "Loss", "Attention",
-                "Embedding", "Function", "Cell", "Sequential", "Wrapper")
+MODULE_WORDS = (
+    "Module",
+    "Layer",
+    "Model",
+    "Net",
+    "Block",
+    "Encoder",
+    "Decoder",
+    "Head",
+    "Loss",
+    "Attention",
+    "Embedding",
+    "Function",
+    "Cell",
+    "Sequential",
+    "Wrapper",
+)
 
 
 def is_module_class(cls: cst.ClassDef) -> bool:
@@ -72,8 +99,16 @@ _BELOW_AUTOGRAD_DECORATORS = frozenset({"register_decomposition"})
 
 # Calls that take a gradient, whatever their arguments are called (a gradient penalty, a
 # meta-learning step): the function that makes them trains like one that calls `.backward()`.
-_DIFFERENTIATING = frozenset({"torch.autograd.grad", "torch.autograd.backward", "torch.autograd.functional.jacobian",
-                              "torch.autograd.functional.vjp", "torch.autograd.functional.hessian"})
+_DIFFERENTIATING = frozenset(
+    {
+        "torch.autograd.grad",
+        "torch.autograd.backward",
+        "torch.autograd.functional.jacobian",
+        "torch.autograd.functional.vjp",
+        "torch.autograd.functional.hessian",
+    }
+)
+
 
 def _below_autograd(func: cst.FunctionDef) -> bool:
     """Registered as a decomposition of an op (`@register_decomposition(...)`, any spelling)."""

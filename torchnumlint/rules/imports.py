@@ -14,7 +14,6 @@ from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 import libcst as cst
 
 
-
 # `import torch`, `import torch.nn as nn`, `import os, torch`, `from torch import nn`, at any
 # indentation (an import inside a function or a try block counts).
 _TORCH_IMPORT = re.compile(
@@ -55,10 +54,7 @@ class ImportMap:
 
     @staticmethod
     def _is_future(small: Sequence[cst.BaseSmallStatement]) -> bool:
-        return any(
-            isinstance(s, cst.ImportFrom) and isinstance(s.module, cst.Name) and s.module.value == "__future__"
-            for s in small
-        )
+        return any(isinstance(s, cst.ImportFrom) and isinstance(s.module, cst.Name) and s.module.value == "__future__" for s in small)
 
     def _collect(self, body: Sequence[cst.CSTNode], top: bool) -> None:
         for stmt in body:

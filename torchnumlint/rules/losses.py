@@ -228,9 +228,7 @@ def target_gradient(
     return None if from_teacher(ctx, logits, student) else ""
 
 
-def _caller_with_gradient(
-    ctx: "FileContext", param: cst.Param, student: Optional[cst.BaseExpression]
-) -> Tuple[bool, Optional[Caller]]:
+def _caller_with_gradient(ctx: "FileContext", param: cst.Param, student: Optional[cst.BaseExpression]) -> Tuple[bool, Optional[Caller]]:
     """(whether a call of the enclosing function passing `param` is seen, the first that passes
     it with a gradient). The `student`'s parameter, where it is one, is read at each call too,
     so that a teacher by name is checked against the student's model there."""

@@ -65,65 +65,229 @@ BOUNDED = Origin(bounded=True)
 
 # Calls whose value depends only on their sizes (a shape in, a fixed pattern out).
 _CONSTRUCTORS = frozenset(
-    {"torch.ones", "torch.zeros", "torch.empty", "torch.full", "torch.arange", "torch.eye", "torch.linspace",
-     "torch.ones_like", "torch.zeros_like", "torch.empty_like", "torch.full_like",
-     "numpy.ones", "numpy.zeros", "numpy.full", "numpy.eye", "numpy.arange", "numpy.tri"}
+    {
+        "torch.ones",
+        "torch.zeros",
+        "torch.empty",
+        "torch.full",
+        "torch.arange",
+        "torch.eye",
+        "torch.linspace",
+        "torch.ones_like",
+        "torch.zeros_like",
+        "torch.empty_like",
+        "torch.full_like",
+        "numpy.ones",
+        "numpy.zeros",
+        "numpy.full",
+        "numpy.eye",
+        "numpy.arange",
+        "numpy.tri",
+    }
 )
 _NEW_TENSOR = frozenset({"new_ones", "new_zeros", "new_full", "new_empty"})
 # What only reads a size: constant whatever tensor it is asked of.
 _SIZE_METHODS = vocabulary.SIZE_METHODS
 _SIZE_ATTRIBUTES = vocabulary.SIZE_ATTRIBUTES
 # Steps that keep the entries of their receiver (casts, reshapes, copies): only it matters.
-_KEEPS_RECEIVER = (
-    vocabulary.SAME_VALUES | vocabulary.OTHER_CASTS | vocabulary.DETACH | vocabulary.REPEATS | {"flip"}
-)
+_KEEPS_RECEIVER = vocabulary.SAME_VALUES | vocabulary.OTHER_CASTS | vocabulary.DETACH | vocabulary.REPEATS | {"flip"}
 # Element-wise logic: constant operands give a constant mask.
 _ELEMENTWISE_METHODS = frozenset(
-    {"eq", "ne", "ge", "gt", "le", "lt", "abs", "neg", "logical_and", "logical_or", "logical_not", "logical_xor",
-     "bitwise_and", "bitwise_or", "bitwise_not", "tril", "triu", "tril_", "triu_"}
+    {
+        "eq",
+        "ne",
+        "ge",
+        "gt",
+        "le",
+        "lt",
+        "abs",
+        "neg",
+        "logical_and",
+        "logical_or",
+        "logical_not",
+        "logical_xor",
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_not",
+        "tril",
+        "triu",
+        "tril_",
+        "triu_",
+    }
 )
 _ELEMENTWISE_FUNCTIONS = frozenset(
-    {"torch.eq", "torch.ne", "torch.ge", "torch.gt", "torch.le", "torch.lt", "torch.logical_and",
-     "torch.logical_or", "torch.logical_not", "torch.abs", "torch.logical_xor", "torch.tril", "torch.triu", "torch.where",
-     "torch.from_numpy", "torch.as_tensor", "torch.tensor", "torch.nn.Parameter", "torch.cat", "torch.stack"}
+    {
+        "torch.eq",
+        "torch.ne",
+        "torch.ge",
+        "torch.gt",
+        "torch.le",
+        "torch.lt",
+        "torch.logical_and",
+        "torch.logical_or",
+        "torch.logical_not",
+        "torch.abs",
+        "torch.logical_xor",
+        "torch.tril",
+        "torch.triu",
+        "torch.where",
+        "torch.from_numpy",
+        "torch.as_tensor",
+        "torch.tensor",
+        "torch.nn.Parameter",
+        "torch.cat",
+        "torch.stack",
+    }
 )
 # Words of an identifier that make it a padding or length mask, or a length (`src_lengths`,
 # `attention_mask`, `pad_idx`, `ignore_index`): empty only for an input with no tokens.
 _PADDING_WORDS = frozenset(
-    {"pad", "pads", "padding", "padded", "ignore", "ignored", "length", "lengths", "len", "lens", "lengths",
-     "seqlen", "seqlens", "ilens", "olens", "attention", "attn", "token", "tokens", "src", "tgt", "seq", "input",
-     "inputs", "key", "query", "eos", "bos", "sep"}
+    {
+        "pad",
+        "pads",
+        "padding",
+        "padded",
+        "ignore",
+        "ignored",
+        "length",
+        "lengths",
+        "len",
+        "lens",
+        "lengths",
+        "seqlen",
+        "seqlens",
+        "ilens",
+        "olens",
+        "attention",
+        "attn",
+        "token",
+        "tokens",
+        "src",
+        "tgt",
+        "seq",
+        "input",
+        "inputs",
+        "key",
+        "query",
+        "eos",
+        "bos",
+        "sep",
+    }
 )
 # Words that make it a selection that real batches can leave empty (positives, matched anchors,
 # visible keypoints, validity flags from the data, what a filter keeps).
 _SELECTION_WORDS = frozenset(
-    {"pos", "positive", "positives", "neg", "negative", "negatives", "fg", "foreground", "bg", "background",
-     "matched", "match", "matches", "inlier", "inliers", "outlier", "outliers", "visible", "vis", "visibility",
-     "selected", "sel", "select", "keep", "kept", "hit", "hits", "valid", "validity", "sampled", "picked",
-     "chosen", "found", "detected", "occupied", "active", "dropped", "drop"}
+    {
+        "pos",
+        "positive",
+        "positives",
+        "neg",
+        "negative",
+        "negatives",
+        "fg",
+        "foreground",
+        "bg",
+        "background",
+        "matched",
+        "match",
+        "matches",
+        "inlier",
+        "inliers",
+        "outlier",
+        "outliers",
+        "visible",
+        "vis",
+        "visibility",
+        "selected",
+        "sel",
+        "select",
+        "keep",
+        "kept",
+        "hit",
+        "hits",
+        "valid",
+        "validity",
+        "sampled",
+        "picked",
+        "chosen",
+        "found",
+        "detected",
+        "occupied",
+        "active",
+        "dropped",
+        "drop",
+    }
 )
 # Words that say "selection" alone (`matched`, `fg`); the others need a mask-like word beside them
 # (`pos_mask`, `keep_inds`: `pos` alone is a position).
 _STRONG_SELECTION_WORDS = frozenset(
-    {"positive", "positives", "negative", "negatives", "fg", "foreground", "bg", "background", "matched",
-     "inlier", "inliers", "visible"}
+    {"positive", "positives", "negative", "negatives", "fg", "foreground", "bg", "background", "matched", "inlier", "inliers", "visible"}
 )
 _MASK_LIKE = frozenset({"mask", "masks", "idx", "inds", "ind", "index", "indices", "flag", "flags", "sel"})
 # Words that make a compared value a label or class, so `==`/`!=` selects a class.
 _LABEL_WORDS = frozenset(
-    {"label", "labels", "lbl", "lbls", "target", "targets", "tgts", "cls", "class", "classes", "category",
-     "categories", "cat", "cats", "gt", "tag", "tags", "y", "segm", "seg", "semantic", "instance", "instances"}
+    {
+        "label",
+        "labels",
+        "lbl",
+        "lbls",
+        "target",
+        "targets",
+        "tgts",
+        "cls",
+        "class",
+        "classes",
+        "category",
+        "categories",
+        "cat",
+        "cats",
+        "gt",
+        "tag",
+        "tags",
+        "y",
+        "segm",
+        "seg",
+        "semantic",
+        "instance",
+        "instances",
+    }
 )
 # Words that make a compared value a threshold (`scores > self.score_thresh`).
 _THRESHOLD_WORDS = frozenset(
-    {"thr", "thresh", "threshold", "thresholds", "thres", "margin", "radius", "cutoff",
-     "tol", "tolerance", "limit", "rate", "ratio", "quantile", "eps"}
+    {
+        "thr",
+        "thresh",
+        "threshold",
+        "thresholds",
+        "thres",
+        "margin",
+        "radius",
+        "cutoff",
+        "tol",
+        "tolerance",
+        "limit",
+        "rate",
+        "ratio",
+        "quantile",
+        "eps",
+    }
 )
 # Words that name a pairwise similarity whose largest value is an element's with itself.
 _SIMILARITIES = frozenset({"iou", "giou", "diou", "ciou", "overlaps", "similarity"})
 _RANDOM = frozenset(
-    {"torch.rand", "torch.rand_like", "torch.randn", "torch.randn_like", "torch.bernoulli", "torch.randint",
-     "torch.randperm", "torch.multinomial", "numpy.random.rand", "numpy.random.random", "random.random"}
+    {
+        "torch.rand",
+        "torch.rand_like",
+        "torch.randn",
+        "torch.randn_like",
+        "torch.bernoulli",
+        "torch.randint",
+        "torch.randperm",
+        "torch.multinomial",
+        "numpy.random.rand",
+        "numpy.random.random",
+        "random.random",
+    }
 )
 _REDUCTIONS = frozenset({"sum", "norm", "abs", "count_nonzero", "amax", "max", "any", "all", "mean"})
 _COMPARISONS = frozenset({"eq", "ne", "gt", "ge", "lt", "le", "greater", "less", "greater_equal", "less_equal"})
@@ -246,8 +410,11 @@ class _Search:
 
     def param(self, param: cst.Param) -> Origin:
         func = next(
-            (node for node in reversed(self.ctx.stack)
-             if isinstance(node, cst.FunctionDef) and any(p is param for p in all_params(node.params))),
+            (
+                node
+                for node in reversed(self.ctx.stack)
+                if isinstance(node, cst.FunctionDef) and any(p is param for p in all_params(node.params))
+            ),
             None,
         )
         name = param.name.value
@@ -277,8 +444,7 @@ class _Search:
             passed.append(found)
         return _combine(passed) if passed else UNKNOWN
 
-    def comparison(self, node: cst.BaseExpression, operands: Sequence[cst.BaseExpression], equality: bool,
-                   depth: int) -> Origin:
+    def comparison(self, node: cst.BaseExpression, operands: Sequence[cst.BaseExpression], equality: bool, depth: int) -> Origin:
         """`a == b`, `a > b` (operator or method form): a class picked from labels or values past a
         threshold select what a batch can lack; a range or length comparison, or non-zero rows,
         is padding."""
@@ -292,14 +458,16 @@ class _Search:
         if evidence is not None:
             return evidence
         line = self.line(node)
-        if equality and any(self._range(o) for o in operands) and any(
-            words(_identifier(o)) & _LABEL_WORDS for o in operands
+        if (
+            equality and any(self._range(o) for o in operands) and any(words(_identifier(o)) & _LABEL_WORDS for o in operands)
         ):  # `labels[:, None] == torch.arange(C)`: a one-hot, whose column for an absent class is empty
             return Origin(why=f"`{text}`{line} compares labels with every class, and a batch can lack one")
         if any(says_mask(_identifier(o)) or self._range(o) for o in operands):
             return _combine(known)  # `attention_mask > 0`, `mask == 1`: the mask as it was
-        if (equality or _non_negative_test(node)) and any((_number_of(o) or 0) < 0 for o in operands) or (
-            _non_negative_test(node) and any(_number_of(o) == 0 for o in operands)
+        if (
+            (equality or _non_negative_test(node))
+            and any((_number_of(o) or 0) < 0 for o in operands)
+            or (_non_negative_test(node) and any(_number_of(o) == 0 for o in operands))
         ):
             return Origin(padding=f"`{text}` leaves out an ignore index")  # `labels != -100`, `idx >= 0`
         if not equality and _tolerance(operands):
@@ -591,10 +759,15 @@ def _sets_every_row(value: cst.CSTNode) -> bool:
     if not isinstance(target, cst.Subscript) or not (is_literal(value.value, "True") or _number_of(value.value) == 1):
         return False
     parts = [element.slice for element in target.slice]
-    whole = [isinstance(p, cst.Slice) and p.lower is None and p.upper is None
-             or isinstance(p, cst.Index) and isinstance(p.value, (cst.Ellipsis, cst.Call)) for p in parts]
-    fixed = [isinstance(p, cst.Index) and isinstance(strip_parens(p.value), (cst.Integer, cst.UnaryOperation, cst.Name))
-             for p in parts]
+    whole = [
+        isinstance(p, cst.Slice)
+        and p.lower is None
+        and p.upper is None
+        or isinstance(p, cst.Index)
+        and isinstance(p.value, (cst.Ellipsis, cst.Call))
+        for p in parts
+    ]
+    fixed = [isinstance(p, cst.Index) and isinstance(strip_parens(p.value), (cst.Integer, cst.UnaryOperation, cst.Name)) for p in parts]
     return len(parts) >= 2 and whole[0] and any(fixed[1:])
 
 
@@ -603,9 +776,7 @@ def _non_negative_test(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
         operator = node.comparisons[0].operator
         right = _number_of(node.comparisons[0].comparator)
-        return (isinstance(operator, cst.GreaterThanEqual) and right == 0) or (
-            isinstance(operator, cst.GreaterThan) and right == -1
-        )
+        return (isinstance(operator, cst.GreaterThanEqual) and right == 0) or (isinstance(operator, cst.GreaterThan) and right == -1)
     return False
 
 

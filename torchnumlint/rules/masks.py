@@ -1,5 +1,4 @@
-"""Whether a value is a boolean mask (`is_mask`), by how it is made or by its name (`says_mask`).
-"""
+"""Whether a value is a boolean mask (`is_mask`), by how it is made or by its name (`says_mask`)."""
 
 from __future__ import annotations
 
@@ -15,13 +14,25 @@ if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext
 
 
-_BOOL_FUNCS = {"torch.logical_and", "torch.logical_or", "torch.logical_not", "torch.logical_xor",
-               "torch.isfinite", "torch.isnan", "torch.isinf", "torch.eq", "torch.ne", "torch.gt",
-               "torch.lt", "torch.ge", "torch.le", "torch.isin"}
+_BOOL_FUNCS = {
+    "torch.logical_and",
+    "torch.logical_or",
+    "torch.logical_not",
+    "torch.logical_xor",
+    "torch.isfinite",
+    "torch.isnan",
+    "torch.isinf",
+    "torch.eq",
+    "torch.ne",
+    "torch.gt",
+    "torch.lt",
+    "torch.ge",
+    "torch.le",
+    "torch.isin",
+}
 
 
-_BOOL_METHODS = {"eq", "ne", "gt", "lt", "ge", "le", "logical_and", "logical_or", "logical_not", "isfinite",
-                 "isnan", "isinf", "bool"}
+_BOOL_METHODS = {"eq", "ne", "gt", "lt", "ge", "le", "logical_and", "logical_or", "logical_not", "isfinite", "isnan", "isinf", "bool"}
 
 
 _MASK_WORDS = frozenset({"mask", "masks", "valid", "keep"})

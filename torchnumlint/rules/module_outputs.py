@@ -26,30 +26,106 @@ _NN = "torch.nn."
 FP16_LAYERS = frozenset(
     _NN + name
     for name in (
-        "Linear", "LazyLinear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
-        "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d", "RNN", "LSTM", "GRU", "RNNCell",
-        "LSTMCell", "GRUCell", "PReLU", "MultiheadAttention", "TransformerEncoderLayer",
-        "TransformerDecoderLayer", "TransformerEncoder", "TransformerDecoder", "Transformer",
+        "Linear",
+        "LazyLinear",
+        "Bilinear",
+        "Conv1d",
+        "Conv2d",
+        "Conv3d",
+        "ConvTranspose1d",
+        "ConvTranspose2d",
+        "ConvTranspose3d",
+        "LazyConv1d",
+        "LazyConv2d",
+        "LazyConv3d",
+        "RNN",
+        "LSTM",
+        "GRU",
+        "RNNCell",
+        "LSTMCell",
+        "GRUCell",
+        "PReLU",
+        "MultiheadAttention",
+        "TransformerEncoderLayer",
+        "TransformerDecoderLayer",
+        "TransformerEncoder",
+        "TransformerDecoder",
+        "Transformer",
     )
 )
 FP32_LAYERS = frozenset(
     _NN + name
     for name in (
-        "LayerNorm", "GroupNorm", "RMSNorm", "Softmax", "LogSoftmax", "Softmin", "Softplus", "CosineSimilarity",
-        "PairwiseDistance", "Embedding", "EmbeddingBag", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
-        "CrossEntropyLoss", "NLLLoss", "KLDivLoss", "BCEWithLogitsLoss",
+        "LayerNorm",
+        "GroupNorm",
+        "RMSNorm",
+        "Softmax",
+        "LogSoftmax",
+        "Softmin",
+        "Softplus",
+        "CosineSimilarity",
+        "PairwiseDistance",
+        "Embedding",
+        "EmbeddingBag",
+        "MSELoss",
+        "L1Loss",
+        "SmoothL1Loss",
+        "HuberLoss",
+        "CrossEntropyLoss",
+        "NLLLoss",
+        "KLDivLoss",
+        "BCEWithLogitsLoss",
     )
 )
 KEEP_LAYERS = frozenset(
     _NN + name
     for name in (
-        "ReLU", "ReLU6", "LeakyReLU", "SiLU", "GELU", "ELU", "SELU", "CELU", "Mish", "Hardswish", "Hardsigmoid",
-        "Sigmoid", "Tanh", "Identity", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
-        "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "MaxPool1d", "MaxPool2d", "MaxPool3d",
-        "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
-        "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "Upsample", "UpsamplingNearest2d",
-        "UpsamplingBilinear2d", "Flatten", "Unflatten", "PixelShuffle", "PixelUnshuffle", "ZeroPad2d",
-        "ConstantPad2d", "ReflectionPad2d", "ReplicationPad2d",
+        "ReLU",
+        "ReLU6",
+        "LeakyReLU",
+        "SiLU",
+        "GELU",
+        "ELU",
+        "SELU",
+        "CELU",
+        "Mish",
+        "Hardswish",
+        "Hardsigmoid",
+        "Sigmoid",
+        "Tanh",
+        "Identity",
+        "Dropout",
+        "Dropout1d",
+        "Dropout2d",
+        "Dropout3d",
+        "AlphaDropout",
+        "BatchNorm1d",
+        "BatchNorm2d",
+        "BatchNorm3d",
+        "SyncBatchNorm",
+        "MaxPool1d",
+        "MaxPool2d",
+        "MaxPool3d",
+        "AvgPool1d",
+        "AvgPool2d",
+        "AvgPool3d",
+        "AdaptiveAvgPool1d",
+        "AdaptiveAvgPool2d",
+        "AdaptiveAvgPool3d",
+        "AdaptiveMaxPool1d",
+        "AdaptiveMaxPool2d",
+        "AdaptiveMaxPool3d",
+        "Upsample",
+        "UpsamplingNearest2d",
+        "UpsamplingBilinear2d",
+        "Flatten",
+        "Unflatten",
+        "PixelShuffle",
+        "PixelUnshuffle",
+        "ZeroPad2d",
+        "ConstantPad2d",
+        "ReflectionPad2d",
+        "ReplicationPad2d",
     )
 )
 # Containers: what they return is what their last layer returns.
@@ -57,7 +133,7 @@ CONTAINERS = frozenset({_NN + "Sequential", _NN + "ModuleList", _NN + "ModuleDic
 
 
 def layer_output(qual: Optional[str]) -> Optional[str]:
-    """"fp16", "fp32" or "keep" for a torch layer's qualified name (`torch.nn.Linear`, also as
+    """ "fp16", "fp32" or "keep" for a torch layer's qualified name (`torch.nn.Linear`, also as
     `torch.nn.modules.linear.Linear`), None for anything else."""
     if qual is None or not qual.startswith(_NN):
         return None

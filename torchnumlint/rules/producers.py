@@ -146,12 +146,7 @@ def _method_class(ctx: "FileContext") -> Optional[str]:
         if isinstance(node, cst.FunctionDef):
             cls = ctx.stack[i - 2]
             params = node.params.posonly_params or node.params.params
-            if (
-                isinstance(cls, cst.ClassDef)
-                and cls in ctx.module.body
-                and params
-                and params[0].name.value == "self"
-            ):
+            if isinstance(cls, cst.ClassDef) and cls in ctx.module.body and params and params[0].name.value == "self":
                 return cls.name.value
             return None
     return None

@@ -26,8 +26,19 @@ if TYPE_CHECKING:  # pragma: no cover
 
 _MASKED_FILL = frozenset({"masked_fill", "masked_fill_"})
 # expression nodes a branch's value passes through on its way to the selection
-_THROUGH = (cst.BinaryOperation, cst.UnaryOperation, cst.Call, cst.Attribute, cst.Subscript, cst.Arg,
-            cst.SubscriptElement, cst.Index, cst.Tuple, cst.List, cst.Element)
+_THROUGH = (
+    cst.BinaryOperation,
+    cst.UnaryOperation,
+    cst.Call,
+    cst.Attribute,
+    cst.Subscript,
+    cst.Arg,
+    cst.SubscriptElement,
+    cst.Index,
+    cst.Tuple,
+    cst.List,
+    cst.Element,
+)
 
 
 @dataclass(frozen=True)
@@ -85,16 +96,26 @@ def edge_value(ctx: "FileContext", condition: cst.BaseExpression, value: cst.Bas
         return None
     left, target = strip_parens(cond.left), cond.comparisons[0]
     right, operator = strip_parens(target.comparator), target.operator
-    flipped = {cst.GreaterThan: cst.LessThan, cst.LessThan: cst.GreaterThan,
-               cst.GreaterThanEqual: cst.LessThanEqual, cst.LessThanEqual: cst.GreaterThanEqual}
+    flipped = {
+        cst.GreaterThan: cst.LessThan,
+        cst.LessThan: cst.GreaterThan,
+        cst.GreaterThanEqual: cst.LessThanEqual,
+        cst.LessThanEqual: cst.GreaterThanEqual,
+    }
     if _is_value(ctx, right, value) and not _is_value(ctx, left, value):
         left, right = right, left
         operator = flipped.get(type(operator), type(operator))()  # type: ignore[abstract]  # the class of an operator node: concrete
     if not _is_value(ctx, left, value) or not _small(ctx, right):
         return None
     zero = number_value(right) == 0
-    truth = {cst.GreaterThan: False, cst.GreaterThanEqual: zero, cst.LessThan: not zero,
-             cst.LessThanEqual: True, cst.Equal: zero, cst.NotEqual: not zero}
+    truth = {
+        cst.GreaterThan: False,
+        cst.GreaterThanEqual: zero,
+        cst.LessThan: not zero,
+        cst.LessThanEqual: True,
+        cst.Equal: zero,
+        cst.NotEqual: not zero,
+    }
     return truth.get(type(operator))
 
 

@@ -51,9 +51,7 @@ def last_identifier(expr: cst.CSTNode) -> Optional[str]:
     return None
 
 
-def unwrap_casts(
-    ctx: "FileContext", expr: cst.BaseExpression, detach: bool = False, names: bool = True
-) -> cst.BaseExpression:
+def unwrap_casts(ctx: "FileContext", expr: cst.BaseExpression, detach: bool = False, names: bool = True) -> cst.BaseExpression:
     """Through names (their one sure assignment; `names=False`: not at all), `.float()`,
     `.to(...)`, `.type_as(...)` (and `.detach()` when asked), indexing, selections and reshapes
     (`value_steps.selection_of`): these keep zeros and signs, so the question is about the value

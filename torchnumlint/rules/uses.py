@@ -38,9 +38,7 @@ _RANKING = frozenset({"topk", "sort", "msort", "max", "min", "kthvalue"})
 _INDEXING = frozenset({"argmax", "argmin", "argsort"})
 _TORCH_RANKING = {f"torch.{name}": "rank" for name in _RANKING} | {f"torch.{name}": "index" for name in _INDEXING}
 # methods whose result holds the same values, or a selection of them: the use is the result's
-_SAME_VALUES = (
-    vocabulary.SAME_VALUES | vocabulary.REPEATS | vocabulary.DETACH | {"gather", "index_select", "masked_fill"}
-)
+_SAME_VALUES = vocabulary.SAME_VALUES | vocabulary.REPEATS | vocabulary.DETACH | {"gather", "index_select", "masked_fill"}
 _SHAPE = frozenset({"shape", "size", "dim", "ndim", "dtype", "device", "numel"})
 _REDUCTIONS = frozenset({"sum", "mean"})
 _TORCH_REDUCTIONS = frozenset({"torch.sum", "torch.mean"})

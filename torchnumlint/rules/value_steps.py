@@ -28,8 +28,7 @@ _STEP_ATTRS = vocabulary.SHAPE_ATTRIBUTES
 
 
 # `.to(torch.long)` rounds probabilities to 0: no longer the same values
-_INTEGER_DTYPES = frozenset(f"torch.{t}" for t in (
-    "long", "int", "int64", "int32", "int16", "int8", "uint8", "bool", "short"))
+_INTEGER_DTYPES = frozenset(f"torch.{t}" for t in ("long", "int", "int64", "int32", "int16", "int8", "uint8", "bool", "short"))
 
 
 # Element 0 of their result holds values of the input, element 1 indices; max/min/median only
@@ -55,7 +54,7 @@ def _tensor_call(
     if isinstance(func, cst.Attribute) and func.attr.value in methods and not imports.is_module_ref(func.value):
         return func.attr.value, func.value, expr.args
     qual = imports.qualname(func)
-    short = qual[len("torch."):] if qual is not None and qual.startswith("torch.") else None
+    short = qual[len("torch.") :] if qual is not None and qual.startswith("torch.") else None
     if short in (methods if functions is None else functions) and expr.args:
         first = expr.args[0]
         if first.keyword is None and not first.star:

@@ -12,8 +12,26 @@ from __future__ import annotations
 # Steps that move entries around without changing one (and keep every zero where it was, up to
 # position): a norm of the result is a norm of the input.
 SHAPE_ONLY = frozenset(
-    {"view", "view_as", "reshape", "reshape_as", "unsqueeze", "squeeze", "expand", "expand_as", "permute",
-     "transpose", "t", "contiguous", "flatten", "unflatten", "movedim", "moveaxis", "swapaxes", "swapdims"}
+    {
+        "view",
+        "view_as",
+        "reshape",
+        "reshape_as",
+        "unsqueeze",
+        "squeeze",
+        "expand",
+        "expand_as",
+        "permute",
+        "transpose",
+        "t",
+        "contiguous",
+        "flatten",
+        "unflatten",
+        "movedim",
+        "moveaxis",
+        "swapaxes",
+        "swapdims",
+    }
 )
 # Attributes that are such steps (`x.T`).
 SHAPE_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})

@@ -122,11 +122,7 @@ def every_way(
     try:
         answer = all(
             (decided is not None and way.binding is not None and decided(way.binding))
-            or (
-                every_way(ctx, way.value, key, test, decided, depth - 1)
-                if isinstance(way.value, cst.BaseExpression)
-                else test(way.value)
-            )
+            or (every_way(ctx, way.value, key, test, decided, depth - 1) if isinstance(way.value, cst.BaseExpression) else test(way.value))
             for way in found
         )
     finally:

@@ -93,8 +93,10 @@ def _draw_from_zero(ctx: "FileContext", value: cst.BaseExpression) -> bool:
     if isinstance(func, cst.Attribute) and func.attr.value == "uniform_":
         low = value.args[0].value if value.args else None
         return low is None or number_value(strip_parens(low)) == 0
-    inner = value.args[0].value if ctx.qualname(func) == "torch.abs" and value.args else (
-        func.value if isinstance(func, cst.Attribute) and not ctx.imports.is_module_ref(func.value) else None
+    inner = (
+        value.args[0].value
+        if ctx.qualname(func) == "torch.abs" and value.args
+        else (func.value if isinstance(func, cst.Attribute) and not ctx.imports.is_module_ref(func.value) else None)
     )
     return inner is None or _draw_from_zero(ctx, unwrap_casts(ctx, inner))
 

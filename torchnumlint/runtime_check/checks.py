@@ -144,11 +144,18 @@ def check_warn(ctx: ReproContext) -> Result:
     inputs = ctx.repro.adversarial(ctx) if ctx.repro.adversarial else {}
     bad, fix = run_pair(ctx, inputs)
     db, df = oracles.deprecations(bad), oracles.deprecations(fix)
-    j.numbers.update({"original_deprecations": db, "fix_deprecations": df,
-                      "original_other_warnings": [w for w in bad.warnings if w not in db],
-                      "fix_other_warnings": [w for w in fix.warnings if w not in df]})
-    j.evidence += [f"original: {len(db)} deprecation warning(s)" + (f": {db[0][:160]}" if db else ""),
-                   f"fix: {len(df)} deprecation warning(s)" + (f": {df[0][:160]}" if df else "")]
+    j.numbers.update(
+        {
+            "original_deprecations": db,
+            "fix_deprecations": df,
+            "original_other_warnings": [w for w in bad.warnings if w not in db],
+            "fix_other_warnings": [w for w in fix.warnings if w not in df],
+        }
+    )
+    j.evidence += [
+        f"original: {len(db)} deprecation warning(s)" + (f": {db[0][:160]}" if db else ""),
+        f"fix: {len(df)} deprecation warning(s)" + (f": {df[0][:160]}" if df else ""),
+    ]
     if not bad.ok:
         j.evidence.append(bad.describe())
     if not fix.ok:
@@ -172,5 +179,9 @@ def check_warn(ctx: ReproContext) -> Result:
 
 
 CHECKS: Dict[str, Callable[[ReproContext], Result]] = {
-    "NF": check_nf, "WV": check_wv, "ERR": check_err, "ZG": check_zg, "WARN": check_warn,
+    "NF": check_nf,
+    "WV": check_wv,
+    "ERR": check_err,
+    "ZG": check_zg,
+    "WARN": check_warn,
 }

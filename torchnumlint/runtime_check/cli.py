@@ -29,15 +29,34 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run every rule's reproduction on a device: the rule's own bad example and the "
         "fix the linter produces, on adversarial and benign inputs, with the verdict and its numbers.",
     )
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                   help="auto: cuda when available, else cpu; cuda where CUDA is absent is an error (exit 2)")
-    p.add_argument("--dtype", action="append", default=None, metavar="DTYPES",
-                   help="comma-separated subset of %s (default: the dtypes each rule applies to)"
-                   % ", ".join(DTYPE_CHOICES))
-    p.add_argument("--select", action="append", default=None, metavar="CODES",
-                   help="comma-separated rule codes or prefixes (TNL1, TNL101); default: all")
-    p.add_argument("--format", "--output-format", dest="format", choices=("text", "json", "markdown"),
-                   default="text", help="markdown: the page docs/runtime-results.md is generated from")
+    p.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        default="auto",
+        help="auto: cuda when available, else cpu; cuda where CUDA is absent is an error (exit 2)",
+    )
+    p.add_argument(
+        "--dtype",
+        action="append",
+        default=None,
+        metavar="DTYPES",
+        help="comma-separated subset of %s (default: the dtypes each rule applies to)" % ", ".join(DTYPE_CHOICES),
+    )
+    p.add_argument(
+        "--select",
+        action="append",
+        default=None,
+        metavar="CODES",
+        help="comma-separated rule codes or prefixes (TNL1, TNL101); default: all",
+    )
+    p.add_argument(
+        "--format",
+        "--output-format",
+        dest="format",
+        choices=("text", "json", "markdown"),
+        default="text",
+        help="markdown: the page docs/runtime-results.md is generated from",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="text: verdict lines only, no evidence")
     return p
 
@@ -49,8 +68,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         dtypes = [d for v in args.dtype for d in _csv(v)]
         unknown = [d for d in dtypes if d not in DTYPE_CHOICES]
         if unknown:
-            print(f"error: unknown dtype {', '.join(unknown)} (choose from {', '.join(DTYPE_CHOICES)})",
-                  file=sys.stderr)
+            print(f"error: unknown dtype {', '.join(unknown)} (choose from {', '.join(DTYPE_CHOICES)})", file=sys.stderr)
             return 2
     select = [c for v in args.select for c in _csv(v)] if args.select else None
 

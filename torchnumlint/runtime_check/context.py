@@ -23,8 +23,13 @@ from torchnumlint.runtime_check import cuda_policy, oracles
 from torchnumlint.runtime_check.oracles import Result
 
 # The dtype a run's inputs are built in ("autocast": float32 inputs, autocast casts inside).
-TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
-                "float64": torch.float64, "autocast": torch.float32}
+TORCH_DTYPES = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float64": torch.float64,
+    "autocast": torch.float32,
+}
 # The dtypes a reproduction runs in: a hazard of the formula only, or one of precision.
 FP32 = ("float32",)
 PRECISION = ("float32", "bfloat16", "float16")
@@ -151,8 +156,7 @@ class ReproContext:
     def emulated(self) -> bool:
         """Does the example's CUDA autocast run under the emulated CUDA policy (no CUDA here)? Not
         for a WARN check: the call that warns is the very spelling the emulation would replace."""
-        return (self.device.type != "cuda" and self.repro.oracle != "WARN"
-                and cuda_policy.uses_cuda_autocast(self.example.bad))
+        return self.device.type != "cuda" and self.repro.oracle != "WARN" and cuda_policy.uses_cuda_autocast(self.example.bad)
 
     def autocast_region(self):
         """Where the "autocast" dtype computes: CUDA autocast on CUDA, its emulation elsewhere;
@@ -169,8 +173,7 @@ class ReproContext:
         `dtype` (default: the run's), so its parameters meet inputs of that dtype."""
         name = func or self.repro.func
         owner, _, method = name.rpartition(".")
-        loaded = load_function(self.source(side), owner or name, f"<{self.info.code} {side}>",
-                               emulate_cuda=self.emulated)
+        loaded = load_function(self.source(side), owner or name, f"<{self.info.code} {side}>", emulate_cuda=self.emulated)
         if not owner:
             return loaded
         # for a method, what was loaded is its class
@@ -185,11 +188,22 @@ class ReproContext:
     def result(self, verdict: str, **kw) -> Result:
         if self.emulated:
             kw.setdefault("evidence", []).insert(
-                0, f"CUDA autocast run on {self.device.type} under CUDA's op policy (cuda_policy.py: exp, "
-                   "log, pow, sum, softmax, norms in float32; matmul, linear, conv in float16; the rest as given)")
-        return Result(self.info.code, self.info.name, str(self.device), self.dtype_name, self.repro.oracle,
-                      self.fix_safety, verdict, threshold=self.repro.threshold_for(self.dtype_name),
-                      example=self.repro.example + 1, **kw)
+                0,
+                f"CUDA autocast run on {self.device.type} under CUDA's op policy (cuda_policy.py: exp, "
+                "log, pow, sum, softmax, norms in float32; matmul, linear, conv in float16; the rest as given)",
+            )
+        return Result(
+            self.info.code,
+            self.info.name,
+            str(self.device),
+            self.dtype_name,
+            self.repro.oracle,
+            self.fix_safety,
+            verdict,
+            threshold=self.repro.threshold_for(self.dtype_name),
+            example=self.repro.example + 1,
+            **kw,
+        )
 
 
 def load_function(text: str, func: str, filename: str, emulate_cuda: bool = False) -> Callable:

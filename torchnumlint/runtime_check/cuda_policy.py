@@ -34,13 +34,16 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_map
 
-TO_FLOAT16 = frozenset("""
+TO_FLOAT16 = frozenset(
+    """
 __matmul__ __rmatmul__ addbmm addmm addmv addr baddbmm bmm chain_matmul multi_dot linalg_multi_dot conv1d
 conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d gru_cell lstm_cell matmul mm mv prelu
 rnn_tanh_cell rnn_relu_cell linear einsum
-""".split())
+""".split()
+)
 
-TO_FLOAT32 = frozenset("""
+TO_FLOAT32 = frozenset(
+    """
 __pow__ __rpow__ pow __rdiv__ __rtruediv__ acos asin binary_cross_entropy_with_logits cosh
 cosine_embedding_loss cdist cosine_similarity cross_entropy cumprod cumsum dist erfinv exp expm1
 group_norm hinge_embedding_loss kl_div l1_loss layer_norm log log_softmax log10 log1p log2
@@ -48,7 +51,8 @@ margin_ranking_loss mse_loss multilabel_margin_loss multi_margin_loss nll_loss n
 poisson_nll_loss prod reciprocal rsqrt sinh smooth_l1_loss soft_margin_loss softmax softmin softplus
 sum renorm tan triplet_margin_loss logsumexp linalg_vector_norm vector_norm linalg_norm
 frobenius_norm nuclear_norm huber_loss rms_norm
-""".split())
+""".split()
+)
 
 PROMOTE = frozenset("addcdiv addcmul atan2 bilinear cross dot grid_sample index_put scatter_add tensordot".split())
 
@@ -97,8 +101,9 @@ class _Policy(TorchFunctionMode):
 
 
 @contextlib.contextmanager
-def cuda_autocast(device_type: str = "cuda", dtype: Optional[torch.dtype] = None, enabled: bool = True,
-                  cache_enabled: Optional[bool] = None) -> Iterator[None]:
+def cuda_autocast(
+    device_type: str = "cuda", dtype: Optional[torch.dtype] = None, enabled: bool = True, cache_enabled: Optional[bool] = None
+) -> Iterator[None]:
     """`torch.autocast("cuda")` as CUDA runs it, on the tensors' own device (float16 only: the
     default of CUDA autocast and the only dtype the rules' examples use)."""
     if dtype not in (None, torch.float16):
@@ -126,8 +131,7 @@ def _suspended() -> Iterator[None]:
         _state.suspended -= 1
 
 
-def cuda_custom_fwd(fwd: Optional[Callable] = None, *, device_type: str = "cuda",
-                    cast_inputs: Optional[torch.dtype] = None) -> Callable:
+def cuda_custom_fwd(fwd: Optional[Callable] = None, *, device_type: str = "cuda", cast_inputs: Optional[torch.dtype] = None) -> Callable:
     """`torch.amp.custom_fwd(device_type=..., cast_inputs=...)` under the emulation: for "cuda"
     with `cast_inputs`, floating inputs are cast to it and the forward runs with autocast off; for
     another device the forward runs as it would without the decorator (under the policy)."""
@@ -163,9 +167,8 @@ def cuda_custom_bwd(bwd: Optional[Callable] = None, *, device_type: str = "cuda"
     return backward
 
 
-_CUSTOM = re.compile(r'torch\.(?:amp|cuda\.amp)\.custom_(fwd|bwd)\b')
-NAMESPACE = {"_tnl_cuda_autocast": cuda_autocast, "_tnl_custom_fwd": cuda_custom_fwd,
-             "_tnl_custom_bwd": cuda_custom_bwd}
+_CUSTOM = re.compile(r"torch\.(?:amp|cuda\.amp)\.custom_(fwd|bwd)\b")
+NAMESPACE = {"_tnl_cuda_autocast": cuda_autocast, "_tnl_custom_fwd": cuda_custom_fwd, "_tnl_custom_bwd": cuda_custom_bwd}
 
 
 def uses_cuda_autocast(text: str) -> bool:
@@ -179,13 +182,13 @@ def port(text: str) -> str:
     (`GradScaler("cuda")`, `torch.cuda.amp.GradScaler(...)`, `torch.amp.GradScaler()` of the default
     device) scales on the CPU. The names are bound by `NAMESPACE`."""
     text = re.sub(r'torch\.(?:amp\.)?autocast\(\s*(?:device_type\s*=\s*)?"cuda"\s*,?\s*', "_tnl_cuda_autocast(", text)
-    text = re.sub(r'torch\.cuda\.amp\.autocast\(', "_tnl_cuda_autocast(", text)
+    text = re.sub(r"torch\.cuda\.amp\.autocast\(", "_tnl_cuda_autocast(", text)
     text = _CUSTOM.sub(lambda m: f"_tnl_custom_{m.group(1)}", text)
     text = re.sub(r'GradScaler\(\s*(?:device\s*=\s*)?"cuda"', 'GradScaler("cpu"', text)
     # torch.cuda.amp.GradScaler(...) (positional arguments after the device's) and a torch.amp
     # GradScaler of the default device ("cuda") scale on the CPU too: a machine without CUDA would
     # disable them, and a right fix would fail as a wrong one
-    text = re.sub(r'torch\.(?:cuda\.)?amp\.GradScaler\(\s*\)', 'torch.amp.GradScaler("cpu")', text)
-    text = re.sub(r'torch\.cuda\.amp\.GradScaler\((?=\s*\S)', 'torch.amp.GradScaler("cpu", ', text)
-    text = re.sub(r'torch\.amp\.GradScaler\((?=\s*[a-z_]+\s*=)(?!\s*device\s*=)', 'torch.amp.GradScaler("cpu", ', text)
+    text = re.sub(r"torch\.(?:cuda\.)?amp\.GradScaler\(\s*\)", 'torch.amp.GradScaler("cpu")', text)
+    text = re.sub(r"torch\.cuda\.amp\.GradScaler\((?=\s*\S)", 'torch.amp.GradScaler("cpu", ', text)
+    text = re.sub(r"torch\.amp\.GradScaler\((?=\s*[a-z_]+\s*=)(?!\s*device\s*=)", 'torch.amp.GradScaler("cpu", ', text)
     return text

@@ -47,8 +47,7 @@ def skip_unsupported(ctx: ReproContext, outcome: Outcome) -> Optional[Result]:
 
 
 def _float64(inputs: Inputs) -> Inputs:
-    return {k: (v.detach().to(torch.float64) if isinstance(v, torch.Tensor) and v.is_floating_point() else v)
-            for k, v in inputs.items()}
+    return {k: (v.detach().to(torch.float64) if isinstance(v, torch.Tensor) and v.is_floating_point() else v) for k, v in inputs.items()}
 
 
 class Judgement:
@@ -77,8 +76,9 @@ def gradients_kept(j: Judgement, ctx: ReproContext, fix: Outcome, *others: Outco
         j.fail(f"the fix drops the gradient of {', '.join(dropped)} (the original or the mathematics has one)")
 
 
-def _within(name: str, a: torch.Tensor, ref: torch.Tensor, mask: Optional[torch.Tensor], tol: float,
-            bound=None, floor: float = 0.0) -> Tuple[bool, str, Optional[float]]:
+def _within(
+    name: str, a: torch.Tensor, ref: torch.Tensor, mask: Optional[torch.Tensor], tol: float, bound=None, floor: float = 0.0
+) -> Tuple[bool, str, Optional[float]]:
     """Does `a` equal `ref` where `ref` is finite (and `mask` holds): norm-wise within `tol`, or
     entry by entry within `bound` plus `tol` of the scale? Differences below `floor` are
     rounding to the subnormal grid. Returns (ok, what was measured, and where the bound was needed
@@ -112,8 +112,7 @@ def _agreement(ok: bool, bounded: Optional[float]) -> str:
 
 def formula(j: Judgement, ctx: ReproContext, inputs, ref: Outcome, guarded: bool) -> None:
     """The fix's own code in float64 against the reference: the mathematics of the fix."""
-    fix64 = oracles.run("fix in float64", ctx.load(ctx.repro.fixed_from, dtype=torch.float64), _float64(inputs),
-                        ctx.repro.grad)
+    fix64 = oracles.run("fix in float64", ctx.load(ctx.repro.fixed_from, dtype=torch.float64), _float64(inputs), ctx.repro.grad)
     if not fix64.ok:
         j.fail(f"the fix raises in float64: {fix64.error}")
         return
@@ -137,14 +136,15 @@ def formula(j: Judgement, ctx: ReproContext, inputs, ref: Outcome, guarded: bool
         if bounded is not None:
             needed.append(f"{name} {bounded:.0%}")
     if needed:
-        j.evidence.append(f"fix in float64 is within the stated bound of the reference, not equal to it "
-                          f"({', '.join(needed)} of the reference's largest value; {bound.why if bound else ''})")
+        j.evidence.append(
+            f"fix in float64 is within the stated bound of the reference, not equal to it "
+            f"({', '.join(needed)} of the reference's largest value; {bound.why if bound else ''})"
+        )
     else:
         j.evidence.append(f"fix in float64 equals the reference (tol {tol:.2g})")
 
 
-def _precision(j: Judgement, ctx: ReproContext, inputs, bad: Outcome, fix: Outcome, ref: Outcome,
-               guarded: bool) -> None:
+def _precision(j: Judgement, ctx: ReproContext, inputs, bad: Outcome, fix: Outcome, ref: Outcome, guarded: bool) -> None:
     """The fix in the run's dtype against the reference: where the original is finite, and where it
     is not. The allowance is derived: 4 ulps of the dtype (the fix's own rounding) on top of the
     largest of the original's own error where it is finite (a fix need not beat the code it
@@ -158,8 +158,7 @@ def _precision(j: Judgement, ctx: ReproContext, inputs, bad: Outcome, fix: Outco
     bound = ctx.repro.bound if ctx.fix_safety != "SAFE" and guarded else None
     floor = torch.finfo(ctx.compute_dtype).tiny
     assert ctx.repro.reference is not None  # `_reference` has run: it refuses a repro without one
-    in_dtype = oracles.run("reference in the run's dtype", ctx.repro.reference, inputs, ctx.repro.grad,
-                           ctx.autocast_region)
+    in_dtype = oracles.run("reference in the run's dtype", ctx.repro.reference, inputs, ctx.repro.grad, ctx.autocast_region)
     fb, ff, fr, fd = oracles.fields(bad), oracles.fields(fix), oracles.fields(ref), oracles.fields(in_dtype)
     for name, r in fr.items():
         if name not in ff:
@@ -176,8 +175,10 @@ def _precision(j: Judgement, ctx: ReproContext, inputs, bad: Outcome, fix: Outco
         allowance = ctx.tol + max(orig_err, math_err, carried)
         ok, text, _ = _within(name, ff[name], r, finite, allowance, bound, floor)
         j.numbers[f"{name} fix vs reference"] = text
-        why = (f"original's own error {orig_err:.2g}, the mathematics' in {ctx.dtype_name} {math_err:.2g}, "
-               f"the forward's rounding {carried:.2g}")
+        why = (
+            f"original's own error {orig_err:.2g}, the mathematics' in {ctx.dtype_name} {math_err:.2g}, "
+            f"the forward's rounding {carried:.2g}"
+        )
         if not ok:
             j.evidence.append(f"{name}: where the original is finite, fix vs reference {text}; {why}")
             j.fail(f"the fix is off the float64 reference in {ctx.dtype_name} where the original is finite")
@@ -187,14 +188,18 @@ def _precision(j: Judgement, ctx: ReproContext, inputs, bad: Outcome, fix: Outco
             ok, text, bounded = _within(name, ff[name], r, rest, allowance, bound, floor)
             undefined = int((rest & ~torch.isfinite(r.detach()).cpu()).sum())
             note = f"; {undefined} entries where the mathematics itself is undefined are not compared" if undefined else ""
-            j.evidence.append(f"{name}: where the original is not finite ({int(rest.sum())} entries) the fix "
-                              f"{'differs from the original by necessity and ' if ok else ''}"
-                              f"{_agreement(ok, bounded)}: {text}{note}" + ("" if ok else f"; {why}"))
+            j.evidence.append(
+                f"{name}: where the original is not finite ({int(rest.sum())} entries) the fix "
+                f"{'differs from the original by necessity and ' if ok else ''}"
+                f"{_agreement(ok, bounded)}: {text}{note}" + ("" if ok else f"; {why}")
+            )
             if not ok:
                 j.fail(f"the fix is wrong where the original is not finite ({name})")
                 return
-    j.evidence.append(f"fix in {ctx.dtype_name} agrees with the float64 reference (within 4 ulps beyond the "
-                      "original's error where finite, or the mathematics' own error in this dtype)")
+    j.evidence.append(
+        f"fix in {ctx.dtype_name} agrees with the float64 reference (within 4 ulps beyond the "
+        "original's error where finite, or the mathematics' own error in this dtype)"
+    )
 
 
 def _forward_rounding(ctx: ReproContext, reference_fields: Dict[str, torch.Tensor]) -> float:

@@ -44,8 +44,11 @@ class Fixed:
             return f"{where}: the fixer offers no fix; the example pins one"
         if self.pinned is None:
             return f"{where}: the fixer rewrites an example that pins no fix"
-        diff = [line for line in difflib.unified_diff(self.pinned.splitlines(), self.text.splitlines(), lineterm="", n=0)
-                if line[:1] in "+-" and line[:3] not in ("---", "+++")]
+        diff = [
+            line
+            for line in difflib.unified_diff(self.pinned.splitlines(), self.text.splitlines(), lineterm="", n=0)
+            if line[:1] in "+-" and line[:3] not in ("---", "+++")
+        ]
         return f"{where}: the fixer's text differs from the pinned fix: " + " | ".join(diff[:4])
 
 

@@ -36,8 +36,13 @@ VERDICTS = (CONFIRMED, NOT_REPRODUCED, FIX_FAILED, SKIPPED)
 # by 0.5 % fails in float32 and float16 on this alone; in every dtype it fails the formula check,
 # which runs the fix's own code in float64 against the reference within FORMULA_TOL.
 ULPS = 4
-COMPUTE_DTYPES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
-                  "bfloat16": torch.bfloat16, "autocast": torch.float16}
+COMPUTE_DTYPES = {
+    "float64": torch.float64,
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "autocast": torch.float16,
+}
 # float64 against float64: the reference and the fix are different formulas (rounding differs by a
 # few ulps per op, up to ~1e-13 relative over the reductions of 64000 entries here), and a fix that
 # changes the mathematics at all moves values by far more than 1e-9.
@@ -78,17 +83,14 @@ class TensorCount:
         return f"{self.name} {' '.join(parts)} ({shape})"
 
     def as_dict(self) -> Dict[str, Any]:
-        return {"name": self.name, "shape": list(self.shape), "numel": self.numel, "nan": self.nan,
-                "inf": self.inf, "zeros": self.zeros}
+        return {"name": self.name, "shape": list(self.shape), "numel": self.numel, "nan": self.nan, "inf": self.inf, "zeros": self.zeros}
 
 
 def count(name: str, t: torch.Tensor) -> TensorCount:
     t = t.detach()
     if not (t.is_floating_point() or t.is_complex()):
         return TensorCount(name, tuple(t.shape), t.numel(), 0, 0, int((t == 0).sum()))
-    return TensorCount(
-        name, tuple(t.shape), t.numel(), int(torch.isnan(t).sum()), int(torch.isinf(t).sum()), int((t == 0).sum())
-    )
+    return TensorCount(name, tuple(t.shape), t.numel(), int(torch.isnan(t).sum()), int(torch.isinf(t).sum()), int((t == 0).sum()))
 
 
 @dataclass
@@ -197,15 +199,13 @@ class Diff:
         return self.max_abs / self.scale
 
     def as_dict(self) -> Dict[str, Any]:
-        return {"name": self.name, "compared": self.compared, "max_abs_diff": self.max_abs,
-                "scale": self.scale, "rel_diff": self.rel}
+        return {"name": self.name, "compared": self.compared, "max_abs_diff": self.max_abs, "scale": self.scale, "rel_diff": self.rel}
 
     def describe(self) -> str:
         return f"{self.name}: max|diff| {self.max_abs:.3g} (rel {self.rel:.3g}) over {self.compared}"
 
 
-def diff(name: str, a: torch.Tensor, b: torch.Tensor, mask: Optional[torch.Tensor] = None,
-         floor: float = 0.0) -> Diff:
+def diff(name: str, a: torch.Tensor, b: torch.Tensor, mask: Optional[torch.Tensor] = None, floor: float = 0.0) -> Diff:
     """Compare `a` to `b` (the reference side) where `b` is finite (and `mask` holds). Entries
     compared where `a` is not finite count as an infinite difference; differences at or below
     `floor` (a dtype's smallest normal number: below it the grid is absolute, not relative) as 0."""

@@ -58,10 +58,18 @@ def select_codes(codes: Iterable[str], select: Optional[Sequence[str]]) -> List[
 def fix_result(info: catalogue.RuleInfo, device: str, fixes: Sequence[Fixed]) -> Result:
     """The rule's "FIX" row: does the linter's fix of every example equal the pinned text?"""
     failed = [f for f in fixes if not f.ok]
-    return Result(info.code, info.name, device, "-", "FIX", info.safety, FIX_FAILED if failed else CONFIRMED,
-                  evidence=[f.describe() for f in fixes],
-                  reason=f"{len(failed)} of {len(fixes)} examples: the linter's fix is not the pinned one" if failed else "",
-                  threshold=f"the linter run on all {len(fixes)} examples, fixes applied")
+    return Result(
+        info.code,
+        info.name,
+        device,
+        "-",
+        "FIX",
+        info.safety,
+        FIX_FAILED if failed else CONFIRMED,
+        evidence=[f.describe() for f in fixes],
+        reason=f"{len(failed)} of {len(fixes)} examples: the linter's fix is not the pinned one" if failed else "",
+        threshold=f"the linter run on all {len(fixes)} examples, fixes applied",
+    )
 
 
 def verify(
@@ -86,20 +94,34 @@ def verify(
         fixes = fixer(info)
         results.append(fix_result(info, where, fixes))
         if not repros.get(code):
-            results.append(Result(code, info.name, where, "-", "-", info.safety, NOT_REPRODUCED,
-                                  reason="no reproduction is registered for this rule"))
+            results.append(
+                Result(code, info.name, where, "-", "-", info.safety, NOT_REPRODUCED, reason="no reproduction is registered for this rule")
+            )
             continue
         for repro in repros[code]:
             wanted = [d for d in repro.dtypes if dtypes is None or d in dtypes]
             if not wanted:
-                results.append(Result(code, info.name, where, ",".join(dtypes or ()), repro.oracle, info.safety,
-                                      SKIPPED, example=repro.example + 1,
-                                      reason=f"dtype not applicable (this rule runs in {', '.join(repro.dtypes)})"))
+                results.append(
+                    Result(
+                        code,
+                        info.name,
+                        where,
+                        ",".join(dtypes or ()),
+                        repro.oracle,
+                        info.safety,
+                        SKIPPED,
+                        example=repro.example + 1,
+                        reason=f"dtype not applicable (this rule runs in {', '.join(repro.dtypes)})",
+                    )
+                )
                 continue
             for dtype_name in wanted:
                 if dev is None:
-                    results.append(Result(code, info.name, device, dtype_name, repro.oracle, info.safety, SKIPPED,
-                                          example=repro.example + 1, reason=why))
+                    results.append(
+                        Result(
+                            code, info.name, device, dtype_name, repro.oracle, info.safety, SKIPPED, example=repro.example + 1, reason=why
+                        )
+                    )
                     continue
                 results.append(run_one(ReproContext(info, repro, dev, dtype_name, fixes[repro.example].text)))
     return results

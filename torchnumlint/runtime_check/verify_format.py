@@ -55,8 +55,7 @@ def format_text(results: Sequence[Result], verbose: bool = True) -> str:
 
 
 def format_json(results: Sequence[Result]) -> str:
-    return json.dumps({"results": [r.as_dict() for r in results], "exit_code": exit_code(results),
-                       "torch": torch.__version__}, indent=2)
+    return json.dumps({"results": [r.as_dict() for r in results], "exit_code": exit_code(results), "torch": torch.__version__}, indent=2)
 
 
 def _cell(text: str) -> str:
@@ -78,6 +77,8 @@ def format_markdown(results: Sequence[Result], device_name: str) -> str:
     ]
     for r in results:
         detail = r.reason or "; ".join(e for e in r.evidence if not e.startswith("CUDA autocast run"))[:400]
-        lines.append(f"| {r.code} {r.name} | {r.example or 'all'} | {r.dtype} | {r.oracle} | {r.safety} | "
-                     f"{r.verdict} | {_cell(r.threshold)} | {_cell(detail)} |")
+        lines.append(
+            f"| {r.code} {r.name} | {r.example or 'all'} | {r.dtype} | {r.oracle} | {r.safety} | "
+            f"{r.verdict} | {_cell(r.threshold)} | {_cell(detail)} |"
+        )
     return "\n".join(lines) + "\n"

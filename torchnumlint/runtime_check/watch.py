@@ -106,13 +106,14 @@ from torchnumlint.runtime_check.watch_scaler import ScalerWatch
 from torchnumlint.runtime_check.watch_steps import StepCounter
 from torchnumlint.runtime_check.watch_trace import StepTrace
 
-__all__ = ["nan_watch", "NanWatch", "NanReport", "NonFiniteError", "NonFiniteWarning", "TensorStats", "MODES",
-           "SCOPES"]
+__all__ = ["nan_watch", "NanWatch", "NanReport", "NonFiniteError", "NonFiniteWarning", "TensorStats", "MODES", "SCOPES"]
 
 MODES = ("raise", "warn", "record")
 SCOPES = ("modules", "boundary")
-CLIP_HINT = ("the global gradient norm grew steeply over the last checked steps: the gradients exploded "
-             "before going non-finite; clip them (torch.nn.utils.clip_grad_norm_) or lower the learning rate")
+CLIP_HINT = (
+    "the global gradient norm grew steeply over the last checked steps: the gradients exploded "
+    "before going non-finite; clip them (torch.nn.utils.clip_grad_norm_) or lower the learning rate"
+)
 
 
 def _tensors(value: Any, prefix: str, depth: int = 0) -> Iterator[Tuple[str, torch.Tensor]]:
@@ -350,10 +351,13 @@ class NanWatch:
         def build() -> NanReport:
             rows, batch = _bad_rows(t)
             where = f", batch positions {rows} of {batch}" if rows and batch > 1 else ""
-            hint = ("the model's input is non-finite before any module runs: a data fault (check the data "
-                    "pipeline and these samples), not the model; the rest of this step is not reported")
-            return self._report("data", "data", "", what=f"input `{label}`{where}", name=label,
-                                stats=TensorStats.of(t), hint=hint, module_class="")
+            hint = (
+                "the model's input is non-finite before any module runs: a data fault (check the data "
+                "pipeline and these samples), not the model; the rest of this step is not reported"
+            )
+            return self._report(
+                "data", "data", "", what=f"input `{label}`{where}", name=label, stats=TensorStats.of(t), hint=hint, module_class=""
+            )
 
         return build
 
@@ -388,19 +392,34 @@ class NanWatch:
         def build() -> NanReport:
             inputs = [(lab, TensorStats.of(x)) for lab, x in _arg_tensors(args, kwargs)]
             bad_inputs = any(not s.all_finite for _, s in inputs)
-            bad_params = [self._param_owner.get(id(p), (n, None))[0]
-                          for n, p in module.named_parameters(recurse=module is self.model) if _has_nonfinite(p)]
+            bad_params = [
+                self._param_owner.get(id(p), (n, None))[0]
+                for n, p in module.named_parameters(recurse=module is self.model)
+                if _has_nonfinite(p)
+            ]
             if bad_params:
-                hint = ("the module's parameters are already non-finite: an earlier optimizer step "
-                        "applied a NaN/Inf gradient (watch the backward of earlier steps)")
+                hint = (
+                    "the module's parameters are already non-finite: an earlier optimizer step "
+                    "applied a NaN/Inf gradient (watch the backward of earlier steps)"
+                )
             elif bad_inputs:
-                hint = ("its inputs are already non-finite: the value was created before this module, "
-                        "outside any watched module's output (in the caller's code)")
+                hint = (
+                    "its inputs are already non-finite: the value was created before this module, "
+                    "outside any watched module's output (in the caller's code)"
+                )
             else:
                 hint = "its inputs and parameters are finite: the NaN/Inf is created inside this module's forward"
             stats = TensorStats.of(t)
-            return self._report("forward", stats.kind, self._names.get(id(module), ""), what=label, stats=stats,
-                                inputs=inputs, hint=hint, nonfinite_params=bad_params)
+            return self._report(
+                "forward",
+                stats.kind,
+                self._names.get(id(module), ""),
+                what=label,
+                stats=stats,
+                inputs=inputs,
+                hint=hint,
+                nonfinite_params=bad_params,
+            )
 
         return build
 
@@ -426,8 +445,7 @@ class NanWatch:
             if grad is None or self._closed:
                 return None
             self._backward_started()
-            self._observe_backward(_Event("backward", _flag(grad), grad.detach(),
-                                          lambda: self._gradient_report(record, grad)))
+            self._observe_backward(_Event("backward", _flag(grad), grad.detach(), lambda: self._gradient_report(record, grad)))
             return None
 
         return hook
@@ -441,12 +459,21 @@ class NanWatch:
             self._backward_started()
 
             def build() -> NanReport:
-                hint = ("the gradients arriving at the module's outputs are finite: the NaN/Inf is created "
-                        "in this module's own backward (an op whose derivative is infinite at these values)")
+                hint = (
+                    "the gradients arriving at the module's outputs are finite: the NaN/Inf is created "
+                    "in this module's own backward (an op whose derivative is infinite at these values)"
+                )
                 stats = TensorStats.of(grad)
-                return self._report("param_grad", stats.kind, self._names.get(id(owner), ""), name=full,
-                                    what="gradient of parameter", stats=stats,
-                                    inputs=[("parameter value", TensorStats.of(p))], hint=hint)
+                return self._report(
+                    "param_grad",
+                    stats.kind,
+                    self._names.get(id(owner), ""),
+                    name=full,
+                    what="gradient of parameter",
+                    stats=stats,
+                    inputs=[("parameter value", TensorStats.of(p))],
+                    hint=hint,
+                )
 
             self._observe_backward(_Event("param_grad", _flag(grad), grad.detach(), build, param=full))
             return None
@@ -527,8 +554,10 @@ class NanWatch:
             report.operation = sites[-1].describe()
             report.hint += f"; the first operation whose backward is non-finite is {sites[-1].op} at {sites[-1].where}"
         elif self._trace is None:
-            report.hint += ("; to name the operation and its line, replay this step: watch.replay(step_fn, *batch) "
-                            "records where each op of one forward is created")
+            report.hint += (
+                "; to name the operation and its line, replay this step: watch.replay(step_fn, *batch) "
+                "records where each op of one forward is created"
+            )
         report.path_files = self._path_files(report.module, loss, [site.path for site in sites])
         report.findings = path_findings(report.path_files) if self.lint else []
         return report
@@ -544,44 +573,75 @@ class NanWatch:
         if consumers:
             module, label = consumers[0]  # forward hooks run innermost first
             chosen = self._names.get(id(module), "")
-            others = [n for n in (self._names.get(id(m), "") for m, _ in consumers[1:])
-                      if not (n == "" or chosen.startswith(n + "."))]  # its enclosing modules pass it on
-            hint = ("the gradient arriving at its outputs is finite and the gradient it passes back to "
-                    f"{label} is not: the NaN/Inf is created in this module's backward (an op whose "
-                    "derivative is infinite at these values: a sqrt or norm at 0, a log at 0, a division "
-                    "by a value that reaches 0)")
+            others = [
+                n for n in (self._names.get(id(m), "") for m, _ in consumers[1:]) if not (n == "" or chosen.startswith(n + "."))
+            ]  # its enclosing modules pass it on
+            hint = (
+                "the gradient arriving at its outputs is finite and the gradient it passes back to "
+                f"{label} is not: the NaN/Inf is created in this module's backward (an op whose "
+                "derivative is infinite at these values: a sqrt or norm at 0, a log at 0, a division "
+                "by a value that reaches 0)"
+            )
             if others:
                 hint += "; the tensor is also an input of " + ", ".join(f"`{n}`" for n in others)
             inputs = [(f"forward value of {label}", TensorStats.of(value))] if value is not None else []
-            return self._report("backward", stats.kind, self._names.get(id(module), ""),
-                                what=f"gradient w.r.t. {label}", stats=stats, inputs=inputs, hint=hint,
-                                step=record.step)
+            return self._report(
+                "backward",
+                stats.kind,
+                self._names.get(id(module), ""),
+                what=f"gradient w.r.t. {label}",
+                stats=stats,
+                inputs=inputs,
+                hint=hint,
+                step=record.step,
+            )
         inputs = [(f"forward value of {record.label}", TensorStats.of(value))] if value is not None else []
         producer = self._names.get(id(record.producers[0] if record.producers else self.model), "")
         outermost = self._names.get(id(record.producers[-1]), "") if record.producers else ""
         if outermost:  # an intermediate value of the module holding it, used by that module's own code
             holder = outermost.rpartition(".")[0]
-            hint = (f"the gradient arriving here is already non-finite and no submodule consumed this "
-                    f"{record.label} of `{producer}`: it is created in the backward of the forward code of "
-                    f"`{holder or 'the model'}` that uses it between its submodules")
-            return self._report("backward", stats.kind, holder, what=f"gradient w.r.t. `{producer}` {record.label}",
-                                stats=stats, inputs=inputs, hint=hint, step=record.step)
-        hint = ("the gradient arriving here is already non-finite and no watched module further down the "
-                f"graph saw it: it is created by the code that consumes this "
-                f"{'output' if 'output' in record.label else 'input'} outside any module (typically the "
-                "loss; see where backward was called)")
-        return self._report("backward", stats.kind, producer, what=f"gradient w.r.t. {record.label}", stats=stats,
-                            inputs=inputs, hint=hint, step=record.step)
+            hint = (
+                f"the gradient arriving here is already non-finite and no submodule consumed this "
+                f"{record.label} of `{producer}`: it is created in the backward of the forward code of "
+                f"`{holder or 'the model'}` that uses it between its submodules"
+            )
+            return self._report(
+                "backward",
+                stats.kind,
+                holder,
+                what=f"gradient w.r.t. `{producer}` {record.label}",
+                stats=stats,
+                inputs=inputs,
+                hint=hint,
+                step=record.step,
+            )
+        hint = (
+            "the gradient arriving here is already non-finite and no watched module further down the "
+            f"graph saw it: it is created by the code that consumes this "
+            f"{'output' if 'output' in record.label else 'input'} outside any module (typically the "
+            "loss; see where backward was called)"
+        )
+        return self._report(
+            "backward",
+            stats.kind,
+            producer,
+            what=f"gradient w.r.t. {record.label}",
+            stats=stats,
+            inputs=inputs,
+            hint=hint,
+            step=record.step,
+        )
 
     # ---- reports -----------------------------------------------------------------------------
 
     def _loss_report(self, loss: LossSite) -> NanReport:
         assert loss.loss is not None  # reported only for a loss that was found and is non-finite
         stats = TensorStats.of(loss.loss)
-        hint = ("the model's outputs are finite and the loss is not: the loss code creates the NaN/Inf "
-                f"(backward called at {loss.where or 'an unknown place'})")
-        report = self._report("forward", stats.kind, "", name="loss", what="the loss", stats=stats, hint=hint,
-                              module_class="")
+        hint = (
+            "the model's outputs are finite and the loss is not: the loss code creates the NaN/Inf "
+            f"(backward called at {loss.where or 'an unknown place'})"
+        )
+        report = self._report("forward", stats.kind, "", name="loss", what="the loss", stats=stats, hint=hint, module_class="")
         report.loss_site = loss.where
         report.findings = self._findings("", loss) if self.lint else []
         return report
@@ -594,12 +654,14 @@ class NanWatch:
         rows, batch = _bad_rows(t)
         where = f", batch positions {rows} of {batch}" if rows and batch > 1 else ""
         others = "; also non-finite: " + ", ".join(f"`{name}`" for name, _ in data[1:]) if len(data) > 1 else ""
-        hint = ("the model's outputs are finite and the loss is not, and a tensor the loss reads without a "
-                "gradient (a target, a label, a weight) is non-finite: a data fault (check the data pipeline "
-                f"and these samples), not the loss code (backward called at {loss.where or 'an unknown place'})"
-                + others)
-        report = self._report("data", "data", "", what=f"loss input `{label}`{where}", name=label,
-                              stats=TensorStats.of(t), hint=hint, module_class="")
+        hint = (
+            "the model's outputs are finite and the loss is not, and a tensor the loss reads without a "
+            "gradient (a target, a label, a weight) is non-finite: a data fault (check the data pipeline "
+            f"and these samples), not the loss code (backward called at {loss.where or 'an unknown place'})" + others
+        )
+        report = self._report(
+            "data", "data", "", what=f"loss input `{label}`{where}", name=label, stats=TensorStats.of(t), hint=hint, module_class=""
+        )
         report.loss_site = loss.where
         return report
 
@@ -607,34 +669,61 @@ class NanWatch:
         scales = " -> ".join(f"{s:.3g}" for s in self.scaler.scales)
         report.phase, report.kind = "scaler", "scale-collapse"
         why = "max_skips" if self.scaler.max_skips is not None else "as many as halve its initial scale to 1"
-        report.hint = (f"the GradScaler skipped {self.scaler.consecutive} checked steps in a row (scale {scales}), "
-                       f"its collapse limit ({self.scaler.limit()}: {why}): "
-                       "the gradients are non-finite at any scale, so this is a NaN/Inf of the model, not an "
-                       "fp16 overflow. First non-finite gradient: " + report.hint)
+        report.hint = (
+            f"the GradScaler skipped {self.scaler.consecutive} checked steps in a row (scale {scales}), "
+            f"its collapse limit ({self.scaler.limit()}: {why}): "
+            "the gradients are non-finite at any scale, so this is a NaN/Inf of the model, not an "
+            "fp16 overflow. First non-finite gradient: " + report.hint
+        )
         return report
 
     def _spike_report(self, norm: float, baseline: float) -> NanReport:
         count = len(self.history.norms) - 1
-        hint = ("the gradients are exploding: clip them (torch.nn.utils.clip_grad_norm_) or lower the learning "
-                "rate; a NaN/Inf often follows within a few steps")
-        return self._report("explosion", "explosion", "", what=(
-            f"global gradient norm {norm:.3g}, {norm / baseline:.3g}x the median {baseline:.3g} of the last "
-            f"{count} checked steps"), hint=hint, module_class="")
+        hint = (
+            "the gradients are exploding: clip them (torch.nn.utils.clip_grad_norm_) or lower the learning "
+            "rate; a NaN/Inf often follows within a few steps"
+        )
+        return self._report(
+            "explosion",
+            "explosion",
+            "",
+            what=(f"global gradient norm {norm:.3g}, {norm / baseline:.3g}x the median {baseline:.3g} of the last {count} checked steps"),
+            hint=hint,
+            module_class="",
+        )
 
-    def _report(self, phase: str, kind: str, module: str, what: str, stats: Optional[TensorStats] = None,
-                inputs: Sequence[Tuple[str, TensorStats]] = (), hint: str = "", name: Optional[str] = None,
-                nonfinite_params: Sequence[str] = (), step: Optional[int] = None,
-                module_class: Optional[str] = None) -> NanReport:
+    def _report(
+        self,
+        phase: str,
+        kind: str,
+        module: str,
+        what: str,
+        stats: Optional[TensorStats] = None,
+        inputs: Sequence[Tuple[str, TensorStats]] = (),
+        hint: str = "",
+        name: Optional[str] = None,
+        nonfinite_params: Sequence[str] = (),
+        step: Optional[int] = None,
+        module_class: Optional[str] = None,
+    ) -> NanReport:
         owner = self._by_name.get(module, self.model)
         path, line = class_source(type(owner))
         if self.history.growing() and phase != "explosion":
             hint = f"{hint}; {CLIP_HINT}"
         report = NanReport(
-            phase=phase, kind=kind, step=self.counter.index if step is None else step, module=module,
+            phase=phase,
+            kind=kind,
+            step=self.counter.index if step is None else step,
+            module=module,
             name=module if name is None else name,
             module_class=type(owner).__qualname__ if module_class is None else module_class,
-            source=f"{path}:{line}" if module_class is None else "", what=what, stats=stats, inputs=list(inputs),
-            nonfinite_params=list(nonfinite_params), grad_norms=self.history.norms, hint=hint,
+            source=f"{path}:{line}" if module_class is None else "",
+            what=what,
+            stats=stats,
+            inputs=list(inputs),
+            nonfinite_params=list(nonfinite_params),
+            grad_norms=self.history.norms,
+            hint=hint,
             rank=watch_dist.rank(),
         )
         if self.lint and phase in ("forward", "backward", "param_grad"):
@@ -658,8 +747,7 @@ class NanWatch:
         return list(dict.fromkeys(f for f in [*files, *built] if f and not f.startswith("<")))
 
     def _emit(self, report: NanReport) -> None:
-        phase = report.phase if report.phase in ("data", "explosion") else \
-            "forward" if report.phase == "forward" else "backward"
+        phase = report.phase if report.phase in ("data", "explosion") else "forward" if report.phase == "forward" else "backward"
         key = (report.step, phase)
         raising = self.mode == "raise" and report.phase != "explosion"
         if self._held is not None:

@@ -57,7 +57,7 @@ class TensorStats:
 
     @property
     def kind(self) -> str:
-        """"nan" when any value is NaN, else "inf" when any is infinite, else "finite"."""
+        """ "nan" when any value is NaN, else "inf" when any is infinite, else "finite"."""
         return "nan" if self.nan else "inf" if self.inf else "finite"
 
     @classmethod
@@ -94,9 +94,7 @@ class TensorStats:
         if self.neginf:
             parts.append(f"-Inf {self.neginf}/{self.numel}")
         if self.finite:
-            parts.append(
-                f"finite {self.finite}: min {self.min:.4g} max {self.max:.4g} mean {self.mean:.4g} std {self.std:.4g}"
-            )
+            parts.append(f"finite {self.finite}: min {self.min:.4g} max {self.max:.4g} mean {self.mean:.4g} std {self.std:.4g}")
         elif self.numel:
             parts.append("no finite value")
         return ", ".join(parts)
@@ -158,8 +156,7 @@ class NanReport:
         if self.nonfinite_grads:
             lines.append("  parameters with non-finite gradients: " + ", ".join(self.nonfinite_grads))
         if self.grad_norms:
-            lines.append("  global gradient norm by step: " + " -> ".join(
-                f"{norm:.3g} (step {step})" for step, norm in self.grad_norms))
+            lines.append("  global gradient norm by step: " + " -> ".join(f"{norm:.3g} (step {step})" for step, norm in self.grad_norms))
         if self.operation:
             lines.append(f"  first operation whose backward is non-finite: {self.operation}")
         if self.loss_site:
@@ -235,8 +232,10 @@ def static_findings(path: str, project: Sequence[str] = ()) -> List[str]:
             rules = [r for r in all_rules() if r.default]
             shown = _display(path)
             index = build_index(texts.items())
-            result = [f"{shown}:{finding.line}:{finding.col}: {finding.code} {finding.message}"
-                      for finding in lint_text(path, texts[path], rules, index)]
+            result = [
+                f"{shown}:{finding.line}:{finding.col}: {finding.code} {finding.message}"
+                for finding in lint_text(path, texts[path], rules, index)
+            ]
         except ImportError:
             result = []
         except Exception:  # the linter failed on this file: the report goes out without its findings

@@ -43,6 +43,7 @@ def collapse_limit(init_scale: float, dtype: torch.dtype = torch.float16) -> int
         return 1
     return int(math.ceil(math.log2(init_scale / floor))) + 1
 
+
 def _in_use(scaler: Any) -> bool:
     # type(), not isinstance(): some live objects (deprecated torch proxies) warn when asked their __class__
     return issubclass(type(scaler), torch.amp.GradScaler) and scaler.is_enabled() and scaler._scale is not None
@@ -66,8 +67,7 @@ def find_scaler(frames: Iterable[FrameType]) -> Optional[torch.amp.GradScaler]:
 class ScalerWatch:
     """The scaler of the run and its skipped steps."""
 
-    def __init__(self, scaler: Optional[torch.amp.GradScaler], max_skips: Optional[int] = None,
-                 dtype: torch.dtype = torch.float16) -> None:
+    def __init__(self, scaler: Optional[torch.amp.GradScaler], max_skips: Optional[int] = None, dtype: torch.dtype = torch.float16) -> None:
         if max_skips is not None and max_skips < 1:
             raise ValueError("max_skips must be >= 1")
         self.scaler = scaler

@@ -70,7 +70,6 @@ class StepCounter:
         without parameters)."""
         owns = self._owns_cache.get(optimizer)
         if owns is None:
-            owns = not self._param_ids or any(
-                id(p) in self._param_ids for group in optimizer.param_groups for p in group["params"])
+            owns = not self._param_ids or any(id(p) in self._param_ids for group in optimizer.param_groups for p in group["params"])
             self._owns_cache[optimizer] = owns
         return owns

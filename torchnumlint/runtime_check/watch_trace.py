@@ -85,8 +85,11 @@ class StepTrace(TorchFunctionMode):
         return out
 
     def _record(self, func, out) -> None:
-        roots = [t.grad_fn for t in (out if isinstance(out, (tuple, list)) else (out,))
-                 if isinstance(t, torch.Tensor) and t.grad_fn is not None and t.grad_fn not in self.sites]
+        roots = [
+            t.grad_fn
+            for t in (out if isinstance(out, (tuple, list)) else (out,))
+            if isinstance(t, torch.Tensor) and t.grad_fn is not None and t.grad_fn not in self.sites
+        ]
         if not roots:
             return
         site = _call_site(getattr(func, "__name__", str(func)))

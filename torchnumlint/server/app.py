@@ -74,10 +74,12 @@ class TorchNumLintServer(LanguageServer):
             self.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"{lsp.SOURCE}: {event.message}"))
         elif isinstance(event, messages.FactsReady):
             self.gathered.add(event.root)
-            self.window_log_message(types.LogMessageParams(
-                types.MessageType.Info,
-                f"{lsp.SOURCE}: the facts of {event.files:,} files of {event.root} gathered in {event.seconds:.1f} s",
-            ))
+            self.window_log_message(
+                types.LogMessageParams(
+                    types.MessageType.Info,
+                    f"{lsp.SOURCE}: the facts of {event.files:,} files of {event.root} gathered in {event.seconds:.1f} s",
+                )
+            )
             for uri, state in self.documents.items():
                 if state.own_facts and _within(self._path(uri), event.root):
                     self.schedule(uri, 0)
@@ -117,9 +119,13 @@ class TorchNumLintServer(LanguageServer):
             raise
         if isinstance(result, messages.Refused) and result.kind == "gave-up":
             state.given_up = True
-            self._say(uri, state, types.MessageType.Warning,
-                      f"gave up on {os.path.basename(request.path)} ({len(text):,} characters): {result.message}; "
-                      "the diagnostics shown are from its last lint. It is linted again when saved.")
+            self._say(
+                uri,
+                state,
+                types.MessageType.Warning,
+                f"gave up on {os.path.basename(request.path)} ({len(text):,} characters): {result.message}; "
+                "the diagnostics shown are from its last lint. It is linted again when saved.",
+            )
         findings = self._settle(uri, state, version or 0, text, result)
         if not current.done():
             current.set_result(findings)
@@ -148,9 +154,7 @@ class TorchNumLintServer(LanguageServer):
         state.linted = (version, text, findings)
         lines = lsp.Lines(text, self.workspace.position_codec)
         diagnostics = [lsp.diagnostic(lines, f, self.links.get(f.code)) for f in findings]
-        self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
-        )
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version))
 
     def _say(self, uri: str, state: _Document, kind: types.MessageType, message: str) -> None:
         if message not in state.said:
@@ -178,8 +182,7 @@ class TorchNumLintServer(LanguageServer):
             try:  # the fix loop has no time limit of its own: the process is ended at ours
                 result = await self.linter.request(request, self.time_limit)
             except GaveUp as exc:
-                self._say(document.uri, state, types.MessageType.Warning,
-                          f"gave up fixing all of {os.path.basename(request.path)}: {exc}")
+                self._say(document.uri, state, types.MessageType.Warning, f"gave up fixing all of {os.path.basename(request.path)}: {exc}")
                 return None
             if not isinstance(result, messages.Fixed) or document.version != version:
                 return None
@@ -245,8 +248,9 @@ def create_server() -> TorchNumLintServer:
             options = types.DidChangeWatchedFilesRegistrationOptions(
                 watchers=[types.FileSystemWatcher(glob_pattern=f"**/*{suffix}") for suffix in (".py", ".pyi")]
             )
-            registration = types.Registration(id=f"{lsp.SOURCE}-files", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                                              register_options=options)
+            registration = types.Registration(
+                id=f"{lsp.SOURCE}-files", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options
+            )
             await ls.client_register_capability_async(types.RegistrationParams(registrations=[registration]))
 
     @server.feature(types.SHUTDOWN)

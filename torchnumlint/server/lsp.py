@@ -99,8 +99,7 @@ def fix_action(uri: str, lines: Lines, finding: Finding, docs: Optional[str]) ->
     assert finding.fix is not None
     unsafe = finding.fix.safety is Safety.UNSAFE
     edits = [
-        types.TextEdit(range=types.Range(lines.at_offset(e.start), lines.at_offset(e.end)), new_text=e.content)
-        for e in finding.fix.edits
+        types.TextEdit(range=types.Range(lines.at_offset(e.start), lines.at_offset(e.end)), new_text=e.content) for e in finding.fix.edits
     ]
     return types.CodeAction(
         title=f"Fix {finding.code} ({finding.name})" + (": unsafe, changes results" if unsafe else ""),
@@ -128,9 +127,7 @@ def noqa_action(uri: str, lines: Lines, text: str, finding: Finding, docs: Optio
     )
 
 
-def fix_all_actions(
-    uri: str, lines: Lines, old: str, new: str, applied: int, unsafe: bool, kinds: Sequence[str]
-) -> List[types.CodeAction]:
+def fix_all_actions(uri: str, lines: Lines, old: str, new: str, applied: int, unsafe: bool, kinds: Sequence[str]) -> List[types.CodeAction]:
     """The whole document's fixes as one edit, as `source.fixAll.torchnumlint` (what editors run
     on save) and as a quick fix, for each of `kinds`."""
     edit = text_edit(lines, old, new)
@@ -138,9 +135,7 @@ def fix_all_actions(
         return []
     what = "every fix (unsafe ones too: unsafe-fixes = true)" if unsafe else "every safe fix"
     title = f"Fix all torchnumlint findings: {what}, {applied} in all"
-    return [
-        types.CodeAction(title=title, kind=kind, edit=types.WorkspaceEdit(changes={uri: [edit]})) for kind in kinds
-    ]
+    return [types.CodeAction(title=title, kind=kind, edit=types.WorkspaceEdit(changes={uri: [edit]})) for kind in kinds]
 
 
 def hover(findings: Sequence[Tuple[Finding, str]]) -> types.Hover:

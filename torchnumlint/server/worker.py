@@ -124,4 +124,3 @@ class _Worker:
             if isinstance(request, messages.Lint) and time.monotonic() - started >= request.time_limit:
                 return messages.Refused("gave-up", f"no result within {request.time_limit:g} s")
             return messages.Refused("failed", str(exc))
-

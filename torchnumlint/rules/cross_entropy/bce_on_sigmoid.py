@@ -42,7 +42,9 @@ from torchnumlint.rules.calls import CallMatch, make_op, match_call
 from torchnumlint.rules.ownership import owned_elsewhere
 
 BCE = make_op(
-    "binary_cross_entropy", {"torch.nn.functional.binary_cross_entropy"}, None,
+    "binary_cross_entropy",
+    {"torch.nn.functional.binary_cross_entropy"},
+    None,
     ("target", "weight", "size_average", "reduce", "reduction"),
 )
 BCE_LOSS = ("torch.nn.BCELoss", "torch.nn.modules.loss.BCELoss")
@@ -101,12 +103,7 @@ class BceOnSigmoid(Rule):
             ),
             lines=(6,),
             fixed=(
-                "import torch\n"
-                "import torch.nn.functional as F\n"
-                "\n"
-                "\n"
-                "def bce(z, y):\n"
-                "    return F.binary_cross_entropy_with_logits(z, y)\n"
+                "import torch\nimport torch.nn.functional as F\n\n\ndef bce(z, y):\n    return F.binary_cross_entropy_with_logits(z, y)\n"
             ),
         ),
         Example(
@@ -153,12 +150,7 @@ class BceOnSigmoid(Rule):
         ),
     )
     good = (
-        "import torch\n"
-        "import torch.nn.functional as F\n"
-        "\n"
-        "\n"
-        "def bce(z, y):\n"
-        "    return F.binary_cross_entropy_with_logits(z, y)\n",
+        "import torch\nimport torch.nn.functional as F\n\n\ndef bce(z, y):\n    return F.binary_cross_entropy_with_logits(z, y)\n",
         # probabilities that are no sigmoid: data, a clamped sigmoid, a softplus loss
         "import torch\nimport torch.nn.functional as F\n"
         "def losses(z, y, target_probs, soft):\n"

@@ -75,23 +75,9 @@ class ProbabilitiesIntoCrossEntropy(Rule):
     needs_index = True
     examples = (
         Example(
-            bad=(
-                "import torch\n"
-                "import torch.nn.functional as F\n"
-                "\n"
-                "\n"
-                "def ce(x, y):\n"
-                "    return F.cross_entropy(F.softmax(x, dim=1), y)\n"
-            ),
+            bad=("import torch\nimport torch.nn.functional as F\n\n\ndef ce(x, y):\n    return F.cross_entropy(F.softmax(x, dim=1), y)\n"),
             lines=(6,),
-            fixed=(
-                "import torch\n"
-                "import torch.nn.functional as F\n"
-                "\n"
-                "\n"
-                "def ce(x, y):\n"
-                "    return F.cross_entropy(x, y)\n"
-            ),
+            fixed=("import torch\nimport torch.nn.functional as F\n\n\ndef ce(x, y):\n    return F.cross_entropy(x, y)\n"),
         ),
         Example(
             bad=(
@@ -134,12 +120,7 @@ class ProbabilitiesIntoCrossEntropy(Rule):
         ),
     )
     good = (
-        "import torch\n"
-        "import torch.nn.functional as F\n"
-        "\n"
-        "\n"
-        "def ce(x, y):\n"
-        "    return F.cross_entropy(x, y)\n",
+        "import torch\nimport torch.nn.functional as F\n\n\ndef ce(x, y):\n    return F.cross_entropy(x, y)\n",
         # log-probabilities, and a softmax as the (soft) target
         "import torch\nimport torch.nn.functional as F\n"
         "def losses(x, y, teacher):\n"

@@ -38,7 +38,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FixBuilder
 
 BCE_WITH_LOGITS = make_op(
-    "binary_cross_entropy_with_logits", {"torch.nn.functional.binary_cross_entropy_with_logits"}, None,
+    "binary_cross_entropy_with_logits",
+    {"torch.nn.functional.binary_cross_entropy_with_logits"},
+    None,
     ("target", "weight", "size_average", "reduce", "reduction", "pos_weight"),
 )
 BCE_WITH_LOGITS_LOSS = ("torch.nn.BCEWithLogitsLoss", "torch.nn.modules.loss.BCEWithLogitsLoss")

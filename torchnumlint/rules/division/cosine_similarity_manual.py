@@ -39,10 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
 class CosineSimilarityManual(DivisionRule):
     code = "TNL203"
     name = "cosine-similarity-manual"
-    finds = (
-        "`(a * b).sum(d) / (a.norm(dim=d) * b.norm(dim=d))` (any dot product over the two norms): "
-        "0/0 = NaN for a zero row"
-    )
+    finds = "`(a * b).sum(d) / (a.norm(dim=d) * b.norm(dim=d))` (any dot product over the two norms): 0/0 = NaN for a zero row"
     fix_summary = "safe: `F.cosine_similarity(a, b, dim=d)`"
     message = "cosine similarity written by hand is 0/0 = NaN {why}; use `F.cosine_similarity(a, b, dim=...)`"
     rationale = (

@@ -32,23 +32,9 @@ class NormalizeManual(DivisionRule):
     pattern = r"/|div"
     examples = (
         Example(
-            bad=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def unit_rows(x):\n"
-                "    h = torch.relu(x)\n"
-                "    return h / h.norm(dim=-1, keepdim=True)\n"
-            ),
+            bad=("import torch\n\n\ndef unit_rows(x):\n    h = torch.relu(x)\n    return h / h.norm(dim=-1, keepdim=True)\n"),
             lines=(6,),
-            fixed=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def unit_rows(x):\n"
-                "    h = torch.relu(x)\n"
-                "    return torch.nn.functional.normalize(h, dim=-1)\n"
-            ),
+            fixed=("import torch\n\n\ndef unit_rows(x):\n    h = torch.relu(x)\n    return torch.nn.functional.normalize(h, dim=-1)\n"),
         ),
         Example(
             bad=(

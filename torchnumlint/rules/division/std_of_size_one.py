@@ -30,8 +30,8 @@ _SELECTING = frozenset({"masked_select", "index_select", "nonzero"})
 class StdOfSizeOne(Rule):
     code = "TNL212"
     name = "std-of-size-one"
-    finds = '`.std(d)`/`.var(d)` with the default correction over the batch axis (`dim=0`) or a masked selection: N - 1 = 0 gives NaN for one element'
-    fix_summary = 'unsafe: `correction=0`'
+    finds = "`.std(d)`/`.var(d)` with the default correction over the batch axis (`dim=0`) or a masked selection: N - 1 = 0 gives NaN for one element"
+    fix_summary = "unsafe: `correction=0`"
     message = "`{op}` with the default correction over {what}: N - 1 = 0 for one element gives NaN (torch only warns); pass `correction=0` or guard the size"
     rationale = (
         "`std` and `var` divide by N - 1 by default (Bessel's correction). Over one element that "
@@ -48,34 +48,14 @@ class StdOfSizeOne(Rule):
     needles = ("std", "var")
     examples = (
         Example(
-            bad=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def standardize_batch(x):\n"
-                "    return (x - x.mean(0)) / (x.std(0) + 1e-5)\n"
-            ),
+            bad=("import torch\n\n\ndef standardize_batch(x):\n    return (x - x.mean(0)) / (x.std(0) + 1e-5)\n"),
             lines=(5,),
-            fixed=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def standardize_batch(x):\n"
-                "    return (x - x.mean(0)) / (x.std(0, correction=0) + 1e-5)\n"
-            ),
+            fixed=("import torch\n\n\ndef standardize_batch(x):\n    return (x - x.mean(0)) / (x.std(0, correction=0) + 1e-5)\n"),
         ),
     )
     good = (
-        "import torch\n"
-        "\n"
-        "\n"
-        "def standardize_batch(x):\n"
-        "    return (x - x.mean(0)) / (x.std(0, correction=0) + 1e-5)\n",
-        "import torch\n"
-        "\n"
-        "\n"
-        "def layer_stats(x):\n"
-        "    return x.std(-1, unbiased=False), x.var(dim=-1, keepdim=True)\n",
+        "import torch\n\n\ndef standardize_batch(x):\n    return (x - x.mean(0)) / (x.std(0, correction=0) + 1e-5)\n",
+        "import torch\n\n\ndef layer_stats(x):\n    return x.std(-1, unbiased=False), x.var(dim=-1, keepdim=True)\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -103,9 +83,7 @@ class StdOfSizeOne(Rule):
         if dim is not None and number_value(strip_parens(dim)) == 0:
             return "dim 0, the batch (a last batch of one sample)"
         source = strip_parens(ctx.resolve(match.input))
-        if isinstance(source, cst.Subscript) and any(
-            isinstance(e.slice, cst.Index) and is_mask(ctx, e.slice.value) for e in source.slice
-        ):
+        if isinstance(source, cst.Subscript) and any(isinstance(e.slice, cst.Index) and is_mask(ctx, e.slice.value) for e in source.slice):
             return "a masked selection (one element selected)"
         if isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) and source.func.attr.value in _SELECTING:
             return "a selection (one element selected)"

@@ -54,14 +54,8 @@ class UnguardedDivision(DivisionRule):
         "shows can be 0 (an empty mask, weights, relu/abs outputs, standardised data, padding rows,"
         " degenerate boxes, an isolated node's degree), unguarded"
     )
-    fix_summary = (
-        "unsafe: `d.clamp_min(1e-12)` on non-negative tensors; safe: `clamp_min(1)` on integer "
-        "counts"
-    )
-    message = (
-        "division by {what}, which is 0 {why}: Inf there, NaN (0/0) where the numerator is 0 too; "
-        "guard the denominator{how}"
-    )
+    fix_summary = "unsafe: `d.clamp_min(1e-12)` on non-negative tensors; safe: `clamp_min(1)` on integer counts"
+    message = "division by {what}, which is 0 {why}: Inf there, NaN (0/0) where the numerator is 0 too; guard the denominator{how}"
     rationale = (
         "A norm, a sum, a standard deviation or variance, `abs().sum()`, a count of mask entries "
         "or a square root of such a value is exactly 0 for an all-zero, constant, empty or fully "
@@ -182,19 +176,14 @@ class UnguardedDivision(DivisionRule):
         "    d = x / torch.sqrt(x.var(-1, keepdim=True) + eps)\n"
         "    e = x / torch.maximum(x.abs().sum(), torch.tensor(eps))\n"
         "    return a + b + c + d + e / x.sum().clamp(min=torch.finfo(x.dtype).eps)\n",
-        "import torch\n"
-        "def softmax(x):\n"
-        "    e = torch.exp(x - x.max(-1, keepdim=True).values)\n"
-        "    return e / e.sum(-1, keepdim=True)\n",
+        "import torch\ndef softmax(x):\n    e = torch.exp(x - x.max(-1, keepdim=True).values)\n    return e / e.sum(-1, keepdim=True)\n",
         "import torch\n"
         "def mean_loss(loss, mask):\n"
         "    n = mask.sum()\n"
         "    if n == 0:\n"
         "        return loss.sum() * 0\n"
         "    return (loss * mask).sum() / n\n",
-        "import torch\n"
-        "def unit(x):\n"
-        "    return x / x.norm(dim=-1, keepdim=True)\n",
+        "import torch\ndef unit(x):\n    return x / x.norm(dim=-1, keepdim=True)\n",
     )
 
     def division(self, node: cst.CSTNode, x: cst.BaseExpression, d: cst.BaseExpression) -> None:
@@ -279,12 +268,7 @@ class UnguardedDivision(DivisionRule):
             return False
         name = through_shape(ctx, d, names=False)
         binding = ctx.binding(name) if isinstance(name, cst.Name) else None
-        if (
-            binding is not None
-            and binding.rewritable
-            and binding.value is found.value
-            and ctx.only_read_here(name)
-        ):
+        if binding is not None and binding.rewritable and binding.value is found.value and ctx.only_read_here(name):
             return clamp_fix(self, arg, root_floor(ctx, arg))  # the root is read only here
         return None
 
@@ -305,9 +289,7 @@ class UnguardedDivision(DivisionRule):
     def _vector_norm_first(self, arg: cst.BaseExpression, root: cst.BaseExpression) -> bool:
         """A root of a sum of squares whose exact rewrite to `vector_norm` (TNL204, when enabled)
         comes before any clamp."""
-        return sum_of_squares(self.ctx, arg, root) is not None and owned_elsewhere(
-            self.ctx, self.code, "root-of-sum-of-squares"
-        )
+        return sum_of_squares(self.ctx, arg, root) is not None and owned_elsewhere(self.ctx, self.code, "root-of-sum-of-squares")
 
 
 def _compared(ctx) -> bool:

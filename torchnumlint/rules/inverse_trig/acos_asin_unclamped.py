@@ -51,7 +51,7 @@ _EDGE = "clamped to exactly [-1, 1]: finite, but the gradient is infinite where 
 
 
 def _guard(ctx: "FileContext", value: cst.BaseExpression) -> Optional[str]:
-    """"inside" for a value kept strictly inside (-1, 1) (a clamp whose upper bound is not the
+    """ "inside" for a value kept strictly inside (-1, 1) (a clamp whose upper bound is not the
     literal 1, a product with a literal factor just below 1), "edge" for a clamp to exactly 1, None
     for no guard."""
     value = strip_parens(value)

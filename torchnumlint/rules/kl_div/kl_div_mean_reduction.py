@@ -113,10 +113,7 @@ def _batchmean(call: cst.Call, given: Optional[cst.Arg]) -> cst.Call:
 class KlDivMeanReduction(Rule):
     code = "TNL114"
     name = "kl-div-mean-reduction"
-    finds = (
-        '`F.kl_div` / `nn.KLDivLoss` reduced with `"mean"` (the default): the KL per sample divided'
-        ' by the number of classes'
-    )
+    finds = '`F.kl_div` / `nn.KLDivLoss` reduced with `"mean"` (the default): the KL per sample divided by the number of classes'
     fix_summary = 'unsafe: `reduction="batchmean"`'
     message = (
         '`{what}` reduces with "mean"{how}: it divides the summed KL by batch x classes, so the loss '
@@ -130,8 +127,8 @@ class KlDivMeanReduction(Rule):
         "logits give exactly 1/10 of it, 4 x 1000 give 1/1000, 32 x 32000 give 1/32000; the "
         "gradient shrinks by the same factor, so a KL term weighted against a cross-entropy (a "
         "distillation `alpha`, a `T ** 2`) is weighted number-of-classes times less than written. "
-        'PyTorch warns on every call ("\'mean\' will be changed to behave the same as '
-        "'batchmean' in the next major release\"). `reduction=\"batchmean\"` divides by the "
+        "PyTorch warns on every call (\"'mean' will be changed to behave the same as "
+        '\'batchmean\' in the next major release"). `reduction="batchmean"` divides by the '
         "batch size only and gives the mathematical KL per sample. The fix changes the loss's "
         "scale (and with it the effective learning rate of the term), so it is unsafe. The legacy "
         "`size_average`/`reduce` arguments are read as PyTorch reads them; where they select "
@@ -223,9 +220,7 @@ class KlDivMeanReduction(Rule):
         "def distill_loss(student_logits, teacher_probs):\n"
         "    log_q = F.log_softmax(student_logits, dim=-1)\n"
         "    return (torch.xlogy(teacher_probs, teacher_probs) - teacher_probs * log_q).sum(-1).mean()\n",
-        "import torch.nn.functional as F\n"
-        "def kd(s, t):\n"
-        '    return F.kl_div(F.log_softmax(s, -1), t, reduction="batchmean")\n',
+        'import torch.nn.functional as F\ndef kd(s, t):\n    return F.kl_div(F.log_softmax(s, -1), t, reduction="batchmean")\n',
         # "none", then reduced by the author: summed over the classes first
         "import torch.nn.functional as F\n"
         "def kd(s, t, mask):\n"

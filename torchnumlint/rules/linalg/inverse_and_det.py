@@ -119,21 +119,9 @@ class InverseAndDet(Rule):
     needles = ("det", "inverse", "inv(")
     examples = (
         Example(
-            bad=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def log_volume(cov):\n"
-                "    return torch.log(torch.det(cov))\n"
-            ),
+            bad=("import torch\n\n\ndef log_volume(cov):\n    return torch.log(torch.det(cov))\n"),
             lines=(5,),
-            fixed=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def log_volume(cov):\n"
-                "    return torch.logdet(cov)\n"
-            ),
+            fixed=("import torch\n\n\ndef log_volume(cov):\n    return torch.logdet(cov)\n"),
         ),
         Example(
             bad=(
@@ -243,8 +231,9 @@ class InverseAndDet(Rule):
                 code = self.ctx.module.code_for_node
                 keyword = "" if on_left else ", left=False"
                 solve = self._ref(fix, "torch.linalg.solve")
-                fix.replace(node, cst.parse_expression(
-                    f"{solve}({code(strip_parens(inverse.input))}, {code(strip_parens(other))}{keyword})"))
+                fix.replace(
+                    node, cst.parse_expression(f"{solve}({code(strip_parens(inverse.input))}, {code(strip_parens(other))}{keyword})")
+                )
             use = "`torch.linalg.solve(A, b)`" if on_left else "`torch.linalg.solve(A, b, left=False)`"
             what = f"an explicit inverse of {why}, applied to a matrix: less accurate than solving"
             self.report(node, fix, what=what, measured=_ACCURACY, use=use)

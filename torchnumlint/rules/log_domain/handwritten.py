@@ -174,7 +174,14 @@ def exp_normalisation(
         and is_literal(total.arg("keepdim"), "True")
     )
     return ExpNormalisation(
-        division, exp, logits, total, chain(ctx, numerator), chain(ctx, denominator), is_shifted(ctx, logits), exact,
+        division,
+        exp,
+        logits,
+        total,
+        chain(ctx, numerator),
+        chain(ctx, denominator),
+        is_shifted(ctx, logits),
+        exact,
         selected,
     )
 

@@ -74,23 +74,9 @@ class LogOfSigmoid(LogRule):
     needs_index = True
     examples = (
         Example(
-            bad=(
-                "import torch\n"
-                "import torch.nn.functional as F\n"
-                "\n"
-                "\n"
-                "def log_not(z):\n"
-                "    return torch.log(1 - torch.sigmoid(z))\n"
-            ),
+            bad=("import torch\nimport torch.nn.functional as F\n\n\ndef log_not(z):\n    return torch.log(1 - torch.sigmoid(z))\n"),
             lines=(6,),
-            fixed=(
-                "import torch\n"
-                "import torch.nn.functional as F\n"
-                "\n"
-                "\n"
-                "def log_not(z):\n"
-                "    return F.logsigmoid(-z)\n"
-            ),
+            fixed=("import torch\nimport torch.nn.functional as F\n\n\ndef log_not(z):\n    return F.logsigmoid(-z)\n"),
         ),
         Example(
             bad=(
@@ -147,11 +133,7 @@ class LogOfSigmoid(LogRule):
         "import math\nimport torch\nimport torch.nn.functional as F\n"
         "def f(x, n):\n"
         "    return F.logsigmoid(x) + F.logsigmoid(-x) + math.log(n) + torch.log(2 - torch.sigmoid(x))\n",
-        "import torch\n"
-        "def f(x):\n"
-        "    s = torch.sigmoid(x)\n"
-        "    s = s.clamp(1e-6, 1 - 1e-6)\n"
-        "    return torch.log(s) + torch.log(1 - s)\n",
+        "import torch\ndef f(x):\n    s = torch.sigmoid(x)\n    s = s.clamp(1e-6, 1 - 1e-6)\n    return torch.log(s) + torch.log(1 - s)\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -212,4 +194,8 @@ class LogOfSigmoid(LogRule):
         site = LogSite(node, whole, chain(ctx, whole), p.input, build, [p.input, pick.label], unread=store_targets(pick.p_chain))
         if pick.where is not None:
             return site, "`where(y, p, 1 - p)` of a sigmoid `p`", "`F.logsigmoid(torch.where(y, x, -x))`"
-        return site, "`y * p + (1 - y) * (1 - p)` of a sigmoid `p`", '`-F.binary_cross_entropy_with_logits(x, y, reduction="none")` for 0/1 labels'
+        return (
+            site,
+            "`y * p + (1 - y) * (1 - p)` of a sigmoid `p`",
+            '`-F.binary_cross_entropy_with_logits(x, y, reduction="none")` for 0/1 labels',
+        )

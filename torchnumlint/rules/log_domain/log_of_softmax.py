@@ -51,10 +51,7 @@ def _hand_builder(hand: ExpNormalisation) -> Build:
 class LogOfSoftmax(LogRule):
     code = "TNL103"
     name = "log-of-softmax"
-    finds = (
-        "`torch.log(F.softmax(x, d))`, `.softmax(d).log()`, `nll_loss(log(softmax))`, entropy of a "
-        "softmax"
-    )
+    finds = "`torch.log(F.softmax(x, d))`, `.softmax(d).log()`, `nll_loss(log(softmax))`, entropy of a softmax"
     fix_summary = "safe: `log_softmax` / `cross_entropy`"
     message = "log of a softmax {hazard}; use {use}{note}"
     rationale = (
@@ -87,14 +84,7 @@ class LogOfSoftmax(LogRule):
                 "    return torch.log(F.softmax(logits, dim=-1))\n"
             ),
             lines=(6,),
-            fixed=(
-                "import torch\n"
-                "import torch.nn.functional as F\n"
-                "\n"
-                "\n"
-                "def log_probs(logits):\n"
-                "    return F.log_softmax(logits, dim=-1)\n"
-            ),
+            fixed=("import torch\nimport torch.nn.functional as F\n\n\ndef log_probs(logits):\n    return F.log_softmax(logits, dim=-1)\n"),
         ),
         Example(
             bad=(
@@ -126,14 +116,7 @@ class LogOfSoftmax(LogRule):
             ),
         ),
         Example(
-            bad=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def entropy(logits, T):\n"
-                "    p = (logits / T).softmax(-1)\n"
-                "    return -(p * p.log()).sum(-1)\n"
-            ),
+            bad=("import torch\n\n\ndef entropy(logits, T):\n    p = (logits / T).softmax(-1)\n    return -(p * p.log()).sum(-1)\n"),
             lines=(6,),
             fixed=(
                 "import torch\n"
@@ -176,11 +159,7 @@ class LogOfSoftmax(LogRule):
         '        self.log("p", p)\n'
         "        return p\n",
         # a name assigned twice (guarded in between) is not followed
-        "import torch\n"
-        "def f(x):\n"
-        "    p = torch.softmax(x, -1)\n"
-        "    p = p + 1e-8\n"
-        "    return torch.log(p)\n",
+        "import torch\ndef f(x):\n    p = torch.softmax(x, -1)\n    p = p + 1e-8\n    return torch.log(p)\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -273,5 +252,3 @@ class LogOfSoftmax(LogRule):
         args = [a.with_changes(value=logits) if a is arg else a for a in parent.args]
         fix.replace(parent, parent.with_changes(func=renamed_func(fix, nll, "cross_entropy"), args=args))
         return fix
-
-

@@ -108,10 +108,7 @@ def _logaddexp_builder(a: cst.BaseExpression, b: cst.BaseExpression) -> Build:
 class LogsumexpManual(LogRule):
     code = "TNL109"
     name = "logsumexp-manual"
-    finds = (
-        "`torch.log(torch.exp(x).sum(d))`, `log(mean(exp(x), d))`, `log(exp(a) + exp(b))` without "
-        "the max subtracted"
-    )
+    finds = "`torch.log(torch.exp(x).sum(d))`, `log(mean(exp(x), d))`, `log(exp(a) + exp(b))` without the max subtracted"
     fix_summary = "safe: `torch.logsumexp(x, d)` (mean: `- math.log(n)`), `torch.logaddexp(a, b)`"
     message = (
         "log of a {what} of exps: inf once one input reaches 88.7 in float32 (11.1 in float16), "
@@ -137,21 +134,9 @@ class LogsumexpManual(LogRule):
     pattern = r"\blog\b"
     examples = (
         Example(
-            bad=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def free_energy(energies):\n"
-                "    return -torch.log(torch.exp(-energies).sum(dim=-1))\n"
-            ),
+            bad=("import torch\n\n\ndef free_energy(energies):\n    return -torch.log(torch.exp(-energies).sum(dim=-1))\n"),
             lines=(5,),
-            fixed=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def free_energy(energies):\n"
-                "    return -torch.logsumexp(-energies, dim=-1)\n"
-            ),
+            fixed=("import torch\n\n\ndef free_energy(energies):\n    return -torch.logsumexp(-energies, dim=-1)\n"),
         ),
         Example(
             bad=(
@@ -172,21 +157,9 @@ class LogsumexpManual(LogRule):
             ),
         ),
         Example(
-            bad=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def log_mix(log_a, log_b):\n"
-                "    return torch.log(torch.exp(log_a) + torch.exp(log_b))\n"
-            ),
+            bad=("import torch\n\n\ndef log_mix(log_a, log_b):\n    return torch.log(torch.exp(log_a) + torch.exp(log_b))\n"),
             lines=(5,),
-            fixed=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def log_mix(log_a, log_b):\n"
-                "    return torch.logaddexp(log_a, log_b)\n"
-            ),
+            fixed=("import torch\n\n\ndef log_mix(log_a, log_b):\n    return torch.logaddexp(log_a, log_b)\n"),
         ),
     )
     good = (
@@ -196,15 +169,9 @@ class LogsumexpManual(LogRule):
         "    m = x.max(dim=-1, keepdim=True).values\n"
         "    return torch.log(torch.exp(x - m).sum(-1, keepdim=True)) + m + torch.logsumexp(x, -1)\n",
         # exps of log-probabilities sum to at most 1
-        "import torch\n"
-        "def f(logits):\n"
-        "    log_probs = torch.log_softmax(logits, -1)\n"
-        "    return torch.log(log_probs.exp().sum(-1))\n",
+        "import torch\ndef f(logits):\n    log_probs = torch.log_softmax(logits, -1)\n    return torch.log(log_probs.exp().sum(-1))\n",
         # softplus and logs that are not torch's
-        "import math\n"
-        "import torch\n"
-        "def f(x, v):\n"
-        "    return torch.log(1 + torch.exp(x)) + math.log(sum(math.exp(t) for t in v))\n",
+        "import math\nimport torch\ndef f(x, v):\n    return torch.log(1 + torch.exp(x)) + math.log(sum(math.exp(t) for t in v))\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -233,8 +200,16 @@ class LogsumexpManual(LogRule):
                 return None
             logits, exp_chain = strip_parens(exp.input), chain(ctx, reduction.input)
             build = self._reduction_build(reduction, logits, exp_chain)
-            site = LogSite(node, core, chain(ctx, core), logits, build, [logits] + [a.value for a in reduction.args.values()],
-                           self._parenthesised, unread=store_targets(exp_chain))
+            site = LogSite(
+                node,
+                core,
+                chain(ctx, core),
+                logits,
+                build,
+                [logits] + [a.value for a in reduction.args.values()],
+                self._parenthesised,
+                unread=store_targets(exp_chain),
+            )
             return site, reduction.op.name, "`torch.logsumexp`" + (" minus log(n)" if reduction.op.name == "mean" else ""), [logits]
         terms = _terms(value) if isinstance(value, cst.BinaryOperation) else []
         exps = [exp_of(ctx, term) for term in terms]
@@ -252,7 +227,9 @@ class LogsumexpManual(LogRule):
             return None
         if exp_chain and not self.ctx.unchanged_since([logits], exp_chain):
             return None
-        if reduction.op.name == "mean" and not (_int_dim(reduction.arg("dim")) and isinstance(logits, (cst.Name, cst.Attribute)) and is_plain(logits)):
+        if reduction.op.name == "mean" and not (
+            _int_dim(reduction.arg("dim")) and isinstance(logits, (cst.Name, cst.Attribute)) and is_plain(logits)
+        ):
             return None
         return _logsumexp_builder(reduction, logits)
 

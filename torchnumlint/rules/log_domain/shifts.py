@@ -65,7 +65,12 @@ def _module_function(ctx, func: cst.Name) -> Optional[cst.FunctionDef]:
     (the scope tables bind defs too), undecorated (a decorator may change what it returns)."""
     binding = ctx.binding(func)
     node = binding.node if binding is not None else None
-    if not isinstance(node, cst.FunctionDef) or node.decorators or node.asynchronous is not None or not any(s is node for s in ctx.module.body):
+    if (
+        not isinstance(node, cst.FunctionDef)
+        or node.decorators
+        or node.asynchronous is not None
+        or not any(s is node for s in ctx.module.body)
+    ):
         return None
     return node
 

@@ -79,38 +79,17 @@ class SoftmaxManual(DivisionRule):
     examples = (
         Example(
             bad=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def attention_weights(scores):\n"
-                "    return torch.exp(scores) / torch.exp(scores).sum(-1, keepdim=True)\n"
+                "import torch\n\n\ndef attention_weights(scores):\n    return torch.exp(scores) / torch.exp(scores).sum(-1, keepdim=True)\n"
             ),
             lines=(5,),
-            fixed=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def attention_weights(scores):\n"
-                "    return torch.softmax(scores, -1)\n"
-            ),
+            fixed=("import torch\n\n\ndef attention_weights(scores):\n    return torch.softmax(scores, -1)\n"),
         ),
         Example(
             bad=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def contrastive_probs(sim, t):\n"
-                "    e = torch.exp(sim / t)\n"
-                "    return e / e.sum(dim=1, keepdim=True)\n"
+                "import torch\n\n\ndef contrastive_probs(sim, t):\n    e = torch.exp(sim / t)\n    return e / e.sum(dim=1, keepdim=True)\n"
             ),
             lines=(6,),
-            fixed=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def contrastive_probs(sim, t):\n"
-                "    return torch.softmax(sim / t, dim=1)\n"
-            ),
+            fixed=("import torch\n\n\ndef contrastive_probs(sim, t):\n    return torch.softmax(sim / t, dim=1)\n"),
         ),
         Example(
             bad=(

@@ -46,8 +46,8 @@ _INTEGER_DTYPES = frozenset({"torch.long", "torch.int", "torch.int64", "torch.in
 class UnguardedLog(Rule):
     code = "TNL207"
     name = "unguarded-log"
-    finds = '`torch.log(v)` (`log2`, `log10`, method forms) of a value the code shows can be exactly 0: normalised counts and histograms, relu/abs outputs, uniform draws (Gumbel noise without eps), ratios of counts, sums of `|d| ** p`, tables with a 0, accumulators at their zeros; entropies `p * log(p)` (0 * -inf = NaN)'
-    fix_summary = 'unsafe: `v.clamp_min(1e-12)`; safe: `torch.special.xlogy(p, p)`'
+    finds = "`torch.log(v)` (`log2`, `log10`, method forms) of a value the code shows can be exactly 0: normalised counts and histograms, relu/abs outputs, uniform draws (Gumbel noise without eps), ratios of counts, sums of `|d| ** p`, tables with a 0, accumulators at their zeros; entropies `p * log(p)` (0 * -inf = NaN)"
+    fix_summary = "unsafe: `v.clamp_min(1e-12)`; safe: `torch.special.xlogy(p, p)`"
     message = "`{op}` of {what}: log 0 = -inf{entropy}; {how}"
     rationale = (
         "`log(0)` is -inf, and its gradient 1 / 0 is inf: a loss that reads it is inf, and "
@@ -142,11 +142,7 @@ class UnguardedLog(Rule):
         "    a = torch.log(p + eps) + torch.log(torch.clamp(x.relu(), min=1e-6))\n"
         "    b = torch.log(torch.exp(x)) + torch.log(F.softplus(x)) + torch.log(x.abs() + 1)\n"
         "    return a + b + torch.log(torch.tensor(10000.0))\n",
-        "import torch\n"
-        "\n"
-        "\n"
-        "def additive_mask(mask):\n"
-        "    return torch.log(mask.float())\n",
+        "import torch\n\n\ndef additive_mask(mask):\n    return torch.log(mask.float())\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -157,16 +153,18 @@ class UnguardedLog(Rule):
         if is_not_torch(ctx, arg) or in_reference_implementation(ctx) or self._owned(arg) or self._absorbed(arg):
             return
         zero = element_zero(ctx, arg)  # a clamp at 0 is evidence, not a guard
-        if zero is None and (
-            is_guarded(ctx, arg) or is_positive(ctx, arg) or is_mask(ctx, arg, by_name=False) or kept_positive(ctx, arg)
-        ):
+        if zero is None and (is_guarded(ctx, arg) or is_positive(ctx, arg) or is_mask(ctx, arg, by_name=False) or kept_positive(ctx, arg)):
             return
         entropy = self._entropy_partner(node, arg)
         if zero is None and entropy is None and not ctx.strict:
             return
         if self._only_ranked(arg):
             return  # -inf ranks last: decoding, a search, an argmax, a sampling key
-        what = zero.why if zero is not None else ("an entropy's probabilities" if entropy is not None else f"a value that may be 0 {STRICT_WHY}")
+        what = (
+            zero.why
+            if zero is not None
+            else ("an entropy's probabilities" if entropy is not None else f"a value that may be 0 {STRICT_WHY}")
+        )
         torch_value = value_kind(ctx, node) == "torch" or is_torch_value(ctx, arg)
         fix, how = None, "clamp it first: `.clamp_min(eps)`"
         if entropy is not None:

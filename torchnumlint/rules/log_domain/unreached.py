@@ -250,10 +250,16 @@ def _empty_part(ctx, test: cst.BaseExpression, holds: bool) -> List[cst.BaseExpr
     size, bound = _size_of(ctx, left), number_value(right)
     if size is None or bound is None:
         return []
-    empty_when_true = (isinstance(op, cst.Equal) and bound == 0) or (isinstance(op, cst.LessThan) and bound == 1) or (
-        isinstance(op, cst.LessThanEqual) and bound == 0)
-    empty_when_false = (isinstance(op, cst.NotEqual) and bound == 0) or (isinstance(op, cst.GreaterThan) and bound == 0) or (
-        isinstance(op, cst.GreaterThanEqual) and bound == 1)
+    empty_when_true = (
+        (isinstance(op, cst.Equal) and bound == 0)
+        or (isinstance(op, cst.LessThan) and bound == 1)
+        or (isinstance(op, cst.LessThanEqual) and bound == 0)
+    )
+    empty_when_false = (
+        (isinstance(op, cst.NotEqual) and bound == 0)
+        or (isinstance(op, cst.GreaterThan) and bound == 0)
+        or (isinstance(op, cst.GreaterThanEqual) and bound == 1)
+    )
     return [size] if (empty_when_true if holds else empty_when_false) else []
 
 

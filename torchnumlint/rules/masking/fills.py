@@ -183,9 +183,7 @@ def _negation(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[cst.Base
         return expr.expression
     if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
         target = expr.comparisons[0]
-        if isinstance(target.operator, cst.Equal) and (
-            number_value(target.comparator) == 0 or is_literal(target.comparator, "False")
-        ):
+        if isinstance(target.operator, cst.Equal) and (number_value(target.comparator) == 0 or is_literal(target.comparator, "False")):
             return expr.left
     match = match_call(ctx.imports, expr, LOGICAL_NOT)
     return match.input if match is not None else None
@@ -344,7 +342,8 @@ def _scan(ctx: "FileContext", scope: cst.CSTNode) -> _Scan:
                 ):
                     mask = fill.arg("mask")
                     scan.data_fills.setdefault(key(receiver.value), []).append(
-                        (scan.order[id(node)], node, receiver, value, mask, _row_mask(ctx, receiver, mask)))
+                        (scan.order[id(node)], node, receiver, value, mask, _row_mask(ctx, receiver, mask))
+                    )
                 return
             where = match_call(imports, node, WHERE)
             if where is not None:
@@ -361,7 +360,8 @@ def _scan(ctx: "FileContext", scope: cst.CSTNode) -> _Scan:
             elif isinstance(base, cst.Attribute) and base.attr.value == "data" and is_neg_inf(ctx, value):
                 mask = _element_mask(target)
                 scan.data_fills.setdefault(key(base.value), []).append(
-                    (scan.order[id(node)], node, base, value, mask, _row_mask(ctx, base, mask)))
+                    (scan.order[id(node)], node, base, value, mask, _row_mask(ctx, base, mask))
+                )
 
     _Walk().walk(scope)
     return scan
@@ -429,16 +429,12 @@ def _element_mask(target: cst.Subscript) -> Optional[cst.BaseExpression]:
     return index
 
 
-def _inplace_fill(
-    ctx: "FileContext", node: cst.CSTNode, name: cst.BaseExpression, additive: bool, any_entry: bool
-) -> Optional[InfFill]:
+def _inplace_fill(ctx: "FileContext", node: cst.CSTNode, name: cst.BaseExpression, additive: bool, any_entry: bool) -> Optional[InfFill]:
     """The fill a binding with no value stands for: `name.masked_fill_(m, -inf)` or
     `name[m] = -inf` (how the scope table records an in-place change)."""
     fill = match_call(ctx.imports, node, MASKED_FILL_)
     value = fill.arg("value") if fill is not None else None
-    if fill is not None and value is not None and is_neg_inf(ctx, value) and (
-        any_entry or _row_mask(ctx, fill.input, fill.arg("mask"))
-    ):
+    if fill is not None and value is not None and is_neg_inf(ctx, value) and (any_entry or _row_mask(ctx, fill.input, fill.arg("mask"))):
         return InfFill(node, value, name, "masked_fill_", additive, fill.arg("mask"))
     if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Subscript):
         target = node.targets[0].target
@@ -447,9 +443,7 @@ def _inplace_fill(
     return None
 
 
-def inf_fills(
-    ctx: "FileContext", expr: cst.BaseExpression, use: cst.CSTNode, any_entry: bool = False
-) -> List[InfFill]:
+def inf_fills(ctx: "FileContext", expr: cst.BaseExpression, use: cst.CSTNode, any_entry: bool = False) -> List[InfFill]:
     """Every `-inf` fill that `expr`, read at `use` (the node being visited), may hold, whose mask
     can cover a whole row (causal masks left out); with `any_entry`, every `-inf` fill, and
     through the steps that keep it infinite (a `log_softmax`, a temperature: see the module)."""
@@ -528,9 +522,7 @@ class _Walk:
             return
         log = match_call(imports, expr, "log")
         if log is not None:
-            if additive and log.fully_known and is_mask(ctx, log.input) and (
-                self.any_entry or not causal_keep(ctx, log.input)
-            ):
+            if additive and log.fully_known and is_mask(ctx, log.input) and (self.any_entry or not causal_keep(ctx, log.input)):
                 # `scores + keep.log()`: 0 where kept, -inf elsewhere; `keep` is what selects
                 found.append(InfFill(expr, expr, None, "log", True, log.input, kept=True))
             return

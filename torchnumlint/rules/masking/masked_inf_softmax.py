@@ -86,7 +86,7 @@ class MaskedInfSoftmax(Rule):
                 "\n"
                 "\n"
                 "def attend(scores, drop_mask, v):\n"
-                "    scores = scores.masked_fill(drop_mask, float(\"-inf\"))\n"
+                '    scores = scores.masked_fill(drop_mask, float("-inf"))\n'
                 "    return scores.softmax(-1) @ v\n"
             ),
             lines=(5,),
@@ -131,7 +131,7 @@ class MaskedInfSoftmax(Rule):
                 "\n"
                 "\n"
                 "def attention(q, k, outlier_mask):\n"
-                "    bias = torch.zeros(outlier_mask.shape).masked_fill(outlier_mask, float(\"-inf\"))\n"
+                '    bias = torch.zeros(outlier_mask.shape).masked_fill(outlier_mask, float("-inf"))\n'
                 "    scores = q @ k.transpose(-2, -1) + bias[:, None, :]\n"
                 "    return torch.log_softmax(scores, dim=-1)\n"
             ),
@@ -159,10 +159,7 @@ class MaskedInfSoftmax(Rule):
         "    s = x.masked_fill(mask, -1e4).softmax(-1)\n"
         "    p = F.pad(x, (1, 1), value=float('-inf'))\n"
         "    return s + F.max_pool1d(p, 3, 1)\n",
-        "import torch\n"
-        "def attend(s, mask):\n"
-        "    p = s.masked_fill(mask, float('-inf')).softmax(-1)\n"
-        "    return p.masked_fill(mask, 0.0)\n",
+        "import torch\ndef attend(s, mask):\n    p = s.masked_fill(mask, float('-inf')).softmax(-1)\n    return p.masked_fill(mask, 0.0)\n",
     )
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
@@ -210,8 +207,7 @@ class MaskedInfSoftmax(Rule):
                 continue
             hazard += f" ({why})" if why is not None else f"; a whole row is masked {self._strict_why(fill)}"
             reported.add(id(fill.node))
-            self.report(fill.node, self._fix(fill), softmax=kind, where=where, hazard=hazard,
-                        advice=self._advice(fill))
+            self.report(fill.node, self._fix(fill), softmax=kind, where=where, hazard=hazard, advice=self._advice(fill))
 
     def _evidence(self, fill: InfFill) -> Optional[str]:
         """Why the fill can cover a whole row, or None (see the module)."""
@@ -237,8 +233,7 @@ class MaskedInfSoftmax(Rule):
             return None  # masked_fill's backward zeroes the masked entries: finite both ways (measured)
         return (
             "the output is re-zeroed where masked, so the forward is finite, but a fully masked row "
-            "still sends NaN into the gradient of the scores through the additive mask"
-            + note
+            "still sends NaN into the gradient of the scores through the additive mask" + note
         )
 
     @staticmethod

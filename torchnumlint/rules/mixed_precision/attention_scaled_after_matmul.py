@@ -35,6 +35,7 @@ from torchnumlint.walk import Visitor
 # A name that says it is a scale (`self.scale`, `scaling`, `temperature`, `inv_sqrt_d`).
 SCALE_NAME = re.compile(r"scal|temperature|(^|_)tau$|sqrt|norm_fact|(^|_)d_?k$|head_dim")
 
+
 def _atom(expr: cst.BaseExpression) -> cst.BaseExpression:
     """`expr` in parentheses unless it already binds tighter than any operator."""
     if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or expr.lpar:
@@ -45,8 +46,10 @@ def _atom(expr: cst.BaseExpression) -> cst.BaseExpression:
 class AttentionScaledAfterMatmul(Rule):
     code = "TNL308"
     name = "attention-scaled-after-matmul"
-    finds = 'in fp16 code (an fp16 autocast region reaches it): attention scores scaled after the matmul, `(q @ k.transpose(-2, -1)) * scale`, before their softmax'
-    fix_summary = 'safe when the scale is a plain number: `(q * scale) @ k.transpose(-2, -1)`; else message (or `F.scaled_dot_product_attention`)'
+    finds = "in fp16 code (an fp16 autocast region reaches it): attention scores scaled after the matmul, `(q @ k.transpose(-2, -1)) * scale`, before their softmax"
+    fix_summary = (
+        "safe when the scale is a plain number: `(q * scale) @ k.transpose(-2, -1)`; else message (or `F.scaled_dot_product_attention`)"
+    )
     message = (
         "attention scores scaled after the matmul in float16 ({where}): `{product}` leaves float16's "
         "range (65504) before the scale applies, and the softmax of Inf is NaN; scale the first operand "
@@ -170,10 +173,7 @@ class AttentionScaledAfterMatmul(Rule):
         "        scores = (F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-2, -1)) * logit_scale\n"
         "        return scores.softmax(dim=-1) @ v\n",
         # no softmax: a bilinear score for a loss, not attention
-        "import torch\n"
-        "def similarity(a, b):\n"
-        '    with torch.autocast("cuda"):\n'
-        "        return (a @ b.transpose(-2, -1)) * 0.07\n",
+        'import torch\ndef similarity(a, b):\n    with torch.autocast("cuda"):\n        return (a @ b.transpose(-2, -1)) * 0.07\n',
         # a sharpening factor cannot be moved to prevent anything: it is not the order
         "import torch\n"
         "def attend(q, k, v):\n"
@@ -209,9 +209,7 @@ class AttentionScaledAfterMatmul(Rule):
         bare = product.node.with_changes(lpar=[], rpar=[])
         self.report(node, fix, where=where, product=self.ctx.module.code_for_node(bare))
 
-    def _product_and_scale(
-        self, node: cst.BinaryOperation
-    ) -> Optional[Tuple[Product, cst.BaseExpression, bool]]:
+    def _product_and_scale(self, node: cst.BinaryOperation) -> Optional[Tuple[Product, cst.BaseExpression, bool]]:
         """(the product, the scale, whether the product is written inline) of `product * scale`,
         `scale * product` or `product / divisor`, where the scale can only shrink the product; the
         product may also be a name bound once to one (`s = q @ k.T`; `s = s / d`)."""

@@ -27,8 +27,11 @@ from torchnumlint.walk import Visitor
 
 CLIPS = frozenset(
     {
-        "torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grad_norm",
-        "torch.nn.utils.clip_grad.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_value_",
+        "torch.nn.utils.clip_grad_norm_",
+        "torch.nn.utils.clip_grad_value_",
+        "torch.nn.utils.clip_grad_norm",
+        "torch.nn.utils.clip_grad.clip_grad_norm_",
+        "torch.nn.utils.clip_grad.clip_grad_value_",
     }
 )
 
@@ -73,8 +76,8 @@ class _Steps(Visitor):
 class ClipScaledGradients(Rule):
     code = "TNL307"
     name = "clip-scaled-gradients"
-    finds = '`clip_grad_norm_`/`clip_grad_value_` between `scaler.scale(loss).backward()` and `scaler.step(opt)` with no `scaler.unscale_(opt)` first'
-    fix_summary = 'unsafe: `scaler.unscale_(opt)` inserted before the clip'
+    finds = "`clip_grad_norm_`/`clip_grad_value_` between `scaler.scale(loss).backward()` and `scaler.step(opt)` with no `scaler.unscale_(opt)` first"
+    fix_summary = "unsafe: `scaler.unscale_(opt)` inserted before the clip"
     message = (
         "`{clip}` clips gradients still multiplied by `{scaler}`'s loss scale (scaled backward at line "
         "{line}): the norm it measures is the scale times too large and the update far too small; "

@@ -62,13 +62,17 @@ def _module_bindings(body: Sequence[cst.CSTNode]) -> Dict[str, set]:
                 if isinstance(small, cst.Import):
                     for alias in small.names:
                         full = dotted(alias.name)
-                        bind(alias.asname.name.value if alias.asname else full.split(".")[0],  # type: ignore[union-attr]  # an import's `as` target is a Name
-                             full if alias.asname else full.split(".")[0])
+                        bind(
+                            alias.asname.name.value if alias.asname else full.split(".")[0],  # type: ignore[union-attr]  # an import's `as` target is a Name
+                            full if alias.asname else full.split(".")[0],
+                        )
                 elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
                     base = "." * len(small.relative) + (dotted(small.module) if small.module else "")
                     for alias in small.names:
-                        bind(alias.asname.name.value if alias.asname else dotted(alias.name),  # type: ignore[union-attr]  # an import's `as` target is a Name
-                             f"{base}.{dotted(alias.name)}")
+                        bind(
+                            alias.asname.name.value if alias.asname else dotted(alias.name),  # type: ignore[union-attr]  # an import's `as` target is a Name
+                            f"{base}.{dotted(alias.name)}",
+                        )
                 elif isinstance(small, (cst.Assign, cst.AnnAssign)):
                     targets = small.targets if isinstance(small, cst.Assign) else [small]
                     for target in targets:
@@ -105,14 +109,14 @@ _WARNS = " (FutureWarning)"
 class DeprecatedCudaAmp(Rule):
     code = "TNL306"
     name = "deprecated-cuda-amp"
-    finds = '`torch.cuda.amp.autocast(...)`, `torch.cuda.amp.GradScaler(...)`, `custom_fwd/bwd`, `torch.cpu.amp.autocast(...)`'
+    finds = "`torch.cuda.amp.autocast(...)`, `torch.cuda.amp.GradScaler(...)`, `custom_fwd/bwd`, `torch.cpu.amp.autocast(...)`"
     fix_summary = 'safe: `torch.amp.autocast("cuda", ...)`, and the `torch.cuda.amp` import once unused'
     message = "`{old}` is deprecated{why}: use `{new}`"
     rationale = (
         "`torch.cuda.amp.autocast(...)`, `torch.cuda.amp.GradScaler(...)` and "
         "`torch.cuda.amp.custom_fwd/custom_bwd` are deprecated in favour of the device-generic "
         "`torch.amp` API and emit a FutureWarning in torch 2.13; they will be removed. "
-        "`torch.amp.autocast(\"cuda\", ...)` and `torch.amp.GradScaler(\"cuda\", ...)` behave the "
+        '`torch.amp.autocast("cuda", ...)` and `torch.amp.GradScaler("cuda", ...)` behave the '
         "same (CUDA autocast still defaults to float16). The fix keeps every argument; positional "
         "arguments of `torch.cuda.amp.autocast` become keywords because the new signature puts "
         "`device_type` and `dtype` first."
@@ -124,25 +128,12 @@ class DeprecatedCudaAmp(Rule):
         super().__init__(ctx)
         self._used: Optional[Dict[str, int]] = None
         self._bindings: Optional[Dict[str, set]] = None
+
     examples = (
         Example(
-            bad=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def forward_fp16(x, w):\n"
-                "    with torch.cuda.amp.autocast():\n"
-                "        return x @ w\n"
-            ),
+            bad=("import torch\n\n\ndef forward_fp16(x, w):\n    with torch.cuda.amp.autocast():\n        return x @ w\n"),
             lines=(5,),
-            fixed=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def forward_fp16(x, w):\n"
-                '    with torch.amp.autocast("cuda"):\n'
-                "        return x @ w\n"
-            ),
+            fixed=('import torch\n\n\ndef forward_fp16(x, w):\n    with torch.amp.autocast("cuda"):\n        return x @ w\n'),
         ),
         Example(
             bad=(
@@ -225,21 +216,11 @@ class DeprecatedCudaAmp(Rule):
         ),
     )
     good = (
-        "import torch\n"
-        "def step(x, w):\n"
-        '    with torch.amp.autocast("cuda"):\n'
-        "        return x @ w\n",
-        "import torch\n"
-        'scaler = torch.amp.GradScaler("cuda")\n',
-        "from torch.amp import autocast\n"
-        "def step(x, w):\n"
-        '    with autocast("cuda", dtype=torch.float16):\n'
-        "        return x @ w\n",
+        'import torch\ndef step(x, w):\n    with torch.amp.autocast("cuda"):\n        return x @ w\n',
+        'import torch\nscaler = torch.amp.GradScaler("cuda")\n',
+        'from torch.amp import autocast\ndef step(x, w):\n    with autocast("cuda", dtype=torch.float16):\n        return x @ w\n',
         # a project's own `amp` helper
-        "import amp\n"
-        "def step(x, w):\n"
-        "    with amp.autocast():\n"
-        "        return x @ w  # torch.cuda.amp is not involved\n",
+        "import amp\ndef step(x, w):\n    with amp.autocast():\n        return x @ w  # torch.cuda.amp is not involved\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -251,13 +232,9 @@ class DeprecatedCudaAmp(Rule):
             self._autocast(node, deprecated_device(qual))
         elif new == "torch.amp.GradScaler":
             fix = self.fix()
-            scaler = node.with_changes(
-                func=fix.ref("torch.amp.GradScaler"), args=[_cuda_arg(bool(node.args))] + list(node.args)
-            )
+            scaler = node.with_changes(func=fix.ref("torch.amp.GradScaler"), args=[_cuda_arg(bool(node.args))] + list(node.args))
             fix.replace(node, scaler)
-            self.report(
-                node, fix, old="torch.cuda.amp.GradScaler(...)", new='torch.amp.GradScaler("cuda", ...)', why=_WARNS
-            )
+            self.report(node, fix, old="torch.cuda.amp.GradScaler(...)", new='torch.amp.GradScaler("cuda", ...)', why=_WARNS)
         else:
             self._custom(node, node, new)
 
@@ -285,9 +262,7 @@ class DeprecatedCudaAmp(Rule):
             )
             or (
                 # `try: torch.amp.GradScaler(...)` / `except AttributeError: torch.cuda.amp...`
-                isinstance(node, cst.Try)
-                and isinstance(inner, cst.ExceptHandler)
-                and _NEW_AMP.search(code(node.body)) is not None
+                isinstance(node, cst.Try) and isinstance(inner, cst.ExceptHandler) and _NEW_AMP.search(code(node.body)) is not None
             )
             for node, inner in zip(stack, stack[1:])
         )
@@ -328,9 +303,14 @@ class DeprecatedCudaAmp(Rule):
         block = self.ctx.stack[-3] if len(self.ctx.stack) > 2 else None
         if kept:
             builder.replace(node, node.with_changes(names=[*kept[:-1], kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]))
-        elif line is not None and len(line.body) == 1 and isinstance(block, cst.IndentedBlock) and all(
-            isinstance(s, cst.SimpleStatementLine) and all(isinstance(i, (cst.Import, cst.ImportFrom)) for i in s.body)
-            for s in block.body
+        elif (
+            line is not None
+            and len(line.body) == 1
+            and isinstance(block, cst.IndentedBlock)
+            and all(
+                isinstance(s, cst.SimpleStatementLine) and all(isinstance(i, (cst.Import, cst.ImportFrom)) for i in s.body)
+                for s in block.body
+            )
         ):
             builder.replace(node, cst.Pass())  # removing every import of `if x:` would leave it empty
         elif line is not None and len(line.body) == 1:
@@ -413,6 +393,4 @@ class DeprecatedCudaAmp(Rule):
         if fix is not None:
             new = node.with_changes(func=fix.ref("torch.amp.autocast"), args=[_cuda_arg(bool(args), device)] + args)
             fix.replace(node, new)
-        self.report(
-            node, fix, old=f"torch.{device}.amp.autocast(...)", new=f'torch.amp.autocast("{device}", ...)', why=_WARNS
-        )
+        self.report(node, fix, old=f"torch.{device}.amp.autocast(...)", new=f'torch.amp.autocast("{device}", ...)', why=_WARNS)

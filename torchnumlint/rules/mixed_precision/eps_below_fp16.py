@@ -43,8 +43,8 @@ def eps_text(eps: float) -> str:
 class EpsBelowFp16(Rule):
     code = "TNL303"
     name = "eps-below-fp16"
-    finds = 'in fp16 code: an eps below 1.53e-5 (`1e-8`, `1e-12`) guarding a float16 value (`x / (t + eps)`, `sqrt`/`log(t + eps)`, `clamp_min(eps)`): 0 in float16, or a subnormal whose reciprocal is Inf'
-    fix_summary = 'unsafe: `torch.finfo(torch.float16).tiny`'
+    finds = "in fp16 code: an eps below 1.53e-5 (`1e-8`, `1e-12`) guarding a float16 value (`x / (t + eps)`, `sqrt`/`log(t + eps)`, `clamp_min(eps)`): 0 in float16, or a subnormal whose reciprocal is Inf"
+    fix_summary = "unsafe: `torch.finfo(torch.float16).tiny`"
     message = (
         "eps {eps}; `{value}` is float16 here ({why}) under fp16 ({where}): use an eps of at least "
         "`torch.finfo(torch.float16).tiny` (6.1e-5), whose reciprocal float16 holds"
@@ -109,10 +109,7 @@ class EpsBelowFp16(Rule):
         "        h = (x @ w).relu()\n"
         "        return h / (h.sum(dim=-1, keepdim=True) + 1e-8)\n",
         # no fp16 region
-        "import torch\n"
-        "def peak_normalize(x, w):\n"
-        "    h = x @ w\n"
-        "    return h / (h.abs().amax(dim=-1, keepdim=True) + 1e-8)\n",
+        "import torch\ndef peak_normalize(x, w):\n    h = x @ w\n    return h / (h.abs().amax(dim=-1, keepdim=True) + 1e-8)\n",
         # a subnormal eps under a root is still a guard (the root of a subnormal is finite)
         "import torch\n"
         "def scale(x, w):\n"
@@ -156,8 +153,12 @@ class EpsBelowFp16(Rule):
             fix.replace(eps_node, cst.parse_expression(f"{finfo}({half}).tiny"))
         code = self.ctx.module.code_for_node
         self.report(
-            eps_node, fix, eps=eps_text(eps), value=code(value),
-            why=why or "strict mode: not known to be float16", where=reach.text if reach else "strict mode",
+            eps_node,
+            fix,
+            eps=eps_text(eps),
+            value=code(value),
+            why=why or "strict mode: not known to be float16",
+            where=reach.text if reach else "strict mode",
         )
 
     def _eps_sum(self, expr: cst.BaseExpression) -> Optional[Tuple[cst.BaseExpression, cst.BaseExpression, float]]:
@@ -207,4 +208,3 @@ def _param_default(name: str, ctx) -> Optional[float]:
                 value = float(param.default.evaluated_value)
                 return value if 0 < value < FP16_INF_RECIPROCAL else None
     return None
-

@@ -43,12 +43,55 @@ Lookup = Callable[[str, Optional[str], str], Optional["ClassInfo"]]
 # Ops that CUDA autocast runs in fp32 (or that promote): their result is no fp16 hazard.
 FP32_OPS = frozenset(
     {
-        "exp", "expm1", "log", "log2", "log10", "log1p", "pow", "float_power", "sum", "nansum", "prod",
-        "cumsum", "cumprod", "softmax", "log_softmax", "logsumexp", "norm", "vector_norm", "matrix_norm",
-        "layer_norm", "group_norm", "rms_norm", "batch_norm", "instance_norm", "rsqrt", "reciprocal",
-        "softplus", "cosine_similarity", "normalize", "float", "double", "acos", "asin", "cosh", "sinh",
-        "tan", "erfinv", "mse_loss", "l1_loss", "smooth_l1_loss", "cross_entropy", "nll_loss", "kl_div",
-        "binary_cross_entropy_with_logits", "dist", "cdist", "pdist", "renorm", "softmin",
+        "exp",
+        "expm1",
+        "log",
+        "log2",
+        "log10",
+        "log1p",
+        "pow",
+        "float_power",
+        "sum",
+        "nansum",
+        "prod",
+        "cumsum",
+        "cumprod",
+        "softmax",
+        "log_softmax",
+        "logsumexp",
+        "norm",
+        "vector_norm",
+        "matrix_norm",
+        "layer_norm",
+        "group_norm",
+        "rms_norm",
+        "batch_norm",
+        "instance_norm",
+        "rsqrt",
+        "reciprocal",
+        "softplus",
+        "cosine_similarity",
+        "normalize",
+        "float",
+        "double",
+        "acos",
+        "asin",
+        "cosh",
+        "sinh",
+        "tan",
+        "erfinv",
+        "mse_loss",
+        "l1_loss",
+        "smooth_l1_loss",
+        "cross_entropy",
+        "nll_loss",
+        "kl_div",
+        "binary_cross_entropy_with_logits",
+        "dist",
+        "cdist",
+        "pdist",
+        "renorm",
+        "softmin",
     }
 )
 # Tensor methods whose value is a plain Python number (or tuple of them).
@@ -110,8 +153,9 @@ def output_kind(info: "ClassInfo", lookup: Optional[Lookup], seen: FrozenSet[str
 class _Judge:
     """The CUDA autocast policy over one recorded forward."""
 
-    def __init__(self, forward: Forward, kernels: bool, path: str = "", lookup: Optional[Lookup] = None,
-                 seen: FrozenSet[str] = frozenset()) -> None:
+    def __init__(
+        self, forward: Forward, kernels: bool, path: str = "", lookup: Optional[Lookup] = None, seen: FrozenSet[str] = frozenset()
+    ) -> None:
         self.forward = forward
         self.kernels = kernels
         self.path = path

@@ -92,7 +92,7 @@ class Fp16AutocastCustomOp(Rule):
         "arithmetic gets float16 inputs, and so do compiled extension kernels it calls, which "
         "often assume float32. Measured: a Function whose forward squares a Gram matrix returned "
         "NaN rows under fp16 autocast (the square is Inf past 255); with "
-        "`@torch.amp.custom_fwd(device_type=\"cuda\", cast_inputs=torch.float32)` it is finite. "
+        '`@torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)` it is finite. '
         "Likewise a project `nn.Module` that an fp16 autocast region reaches through the call "
         "graph, whose forward computes what overflows or underflows in float16: `x * x` (Inf "
         "once |x| > 255), `var`, `masked_fill` with a constant beyond 65504, an eps added in float16 (below 2.98e-8 it rounds to 0; from 2.98e-8 up to "
@@ -100,7 +100,7 @@ class Fp16AutocastCustomOp(Rule):
         "float32, `sigmoid`/`tanh`, `sqrt`, `mean` (accumulates in float32), Python-number "
         "arithmetic. Fix the Function with `custom_fwd(cast_inputs=torch.float32)` (+ "
         "`custom_bwd`); compute the Module's risky part in a float32 island "
-        "(`with torch.autocast(\"cuda\", enabled=False):` on `.float()` inputs) or autocast to "
+        '(`with torch.autocast("cuda", enabled=False):` on `.float()` inputs) or autocast to '
         "bfloat16."
     )
     safety = Safety.SAFE
@@ -316,8 +316,7 @@ class Fp16AutocastCustomOp(Rule):
                 custom_fwd_fix(self, info, site.device),
                 what=f"custom autograd.Function `{info.name}` gets float16 inputs: {hazard.what}{more}",
                 where=region_text(site),
-                advice=f'decorate its forward with `@torch.amp.custom_fwd(device_type="{site.device}", '
-                "cast_inputs=torch.float32)`",
+                advice=f'decorate its forward with `@torch.amp.custom_fwd(device_type="{site.device}", cast_inputs=torch.float32)`',
             )
             return
         for hazard, expr in found:

@@ -35,15 +35,15 @@ class Fp16OverflowConstant(Rule):
     code = "TNL305"
     name = "fp16-overflow-constant"
     finds = "in fp16 code: `masked_fill` with a constant beyond 65504 (`-1e9`, float32's `finfo.min`) on a float16 tensor (a matmul's, a linear layer's, a `.half()`)"
-    fix_summary = 'safe before a softmax (else unsafe): `torch.finfo(scores.dtype).min`'
+    fix_summary = "safe before a softmax (else unsafe): `torch.finfo(scores.dtype).min`"
     message = (
         "`{fill}` with {value} on a float16 tensor ({why}) under fp16 ({where}): {value} is beyond "
         "float16's range (65504) and the fill raises an overflow error; use `torch.finfo({dtype_of}.dtype).{end}`"
     )
     rationale = (
         "float16 holds values up to 65504. Under CUDA autocast a matmul, a linear or a convolution "
-        "gives float16 scores, and `scores.masked_fill(mask, -1e9)` then raises \"value cannot be "
-        "converted to type c10::Half without overflow\" (measured, torch 2.13: -65504 fills, -65505 "
+        'gives float16 scores, and `scores.masked_fill(mask, -1e9)` then raises "value cannot be '
+        'converted to type c10::Half without overflow" (measured, torch 2.13: -65504 fills, -65505 '
         "raises; `torch.finfo(torch.float32).min` raises too). Fill with `torch.finfo(scores.dtype).min`, "
         "the most negative value of whatever dtype the scores have: after a softmax the masked "
         "entries are 0 as before."
@@ -126,14 +126,22 @@ class Fp16OverflowConstant(Rule):
         fix = None
         if is_plain(receiver) and isinstance(receiver, (cst.Name, cst.Attribute)):
             fix = self.fix(Safety.SAFE if feeds_softmax(self.ctx, node) else Safety.UNSAFE)
-            fix.replace(arg.value, cst.parse_expression(
-                f"{self.ctx.module.code_for_node(fix.ref('torch.finfo'))}({self.ctx.module.code_for_node(receiver)}.dtype).{end}"
-            ))
+            fix.replace(
+                arg.value,
+                cst.parse_expression(
+                    f"{self.ctx.module.code_for_node(fix.ref('torch.finfo'))}({self.ctx.module.code_for_node(receiver)}.dtype).{end}"
+                ),
+            )
         shown = self.ctx.module.code_for_node(arg.value)
         self.report(
-            node, fix, fill=func.attr.value if isinstance(func, cst.Attribute) else "masked_fill", value=shown,
-            why=why or "strict mode: not known to be float16", where=reach.text if reach else "strict mode",
-            dtype_of=self.ctx.module.code_for_node(receiver), end=end,
+            node,
+            fix,
+            fill=func.attr.value if isinstance(func, cst.Attribute) else "masked_fill",
+            value=shown,
+            why=why or "strict mode: not known to be float16",
+            where=reach.text if reach else "strict mode",
+            dtype_of=self.ctx.module.code_for_node(receiver),
+            end=end,
         )
 
     def _constant(self, expr: cst.BaseExpression) -> Optional[float]:

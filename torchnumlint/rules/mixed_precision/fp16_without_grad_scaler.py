@@ -60,17 +60,14 @@ class _Flow(Visitor):
     def visit_Call(self, node: cst.Call) -> None:
         self.calls.append(node)
 
-    def unscaled_backward(self, seeds: Sequence[str] = (), region_funcs: Sequence[str] = (),
-                          anywhere: bool = False) -> Optional[cst.Call]:
+    def unscaled_backward(self, seeds: Sequence[str] = (), region_funcs: Sequence[str] = (), anywhere: bool = False) -> Optional[cst.Call]:
         """The first `.backward()` on a value derived from `seeds` (names assigned in the region),
         from a call of an fp16-decorated function in `region_funcs`, or on any value when the
         flow is the region's own body (`anywhere`), unless the loss is scaled here."""
         tainted = set(seeds)
 
         def derived(expr: cst.CSTNode) -> bool:
-            return anywhere or any(n in tainted for n in _plain_names(expr)) or any(
-                _callee_name(c) in region_funcs for c in _calls(expr)
-            )
+            return anywhere or any(n in tainted for n in _plain_names(expr)) or any(_callee_name(c) in region_funcs for c in _calls(expr))
 
         for _ in range(len(self.assigns) + 1):
             grown = {n for names, value in self.assigns if derived(value) for n in names} - tainted
@@ -131,7 +128,7 @@ class Fp16WithoutGradScaler(Rule):
     fix_summary = "message (add a `GradScaler`, or bf16)"
     message = (
         "`{backward}` on a value computed under fp16 autocast{opt_in}, and no GradScaler in the "
-        "project: gradients below 6e-8 flush to 0; use `scaler = torch.amp.GradScaler(\"{device}\")` "
+        'project: gradients below 6e-8 flush to 0; use `scaler = torch.amp.GradScaler("{device}")` '
         "and `scaler.scale(loss).backward()`, or autocast to bfloat16"
     )
     rationale = (
@@ -199,10 +196,7 @@ class Fp16WithoutGradScaler(Rule):
         "        loss = loss_fn(model(x), y)\n"
         "    loss.backward()\n",
         # inference only
-        "import torch\n"
-        "def predict(model, x):\n"
-        '    with torch.no_grad(), torch.autocast("cuda"):\n'
-        "        return model(x)\n",
+        'import torch\ndef predict(model, x):\n    with torch.no_grad(), torch.autocast("cuda"):\n        return model(x)\n',
         # CPU autocast is bf16
         "import torch\n"
         "def fit(model, x, y, loss_fn):\n"
@@ -250,9 +244,7 @@ class Fp16WithoutGradScaler(Rule):
             return
         body = _Flow(self.ctx, node.body)
         flow = self.ctx.per_scope("tnl302-flow", lambda scope: _Flow(self.ctx, scope))
-        backward = body.unscaled_backward(anywhere=True) or flow.unscaled_backward(
-            [n for names, _ in body.assigns for n in names]
-        )
+        backward = body.unscaled_backward(anywhere=True) or flow.unscaled_backward([n for names, _ in body.assigns for n in names])
         if backward is not None:
             self._report(*openers[0], backward)
 

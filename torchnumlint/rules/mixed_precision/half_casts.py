@@ -103,8 +103,7 @@ class Events(Visitor):
             if method in _OTHER_CASTS:
                 return "other"
             if method == "to":
-                dtypes = [self.ctx.qualname(arg.value) for arg in value.args
-                          if arg.keyword is None or arg.keyword.value == "dtype"]
+                dtypes = [self.ctx.qualname(arg.value) for arg in value.args if arg.keyword is None or arg.keyword.value == "dtype"]
                 if any(d in _FLOAT16 for d in dtypes):
                     return "float16"
                 if any(d is not None and d.startswith("torch.") and d not in _FLOAT16 for d in dtypes):

@@ -37,7 +37,11 @@ from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
 from torchnumlint.rules.evidence import STRICT_WHY
 from torchnumlint.rules.mixed_precision.half_casts import (
-    Event, Events, decay_near_one, steps_in_class, updates_weights,
+    Event,
+    Events,
+    decay_near_one,
+    steps_in_class,
+    updates_weights,
 )
 
 _TRAINED = (
@@ -151,11 +155,7 @@ class HalfModelTraining(Rule):
         "                e.mul_(decay).add_(p, alpha=1 - decay)\n"
         "    return next(ema.parameters())\n",
         # a half model for inference only
-        "import torch\n"
-        "def export(model, x):\n"
-        "    model = model.half().eval()\n"
-        "    with torch.no_grad():\n"
-        "        return model(x.half())\n",
+        "import torch\ndef export(model, x):\n    model = model.half().eval()\n    with torch.no_grad():\n        return model(x.half())\n",
         # bfloat16 trains
         "import torch\n"
         "def fit(model, batches):\n"
@@ -225,8 +225,15 @@ class HalfModelTraining(Rule):
         if decay is None or not updates_weights(where, cast.name):
             return
         text, node = decay
-        self.report(cast.node, None, model=cast.name, what="a float16 weight average", cast=cast.text,
-                    how=f" with decay {text} (line {self._line(node)})", hazard=_AVERAGED)
+        self.report(
+            cast.node,
+            None,
+            model=cast.name,
+            what="a float16 weight average",
+            cast=cast.text,
+            how=f" with decay {text} (line {self._line(node)})",
+            hazard=_AVERAGED,
+        )
 
     def _line(self, node: cst.CSTNode) -> object:
         span = self.ctx.positions.get(node)

@@ -19,10 +19,29 @@ if TYPE_CHECKING:
 
 # Steps between the scores and their softmax that keep an Inf an Inf (or NaN): a mask, a bias, a
 # cast, a reshape, a dropout of the scores.
-_KEEPING_METHODS = frozenset({
-    "masked_fill", "masked_fill_", "float", "to", "type_as", "view", "reshape", "permute", "transpose",
-    "contiguous", "squeeze", "unsqueeze", "flatten", "clone", "add", "add_", "sub", "mul", "div",
-})
+_KEEPING_METHODS = frozenset(
+    {
+        "masked_fill",
+        "masked_fill_",
+        "float",
+        "to",
+        "type_as",
+        "view",
+        "reshape",
+        "permute",
+        "transpose",
+        "contiguous",
+        "squeeze",
+        "unsqueeze",
+        "flatten",
+        "clone",
+        "add",
+        "add_",
+        "sub",
+        "mul",
+        "div",
+    }
+)
 _FOLLOW = 3  # names followed forward: `attn = ...`, `attn = attn + bias`, `attn = attn.masked_fill(...)`
 _SOFTMAX_LAYERS = frozenset({"torch.nn.Softmax", "torch.nn.LogSoftmax", "torch.nn.modules.activation.Softmax"})
 _NUMBER_CALLS = frozenset({"len", "int", "float", "abs", "min", "max", "round"})
@@ -53,7 +72,7 @@ def _reaches(ctx: "FileContext", path: Sequence[cst.CSTNode], depth: int) -> boo
             i -= 2
             continue
         if isinstance(parent, cst.Call):
-            return _is_softmax(ctx, parent) or (_keeps(ctx, parent) and _reaches(ctx, path[: i], depth))
+            return _is_softmax(ctx, parent) or (_keeps(ctx, parent) and _reaches(ctx, path[:i], depth))
         if isinstance(parent, cst.Assign) and depth < _FOLLOW and len(parent.targets) == 1:
             target = parent.targets[0].target
             if isinstance(target, cst.Name):
@@ -114,7 +133,7 @@ def scale_value(ctx: "FileContext", expr: cst.BaseExpression, depth: int = 0) ->
             return None
         try:
             if isinstance(expr.operator, cst.Power):
-                return float(left ** right)
+                return float(left**right)
             if isinstance(expr.operator, cst.Multiply):
                 return left * right
             if isinstance(expr.operator, cst.Divide) and right:

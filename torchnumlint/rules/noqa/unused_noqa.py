@@ -35,10 +35,7 @@ def _listed(codes: Sequence[Code]) -> str:
 class UnusedNoqa(Rule):
     code = "TNL900"
     name = "unused-noqa"
-    finds = (
-        "a `# noqa: TNL...` code of an enabled rule that suppressed nothing in this run, or a code "
-        "no rule has"
-    )
+    finds = "a `# noqa: TNL...` code of an enabled rule that suppressed nothing in this run, or a code no rule has"
     fix_summary = "safe: removes the unused codes (the comment when none is left)"
     message = "unused noqa {codes}: {why}"
     rationale = (
@@ -54,56 +51,20 @@ class UnusedNoqa(Rule):
     needles = ("noqa", "NOQA", "Noqa")
     examples = (
         Example(
-            bad=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def log_probs(logits):\n"
-                "    return torch.log_softmax(logits, dim=-1)  # noqa: TNL1003\n"
-            ),
+            bad=("import torch\n\n\ndef log_probs(logits):\n    return torch.log_softmax(logits, dim=-1)  # noqa: TNL1003\n"),
             lines=(5,),
-            fixed=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def log_probs(logits):\n"
-                "    return torch.log_softmax(logits, dim=-1)\n"
-            ),
+            fixed=("import torch\n\n\ndef log_probs(logits):\n    return torch.log_softmax(logits, dim=-1)\n"),
         ),
         Example(
-            bad=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def log_probs(logits):\n"
-                "    return torch.log_softmax(logits, dim=-1)  # noqa: E501, TNL0103\n"
-            ),
+            bad=("import torch\n\n\ndef log_probs(logits):\n    return torch.log_softmax(logits, dim=-1)  # noqa: E501, TNL0103\n"),
             lines=(5,),
-            fixed=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def log_probs(logits):\n"
-                "    return torch.log_softmax(logits, dim=-1)  # noqa: E501\n"
-            ),
+            fixed=("import torch\n\n\ndef log_probs(logits):\n    return torch.log_softmax(logits, dim=-1)  # noqa: E501\n"),
         ),
     )
     good = (
-        "import torch\n"
-        "\n"
-        "\n"
-        "def log_probs(logits):\n"
-        "    return torch.log_softmax(logits, dim=-1)  # noqa: E501\n",
-        "import torch\n"
-        "\n"
-        "\n"
-        "def log_probs(logits):\n"
-        "    return torch.log(torch.softmax(logits, dim=-1))  # noqa: TNL103\n",
-        "import torch\n"
-        "\n"
-        "\n"
-        "def log_probs(logits):\n"
-        "    return torch.log_softmax(logits, dim=-1)  # noqa\n",
+        "import torch\n\n\ndef log_probs(logits):\n    return torch.log_softmax(logits, dim=-1)  # noqa: E501\n",
+        "import torch\n\n\ndef log_probs(logits):\n    return torch.log(torch.softmax(logits, dim=-1))  # noqa: TNL103\n",
+        "import torch\n\n\ndef log_probs(logits):\n    return torch.log_softmax(logits, dim=-1)  # noqa\n",
     )
 
     @classmethod
@@ -116,10 +77,7 @@ class UnusedNoqa(Rule):
         for noqa in found:
             # a prefix covers the codes it begins (`# noqa: TNL1`): unknown only when it begins none
             unknown = [c for c in noqa.codes if c.code.startswith("TNL") and not any(k.startswith(c.code) for k in known)]
-            idle = [
-                c for c in noqa.codes
-                if c.code in enabled and c.code != cls.code and (noqa, c.code) not in used
-            ]
+            idle = [c for c in noqa.codes if c.code in enabled and c.code != cls.code and (noqa, c.code) not in used]
             if unknown or idle:
                 findings.append(cls._finding(path, text, noqa, idle, unknown))
         return findings

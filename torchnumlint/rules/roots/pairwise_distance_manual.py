@@ -29,15 +29,15 @@ MODE = "donot_use_mm_for_euclid_dist"
 class PairwiseDistanceManual(RootRule):
     code = "TNL205"
     name = "pairwise-distance-manual"
-    finds = '`torch.sqrt(((a[:, None] - b[None]) ** 2).sum(-1))` (also `unsqueeze`, batched, `** 0.5`) of a tensor with itself where a gradient flows: the 0 diagonal makes every gradient entry NaN'
+    finds = "`torch.sqrt(((a[:, None] - b[None]) ** 2).sum(-1))` (also `unsqueeze`, batched, `** 0.5`) of a tensor with itself where a gradient flows: the 0 diagonal makes every gradient entry NaN"
     fix_summary = 'safe: `torch.cdist(a, b, compute_mode="donot_use_mm_for_euclid_dist")`'
-    message = "pairwise distances by hand: the root of a sum of squared differences is 0 {why}, where its gradient is NaN{note}; use `torch.cdist(a, b, compute_mode=\"donot_use_mm_for_euclid_dist\")`"
+    message = 'pairwise distances by hand: the root of a sum of squared differences is 0 {why}, where its gradient is NaN{note}; use `torch.cdist(a, b, compute_mode="donot_use_mm_for_euclid_dist")`'
     rationale = (
         "`torch.sqrt(((a[:, None] - b[None]) ** 2).sum(-1))` builds an N x M x D tensor and takes "
         "a square root whose derivative at 0 is infinite. The distances of a tensor to itself are "
         "0 on the diagonal, so the backward pass gives inf * 0 = NaN there and in every row that "
         "reads it (measured on torch 2.13: 30 points, all 90 gradient entries NaN). "
-        "`torch.cdist(a, b, compute_mode=\"donot_use_mm_for_euclid_dist\")` computes the same "
+        '`torch.cdist(a, b, compute_mode="donot_use_mm_for_euclid_dist")` computes the same '
         "distances (8.9e-16 apart in float64) with gradient 0 at coincident points; the mode "
         "matters: plain cdist switches to a matrix-product formula above 25 rows, measured 0.086 "
         "off at 26 rows of magnitude 100 in float32 (3.8e-5 with this mode). Safe. Reported by "
@@ -63,7 +63,7 @@ class PairwiseDistanceManual(RootRule):
                 "\n"
                 "\n"
                 "def repulsion_loss(points):\n"
-                "    dist = torch.cdist(points, points, compute_mode=\"donot_use_mm_for_euclid_dist\")\n"
+                '    dist = torch.cdist(points, points, compute_mode="donot_use_mm_for_euclid_dist")\n'
                 "    return torch.exp(-dist).mean()\n"
             ),
         ),
@@ -73,7 +73,7 @@ class PairwiseDistanceManual(RootRule):
         "\n"
         "\n"
         "def repulsion_loss(points):\n"
-        "    dist = torch.cdist(points, points, compute_mode=\"donot_use_mm_for_euclid_dist\")\n"
+        '    dist = torch.cdist(points, points, compute_mode="donot_use_mm_for_euclid_dist")\n'
         "    return torch.exp(-dist).mean()\n",
         "import torch\n"
         "\n"
@@ -108,7 +108,7 @@ class PairwiseDistanceManual(RootRule):
         fix.replace(
             node,
             cst.parse_expression(
-                f"{code(fix.ref('torch.cdist'))}({code(strip_parens(a))}, {code(strip_parens(b))}, compute_mode=\"{MODE}\")"
+                f'{code(fix.ref("torch.cdist"))}({code(strip_parens(a))}, {code(strip_parens(b))}, compute_mode="{MODE}")'
             ),
         )
         self.report(node, fix, why=why, note=note)

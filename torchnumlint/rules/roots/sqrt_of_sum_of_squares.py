@@ -86,21 +86,9 @@ class SqrtOfSumOfSquares(RootRule):
             ),
         ),
         Example(
-            bad=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def pairwise_loss(a):\n"
-                "    return torch.sqrt(((a[:, None] - a[None]) ** 2).sum(-1))\n"
-            ),
+            bad=("import torch\n\n\ndef pairwise_loss(a):\n    return torch.sqrt(((a[:, None] - a[None]) ** 2).sum(-1))\n"),
             lines=(5,),
-            fixed=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def pairwise_loss(a):\n"
-                "    return torch.linalg.vector_norm(a[:, None] - a[None], dim=-1)\n"
-            ),
+            fixed=("import torch\n\n\ndef pairwise_loss(a):\n    return torch.linalg.vector_norm(a[:, None] - a[None], dim=-1)\n"),
         ),
     )
     good = (
@@ -110,9 +98,7 @@ class SqrtOfSumOfSquares(RootRule):
         "    b = x.pow(2).sum(-1).clamp_min(1e-12).sqrt()\n"
         "    c = torch.sqrt((x ** 2).mean(-1))\n"
         "    return a + b + c + torch.sqrt((x ** 3).sum(-1))\n",
-        "import torch\n"
-        "def f(x):\n"
-        "    return torch.linalg.vector_norm(x, dim=-1) + (x ** 2).sum(-1) + torch.sqrt(x.sum(-1))\n",
+        "import torch\ndef f(x):\n    return torch.linalg.vector_norm(x, dim=-1) + (x ** 2).sum(-1) + torch.sqrt(x.sum(-1))\n",
     )
 
     def root(self, node: cst.CSTNode, kind: str, arg: cst.BaseExpression) -> None:

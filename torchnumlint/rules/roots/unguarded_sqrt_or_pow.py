@@ -75,9 +75,7 @@ def _mean(ctx: "FileContext", value: cst.BaseExpression):
     qual = ctx.qualname(value.func) or ""
     last = qual.rpartition(".")[2]
     reduce = next((a.value for a in value.args if a.keyword is not None and a.keyword.value == "reduce"), None)
-    is_mean = last == "scatter_mean" or (
-        last == "scatter" and isinstance(reduce, cst.SimpleString) and reduce.evaluated_value == "mean"
-    )
+    is_mean = last == "scatter_mean" or (last == "scatter" and isinstance(reduce, cst.SimpleString) and reduce.evaluated_value == "mean")
     if not is_mean or not qual.startswith(("torch_geometric", "torch_scatter")):
         return None
     return value.args[0].value, value.args[1].value
@@ -94,9 +92,7 @@ def _is_cosine(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
         return True
     if isinstance(value, cst.Call) and ctx.qualname(value.func) == "torch.nn.functional.cosine_similarity":
         return True
-    return isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Divide) and (
-        zero_kind(ctx, value.right) is not None
-    )
+    return isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Divide) and (zero_kind(ctx, value.right) is not None)
 
 
 class UnguardedSqrtOrPow(RootRule):
@@ -126,21 +122,9 @@ class UnguardedSqrtOrPow(RootRule):
     pattern = r"sqrt|\*\*\s*\(?\s*-?\d*\.\d|\*\*\s*\(?\s*-?\d+e|pow_?\s*\("
     examples = (
         Example(
-            bad=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def inv_std(x):\n"
-                "    return torch.rsqrt(x.var(dim=-1, keepdim=True))\n"
-            ),
+            bad=("import torch\n\n\ndef inv_std(x):\n    return torch.rsqrt(x.var(dim=-1, keepdim=True))\n"),
             lines=(5,),
-            fixed=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def inv_std(x):\n"
-                "    return torch.rsqrt(x.var(dim=-1, keepdim=True).clamp_min(1e-12))\n"
-            ),
+            fixed=("import torch\n\n\ndef inv_std(x):\n    return torch.rsqrt(x.var(dim=-1, keepdim=True).clamp_min(1e-12))\n"),
         ),
         Example(
             bad=(
@@ -180,9 +164,7 @@ class UnguardedSqrtOrPow(RootRule):
         "import torch\n"
         "def f(x, y):\n"
         "    return torch.sqrt((x ** 2).sum(-1)) + torch.sqrt(x ** 2 + y ** 2) + torch.sqrt(x) + x.sum() ** 0.5\n",
-        "import torch\n"
-        "def f(x, alpha_bar):\n"
-        "    return torch.sqrt(1 - alpha_bar) * x / torch.sqrt(x.var(0))\n",
+        "import torch\ndef f(x, alpha_bar):\n    return torch.sqrt(1 - alpha_bar) * x / torch.sqrt(x.var(0))\n",
     )
 
     def root(self, node: cst.CSTNode, kind: str, arg: cst.BaseExpression) -> None:
@@ -223,7 +205,10 @@ class UnguardedSqrtOrPow(RootRule):
             how = "it is `torch.abs(x)`"
             base = reduced_square(ctx, arg)[0]  # type: ignore[index]  # this hazard comes from a reduced square (`root_hazard`)
             fix = self.fix(Safety.SAFE)
-            fix.replace(node, cst.parse_expression(f"{ctx.module.code_for_node(fix.ref('torch.abs'))}({ctx.module.code_for_node(strip_parens(base))})"))
+            fix.replace(
+                node,
+                cst.parse_expression(f"{ctx.module.code_for_node(fix.ref('torch.abs'))}({ctx.module.code_for_node(strip_parens(base))})"),
+            )
         elif torch_value:
             fix = clamp_fix(self, arg)
         self.report(node, fix, op=op, what=what, edge=edge, how=how, note=note)

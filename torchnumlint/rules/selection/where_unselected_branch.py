@@ -38,8 +38,8 @@ _MASSES = frozenset({"nelems", "weight", "weights", "mass", "total", "norm"})
 class WhereUnselectedBranch(Rule):
     code = "TNL209"
     name = "where-unselected-branch"
-    finds = 'a `log`/`sqrt`/`rsqrt`/reciprocal/division/fractional power inside a `torch.where` branch or under `masked_fill` whose condition tests its input (`torch.where(x > 0, torch.log(x), 0)`), where a gradient flows: the dropped entries send 0 * inf = NaN into the gradient'
-    fix_summary = 'safe: the double where, `torch.log(torch.where(x > 0, x, 1))`'
+    finds = "a `log`/`sqrt`/`rsqrt`/reciprocal/division/fractional power inside a `torch.where` branch or under `masked_fill` whose condition tests its input (`torch.where(x > 0, torch.log(x), 0)`), where a gradient flows: the dropped entries send 0 * inf = NaN into the gradient"
+    fix_summary = "safe: the double where, `torch.log(torch.where(x > 0, x, 1))`"
     message = (
         "{op} is computed on every entry and {how} where `{cond}`: the dropped entries' "
         "derivative (1 / 0 = inf) times 0 is NaN in the gradient{note}; "

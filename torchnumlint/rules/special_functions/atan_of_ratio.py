@@ -33,7 +33,7 @@ class AtanOfRatio(Rule):
     code = "TNL210"
     name = "atan-of-ratio"
     finds = "`torch.atan(y / x)` of a vector's two components (`v[..., 1] / v[..., 0]`, `dy / dx`, `sin / cos`, `imag / real`): NaN at the origin, NaN gradient where x = 0, off by pi where x < 0"
-    fix_summary = 'unsafe: `torch.atan2(y, x)`'
+    fix_summary = "unsafe: `torch.atan2(y, x)`"
     message = "`atan` of a ratio of {what}: NaN at the origin (0 / 0), a NaN gradient where x = 0, and the angle off by pi where x < 0{note}; use `torch.atan2(y, x)`"
     rationale = (
         "`atan(y / x)` is the angle of the vector (x, y) only in the right half-plane. Measured on "
@@ -51,35 +51,14 @@ class AtanOfRatio(Rule):
     needles = ("atan", "arctan")
     examples = (
         Example(
-            bad=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def heading(vel):\n"
-                "    return torch.atan(vel[..., 1] / vel[..., 0])\n"
-            ),
+            bad=("import torch\n\n\ndef heading(vel):\n    return torch.atan(vel[..., 1] / vel[..., 0])\n"),
             lines=(5,),
-            fixed=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def heading(vel):\n"
-                "    return torch.atan2(vel[..., 1], vel[..., 0])\n"
-            ),
+            fixed=("import torch\n\n\ndef heading(vel):\n    return torch.atan2(vel[..., 1], vel[..., 0])\n"),
         ),
     )
     good = (
-        "import torch\n"
-        "\n"
-        "\n"
-        "def heading(vel):\n"
-        "    return torch.atan2(vel[..., 1], vel[..., 0])\n",
-        "import math\n"
-        "import torch\n"
-        "\n"
-        "\n"
-        "def fov(focal, width, x):\n"
-        "    return 2 * math.atan(width / (2 * focal)) + torch.atan(x)\n",
+        "import torch\n\n\ndef heading(vel):\n    return torch.atan2(vel[..., 1], vel[..., 0])\n",
+        "import math\nimport torch\n\n\ndef fov(focal, width, x):\n    return 2 * math.atan(width / (2 * focal)) + torch.atan(x)\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -136,8 +115,12 @@ def _indexed_pair(ctx, y: cst.BaseExpression, x: cst.BaseExpression) -> bool:
     if any(ctx.module.code_for_node(a) != ctx.module.code_for_node(b) for a, b in zip(rest_y, rest_x)):
         return False
     values = [e.slice.value for e in (last_y, last_x) if isinstance(e.slice, cst.Index)]
-    return len(values) == 2 and all(isinstance(v, cst.Integer) for v in values) and (
-        values[0].value != values[1].value  # type: ignore[attr-defined]  # both are Integers: asked just before
+    return (
+        len(values) == 2
+        and all(isinstance(v, cst.Integer) for v in values)
+        and (
+            values[0].value != values[1].value  # type: ignore[attr-defined]  # both are Integers: asked just before
+        )
     )
 
 

@@ -55,40 +55,14 @@ class ExpMinusOne(Rule):
     pattern = r"\b1\b|1\.|ones_like|sub\("
     examples = (
         Example(
-            bad=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def phi_1(h):\n"
-                "    step = torch.exp(h) - 1\n"
-                "    return step / h\n"
-            ),
+            bad=("import torch\n\n\ndef phi_1(h):\n    step = torch.exp(h) - 1\n    return step / h\n"),
             lines=(5,),
-            fixed=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def phi_1(h):\n"
-                "    step = torch.expm1(h)\n"
-                "    return step / h\n"
-            ),
+            fixed=("import torch\n\n\ndef phi_1(h):\n    step = torch.expm1(h)\n    return step / h\n"),
         ),
         Example(
-            bad=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def inverse_softplus(y):\n"
-                "    return (y.exp() - 1).log()\n"
-            ),
+            bad=("import torch\n\n\ndef inverse_softplus(y):\n    return (y.exp() - 1).log()\n"),
             lines=(5,),
-            fixed=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def inverse_softplus(y):\n"
-                "    return (y.expm1()).log()\n"
-            ),
+            fixed=("import torch\n\n\ndef inverse_softplus(y):\n    return (y.expm1()).log()\n"),
         ),
     )
     good = (

@@ -31,8 +31,8 @@ CEILING = "80.0"
 class ExpUnbounded(Rule):
     code = "TNL211"
     name = "exp-unbounded"
-    finds = '`torch.exp(v)` of a value named for log space (`logvar`, `log_sigma`, `log_scale`, `log_temperature`) that nothing bounds above: inf past 88.72 in float32'
-    fix_summary = 'unsafe: `v.clamp(max=80.0)`'
+    finds = "`torch.exp(v)` of a value named for log space (`logvar`, `log_sigma`, `log_scale`, `log_temperature`) that nothing bounds above: inf past 88.72 in float32"
+    fix_summary = "unsafe: `v.clamp(max=80.0)`"
     message = "`exp` of `{what}`, a value in log space that nothing bounds above: inf past 88.72 in float32 (11.09 in float16); clamp it first: `.clamp(max=...)`, or parametrise it with softplus"
     rationale = (
         "A network's log-variance, log-scale or log-temperature is unbounded: one bad step "
@@ -50,13 +50,7 @@ class ExpUnbounded(Rule):
     pattern = r"(?i)log_?(var|variance|sigma|std|scale|temp|tau|rate|alpha|beta|precision)"
     examples = (
         Example(
-            bad=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def gaussian_kl(mu, logvar):\n"
-                "    return -0.5 * (1 + logvar - mu ** 2 - torch.exp(logvar)).sum(-1)\n"
-            ),
+            bad=("import torch\n\n\ndef gaussian_kl(mu, logvar):\n    return -0.5 * (1 + logvar - mu ** 2 - torch.exp(logvar)).sum(-1)\n"),
             lines=(5,),
             fixed=(
                 "import torch\n"
@@ -96,8 +90,13 @@ class ExpUnbounded(Rule):
             bare = bare.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         clamped = cst.Call(
             func=cst.Attribute(value=bare, attr=cst.Name("clamp")),
-            args=[cst.Arg(cst.Float(CEILING), keyword=cst.Name("max"), equal=cst.AssignEqual(
-                whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))],
+            args=[
+                cst.Arg(
+                    cst.Float(CEILING),
+                    keyword=cst.Name("max"),
+                    equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+                )
+            ],
         )
         fix.replace(v, clamped)
         self.report(node, fix, what=ctx.module.code_for_node(strip_parens(v)))

@@ -68,39 +68,17 @@ class LogOnePlus(Rule):
     pattern = r"\b1\b|1\.|ones_like"
     examples = (
         Example(
-            bad=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def log_growth(rate):\n"
-                "    return torch.log(1 + rate)\n"
-            ),
+            bad=("import torch\n\n\ndef log_growth(rate):\n    return torch.log(1 + rate)\n"),
             lines=(5,),
-            fixed=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def log_growth(rate):\n"
-                "    return torch.log1p(rate)\n"
-            ),
+            fixed=("import torch\n\n\ndef log_growth(rate):\n    return torch.log1p(rate)\n"),
         ),
         Example(
             bad=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def survival(hazard, dropout):\n"
-                "    keep = (1 - dropout).log()\n"
-                "    return (hazard + 1).log() + keep\n"
+                "import torch\n\n\ndef survival(hazard, dropout):\n    keep = (1 - dropout).log()\n    return (hazard + 1).log() + keep\n"
             ),
             lines=(5, 6),
             fixed=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def survival(hazard, dropout):\n"
-                "    keep = torch.log1p(-dropout)\n"
-                "    return hazard.log1p() + keep\n"
+                "import torch\n\n\ndef survival(hazard, dropout):\n    keep = torch.log1p(-dropout)\n    return hazard.log1p() + keep\n"
             ),
         ),
     )
@@ -162,8 +140,7 @@ class LogOnePlus(Rule):
         statement = ctx.enclosing(cst.SimpleStatementLine, cst.Lambda)
         if statement is None:
             return False
-        logs = [n for n in _calls(statement) if (m := match_call(ctx.imports, n, "log")) is not None
-                and same_code(ctx, m.input, p)]
+        logs = [n for n in _calls(statement) if (m := match_call(ctx.imports, n, "log")) is not None and same_code(ctx, m.input, p)]
         return bool(logs)
 
 

@@ -90,10 +90,7 @@ def _clamped_to_unit(ctx, expr: cst.BaseExpression) -> bool:
     if clamp is None:
         return False
     low, high = clamp.arg("min"), clamp.arg("max")
-    return (
-        low is not None and high is not None
-        and number_value(strip_parens(low)) == 0.0 and number_value(strip_parens(high)) == 1.0
-    )
+    return low is not None and high is not None and number_value(strip_parens(low)) == 0.0 and number_value(strip_parens(high)) == 1.0
 
 
 def _unit_draw(ctx, expr: cst.BaseExpression) -> bool:
@@ -135,23 +132,9 @@ class LogitManual(Rule):
     needs_index = True
     examples = (
         Example(
-            bad=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def log_odds(z):\n"
-                "    p = torch.sigmoid(z)\n"
-                "    return torch.log(p / (1 - p))\n"
-            ),
+            bad=("import torch\n\n\ndef log_odds(z):\n    p = torch.sigmoid(z)\n    return torch.log(p / (1 - p))\n"),
             lines=(6,),
-            fixed=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def log_odds(z):\n"
-                "    p = torch.sigmoid(z)\n"
-                "    return torch.logit(p, eps=1e-6)\n"
-            ),
+            fixed=("import torch\n\n\ndef log_odds(z):\n    p = torch.sigmoid(z)\n    return torch.logit(p, eps=1e-6)\n"),
         ),
         Example(
             bad=(
@@ -176,9 +159,7 @@ class LogitManual(Rule):
         ),
     )
     good = (
-        "import math\nimport torch\n"
-        "def init_bias(prior=0.01):\n"
-        "    return -math.log((1 - prior) / prior)\n",
+        "import math\nimport torch\ndef init_bias(prior=0.01):\n    return -math.log((1 - prior) / prior)\n",
         "import torch\n"
         "def inverse_sigmoid(x, eps=1e-5):\n"
         "    x = x.clamp(min=0, max=1)\n"

@@ -66,10 +66,7 @@ class Logistic:
         is written with, which says on which side exp overflows."""
         if self.ratio:
             top = "exp(x)" if self.scale is None else "c * exp(x)"
-            return (
-                f"`{top} / (1 + exp(x))` is Inf / Inf = NaN once exp(x) overflows "
-                "(x > 88.72 in float32, 11.09 in float16)"
-            )
+            return f"`{top} / (1 + exp(x))` is Inf / Inf = NaN once exp(x) overflows (x > 88.72 in float32, 11.09 in float16)"
         top = "1" if self.scale is None else "c"
         if _written_negated(self.exp.call.input) is not None:
             exponent, side = "-x", "x < -88.72 in float32, -11.09 in float16"
@@ -208,10 +205,7 @@ def bounded_by_where(ctx, v: cst.BaseExpression) -> bool:
 class SigmoidManual(Rule):
     code = "TNL111"
     name = "sigmoid-manual"
-    finds = (
-        "`1 / (1 + exp(-x))`, `exp(x) / (1 + exp(x))` in every spelling: NaN gradient (forward) "
-        "once exp overflows"
-    )
+    finds = "`1 / (1 + exp(-x))`, `exp(x) / (1 + exp(x))` in every spelling: NaN gradient (forward) once exp overflows"
     fix_summary = "safe: `torch.sigmoid(x)`"
     message = "sigmoid written by hand: {why}; use `torch.sigmoid`{scaled}"
     rationale = (
@@ -227,21 +221,9 @@ class SigmoidManual(Rule):
     needles = ("exp",)
     examples = (
         Example(
-            bad=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def gate(x):\n"
-                "    return 1 / (1 + torch.exp(-x))\n"
-            ),
+            bad=("import torch\n\n\ndef gate(x):\n    return 1 / (1 + torch.exp(-x))\n"),
             lines=(5,),
-            fixed=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def gate(x):\n"
-                "    return torch.sigmoid(x)\n"
-            ),
+            fixed=("import torch\n\n\ndef gate(x):\n    return torch.sigmoid(x)\n"),
         ),
         Example(
             bad=(
@@ -268,34 +250,17 @@ class SigmoidManual(Rule):
             ),
         ),
         Example(
-            bad=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def shifted_sigmoid(x):\n"
-                "    return 1.2 / (1 + torch.exp(-(1 / 1.6) * x))\n"
-            ),
+            bad=("import torch\n\n\ndef shifted_sigmoid(x):\n    return 1.2 / (1 + torch.exp(-(1 / 1.6) * x))\n"),
             lines=(5,),
-            fixed=(
-                "import torch\n"
-                "\n"
-                "\n"
-                "def shifted_sigmoid(x):\n"
-                "    return 1.2 * torch.sigmoid((1 / 1.6) * x)\n"
-            ),
+            fixed=("import torch\n\n\ndef shifted_sigmoid(x):\n    return 1.2 * torch.sigmoid((1 / 1.6) * x)\n"),
         ),
     )
     good = (
         "import math\nimport numpy as np\nimport torch\n"
         "def f(x, a):\n"
         "    return torch.sigmoid(x) + 1 / (1 + np.exp(-a)) + 1 / (1 + math.exp(-a))\n",
-        "import torch\n"
-        "def f(x):\n"
-        "    return 1 / (2 + torch.exp(-x)) + 1 / (1 + torch.exp(-x.clamp(min=-30)))\n",
-        "import torch\n"
-        "@torch.no_grad()\n"
-        "def betas(t):\n"
-        "    return 1 / (1 + torch.exp(-t))\n",
+        "import torch\ndef f(x):\n    return 1 / (2 + torch.exp(-x)) + 1 / (1 + torch.exp(-x.clamp(min=-30)))\n",
+        "import torch\n@torch.no_grad()\ndef betas(t):\n    return 1 / (1 + torch.exp(-t))\n",
     )
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:

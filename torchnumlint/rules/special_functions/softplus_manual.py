@@ -49,23 +49,9 @@ class SoftplusManual(Rule):
     pattern = r"log"
     examples = (
         Example(
-            bad=(
-                "import torch\n"
-                "import torch.nn.functional as F\n"
-                "\n"
-                "\n"
-                "def positive_scale(rho):\n"
-                "    return torch.log(1 + torch.exp(rho))\n"
-            ),
+            bad=("import torch\nimport torch.nn.functional as F\n\n\ndef positive_scale(rho):\n    return torch.log(1 + torch.exp(rho))\n"),
             lines=(6,),
-            fixed=(
-                "import torch\n"
-                "import torch.nn.functional as F\n"
-                "\n"
-                "\n"
-                "def positive_scale(rho):\n"
-                "    return F.softplus(rho)\n"
-            ),
+            fixed=("import torch\nimport torch.nn.functional as F\n\n\ndef positive_scale(rho):\n    return F.softplus(rho)\n"),
         ),
         Example(
             bad=(
@@ -94,11 +80,7 @@ class SoftplusManual(Rule):
         "    a = F.softplus(x) + torch.log1p(torch.exp(-x.abs())) + x.clamp(min=0)\n"
         "    b = torch.log(1 + torch.exp(x.clamp(max=20)))\n"
         "    return a + b + torch.log(torch.exp(x) - 1) + torch.log(2 + torch.exp(x))\n",
-        "import math\n"
-        "import numpy as np\n"
-        "import torch\n"
-        "def f(x, t):\n"
-        "    return math.log(1 + math.exp(t)) + np.log1p(np.exp(x))\n",
+        "import math\nimport numpy as np\nimport torch\ndef f(x, t):\n    return math.log(1 + math.exp(t)) + np.log1p(np.exp(x))\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -32,6 +32,5 @@ class NanWatchCallback(WatchHolder, pl.Callback):
     def on_train_end(self, trainer: "pl.Trainer", pl_module: "pl.LightningModule") -> None:
         self.detach(flush=True)
 
-    def on_exception(self, trainer: "pl.Trainer", pl_module: "pl.LightningModule",
-                     exception: BaseException) -> None:
+    def on_exception(self, trainer: "pl.Trainer", pl_module: "pl.LightningModule", exception: BaseException) -> None:
         self.detach()

@@ -109,8 +109,10 @@ def rescaled(build: Builder, *factors: float, only: Tuple[str, ...] = ()) -> Sha
 
     def at(factor: float) -> Builder:
         def build_at(ctx: ReproContext) -> Inputs:
-            return {k: v * factor if isinstance(v, torch.Tensor) and v.is_floating_point() and (not only or k in only)
-                    else v for k, v in build(ctx).items()}
+            return {
+                k: v * factor if isinstance(v, torch.Tensor) and v.is_floating_point() and (not only or k in only) else v
+                for k, v in build(ctx).items()
+            }
 
         return build_at
 

@@ -35,8 +35,7 @@ def mean_bce(z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return binary_cross_entropy(z, y).mean()
 
 
-def weighted_bce_and_mask(mask_logits: torch.Tensor, gt: torch.Tensor,
-                          w: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+def weighted_bce_and_mask(mask_logits: torch.Tensor, gt: torch.Tensor, w: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """sum w * BCE(mask_logits, gt), and the mask sigmoid(z) > 1/2, that is z > 0."""
     return (w * binary_cross_entropy(mask_logits, gt)).sum(), mask_logits > 0
 
@@ -75,24 +74,37 @@ def mask_inputs(ctx: ReproContext, z: torch.Tensor, y: torch.Tensor) -> Inputs:
     return put(ctx, mask_logits=z, gt=y, w=weights(z.numel()))
 
 
-THRESHOLDS = {d: f"z in -4..4 plus {v + 0.5:g}, {2 * v:g} (label 0) and -30 (label 1); the sigmoid rounds to 1 "
-                 f"from z = {v:g} in {d}; reference: the binary cross-entropy of the logits in float64"
-              for d, v in SIGMOID_SATURATION.items()}
+THRESHOLDS = {
+    d: f"z in -4..4 plus {v + 0.5:g}, {2 * v:g} (label 0) and -30 (label 1); the sigmoid rounds to 1 "
+    f"from z = {v:g} in {d}; reference: the binary cross-entropy of the logits in float64"
+    for d, v in SIGMOID_SATURATION.items()
+}
 
 REPRO = Repro(
-    "TNL105", "WV", "bce", DTYPES,
+    "TNL105",
+    "WV",
+    "bce",
+    DTYPES,
     adversarial=lambda ctx: logits_labels(ctx, *saturated(ctx)),
     benign=lambda ctx: logits_labels(ctx, *unsaturated(ctx, 1051)),
-    grad=("z",), reference=mean_bce, thresholds=THRESHOLDS,
+    grad=("z",),
+    reference=mean_bce,
+    thresholds=THRESHOLDS,
     shapes=lifted(lambda ctx: logits_labels(ctx, *unsaturated(ctx, 1054))),
 )
 
 FURTHER = (
     Repro(
-        "TNL105", "WV", "mask_loss", DTYPES, example=2,
+        "TNL105",
+        "WV",
+        "mask_loss",
+        DTYPES,
+        example=2,
         adversarial=lambda ctx: mask_inputs(ctx, *saturated(ctx)),
         benign=lambda ctx: mask_inputs(ctx, *unsaturated(ctx, 1053)),
-        grad=("mask_logits",), reference=weighted_bce_and_mask, thresholds=THRESHOLDS,
+        grad=("mask_logits",),
+        reference=weighted_bce_and_mask,
+        thresholds=THRESHOLDS,
         shapes=lifted(lambda ctx: mask_inputs(ctx, *unsaturated(ctx, 1055))),
     ),
 )

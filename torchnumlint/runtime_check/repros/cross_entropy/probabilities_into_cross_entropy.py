@@ -66,23 +66,32 @@ def nll_inputs(ctx: ReproContext, x: torch.Tensor, y: torch.Tensor) -> Inputs:
     return put(ctx, scores=x, labels=y, w=0.5 + torch.rand(10, generator=gen(1132)))
 
 
-THRESHOLD = ("8 x 10 logits (magnitudes 1e-3..3), one row with a wrong class 30 ahead; reference: the "
-             "cross-entropy of the logits in float64")
+THRESHOLD = "8 x 10 logits (magnitudes 1e-3..3), one row with a wrong class 30 ahead; reference: the cross-entropy of the logits in float64"
 
 REPRO = Repro(
-    "TNL113", "WV", "ce", FP32,
+    "TNL113",
+    "WV",
+    "ce",
+    FP32,
     adversarial=lambda ctx: ce_inputs(ctx, *confidently_wrong()),
     benign=lambda ctx: ce_inputs(ctx, *extreme_labels()),
-    grad=("x",), reference=mean_cross_entropy, thresholds={"*": THRESHOLD},
+    grad=("x",),
+    reference=mean_cross_entropy,
+    thresholds={"*": THRESHOLD},
     shapes=(("3-D, the class dim 1 not last", lambda ctx: ce_inputs(ctx, *extreme_positions())),),
 )
 
 FURTHER = (
     Repro(
-        "TNL113", "WV", "nll", FP32, example=2,
+        "TNL113",
+        "WV",
+        "nll",
+        FP32,
+        example=2,
         adversarial=lambda ctx: nll_inputs(ctx, *confidently_wrong()),
         benign=lambda ctx: nll_inputs(ctx, *extreme_labels()),
-        grad=("scores",), reference=weighted_nll_mean,  # nll_loss has no gradient for its weight
+        grad=("scores",),
+        reference=weighted_nll_mean,  # nll_loss has no gradient for its weight
         thresholds={"*": THRESHOLD + ", class weights in [0.5, 1.5)"},
     ),
 )

@@ -25,8 +25,7 @@ from torchnumlint.runtime_check.repros.cross_entropy.bce_on_sigmoid import binar
 from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, rescaled, spanning
 
 
-def weighted_bce_sum_and_mask(obj_logits: torch.Tensor, obj_target: torch.Tensor,
-                              pos_w: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+def weighted_bce_sum_and_mask(obj_logits: torch.Tensor, obj_target: torch.Tensor, pos_w: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """sum(-(pos_w y ln s(z) + (1 - y) ln(1 - s(z)))), positives weighted per column, and the
     mask s(z) > 1/2, that is z > 0."""
     positives = obj_target * binary_cross_entropy(obj_logits, torch.ones_like(obj_logits))
@@ -64,23 +63,35 @@ def objectness_benign(ctx: ReproContext) -> Inputs:
     return objectness_inputs(ctx, *well_classified())
 
 
-THRESHOLD = ("8 x 4 logits (magnitudes 1e-3..5), row 0 confidently wrong at |z| = 30; reference: the binary "
-             "cross entropy of the logits in float64")
+THRESHOLD = (
+    "8 x 4 logits (magnitudes 1e-3..5), row 0 confidently wrong at |z| = 30; reference: the binary cross entropy of the logits in float64"
+)
 
 REPRO = Repro(
-    "TNL115", "WV", "multilabel_loss", PRECISION,
+    "TNL115",
+    "WV",
+    "multilabel_loss",
+    PRECISION,
     adversarial=lambda ctx: put(ctx, **dict(zip("zy", confident_mistakes()))),
-    benign=pair_inputs, grad=("z",), reference=mean_bce, thresholds={"*": THRESHOLD},
+    benign=pair_inputs,
+    grad=("z",),
+    reference=mean_bce,
+    thresholds={"*": THRESHOLD},
     shapes=lifted(pair_inputs) + rescaled(pair_inputs, 1e-3, 1e3, only=("z",)),
 )
 
 FURTHER = (
     Repro(
-        "TNL115", "WV", "objectness_loss", PRECISION, example=2,
+        "TNL115",
+        "WV",
+        "objectness_loss",
+        PRECISION,
+        example=2,
         adversarial=lambda ctx: objectness_inputs(ctx, *confident_mistakes()),
-        benign=objectness_benign, grad=("obj_logits",), reference=weighted_bce_sum_and_mask,
+        benign=objectness_benign,
+        grad=("obj_logits",),
+        reference=weighted_bce_sum_and_mask,
         thresholds={"*": THRESHOLD + ", positive weights in [1, 3)"},
-        shapes=lifted(objectness_benign, keep=("pos_w",))
-        + rescaled(objectness_benign, 1e-3, 1e3, only=("obj_logits",)),
+        shapes=lifted(objectness_benign, keep=("pos_w",)) + rescaled(objectness_benign, 1e-3, 1e3, only=("obj_logits",)),
     ),
 )

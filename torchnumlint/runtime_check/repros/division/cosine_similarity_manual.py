@@ -43,8 +43,14 @@ def live_rows(ctx: ReproContext) -> Inputs:
 
 
 REPRO = Repro(
-    "TNL203", "NF", "agreement", DTYPES,
-    adversarial=dead_row, benign=live_rows, grad=("z", "peer_z"), reference=relu_cosine,
+    "TNL203",
+    "NF",
+    "agreement",
+    DTYPES,
+    adversarial=dead_row,
+    benign=live_rows,
+    grad=("z", "peer_z"),
+    reference=relu_cosine,
     shapes=lifted(live_rows) + rescaled(live_rows, 1e-3, 1e3),
     thresholds={"*": "8 x 16 randn, row 0 of z all negative (relu gives a zero row: 0/0)"},
 )

@@ -87,26 +87,41 @@ def head_inputs(zero_row: bool, seed: int, shape=(4, DIM)) -> Builder:
 
 
 REPRO = Repro(
-    "TNL202", "NF", "unit_rows", FP32,
+    "TNL202",
+    "NF",
+    "unit_rows",
+    FP32,
     adversarial=lambda ctx: put(ctx, x=constant_row(202, 0.0)),
-    benign=lambda ctx: put(ctx, x=rows_spanning(8, 16, 1e-3, 1e3, 2021)), grad=("x",),
-    reference=unit_relu_rows, convention="a row with no positive entry has no direction: its unit vector is taken "
+    benign=lambda ctx: put(ctx, x=rows_spanning(8, 16, 1e-3, 1e3, 2021)),
+    grad=("x",),
+    reference=unit_relu_rows,
+    convention="a row with no positive entry has no direction: its unit vector is taken "
     "as 0 (F.normalize's value); relu'(0) = 0 makes its gradient 0 whatever the norm's subgradient",
     shapes=lifted(lambda ctx: put(ctx, x=rows_spanning(8, 16, 1e-3, 1e3, 2021)))
     + rescaled(lambda ctx: put(ctx, x=rows_spanning(8, 16, 1e-3, 1e3, 2023)), 1e-3, 1e3),
-    thresholds={"*": "4 x 16, row 1 all zeros (norm 0: 0/0 = NaN), other rows randn; benign: 8 rows whose "
-                     "relu has norm 3.0e-3 .. 3.3e3 (an eps above 3e-3 changes them)"},
+    thresholds={
+        "*": "4 x 16, row 1 all zeros (norm 0: 0/0 = NaN), other rows randn; benign: 8 rows whose "
+        "relu has norm 3.0e-3 .. 3.3e3 (an eps above 3e-3 changes them)"
+    },
 )
 
 FURTHER = (
     Repro(
-        "TNL202", "NF", "Head.forward", FP32, example=1, instance=with_proj,
-        adversarial=head_inputs(True, 2024), benign=head_inputs(False, 2026), grad=("feats", "protos"),
-        reference=head_scores, convention="a zero feature row has no direction: its unit vector is taken as 0 "
+        "TNL202",
+        "NF",
+        "Head.forward",
+        FP32,
+        example=1,
+        instance=with_proj,
+        adversarial=head_inputs(True, 2024),
+        benign=head_inputs(False, 2026),
+        grad=("feats", "protos"),
+        reference=head_scores,
+        convention="a zero feature row has no direction: its unit vector is taken as 0 "
         "(F.normalize's value) and its gradient, which does not exist there, is not compared",
-        shapes=(("3-D, the normalised dim 1 not last", head_inputs(False, 2028, (3, 4, DIM))),)
-        + rescaled(head_inputs(False, 2026), 1e-3),
-        thresholds={"*": f"Head() with proj.weight {DIM} x {PROTO} randn; feats 4 x {DIM}, row 1 zeros (norm 0: "
-                         f"0/0 = NaN); protos 3 x {PROTO}"},
+        shapes=(("3-D, the normalised dim 1 not last", head_inputs(False, 2028, (3, 4, DIM))),) + rescaled(head_inputs(False, 2026), 1e-3),
+        thresholds={
+            "*": f"Head() with proj.weight {DIM} x {PROTO} randn; feats 4 x {DIM}, row 1 zeros (norm 0: 0/0 = NaN); protos 3 x {PROTO}"
+        },
     ),
 )

@@ -14,8 +14,9 @@ from torchnumlint.runtime_check.repros.inputs import gen, put
 EPS = 1e-5  # the example's
 # `correction=0` is the population std: for a batch of one it is 0, the mathematics' own value for
 # a single sample's spread (the reference), so the bound there is 0 up to float32 rounding.
-POPULATION = Bound("for one sample the population std is 0, the reference's spread of a single value; x - mean "
-                   "is 0 there, so both are 0", abs=1e-6)
+POPULATION = Bound(
+    "for one sample the population std is 0, the reference's spread of a single value; x - mean is 0 there, so both are 0", abs=1e-6
+)
 
 
 def standardized(x: torch.Tensor) -> torch.Tensor:
@@ -33,10 +34,15 @@ def one_sample(ctx: ReproContext) -> Inputs:
 
 
 REPRO = Repro(
-    "TNL212", "NF", "standardize_batch", FP32,
-    adversarial=one_sample, grad=("x",),
-    reference=standardized, bound=POPULATION,
+    "TNL212",
+    "NF",
+    "standardize_batch",
+    FP32,
+    adversarial=one_sample,
+    grad=("x",),
+    reference=standardized,
+    bound=POPULATION,
     thresholds={"*": "a batch of one sample (1 x 8): std over dim 0 divides by N - 1 = 0"},
     note="no benign inputs: for N > 1 the fix's population std differs from the unbiased one by "
-         "design (sqrt((N - 1) / N)), which is why the fix is unsafe",
+    "design (sqrt((N - 1) / N)), which is why the fix is unsafe",
 )

@@ -24,12 +24,18 @@ from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, rescaled,
 # forward there is 0 / 1e-12 = 0, the reference's value; every other divisor is >= 0.68 (std) or
 # 1 (count) and unchanged. Measured: the fix equals the reference to 1e-9 in float64 everywhere
 # the reference is defined.
-UNCHANGED = Bound("clamp_min(1e-12) raises only the zero divisors (numerator exactly 0: the quotient stays 0); "
-                  "every other divisor here is >= 0.68 and unchanged", abs=0.0, rel=0.0)
+UNCHANGED = Bound(
+    "clamp_min(1e-12) raises only the zero divisors (numerator exactly 0: the quotient stays 0); "
+    "every other divisor here is >= 0.68 and unchanged",
+    abs=0.0,
+    rel=0.0,
+)
 
 
-CONSTANT_ROW = ("a constant row has no spread (0/0): its standard scores are taken as 0 (a StandardScaler's "
-                "convention) and their derivative, which does not exist there, is not compared")
+CONSTANT_ROW = (
+    "a constant row has no spread (0/0): its standard scores are taken as 0 (a StandardScaler's "
+    "convention) and their derivative, which does not exist there, is not compared"
+)
 
 
 def standard_scores(x: torch.Tensor) -> torch.Tensor:
@@ -140,34 +146,62 @@ def labelled_losses(no_positive: bool, seed: int) -> Builder:
 
 
 REPRO = Repro(
-    "TNL201", "NF", "standardize", FP32,
-    adversarial=dead_row, benign=standardize_benign, grad=("h",),
-    reference=relu_standard_scores, bound=UNCHANGED, convention=CONSTANT_ROW,
+    "TNL201",
+    "NF",
+    "standardize",
+    FP32,
+    adversarial=dead_row,
+    benign=standardize_benign,
+    grad=("h",),
+    reference=relu_standard_scores,
+    bound=UNCHANGED,
+    convention=CONSTANT_ROW,
     shapes=lifted(standardize_benign) + rescaled(standardize_benign, 1e-3, 1e3),
     thresholds={"*": "4 x 16 randn, row 1 all negative: all 0 after relu (std 0: 0/0 = NaN)"},
 )
 
 FURTHER = (
     Repro(
-        "TNL201", "NF", "masked_mean", FP32, example=1,
-        adversarial=masked_rows(True, 2012), benign=masked_rows(False, 2013), grad=("h",),
-        reference=masked_average, bound=UNCHANGED,
+        "TNL201",
+        "NF",
+        "masked_mean",
+        FP32,
+        example=1,
+        adversarial=masked_rows(True, 2012),
+        benign=masked_rows(False, 2013),
+        grad=("h",),
+        reference=masked_average,
+        bound=UNCHANGED,
         convention="a row with nothing selected (0/0) pools to 0, the empty sum, and gets no gradient",
         shapes=(("3-D, the reduced dim 1 not last", masked_positions),) + rescaled(masked_rows(False, 2013), 1e-3, 1e3),
         thresholds={"*": "h 8 x 16, mask row i selects i + 1 entries, row 1 none (count 0: 0/0 = NaN)"},
     ),
     Repro(
-        "TNL201", "NF", "positive_loss", FP32, example=2,
-        adversarial=labelled_losses(True, 2014), benign=labelled_losses(False, 2015), grad=("losses",),
+        "TNL201",
+        "NF",
+        "positive_loss",
+        FP32,
+        example=2,
+        adversarial=labelled_losses(True, 2014),
+        benign=labelled_losses(False, 2015),
+        grad=("losses",),
         reference=per_positive_loss,
         convention="a batch with no positive (0/0) keeps its summed loss (0 where background samples carry none)",
         shapes=lifted(labelled_losses(False, 2015)) + rescaled(labelled_losses(False, 2015), 1e-3, 1e3),
         thresholds={"*": "64 sample losses, every label background (0 positives: 0/0 = NaN)"},
     ),
     Repro(
-        "TNL201", "NF", "Scaled.forward", FP32, example=3,
-        adversarial=scaled_inputs(True, 2017), benign=scaled_inputs(False, 2020), grad=("x", "w", "a"),
-        reference=scaled_scores, bound=UNCHANGED, convention=CONSTANT_ROW.replace("row", "column"),
+        "TNL201",
+        "NF",
+        "Scaled.forward",
+        FP32,
+        example=3,
+        adversarial=scaled_inputs(True, 2017),
+        benign=scaled_inputs(False, 2020),
+        grad=("x", "w", "a"),
+        reference=scaled_scores,
+        bound=UNCHANGED,
+        convention=CONSTANT_ROW.replace("row", "column"),
         shapes=(("3-D", scaled_inputs(False, 2023, (4, 3, 6))), ("4-D", scaled_inputs(False, 2026, (4, 2, 3, 6))))
         + rescaled(scaled_inputs(False, 2020), 1e-3),
         thresholds={"*": "Scaled(): x, w, a 4 x 6 of magnitudes 1e-3..1e3; a's column 2 constant (std 0: 0/0 = NaN)"},

@@ -24,8 +24,7 @@ from torchnumlint.runtime_check.context import FP32, Bound, Inputs, Repro, Repro
 from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, rescaled
 
 # acos(1 - eps) for float32's eps (2**-23): the most the clamp moves an angle (at a cosine of 1)
-EDGE_ANGLE = Bound("the clamp to 1 - eps(float32) moves an angle of 0 to acos(1 - 2**-23) = 4.9e-4",
-                   abs=math.acos(1 - 2.0 ** -23) * 1.01)
+EDGE_ANGLE = Bound("the clamp to 1 - eps(float32) moves an angle of 0 to acos(1 - 2**-23) = 4.9e-4", abs=math.acos(1 - 2.0**-23) * 1.01)
 
 
 def mean_angle(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -59,9 +58,18 @@ def near_edges(ctx: ReproContext) -> Inputs:
 
 
 REPRO = Repro(
-    "TNL208", "NF", "angular_loss", FP32,
-    adversarial=coinciding, benign=near_edges, grad=("pred", "target"), reference=mean_angle,
-    bound=EDGE_ANGLE, shapes=lifted(near_edges) + rescaled(near_edges, 1e-3, 1e3),
-    thresholds={"float32": "16 x 64 randn; rows 0-7 a target equal to its prediction (cosine similarity "
-                           "1.0000001 in 3 rows: acos NaN; exactly 1.0 in one: gradient -inf)"},
+    "TNL208",
+    "NF",
+    "angular_loss",
+    FP32,
+    adversarial=coinciding,
+    benign=near_edges,
+    grad=("pred", "target"),
+    reference=mean_angle,
+    bound=EDGE_ANGLE,
+    shapes=lifted(near_edges) + rescaled(near_edges, 1e-3, 1e3),
+    thresholds={
+        "float32": "16 x 64 randn; rows 0-7 a target equal to its prediction (cosine similarity "
+        "1.0000001 in 3 rows: acos NaN; exactly 1.0 in one: gradient -inf)"
+    },
 )

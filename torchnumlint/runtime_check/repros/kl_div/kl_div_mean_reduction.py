@@ -39,7 +39,7 @@ DISTILLER_T = 4.0  # example 2's default temperature
 def distiller_kl(x: torch.Tensor, teacher_logits: torch.Tensor) -> torch.Tensor:
     """T^2 KL(softmax(teacher / T) || softmax(x / T)) over the class dim 1, "batchmean": the
     distillation loss of Hinton et al. (x: the logits of the identity student)."""
-    return batch_mean(kl_of_softmaxes(teacher_logits / DISTILLER_T, x / DISTILLER_T, 1)) * DISTILLER_T ** 2
+    return batch_mean(kl_of_softmaxes(teacher_logits / DISTILLER_T, x / DISTILLER_T, 1)) * DISTILLER_T**2
 
 
 def logits_pair(shape, seed: int) -> Builder:
@@ -79,29 +79,54 @@ def swapped(build: Builder) -> Builder:
 # would change the values.
 ADVERSARIAL = student_and_teacher(114, 1e-3, 3.0)
 BENIGN = student_and_teacher(1021, 1e-3, 10.0)
-THRESHOLD = (f"{BATCH} x {CLASSES} logits against a softmax target: 'mean' divides by {BATCH * CLASSES}, the "
-             f"KL per sample by {BATCH}; reference: the KL per sample in float64")
+THRESHOLD = (
+    f"{BATCH} x {CLASSES} logits against a softmax target: 'mean' divides by {BATCH * CLASSES}, the "
+    f"KL per sample by {BATCH}; reference: the KL per sample in float64"
+)
 
 REPRO = Repro(
-    "TNL114", "WV", "distill_loss", FP32,
-    adversarial=ADVERSARIAL, benign=BENIGN, grad=("student_logits", "teacher_probs"), reference=kl_per_sample,
+    "TNL114",
+    "WV",
+    "distill_loss",
+    FP32,
+    adversarial=ADVERSARIAL,
+    benign=BENIGN,
+    grad=("student_logits", "teacher_probs"),
+    reference=kl_per_sample,
     shapes=lifted(BENIGN),
     thresholds={"*": THRESHOLD},
 )
 
 FURTHER = (
     Repro(
-        "TNL114", "WV", "consistency", FP32, example=2,
-        adversarial=swapped(ADVERSARIAL), benign=swapped(BENIGN), grad=("p_clean", "logits_aug"),
-        reference=consistency_kl, thresholds={"*": THRESHOLD}, shapes=lifted(swapped(BENIGN)),
+        "TNL114",
+        "WV",
+        "consistency",
+        FP32,
+        example=2,
+        adversarial=swapped(ADVERSARIAL),
+        benign=swapped(BENIGN),
+        grad=("p_clean", "logits_aug"),
+        reference=consistency_kl,
+        thresholds={"*": THRESHOLD},
+        shapes=lifted(swapped(BENIGN)),
     ),
     Repro(
-        "TNL114", "WV", "Distiller.forward", FP32, example=1, instance=lambda cls: cls(torch.nn.Identity()),
-        adversarial=logits_pair((BATCH, CLASSES), 1141), benign=logits_pair((BATCH, CLASSES), 1143),
-        grad=("x", "teacher_logits"), reference=distiller_kl,
+        "TNL114",
+        "WV",
+        "Distiller.forward",
+        FP32,
+        example=1,
+        instance=lambda cls: cls(torch.nn.Identity()),
+        adversarial=logits_pair((BATCH, CLASSES), 1141),
+        benign=logits_pair((BATCH, CLASSES), 1143),
+        grad=("x", "teacher_logits"),
+        reference=distiller_kl,
         shapes=(("3-D, the class dim 1 not last", logits_pair((BATCH, CLASSES, 3), 1145)),),
-        thresholds={"*": f"Distiller(nn.Identity()), T = {DISTILLER_T:g}: {BATCH} x {CLASSES} logits x and teacher "
-                         f"logits (magnitudes 1e-3..30); 'mean' divides by {BATCH * CLASSES}, the KL per sample by "
-                         f"{BATCH}; reference: T^2 times the KL per sample in float64"},
+        thresholds={
+            "*": f"Distiller(nn.Identity()), T = {DISTILLER_T:g}: {BATCH} x {CLASSES} logits x and teacher "
+            f"logits (magnitudes 1e-3..30); 'mean' divides by {BATCH * CLASSES}, the KL per sample by "
+            f"{BATCH}; reference: T^2 times the KL per sample in float64"
+        },
     ),
 )

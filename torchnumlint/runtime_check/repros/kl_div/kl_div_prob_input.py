@@ -39,9 +39,16 @@ def kl_inputs(seed: int, low: float, high: float) -> Builder:
 # predicted probabilities from 8.9e-8 to 0.9989, the target's from 1.1e-6 to 0.995, measured),
 # where a clamp or an eps of either would change the values.
 REPRO = Repro(
-    "TNL102", "WV", "kl_loss", FP32,
-    adversarial=kl_inputs(102, 1e-3, 3.0), benign=kl_inputs(1021, 1e-3, 10.0), grad=("a", "target"),
-    reference=kl_to_target, shapes=lifted(kl_inputs(1022, 1e-3, 10.0)),
-    thresholds={"*": "8 x 10 logits (magnitudes 1e-3..3) against a softmax target; reference: KL(target || softmax(a)) "
-                     "per sample in float64"},
+    "TNL102",
+    "WV",
+    "kl_loss",
+    FP32,
+    adversarial=kl_inputs(102, 1e-3, 3.0),
+    benign=kl_inputs(1021, 1e-3, 10.0),
+    grad=("a", "target"),
+    reference=kl_to_target,
+    shapes=lifted(kl_inputs(1022, 1e-3, 10.0)),
+    thresholds={
+        "*": "8 x 10 logits (magnitudes 1e-3..3) against a softmax target; reference: KL(target || softmax(a)) per sample in float64"
+    },
 )

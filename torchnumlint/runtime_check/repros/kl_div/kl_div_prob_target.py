@@ -104,19 +104,36 @@ def positions_benign(ctx: ReproContext) -> Inputs:
 
 
 REPRO = Repro(
-    "TNL101", "NF", "distill_loss", PRECISION,
-    adversarial=adversarial, benign=benign, grad=("s1", "s2"), reference=distillation_kl,
+    "TNL101",
+    "NF",
+    "distill_loss",
+    PRECISION,
+    adversarial=adversarial,
+    benign=benign,
+    grad=("s1", "s2"),
+    reference=distillation_kl,
     shapes=lifted(lambda ctx: {"s1": mutual_benign(ctx)["a"], "s2": mutual_benign(ctx)["b"]}),
-    thresholds={d: f"2 rows x {VOCAB}; row 0 spread {KL_SPREAD[d]:g} (softmax underflows past "
-                   f"{KL_THRESHOLD[d]:g} in {d}), row 1 randn" for d in KL_SPREAD},
+    thresholds={
+        d: f"2 rows x {VOCAB}; row 0 spread {KL_SPREAD[d]:g} (softmax underflows past {KL_THRESHOLD[d]:g} in {d}), row 1 randn"
+        for d in KL_SPREAD
+    },
 )
 
 FURTHER = (
     Repro(
-        "TNL101", "NF", "mutual", PRECISION, example=2,
-        adversarial=mutual_adversarial, benign=mutual_benign, grad=("a", "b"), reference=mutual_kl,
+        "TNL101",
+        "NF",
+        "mutual",
+        PRECISION,
+        example=2,
+        adversarial=mutual_adversarial,
+        benign=mutual_benign,
+        grad=("a", "b"),
+        reference=mutual_kl,
         shapes=(("3-D, the class dim 1 not last", positions_benign),),
-        thresholds={d: f"4 x 10 logits a, b randn; b's row 0 logit 0 {v:g} below the row's largest (softmax(b) "
-                       f"is 0 there)" for d, v in LOG_SOFTMAX_SPREAD.items()},
+        thresholds={
+            d: f"4 x 10 logits a, b randn; b's row 0 logit 0 {v:g} below the row's largest (softmax(b) is 0 there)"
+            for d, v in LOG_SOFTMAX_SPREAD.items()
+        },
     ),
 )

@@ -57,13 +57,20 @@ def covariance_batch(lead: Tuple[int, ...]) -> Builder:
 
 
 REPRO = Repro(
-    "TNL213", "NF", "log_volume", FP32,
+    "TNL213",
+    "NF",
+    "log_volume",
+    FP32,
     adversarial=lambda ctx: put(ctx, cov=spd(60, 0.1, 0.05, 2131)),
     benign=lambda ctx: put(ctx, cov=spd(8, 1.0, 1.0, 2132)),
-    grad=("cov",), reference=log_determinant,
-    shapes=(("3-D, a batch of covariances at scales 1e-3, 1, 1e3", covariance_batch((3,))),
-            ("4-D, a batch of batches", covariance_batch((2, 3)))),
-    thresholds={"float32": "60 x 60 covariance 0.1 * (I + 0.05 M M^T / 60): det 1.5e-59 (measured in float64), 0 in float32 "
-                           "(det(0.1 * I) underflows from size 46)"},
+    grad=("cov",),
+    reference=log_determinant,
+    shapes=(
+        ("3-D, a batch of covariances at scales 1e-3, 1, 1e3", covariance_batch((3,))),
+        ("4-D, a batch of batches", covariance_batch((2, 3))),
+    ),
+    thresholds={
+        "float32": "60 x 60 covariance 0.1 * (I + 0.05 M M^T / 60): det 1.5e-59 (measured in float64), 0 in float32 "
+        "(det(0.1 * I) underflows from size 46)"
+    },
 )
-

@@ -76,27 +76,51 @@ def benign_gate(ctx: ReproContext) -> Inputs:
 
 
 REPRO = Repro(
-    "TNL104", "NF", "log_not", PRECISION,
-    adversarial=adversarial, benign=benign_z, grad=("z",), reference=log_not,
+    "TNL104",
+    "NF",
+    "log_not",
+    PRECISION,
+    adversarial=adversarial,
+    benign=benign_z,
+    grad=("z",),
+    reference=log_not,
     shapes=lifted(benign_z) + rescaled(benign_z, 1e-3),
-    thresholds={d: f"z in -6..4 plus {v + 0.5:g}, {2 * v:g}, 40 (1 - sigmoid(z) is 0 from z >= {v:g} "
-                   f"in {d})" for d, v in SIGMOID_SATURATION.items()},
+    thresholds={
+        d: f"z in -6..4 plus {v + 0.5:g}, {2 * v:g}, 40 (1 - sigmoid(z) is 0 from z >= {v:g} in {d})" for d, v in SIGMOID_SATURATION.items()
+    },
 )
 
 FURTHER = (
     Repro(
-        "TNL104", "NF", "pair", PRECISION, example=1,
-        adversarial=saturated_pair, benign=benign_pair, grad=("a", "b"), reference=pair_loss,
+        "TNL104",
+        "NF",
+        "pair",
+        PRECISION,
+        example=1,
+        adversarial=saturated_pair,
+        benign=benign_pair,
+        grad=("a", "b"),
+        reference=pair_loss,
         # (a * b).sum(-1) + (a - b) broadcasts only for 1-D a, b (a row's sum against its entries)
         shapes=rescaled(benign_pair, 1e-3),
-        thresholds={d: f"a, b randn (16); a[0] - b[0] = {v + 0.5:g} (1 - sigmoid is 0 from {v:g} in {d})"
-                    for d, v in SIGMOID_SATURATION.items()},
+        thresholds={
+            d: f"a, b randn (16); a[0] - b[0] = {v + 0.5:g} (1 - sigmoid is 0 from {v:g} in {d})" for d, v in SIGMOID_SATURATION.items()
+        },
     ),
     Repro(
-        "TNL104", "NF", "gate", PRECISION, example=2,
-        adversarial=underflowing_gate, benign=benign_gate, grad=("h", "w"), reference=gated,
+        "TNL104",
+        "NF",
+        "gate",
+        PRECISION,
+        example=2,
+        adversarial=underflowing_gate,
+        benign=benign_gate,
+        grad=("h", "w"),
+        reference=gated,
         shapes=lifted(benign_gate) + rescaled(benign_gate, 1e-3),
-        thresholds={d: f"h 4 x 8 randn, w 8 x 8; (h @ w)[0, 0] = {-1.2 * v:g} (sigmoid is 0 from {-v:g} in {d})"
-                    for d, v in SIGMOID_UNDERFLOW.items()},
+        thresholds={
+            d: f"h 4 x 8 randn, w 8 x 8; (h @ w)[0, 0] = {-1.2 * v:g} (sigmoid is 0 from {-v:g} in {d})"
+            for d, v in SIGMOID_UNDERFLOW.items()
+        },
     ),
 )

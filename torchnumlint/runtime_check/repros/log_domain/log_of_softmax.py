@@ -68,8 +68,7 @@ def labelled_positions(ctx: ReproContext) -> Inputs:
     """4 x 10 x 3 logits (the class dim 1 not last: 3 positions per sample, as a sequence model
     gives them) of magnitude 1e-3 to 6, either sign, labels 4 x 3, class weights in [0.5, 1.5)."""
     labels = torch.randint(0, 10, (4, 3), generator=gen(1036))
-    return put(ctx, logits=spanning((4, 10, 3), 1e-3, 6.0, 1037), labels=labels,
-               w=0.5 + torch.rand(10, generator=gen(1033)))
+    return put(ctx, logits=spanning((4, 10, 3), 1e-3, 6.0, 1037), labels=labels, w=0.5 + torch.rand(10, generator=gen(1033)))
 
 
 def tempered(ctx: ReproContext, logits: torch.Tensor) -> Inputs:
@@ -77,31 +76,53 @@ def tempered(ctx: ReproContext, logits: torch.Tensor) -> Inputs:
 
 
 REPRO = Repro(
-    "TNL103", "NF", "log_probs", PRECISION,
-    adversarial=adversarial, benign=benign, grad=("logits",),
-    reference=log_probabilities, shapes=lifted(benign) + rescaled(benign, 1e-3),
-    thresholds={d: f"4 x 10 logits, randn; row 0's logit 0 is {v:g} below the row's largest (softmax "
-                   f"underflows: log 0 = -inf)" for d, v in LOG_SOFTMAX_SPREAD.items()},
+    "TNL103",
+    "NF",
+    "log_probs",
+    PRECISION,
+    adversarial=adversarial,
+    benign=benign,
+    grad=("logits",),
+    reference=log_probabilities,
+    shapes=lifted(benign) + rescaled(benign, 1e-3),
+    thresholds={
+        d: f"4 x 10 logits, randn; row 0's logit 0 is {v:g} below the row's largest (softmax underflows: log 0 = -inf)"
+        for d, v in LOG_SOFTMAX_SPREAD.items()
+    },
 )
 
 FURTHER = (
     Repro(
-        "TNL103", "NF", "loss_fn", PRECISION, example=1,
+        "TNL103",
+        "NF",
+        "loss_fn",
+        PRECISION,
+        example=1,
         adversarial=lambda ctx: labelled(ctx, underflowing_row(ctx)),
         benign=lambda ctx: labelled(ctx, spanning((4, 10), 1e-3, 6.0, 1034)),
-        grad=("logits",), reference=weighted_nll_sum,  # nll_loss has no gradient for its weight
+        grad=("logits",),
+        reference=weighted_nll_sum,  # nll_loss has no gradient for its weight
         shapes=(("3-D, the class dim 1 not last", labelled_positions),),
-        thresholds={d: f"4 x 10 logits, randn; row 0's target logit {v:g} below the row's largest (its softmax "
-                       f"is 0); class weights in [0.5, 1.5)" for d, v in LOG_SOFTMAX_SPREAD.items()},
+        thresholds={
+            d: f"4 x 10 logits, randn; row 0's target logit {v:g} below the row's largest (its softmax is 0); class weights in [0.5, 1.5)"
+            for d, v in LOG_SOFTMAX_SPREAD.items()
+        },
     ),
     Repro(
-        "TNL103", "NF", "entropy", PRECISION, example=2,
+        "TNL103",
+        "NF",
+        "entropy",
+        PRECISION,
+        example=2,
         adversarial=lambda ctx: tempered(ctx, underflowing_row(ctx, TEMPERATURE)),
         benign=lambda ctx: tempered(ctx, spanning((4, 10), 1e-3, 3.0, 1035)),
-        grad=("logits",), reference=entropy,
+        grad=("logits",),
+        reference=entropy,
         shapes=lifted(lambda ctx: tempered(ctx, spanning((4, 10), 1e-3, 3.0, 1035))),
-        thresholds={d: f"4 x 10 logits, randn, T = {TEMPERATURE:g}; row 0's logit 0 is {v * TEMPERATURE:g} below "
-                       f"the row's largest ({v:g} after / T: its p is 0, 0 * log 0 = NaN)"
-                    for d, v in LOG_SOFTMAX_SPREAD.items()},
+        thresholds={
+            d: f"4 x 10 logits, randn, T = {TEMPERATURE:g}; row 0's logit 0 is {v * TEMPERATURE:g} below "
+            f"the row's largest ({v:g} after / T: its p is 0, 0 * log 0 = NaN)"
+            for d, v in LOG_SOFTMAX_SPREAD.items()
+        },
     ),
 )

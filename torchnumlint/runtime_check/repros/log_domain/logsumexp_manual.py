@@ -78,31 +78,52 @@ def underflowing_mixture(ctx: ReproContext) -> Inputs:
 
 def benign_mixture(ctx: ReproContext) -> Inputs:
     """Log-probabilities from -1e-3 to -10: probabilities from 4.5e-5 to nearly 1."""
-    return put(ctx, log_a=-spanning((16,), 1e-3, 10.0, 1098, signed=False),
-               log_b=-spanning((16,), 1e-3, 10.0, 1099, signed=False))
+    return put(ctx, log_a=-spanning((16,), 1e-3, 10.0, 1098, signed=False), log_b=-spanning((16,), 1e-3, 10.0, 1099, signed=False))
 
 
 REPRO = Repro(
-    "TNL109", "NF", "free_energy", PRECISION,
-    adversarial=adversarial, benign=benign_energies, grad=("energies",), reference=free_energy,
+    "TNL109",
+    "NF",
+    "free_energy",
+    PRECISION,
+    adversarial=adversarial,
+    benign=benign_energies,
+    grad=("energies",),
+    reference=free_energy,
     shapes=lifted(benign_energies) + rescaled(benign_energies, 1e-3),
-    thresholds={d: f"4 x 10 energies, randn; row 0 all in [{v:g}, {v + 1:g}) (every exp(-e) is 0)"
-                for d, v in UNDERFLOW_ENERGY.items()},
+    thresholds={d: f"4 x 10 energies, randn; row 0 all in [{v:g}, {v + 1:g}) (every exp(-e) is 0)" for d, v in UNDERFLOW_ENERGY.items()},
 )
 
 FURTHER = (
     Repro(
-        "TNL109", "NF", "mine_lower_bound", PRECISION, example=1,
-        adversarial=overflowing_critic, benign=benign_critic, grad=("t_joint", "t_marginal"), reference=mine_bound,
+        "TNL109",
+        "NF",
+        "mine_lower_bound",
+        PRECISION,
+        example=1,
+        adversarial=overflowing_critic,
+        benign=benign_critic,
+        grad=("t_joint", "t_marginal"),
+        reference=mine_bound,
         shapes=lifted(benign_critic) + rescaled(benign_critic, 1e-3),
-        thresholds={d: f"16 x 3 critic scores, randn; t_marginal[0, 0] = {v + 0.5:g} (exp is Inf from {v:g})"
-                    for d, v in EXP_OVERFLOW.items()},
+        thresholds={
+            d: f"16 x 3 critic scores, randn; t_marginal[0, 0] = {v + 0.5:g} (exp is Inf from {v:g})" for d, v in EXP_OVERFLOW.items()
+        },
     ),
     Repro(
-        "TNL109", "NF", "log_mix", PRECISION, example=2,
-        adversarial=underflowing_mixture, benign=benign_mixture, grad=("log_a", "log_b"), reference=log_mixture,
+        "TNL109",
+        "NF",
+        "log_mix",
+        PRECISION,
+        example=2,
+        adversarial=underflowing_mixture,
+        benign=benign_mixture,
+        grad=("log_a", "log_b"),
+        reference=log_mixture,
         shapes=lifted(benign_mixture) + rescaled(benign_mixture, 1e-3),
-        thresholds={d: f"16 log-probabilities each in (-3, 0]; entries 0-3 of both {v:g} lower (exp is 0 below "
-                       f"-{v:g})" for d, v in UNDERFLOW_ENERGY.items()},
+        thresholds={
+            d: f"16 log-probabilities each in (-3, 0]; entries 0-3 of both {v:g} lower (exp is 0 below -{v:g})"
+            for d, v in UNDERFLOW_ENERGY.items()
+        },
     ),
 )

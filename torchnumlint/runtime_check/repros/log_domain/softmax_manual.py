@@ -54,21 +54,33 @@ def similarities(seed: int) -> torch.Tensor:
 
 
 REPRO = Repro(
-    "TNL110", "NF", "attention_weights", PRECISION,
-    adversarial=adversarial, benign=benign, grad=("scores",), reference=probabilities,
+    "TNL110",
+    "NF",
+    "attention_weights",
+    PRECISION,
+    adversarial=adversarial,
+    benign=benign,
+    grad=("scores",),
+    reference=probabilities,
     shapes=lifted(benign) + rescaled(benign, 1e-3),
-    thresholds={d: f"4 x 10 scores, randn; row 0 randn + {v:g} (exp is inf from {v:g})"
-                for d, v in EXP_OVERFLOW.items()},
+    thresholds={d: f"4 x 10 scores, randn; row 0 randn + {v:g} (exp is inf from {v:g})" for d, v in EXP_OVERFLOW.items()},
 )
 
 FURTHER = (
     Repro(
-        "TNL110", "NF", "contrastive_probs", PRECISION, example=1,
+        "TNL110",
+        "NF",
+        "contrastive_probs",
+        PRECISION,
+        example=1,
         adversarial=lambda ctx: {**put(ctx, sim=similarities(1102)), "t": COLD},
         benign=lambda ctx: {**put(ctx, sim=similarities(1103)), "t": WARM},
-        grad=("sim",), reference=contrastive,
+        grad=("sim",),
+        reference=contrastive,
         shapes=lifted(lambda ctx: {**put(ctx, sim=similarities(1104)), "t": WARM}),  # dim 1 is then not last
-        thresholds={"*": f"8 x 8 cosine similarities, t = {COLD:g}: the diagonal's 1 / t = {1 / COLD:g} overflows exp "
-                         f"in every dtype (benign: t = {WARM:g})"},
+        thresholds={
+            "*": f"8 x 8 cosine similarities, t = {COLD:g}: the diagonal's 1 / t = {1 / COLD:g} overflows exp "
+            f"in every dtype (benign: t = {WARM:g})"
+        },
     ),
 )

@@ -27,9 +27,12 @@ CLASSES = 10  # the example's minlength
 # The example's `.float()` computes the frequencies in float32 whatever its input, so even its float64
 # run carries their rounding: |log(p (1 + d))| - log p| <= 2 * 2^-24 for the count and the quotient
 # (measured 5.2e-8 on these inputs).
-ABSENT_ONLY = Bound("clamp_min(1e-12) acts only on the frequency 0 of an absent class, whose log is -inf "
-                    "(not compared); every other frequency is >= 1e-4 and unchanged, up to the float32 "
-                    "rounding of the example's `.float()` counts (2^-23 in the log)", abs=2.0 ** -23)
+ABSENT_ONLY = Bound(
+    "clamp_min(1e-12) acts only on the frequency 0 of an absent class, whose log is -inf "
+    "(not compared); every other frequency is >= 1e-4 and unchanged, up to the float32 "
+    "rounding of the example's `.float()` counts (2^-23 in the log)",
+    abs=2.0**-23,
+)
 
 
 def log_frequencies(labels: torch.Tensor) -> torch.Tensor:
@@ -56,7 +59,7 @@ def missing_classes(ctx: ReproContext) -> Inputs:
 def every_class(ctx: ReproContext) -> Inputs:
     """9,999 labels, class c repeated 1 + 2^c times (and the rest class 0): frequencies from
     1e-4 to 0.51, where a wrong clamp or eps would move them."""
-    counts = [1 + 2 ** c for c in range(CLASSES)]
+    counts = [1 + 2**c for c in range(CLASSES)]
     counts[0] += 9999 - sum(counts)
     labels = torch.cat([torch.full((n,), c) for c, n in enumerate(counts)])
     return put(ctx, labels=labels[torch.randperm(labels.numel(), generator=gen(2072))])
@@ -75,19 +78,33 @@ def spread_usage(ctx: ReproContext) -> Inputs:
 
 
 REPRO = Repro(
-    "TNL207", "NF", "class_log_prior", FP32,
-    adversarial=missing_classes, benign=every_class,
-    reference=log_frequencies, bound=ABSENT_ONLY,
-    thresholds={"*": "64 labels of 10 classes, classes 3 and 7 absent (frequency 0: log = -inf); benign: 9,999 "
-                     "labels, class frequencies 1e-4 .. 0.51"},
+    "TNL207",
+    "NF",
+    "class_log_prior",
+    FP32,
+    adversarial=missing_classes,
+    benign=every_class,
+    reference=log_frequencies,
+    bound=ABSENT_ONLY,
+    thresholds={
+        "*": "64 labels of 10 classes, classes 3 and 7 absent (frequency 0: log = -inf); benign: 9,999 "
+        "labels, class frequencies 1e-4 .. 0.51"
+    },
 )
 
 FURTHER = (
     Repro(
-        "TNL207", "NF", "code_usage_entropy", FP32, example=1,
-        adversarial=unused_code, benign=spread_usage,
-        reference=usage_entropy, shapes=lifted(spread_usage) + rescaled(spread_usage, 1e-3, 1e3),
-        thresholds={"*": "6 x 8 assignments, code 2's column all negative (usage 0: 0 * log 0 = NaN); benign: "
-                         "positive entries 1e-4 .. 1e2"},
+        "TNL207",
+        "NF",
+        "code_usage_entropy",
+        FP32,
+        example=1,
+        adversarial=unused_code,
+        benign=spread_usage,
+        reference=usage_entropy,
+        shapes=lifted(spread_usage) + rescaled(spread_usage, 1e-3, 1e3),
+        thresholds={
+            "*": "6 x 8 assignments, code 2's column all negative (usage 0: 0 * log 0 = NaN); benign: positive entries 1e-4 .. 1e2"
+        },
     ),
 )

@@ -22,8 +22,11 @@ CLASSES = 10
 # divides by the number of classes, or by another row's count, is wrong.
 INVALID = (0, 1, 3, 6)
 
-EXACT = Bound("the good snippet leaves the invalid classes out of the log-softmax and of the smoothing: no "
-              "change to the mathematics anywhere", abs=0.0, rel=0.0)
+EXACT = Bound(
+    "the good snippet leaves the invalid classes out of the log-softmax and of the smoothing: no change to the mathematics anywhere",
+    abs=0.0,
+    rel=0.0,
+)
 
 
 def smoothed_cross_entropy(logits: torch.Tensor, invalid: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -59,9 +62,17 @@ def benign(ctx: ReproContext) -> Inputs:
 
 
 REPRO = Repro(
-    "TNL402", "NF", "masked_ce", PRECISION,
-    adversarial=adversarial, benign=benign, grad=("logits",), reference=smoothed_cross_entropy, bound=EXACT,
-    thresholds={"*": f"4 x {CLASSES} logits, {', '.join(map(str, INVALID))} classes of the rows filled with -inf, "
-                     f"label_smoothing={SMOOTHING:g}"},
+    "TNL402",
+    "NF",
+    "masked_ce",
+    PRECISION,
+    adversarial=adversarial,
+    benign=benign,
+    grad=("logits",),
+    reference=smoothed_cross_entropy,
+    bound=EXACT,
+    thresholds={
+        "*": f"4 x {CLASSES} logits, {', '.join(map(str, INVALID))} classes of the rows filled with -inf, label_smoothing={SMOOTHING:g}"
+    },
     fixed_from="good",
 )

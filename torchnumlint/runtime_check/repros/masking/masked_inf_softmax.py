@@ -19,8 +19,10 @@ from torchnumlint.runtime_check.context import PRECISION, Inputs, Repro, ReproCo
 from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, spanning
 
 
-FULLY_MASKED = ("a fully masked row attends to nothing: its weights are taken as uniform over every key (the "
-                "value a finite fill gives; zero weights would be as defensible) and get no gradient")
+FULLY_MASKED = (
+    "a fully masked row attends to nothing: its weights are taken as uniform over every key (the "
+    "value a finite fill gives; zero weights would be as defensible) and get no gradient"
+)
 
 
 def attention_weights(scores: torch.Tensor, masked: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -57,8 +59,12 @@ def partly_masked(seed: int, shape, full_row: bool) -> torch.Tensor:
 
 
 def adversarial(ctx: ReproContext) -> Inputs:
-    return put(ctx, scores=torch.randn(3, 5, generator=gen(401)) * 2.0, mask=partly_masked(403, (3, 5), True),
-               v=torch.randn(5, 4, generator=gen(402)))
+    return put(
+        ctx,
+        scores=torch.randn(3, 5, generator=gen(401)) * 2.0,
+        mask=partly_masked(403, (3, 5), True),
+        v=torch.randn(5, 4, generator=gen(402)),
+    )
 
 
 def benign(ctx: ReproContext) -> Inputs:
@@ -89,18 +95,31 @@ def pool_inputs(full_row: bool, seed: int, lowered: float = 0.0) -> Dict[str, to
 
 
 REPRO = Repro(
-    "TNL401", "NF", "attend", PRECISION,
-    adversarial=adversarial, benign=benign, grad=("scores", "v"), reference=attention, shapes=lifted(benign),
+    "TNL401",
+    "NF",
+    "attend",
+    PRECISION,
+    adversarial=adversarial,
+    benign=benign,
+    grad=("scores", "v"),
+    reference=attention,
+    shapes=lifted(benign),
     convention=FULLY_MASKED,
     thresholds={"*": "3 x 5 scores, row 1 fully masked with -inf, other rows partly masked (column 0 kept)"},
 )
 
 FURTHER = (
     Repro(
-        "TNL401", "NF", "pool", PRECISION, example=1,
+        "TNL401",
+        "NF",
+        "pool",
+        PRECISION,
+        example=1,
         adversarial=lambda ctx: put(ctx, **pool_inputs(True, 4014)),
         benign=lambda ctx: put(ctx, **pool_inputs(False, 4017, LOWERED[ctx.dtype_name])),
-        grad=("h", "w"), reference=pooled, convention=FULLY_MASKED,
+        grad=("h", "w"),
+        reference=pooled,
+        convention=FULLY_MASKED,
         thresholds={"*": "h 3 x 5 x 4, logits h @ w; row 1 all padding (set to -inf), other rows partly padded"},
     ),
 )

@@ -31,7 +31,7 @@ from torchnumlint.runtime_check.repros.inputs import gen, put, rescaled
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """softmax(q k^T / sqrt(d)) v, the scaled dot-product attention of the definition."""
     d = q.shape[-1]
-    return torch.softmax(q @ k.transpose(-2, -1) / d ** 0.5, dim=-1) @ v
+    return torch.softmax(q @ k.transpose(-2, -1) / d**0.5, dim=-1) @ v
 
 
 def on_half_grid(ctx: ReproContext, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Inputs:
@@ -66,11 +66,18 @@ in_range = spread_tokens((1,), 64, 256, 3081)
 
 
 REPRO = Repro(
-    "TNL308", "NF", "attend", ("autocast",),
-    adversarial=overflowing, benign=in_range, grad=("q", "k", "v"), reference=attention,
-    shapes=(("3-D, a batch of 3 sequences", spread_tokens((3,), 32, 128, 3082)),
-            ("4-D, 2 x 4 heads", spread_tokens((2, 4), 16, 64, 3083)))
-    + rescaled(in_range, 2.0 ** -10, 8.0),
-    thresholds={"*": "q = k: 64 tokens x 256 channels ~N(0, 16^2) on float16's grid: the self-scores |q|^2 "
-                     "pass 65504 in the float16 matmul (32 of 64 Inf) before the scale 1/16 applies"},
+    "TNL308",
+    "NF",
+    "attend",
+    ("autocast",),
+    adversarial=overflowing,
+    benign=in_range,
+    grad=("q", "k", "v"),
+    reference=attention,
+    shapes=(("3-D, a batch of 3 sequences", spread_tokens((3,), 32, 128, 3082)), ("4-D, 2 x 4 heads", spread_tokens((2, 4), 16, 64, 3083)))
+    + rescaled(in_range, 2.0**-10, 8.0),
+    thresholds={
+        "*": "q = k: 64 tokens x 256 channels ~N(0, 16^2) on float16's grid: the self-scores |q|^2 "
+        "pass 65504 in the float16 matmul (32 of 64 Inf) before the scale 1/16 applies"
+    },
 )

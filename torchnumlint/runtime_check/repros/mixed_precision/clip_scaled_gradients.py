@@ -64,8 +64,13 @@ def tiny_gradients(ctx: ReproContext) -> Inputs:
 
 
 REPRO = Repro(
-    "TNL307", "WV", "train_step", ("autocast",),
-    adversarial=large_gradients, benign=tiny_gradients, reference=clipped_sgd_step,
+    "TNL307",
+    "WV",
+    "train_step",
+    ("autocast",),
+    adversarial=large_gradients,
+    benign=tiny_gradients,
+    reference=clipped_sgd_step,
     shapes=lifted(tiny_gradients, keep=("w",)),
     thresholds={"*": "GradScaler init_scale 65536, max_norm 1: real gradient norm 1.57, the clip sees 65536 times it"},
 )

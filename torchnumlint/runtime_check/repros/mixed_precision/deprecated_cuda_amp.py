@@ -49,13 +49,19 @@ def warn_check(call: Call) -> Callable[[ReproContext], Result]:
     def check(ctx: ReproContext) -> Result:
         bad, warned = as_written(ctx, "bad", call)
         fix, still = as_written(ctx, "fixed", call)
-        evidence = [f"original as written: {len(warned)} deprecation warning(s)" + (f": {warned[0][:160]}" if warned else ""),
-                    f"fix as written: {len(still)} deprecation warning(s)" + (f": {still[0][:160]}" if still else "")]
+        evidence = [
+            f"original as written: {len(warned)} deprecation warning(s)" + (f": {warned[0][:160]}" if warned else ""),
+            f"fix as written: {len(still)} deprecation warning(s)" + (f": {still[0][:160]}" if still else ""),
+        ]
         numbers: Dict[str, object] = {"original_deprecations": warned, "fix_deprecations": still}
         if not bad.ok or not fix.ok:
             evidence += [bad.describe(), fix.describe()]
-            return ctx.result(NOT_REPRODUCED if not bad.ok else FIX_FAILED, evidence=evidence, numbers=numbers,
-                              reason="the original raised" if not bad.ok else "the fix raised")
+            return ctx.result(
+                NOT_REPRODUCED if not bad.ok else FIX_FAILED,
+                evidence=evidence,
+                numbers=numbers,
+                reason="the original raised" if not bad.ok else "the fix raised",
+            )
         values = [oracles.run(side, lambda side=side: call(ctx.load(side)), {}) for side in ("bad", "fixed")]
         same = oracles.worst(oracles.compare(values[1], values[0]))
         assert same is not None  # both sides ran (checked above), so there are values to compare
@@ -86,8 +92,13 @@ def weight_update(fn: Callable) -> torch.Tensor:
         model.weight.copy_(torch.randn(4, 8, generator=g))
         model.bias.zero_()
     before = model.weight.detach().clone()
-    fn(model, torch.randn(16, 8, generator=g), torch.randn(16, 4, generator=g), torch.nn.functional.mse_loss,
-       torch.optim.SGD(model.parameters(), lr=0.1))
+    fn(
+        model,
+        torch.randn(16, 8, generator=g),
+        torch.randn(16, 4, generator=g),
+        torch.nn.functional.mse_loss,
+        torch.optim.SGD(model.parameters(), lr=0.1),
+    )
     return model.weight.detach() - before
 
 
@@ -100,19 +111,37 @@ def squared(fn: Callable) -> torch.Tensor:
 
 
 REPRO = Repro(
-    "TNL306", "WARN", "forward_fp16", ("autocast",), custom=warn_check(product),
+    "TNL306",
+    "WARN",
+    "forward_fp16",
+    ("autocast",),
+    custom=warn_check(product),
     thresholds={"*": "x 4 x 8 @ w 8 x 4 under the deprecated torch.cuda.amp.autocast()"},
 )
 
 FURTHER = (
     Repro(
-        "TNL306", "WARN", "step", FP32, example=1, custom=warn_check(weight_update),
-        thresholds={"*": "a module-level torch.cuda.amp.GradScaler and autocast(dtype=float16) from torch.cuda.amp: "
-                         "one SGD step of a Linear(8, 4) on mse_loss"},
+        "TNL306",
+        "WARN",
+        "step",
+        FP32,
+        example=1,
+        custom=warn_check(weight_update),
+        thresholds={
+            "*": "a module-level torch.cuda.amp.GradScaler and autocast(dtype=float16) from torch.cuda.amp: "
+            "one SGD step of a Linear(8, 4) on mse_loss"
+        },
     ),
     Repro(
-        "TNL306", "WARN", "run", FP32, example=2, custom=warn_check(squared),
-        thresholds={"*": "a custom Function decorated with torch.cuda.amp.custom_fwd/custom_bwd, run under "
-                         "amp.autocast(True): x * x and its gradient, x 4 x 8"},
+        "TNL306",
+        "WARN",
+        "run",
+        FP32,
+        example=2,
+        custom=warn_check(squared),
+        thresholds={
+            "*": "a custom Function decorated with torch.cuda.amp.custom_fwd/custom_bwd, run under "
+            "amp.autocast(True): x * x and its gradient, x 4 x 8"
+        },
     ),
 )

@@ -45,15 +45,23 @@ def spanning_rows(ctx: ReproContext) -> Inputs:
     """Rows of x of scale 30 .. 300: peaks of h from ~100 to a few thousand (float16 holds them),
     where the fix's eps 6.1e-5 moves the quotient by less than float64's tolerance of the check
     (6.1e-5 / 127 = 4.8e-7): away from small peaks the fix is the original."""
-    return put(ctx, x=rows_spanning(8, 16, 30.0, 300.0, 3031).half().float(),
-               w=torch.randn(16, 16, generator=gen(3032)).half().float())
+    return put(ctx, x=rows_spanning(8, 16, 30.0, 300.0, 3031).half().float(), w=torch.randn(16, 16, generator=gen(3032)).half().float())
 
 
 REPRO = Repro(
-    "TNL303", "NF", "peak_normalize", ("autocast",),
-    adversarial=zero_row, benign=spanning_rows, grad=("w",), reference=peak_normalized,
+    "TNL303",
+    "NF",
+    "peak_normalize",
+    ("autocast",),
+    adversarial=zero_row,
+    benign=spanning_rows,
+    grad=("w",),
+    reference=peak_normalized,
     shapes=lifted(spanning_rows) + rescaled(spanning_rows, 8.0, only=("x",)),
-    bound=Bound("the eps 6.1e-5 replaces 1e-8: a quotient h / (p + eps) moves by at most 6.1e-5 / p relative; "
-                "at the all-zero row the gradient 1/eps is 1.6e4 instead of 1e8", rel=1.0),
+    bound=Bound(
+        "the eps 6.1e-5 replaces 1e-8: a quotient h / (p + eps) moves by at most 6.1e-5 / p relative; "
+        "at the all-zero row the gradient 1/eps is 1.6e4 instead of 1e8",
+        rel=1.0,
+    ),
     thresholds={"*": "h = x @ w in float16 with one all-zero row: its peak 0 + 1e-8 is 0 in float16 (1e-8 < 2.98e-8)"},
 )

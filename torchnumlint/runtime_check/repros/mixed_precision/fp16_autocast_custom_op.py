@@ -49,8 +49,17 @@ def in_range(ctx: ReproContext) -> Inputs:
 
 
 REPRO = Repro(
-    "TNL301", "NF", "step", ("autocast",),
-    adversarial=overflowing, benign=in_range, grad=("x", "w"), reference=pair_affinity, shapes=lifted(in_range),
-    thresholds={"*": "scores = x @ w, x 32 x 16, w 16 x 16 randn on float16's grid: gram = scores @ scores.T (|gram| up to "
-                     "486); gram * gram overflows float16 once a Gram entry passes 255.9"},
+    "TNL301",
+    "NF",
+    "step",
+    ("autocast",),
+    adversarial=overflowing,
+    benign=in_range,
+    grad=("x", "w"),
+    reference=pair_affinity,
+    shapes=lifted(in_range),
+    thresholds={
+        "*": "scores = x @ w, x 32 x 16, w 16 x 16 randn on float16's grid: gram = scores @ scores.T (|gram| up to "
+        "486); gram * gram overflows float16 once a Gram entry passes 255.9"
+    },
 )

@@ -45,8 +45,13 @@ def masked(ctx: ReproContext) -> Inputs:
 
 
 REPRO = Repro(
-    "TNL305", "ERR", "attend", ("autocast",),
-    adversarial=masked, grad=("q", "k", "v"), reference=masked_attention,
+    "TNL305",
+    "ERR",
+    "attend",
+    ("autocast",),
+    adversarial=masked,
+    grad=("q", "k", "v"),
+    reference=masked_attention,
     error_match="cannot be converted to type c10::Half without overflow",
     thresholds={"*": "float16 scores (a matmul under CUDA autocast) filled with -1e9: beyond 65504"},
 )

@@ -54,18 +54,20 @@ def check(ctx: ReproContext) -> Result:
     numbers["expected_max_abs_grad"] = float(expected.abs().max())
     err = oracles.diff("w.grad", w2.grad, expected)
     numbers["fix_vs_true_gradient"] = err
-    evidence.append(f"true gradient (float64): max |dL/dw| {float(expected.abs().max()):.3g}; "
-                    f"GradScaler w.grad vs it: rel {err.rel:.3g}")
+    evidence.append(f"true gradient (float64): max |dL/dw| {float(expected.abs().max()):.3g}; GradScaler w.grad vs it: rel {err.rel:.3g}")
     if zb.zeros == 0:
         return ctx.result(NOT_REPRODUCED, evidence=evidence, numbers=numbers, reason="no gradient is exactly 0")
     if zf.zeros >= zb.zeros or not fin.finite:
-        return ctx.result(FIX_FAILED, evidence=evidence, numbers=numbers,
-                          reason="with the scaler the gradients are still 0 or not finite")
+        return ctx.result(FIX_FAILED, evidence=evidence, numbers=numbers, reason="with the scaler the gradients are still 0 or not finite")
     return ctx.result(CONFIRMED, evidence=evidence, numbers=numbers)
 
 
 REPRO = Repro(
-    "TNL302", "ZG", "train_step", ("autocast",),
+    "TNL302",
+    "ZG",
+    "train_step",
+    ("autocast",),
     thresholds={"*": "w 64 x 64, x 8 x 64, loss = (x @ w).sum() * 1e-9 under float16 autocast"},
-    fixed_from="good", custom=check,
+    fixed_from="good",
+    custom=check,
 )

@@ -47,8 +47,9 @@ def check(ctx: ReproContext) -> Result:
     if torch.isfinite(torch.tensor(loss_bad)):
         return ctx.result(NOT_REPRODUCED, evidence=evidence, numbers=numbers, reason="the float16 loss is finite")
     if not (65504 < loss_good < float("inf")):
-        return ctx.result(FIX_FAILED, evidence=evidence, numbers=numbers,
-                          reason="the float32 loss is not the finite value above float16's range")
+        return ctx.result(
+            FIX_FAILED, evidence=evidence, numbers=numbers, reason="the float32 loss is not the finite value above float16's range"
+        )
     return ctx.result(CONFIRMED, evidence=evidence, numbers=numbers)
 
 
@@ -80,6 +81,7 @@ def check_average(ctx: ReproContext) -> Result:
     numbers["float16_average"] = got
     evidence.append(f"float16 average (the example): {got:.6g} ({bad.out.dtype})")
     good_text = ctx.info.good[1]
+
     def run_good():
         return load_function(good_text, "averaged", f"<{ctx.info.code} good 2>")(_model().to(ctx.device), _DRIFT)
 
@@ -96,21 +98,34 @@ def check_average(ctx: ReproContext) -> Result:
     # each float32 update rounds once: at most half an ulp of the average per step
     rounding = _STEPS * torch.finfo(torch.float32).eps
     if abs(kept - reference) > rounding:
-        return ctx.result(FIX_FAILED, evidence=evidence, numbers=numbers,
-                          reason=f"the float32 average is further than {rounding:.2g} from the float64 one")
+        return ctx.result(
+            FIX_FAILED,
+            evidence=evidence,
+            numbers=numbers,
+            reason=f"the float32 average is further than {rounding:.2g} from the float64 one",
+        )
     return ctx.result(CONFIRMED, evidence=evidence, numbers=numbers)
 
 
 REPRO = Repro(
-    "TNL304", "NF", "train", ("float16",),
+    "TNL304",
+    "NF",
+    "train",
+    ("float16",),
     thresholds={"*": "Linear(64, 1), x 8 x 64 randn, targets 300: (300)^2 > 65504"},
-    fixed_from="good", custom=check,
+    fixed_from="good",
+    custom=check,
 )
 
 FURTHER = (
     Repro(
-        "TNL304", "WV", "averaged", ("float16",), example=1,
+        "TNL304",
+        "WV",
+        "averaged",
+        ("float16",),
+        example=1,
         thresholds={"*": "64 x 64 weights from 1.0, drift 5e-5 a step, 10000 steps, decay 0.9999"},
-        fixed_from="good", custom=check_average,
+        fixed_from="good",
+        custom=check_average,
     ),
 )

@@ -29,8 +29,12 @@ def cloud(ctx: ReproContext) -> Inputs:
 
 
 REPRO = Repro(
-    "TNL205", "NF", "repulsion_loss", FP32,
-    adversarial=cloud, grad=("points",),
+    "TNL205",
+    "NF",
+    "repulsion_loss",
+    FP32,
+    adversarial=cloud,
+    grad=("points",),
     reference=repulsion,
     thresholds={"*": "6 points in 3-D, randn (self-distances 0 on the diagonal: gradient NaN)"},
 )

@@ -24,8 +24,10 @@ DTYPES = ("float32", "float16")
 LARGEST = {"float32": 1e3, "float16": 30.0}
 
 
-SUBGRADIENT = ("the norm of a zero vector has no derivative: its subgradient of least norm, 0, is taken "
-               "(torch.linalg.vector_norm's convention, which the fix shares)")
+SUBGRADIENT = (
+    "the norm of a zero vector has no derivative: its subgradient of least norm, 0, is taken "
+    "(torch.linalg.vector_norm's convention, which the fix shares)"
+)
 
 
 def euclidean_norm(v: torch.Tensor, dim: Optional[int] = None, keepdim: bool = False) -> torch.Tensor:
@@ -91,25 +93,50 @@ def spread_points(ctx: ReproContext) -> Inputs:
 
 
 REPRO = Repro(
-    "TNL204", "NF", "embedding_norm_loss", DTYPES,
-    adversarial=zero_and_overflowing, benign=spanning_rows, grad=("x",), reference=centred_norm, convention=SUBGRADIENT,
+    "TNL204",
+    "NF",
+    "embedding_norm_loss",
+    DTYPES,
+    adversarial=zero_and_overflowing,
+    benign=spanning_rows,
+    grad=("x",),
+    reference=centred_norm,
+    convention=SUBGRADIENT,
     shapes=lifted(spanning_rows),  # (x 1e-3 is not benign: float16's squares underflow, the hazard itself)
-    thresholds={"float32": "4 x 16, row 1 all zeros (gradient of sqrt at 0), other rows randn",
-                "float16": "4 x 16, row 1 all zeros, row 2 +-300 (x**2 overflows float16 above 255.9)"},
+    thresholds={
+        "float32": "4 x 16, row 1 all zeros (gradient of sqrt at 0), other rows randn",
+        "float16": "4 x 16, row 1 all zeros, row 2 +-300 (x**2 overflows float16 above 255.9)",
+    },
 )
 
 FURTHER = (
     Repro(
-        "TNL204", "NF", "distance_loss", DTYPES, example=1,
-        adversarial=degenerate_distances, benign=generic_distances, grad=("a", "h"), reference=distance_sum,
+        "TNL204",
+        "NF",
+        "distance_loss",
+        DTYPES,
+        example=1,
+        adversarial=degenerate_distances,
+        benign=generic_distances,
+        grad=("a", "h"),
+        reference=distance_sum,
         convention=SUBGRADIENT,
         shapes=lifted(generic_distances, 3),  # 4-D: the rows of a - a.mean(0) coincide
-        thresholds={"*": "a 4 x 16 <= 0 with rows v, v, v + u, v - u (rows 0, 1 centre to 0; relu(a) = 0), "
-                         "h 4 x 16 randn, mask row 2 all False: three square roots of 0"},
+        thresholds={
+            "*": "a 4 x 16 <= 0 with rows v, v, v + u, v - u (rows 0, 1 centre to 0; relu(a) = 0), "
+            "h 4 x 16 randn, mask row 2 all False: three square roots of 0"
+        },
     ),
     Repro(
-        "TNL204", "NF", "pairwise_loss", DTYPES, example=2,
-        adversarial=spread_points, grad=("a",), reference=pairwise_distances, convention=SUBGRADIENT,
+        "TNL204",
+        "NF",
+        "pairwise_loss",
+        DTYPES,
+        example=2,
+        adversarial=spread_points,
+        grad=("a",),
+        reference=pairwise_distances,
+        convention=SUBGRADIENT,
         thresholds={"*": "a 8 x 4, rows at scales 1e-3 .. 1: the diagonal distances are 0"},
     ),
 )

@@ -19,14 +19,18 @@ from torchnumlint.runtime_check.repros.roots.sqrt_of_sum_of_squares import eucli
 # Example 1: clamp_min(1e-12) acts only where the variance is below 1e-12: on these inputs only the
 # constant row (variance 0), where 1 / sqrt(0) is +inf, the mathematics' own value (not compared);
 # the other variances (0.57 .. 1.01, measured) are unchanged.
-VARIANCE_UNCHANGED = Bound("clamp_min(1e-12) acts only on the constant row's variance 0, where the "
-                           "mathematics is +inf (not compared); variances 0.57 .. 1.01 are unchanged")
+VARIANCE_UNCHANGED = Bound(
+    "clamp_min(1e-12) acts only on the constant row's variance 0, where the "
+    "mathematics is +inf (not compared); variances 0.57 .. 1.01 are unchanged"
+)
 # Example 2: each of its three clamps raises a radicand below 1e-12 to 1e-12, so its root rises from
 # sqrt(max(v, 0)) <= 1e-6 to 1e-6: by at most 1e-6, and an entry of the sum by at most 3e-6, plus
 # float32's rounding of 1e-12, of the roots and of their sum (a few ulps). Measured: 3e-6 on row 1
 # (constant, cos = 1: all three clamps act; 3.0000001e-6 in float32), 1e-6 on row 2 (cos = -1).
-THREE_ROOTS = Bound("three clamp_min(1e-12) each lift a root of a radicand below 1e-12 to 1e-6: "
-                    "at most 3e-6 per entry (and float32's rounding of it)", abs=3e-6 * (1 + tolerance("float32")))
+THREE_ROOTS = Bound(
+    "three clamp_min(1e-12) each lift a root of a radicand below 1e-12 to 1e-6: at most 3e-6 per entry (and float32's rounding of it)",
+    abs=3e-6 * (1 + tolerance("float32")),
+)
 
 
 def inverse_std(x: torch.Tensor) -> torch.Tensor:
@@ -61,26 +65,38 @@ def spread_and_near_aligned(ctx: ReproContext) -> Inputs:
 
 
 REPRO = Repro(
-    "TNL206", "NF", "inv_std", FP32,
+    "TNL206",
+    "NF",
+    "inv_std",
+    FP32,
     adversarial=lambda ctx: put(ctx, x=constant_row(206, 3.0)),
-    benign=lambda ctx: put(ctx, x=rows_spanning(8, 16, 1e-3, 1e3, 2061)), grad=("x",),
-    reference=inverse_std, bound=VARIANCE_UNCHANGED,
+    benign=lambda ctx: put(ctx, x=rows_spanning(8, 16, 1e-3, 1e3, 2061)),
+    grad=("x",),
+    reference=inverse_std,
+    bound=VARIANCE_UNCHANGED,
     convention="1 / std of a constant row is +inf and its derivative undefined: neither is compared",
     shapes=lifted(lambda ctx: put(ctx, x=rows_spanning(8, 16, 1e-3, 1e3, 2061)))
     + rescaled(lambda ctx: put(ctx, x=rows_spanning(8, 16, 1e-3, 1e3, 2064)), 1e-3, 1e3),
-    thresholds={"*": "4 x 16, row 1 constant (var 0: rsqrt(0) = inf), other rows randn; benign: 8 rows of "
-                     "std 1e-3 .. 1e3 (variance 1e-6 .. 1e6)"},
+    thresholds={
+        "*": "4 x 16, row 1 constant (var 0: rsqrt(0) = inf), other rows randn; benign: 8 rows of std 1e-3 .. 1e3 (variance 1e-6 .. 1e6)"
+    },
 )
 
 FURTHER = (
     Repro(
-        "TNL206", "NF", "spread_loss", FP32, example=1,
-        adversarial=flat_and_aligned, benign=spread_and_near_aligned, grad=("x", "cos"),
-        reference=spread_and_sine, bound=THREE_ROOTS,
+        "TNL206",
+        "NF",
+        "spread_loss",
+        FP32,
+        example=1,
+        adversarial=flat_and_aligned,
+        benign=spread_and_near_aligned,
+        grad=("x", "cos"),
+        reference=spread_and_sine,
+        bound=THREE_ROOTS,
         convention="a constant row's spread takes the norm's subgradient 0 at 0; the slope of sqrt(1 - cos^2) at "
         "cos = +-1 is infinite and not compared",
         shapes=lifted(spread_and_near_aligned),
-        thresholds={"*": "x 4 x 16 randn, row 1 all 0.1 (E[x^2] - mean^2 < 0: sqrt NaN); cos 1 and -1 "
-                         "(gradient of the root at 0: inf)"},
+        thresholds={"*": "x 4 x 16 randn, row 1 all 0.1 (E[x^2] - mean^2 < 0: sqrt NaN); cos 1 and -1 (gradient of the root at 0: inf)"},
     ),
 )

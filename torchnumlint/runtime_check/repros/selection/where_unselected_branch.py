@@ -33,7 +33,7 @@ def scaled_square(pred: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     nonzero = scale != 0
     quotient = torch.zeros_like(pred)
     quotient[nonzero] = pred[nonzero] / scale[nonzero]
-    return (quotient ** 2).mean()
+    return (quotient**2).mean()
 
 
 def zero_depths(ctx: ReproContext) -> Inputs:
@@ -62,19 +62,30 @@ def spread_scales(ctx: ReproContext) -> Inputs:
 
 
 REPRO = Repro(
-    "TNL209", "NF", "log_depth_loss", FP32,
-    adversarial=zero_depths, benign=positive_depths, grad=("depth",),
-    reference=log_depth_l1, shapes=lifted(positive_depths) + rescaled(positive_depths, 1e-3, 1e3, only=("depth",)),
-    thresholds={"*": "4 x 8 depths, 3 exactly 0 and 2 negative (the where drops them: gradient 0 * inf = NaN); "
-                     "benign: depths 1e-4 .. 1e4"},
+    "TNL209",
+    "NF",
+    "log_depth_loss",
+    FP32,
+    adversarial=zero_depths,
+    benign=positive_depths,
+    grad=("depth",),
+    reference=log_depth_l1,
+    shapes=lifted(positive_depths) + rescaled(positive_depths, 1e-3, 1e3, only=("depth",)),
+    thresholds={"*": "4 x 8 depths, 3 exactly 0 and 2 negative (the where drops them: gradient 0 * inf = NaN); benign: depths 1e-4 .. 1e4"},
 )
 
 FURTHER = (
     Repro(
-        "TNL209", "NF", "inverse_scale_loss", FP32, example=1,
-        adversarial=zero_scales, benign=spread_scales, grad=("pred", "scale"),
-        reference=scaled_square, shapes=lifted(spread_scales) + rescaled(spread_scales, 1e-3, 1e3, only=("scale",)),
-        thresholds={"*": "4 x 8 scales, 4 exactly 0 (masked_fill drops 1 / 0: gradient NaN); benign: scales "
-                         "1e-3 .. 1e3 of either sign"},
+        "TNL209",
+        "NF",
+        "inverse_scale_loss",
+        FP32,
+        example=1,
+        adversarial=zero_scales,
+        benign=spread_scales,
+        grad=("pred", "scale"),
+        reference=scaled_square,
+        shapes=lifted(spread_scales) + rescaled(spread_scales, 1e-3, 1e3, only=("scale",)),
+        thresholds={"*": "4 x 8 scales, 4 exactly 0 (masked_fill drops 1 / 0: gradient NaN); benign: scales 1e-3 .. 1e3 of either sign"},
     ),
 )

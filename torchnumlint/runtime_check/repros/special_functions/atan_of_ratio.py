@@ -16,8 +16,11 @@ from torchnumlint.runtime_check.repros.inputs import lifted, put, rescaled, span
 
 # atan2 is the angle itself: the fix matches the reference up to rounding everywhere, also where
 # it changes the original's value (x < 0: by pi)
-ANGLE = Bound("atan2 is the angle: where x < 0 it differs from atan(y / x) by pi and equals the reference; "
-              "elsewhere within float32 rounding of pi (4 ulps)", abs=4 * 3.2e-7)
+ANGLE = Bound(
+    "atan2 is the angle: where x < 0 it differs from atan(y / x) by pi and equals the reference; "
+    "elsewhere within float32 rounding of pi (4 ulps)",
+    abs=4 * 3.2e-7,
+)
 
 
 def angle(vel: torch.Tensor) -> torch.Tensor:
@@ -42,9 +45,18 @@ def rightward_velocities(ctx: ReproContext) -> Inputs:
 
 
 REPRO = Repro(
-    "TNL210", "NF", "heading", FP32,
-    adversarial=edge_velocities, benign=rightward_velocities, grad=("vel",),
-    reference=angle, bound=ANGLE, shapes=lifted(rightward_velocities) + rescaled(rightward_velocities, 1e-3, 1e3),
-    thresholds={"*": "6 velocities: (0, 0) (NaN), (0, 1) and (0, -2) (NaN gradient), (-1, 1) and (-2, -0.5) "
-                     "(off by pi), (3, 1); benign: v_x > 0, magnitudes 1e-3 .. 1e3"},
+    "TNL210",
+    "NF",
+    "heading",
+    FP32,
+    adversarial=edge_velocities,
+    benign=rightward_velocities,
+    grad=("vel",),
+    reference=angle,
+    bound=ANGLE,
+    shapes=lifted(rightward_velocities) + rescaled(rightward_velocities, 1e-3, 1e3),
+    thresholds={
+        "*": "6 velocities: (0, 0) (NaN), (0, 1) and (0, -2) (NaN gradient), (-1, 1) and (-2, -0.5) "
+        "(off by pi), (3, 1); benign: v_x > 0, magnitudes 1e-3 .. 1e3"
+    },
 )

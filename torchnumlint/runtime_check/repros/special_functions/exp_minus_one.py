@@ -52,19 +52,32 @@ def benign_softplus(ctx: ReproContext) -> Inputs:
 
 
 REPRO = Repro(
-    "TNL107", "WV", "phi_1", PRECISION,
-    adversarial=below_rounding("h"), benign=benign_step, reference=phi_one,
+    "TNL107",
+    "WV",
+    "phi_1",
+    PRECISION,
+    adversarial=below_rounding("h"),
+    benign=benign_step,
+    reference=phi_one,
     shapes=lifted(benign_step) + rescaled(benign_step, 1e-3),
-    thresholds={d: f"h from {v * 1e-3:.1e} to {v * 0.99:.1e} (exp(h) rounds to 1 below {v:g} in {d})"
-                for d, v in ROUNDS_TO_ONE.items()},
+    thresholds={d: f"h from {v * 1e-3:.1e} to {v * 0.99:.1e} (exp(h) rounds to 1 below {v:g} in {d})" for d, v in ROUNDS_TO_ONE.items()},
 )
 
 FURTHER = (
     Repro(
-        "TNL107", "NF", "inverse_softplus", PRECISION, example=1,
-        adversarial=small_softplus, benign=benign_softplus, grad=("y",), reference=inverse_softplus,
+        "TNL107",
+        "NF",
+        "inverse_softplus",
+        PRECISION,
+        example=1,
+        adversarial=small_softplus,
+        benign=benign_softplus,
+        grad=("y",),
+        reference=inverse_softplus,
         shapes=lifted(benign_softplus),
-        thresholds={d: f"y from {v * 0.05:.1e} to {v * 0.99:.1e} (exp(y) - 1 is 0, its log -inf, below {v:g} "
-                       f"in {d})" for d, v in ROUNDS_TO_ONE.items()},
+        thresholds={
+            d: f"y from {v * 0.05:.1e} to {v * 0.99:.1e} (exp(y) - 1 is 0, its log -inf, below {v:g} in {d})"
+            for d, v in ROUNDS_TO_ONE.items()
+        },
     ),
 )

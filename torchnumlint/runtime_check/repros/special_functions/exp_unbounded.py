@@ -20,8 +20,9 @@ from torchnumlint.runtime_check.repros.inputs import gen, lifted, put, rescaled
 # Where the clamp acts (logvar > 80) exp(logvar) is replaced by exp(80) < exp(logvar): the KL term
 # -0.5 (1 + v - mu^2 - e^v) moves toward 0 by 0.5 (e^v - e^80), less than its own size: |fix -
 # reference| <= |reference| (the reference is 4.5e38 and more there, beyond float32).
-LOWER = Bound("clamp(max=80.0) lowers exp(logvar) to exp(80) = 5.5e34 where logvar > 80: the KL moves toward 0 "
-              "by less than its own size", rel=1.0)
+LOWER = Bound(
+    "clamp(max=80.0) lowers exp(logvar) to exp(80) = 5.5e34 where logvar > 80: the KL moves toward 0 by less than its own size", rel=1.0
+)
 
 
 def kl_to_standard_normal(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
@@ -44,10 +45,15 @@ def ordinary(ctx: ReproContext) -> Inputs:
 
 
 REPRO = Repro(
-    "TNL211", "NF", "gaussian_kl", FP32,
-    adversarial=exploded, benign=ordinary, grad=("mu", "logvar"),
-    reference=kl_to_standard_normal, bound=LOWER,
+    "TNL211",
+    "NF",
+    "gaussian_kl",
+    FP32,
+    adversarial=exploded,
+    benign=ordinary,
+    grad=("mu", "logvar"),
+    reference=kl_to_standard_normal,
+    bound=LOWER,
     shapes=lifted(ordinary) + rescaled(ordinary, 1e-3, 1e3, only=("mu",)) + rescaled(ordinary, 1e-3),
-    thresholds={"*": "4 x 8, two log-variances at 90 and 100 (exp overflows past 88.72 in float32); benign: "
-                     "log-variances -20 .. 60"},
+    thresholds={"*": "4 x 8, two log-variances at 90 and 100 (exp overflows past 88.72 in float32); benign: log-variances -20 .. 60"},
 )

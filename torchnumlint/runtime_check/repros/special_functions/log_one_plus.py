@@ -42,19 +42,35 @@ def benign_survival(ctx: ReproContext) -> Inputs:
 
 
 REPRO = Repro(
-    "TNL106", "WV", "log_growth", PRECISION,
-    adversarial=below_rounding("rate"), benign=benign_rate, grad=("rate",), reference=log_one_plus,
+    "TNL106",
+    "WV",
+    "log_growth",
+    PRECISION,
+    adversarial=below_rounding("rate"),
+    benign=benign_rate,
+    grad=("rate",),
+    reference=log_one_plus,
     shapes=lifted(benign_rate) + rescaled(benign_rate, 1e-3),
-    thresholds={d: f"rate from {v * 1e-3:.1e} to {v * 0.99:.1e} (1 + rate rounds to 1 below {v:g} in {d})"
-                for d, v in ROUNDS_TO_ONE.items()},
+    thresholds={
+        d: f"rate from {v * 1e-3:.1e} to {v * 0.99:.1e} (1 + rate rounds to 1 below {v:g} in {d})" for d, v in ROUNDS_TO_ONE.items()
+    },
 )
 
 FURTHER = (
     Repro(
-        "TNL106", "WV", "survival", PRECISION, example=1,
-        adversarial=small_survival, benign=benign_survival, grad=("hazard", "dropout"), reference=survival_log,
+        "TNL106",
+        "WV",
+        "survival",
+        PRECISION,
+        example=1,
+        adversarial=small_survival,
+        benign=benign_survival,
+        grad=("hazard", "dropout"),
+        reference=survival_log,
         shapes=lifted(benign_survival) + rescaled(benign_survival, 1e-3),
-        thresholds={d: f"hazard and dropout from {v * 1e-3:.1e} to {v * 0.99:.1e} (1 +- x rounds to 1 below "
-                       f"{v:g} in {d})" for d, v in ROUNDS_TO_ONE.items()},
+        thresholds={
+            d: f"hazard and dropout from {v * 1e-3:.1e} to {v * 0.99:.1e} (1 +- x rounds to 1 below {v:g} in {d})"
+            for d, v in ROUNDS_TO_ONE.items()
+        },
     ),
 )

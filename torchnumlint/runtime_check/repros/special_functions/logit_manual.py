@@ -66,8 +66,10 @@ def benign_classes(ctx: ReproContext) -> Inputs:
     return put(ctx, scores=scores)
 
 
-CLAMP = ("torch.logit(p, eps=1e-6) clamps p into [1e-6, 1 - 1e-6]: a clamped entry's log-odds become +-13.8 "
-         "(off by |reference| - 13.8) and its gradient path is cut")
+CLAMP = (
+    "torch.logit(p, eps=1e-6) clamps p into [1e-6, 1 - 1e-6]: a clamped entry's log-odds become +-13.8 "
+    "(off by |reference| - 13.8) and its gradient path is cut"
+)
 BOUND = Bound(CLAMP + " (off by all of its gradient), so |fix - reference| <= |reference|", rel=1.0)
 # Through a softmax the cut path of a clamped p_i moved every score of its row by w_i d logit_i / d x_k,
 # |d logit_i / d x_k| <= 1, w the upstream gradient: measured in float64 at most 2.54 here (row 0,
@@ -75,19 +77,35 @@ BOUND = Bound(CLAMP + " (off by all of its gradient), so |fix - reference| <= |r
 SOFTMAX_BOUND = Bound(CLAMP + " through the softmax: |fix - reference| <= |reference| + 2.6", abs=2.6, rel=1.0)
 
 REPRO = Repro(
-    "TNL112", "NF", "log_odds", FP32,
-    adversarial=adversarial, benign=benign_z, grad=("z",), reference=log_odds, bound=BOUND,
+    "TNL112",
+    "NF",
+    "log_odds",
+    FP32,
+    adversarial=adversarial,
+    benign=benign_z,
+    grad=("z",),
+    reference=log_odds,
+    bound=BOUND,
     shapes=lifted(benign_z) + rescaled(benign_z, 1e-3),
-    thresholds={"float32": f"z in -6..6 plus {SIGMOID_ONE + 0.5:g}, 40, {SIGMOID_ZERO - 1.0:g} (sigmoid(z) is 1 "
-                           f"from z = {SIGMOID_ONE:g}, 0 below {SIGMOID_ZERO:g})"},
+    thresholds={
+        "float32": f"z in -6..6 plus {SIGMOID_ONE + 0.5:g}, 40, {SIGMOID_ZERO - 1.0:g} (sigmoid(z) is 1 "
+        f"from z = {SIGMOID_ONE:g}, 0 below {SIGMOID_ZERO:g})"
+    },
 )
 
 FURTHER = (
     Repro(
-        "TNL112", "NF", "class_odds", FP32, example=1,
-        adversarial=saturated_classes, benign=benign_classes, grad=("scores",), reference=class_log_odds,
-        bound=SOFTMAX_BOUND, shapes=lifted(benign_classes),
-        thresholds={"float32": "4 x 10 scores, randn; row 0's score 0 + 30 (p rounds to 1), row 1's - 120 "
-                               "(p is 0)"},
+        "TNL112",
+        "NF",
+        "class_odds",
+        FP32,
+        example=1,
+        adversarial=saturated_classes,
+        benign=benign_classes,
+        grad=("scores",),
+        reference=class_log_odds,
+        bound=SOFTMAX_BOUND,
+        shapes=lifted(benign_classes),
+        thresholds={"float32": "4 x 10 scores, randn; row 0's score 0 + 30 (p rounds to 1), row 1's - 120 (p is 0)"},
     ),
 )

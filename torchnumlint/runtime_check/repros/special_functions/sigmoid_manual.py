@@ -72,27 +72,54 @@ def benign(stretch: float) -> Builder:
 
 
 def thresholds(stretch: float) -> dict:
-    return {d: f"x in {-6 * stretch:g}..{6 * stretch:g} plus {(v - 1.0) * stretch:g}, {2 * v * stretch:g}, "
-               f"{-120 * stretch:g} (exp overflows from x = {v * stretch:g} in {d})" for d, v in EXP_OVERFLOW.items()}
+    return {
+        d: f"x in {-6 * stretch:g}..{6 * stretch:g} plus {(v - 1.0) * stretch:g}, {2 * v * stretch:g}, "
+        f"{-120 * stretch:g} (exp overflows from x = {v * stretch:g} in {d})"
+        for d, v in EXP_OVERFLOW.items()
+    }
 
 
 REPRO = Repro(
-    "TNL111", "NF", "gate", PRECISION,
-    adversarial=overflowing(1.0), benign=benign(1.0), grad=("x",), reference=sigmoid, thresholds=thresholds(1.0),
+    "TNL111",
+    "NF",
+    "gate",
+    PRECISION,
+    adversarial=overflowing(1.0),
+    benign=benign(1.0),
+    grad=("x",),
+    reference=sigmoid,
+    thresholds=thresholds(1.0),
     shapes=lifted(benign(1.0)) + rescaled(benign(1.0), 1e-3),
 )
 
 FURTHER = (
     Repro(
-        "TNL111", "NF", "shifted_sigmoid", PRECISION, example=2,
-        adversarial=overflowing(STRETCH), benign=benign(STRETCH), grad=("x",), reference=shifted_sigmoid,
-        thresholds=thresholds(STRETCH), shapes=lifted(benign(STRETCH)) + rescaled(benign(STRETCH), 1e-3),
+        "TNL111",
+        "NF",
+        "shifted_sigmoid",
+        PRECISION,
+        example=2,
+        adversarial=overflowing(STRETCH),
+        benign=benign(STRETCH),
+        grad=("x",),
+        reference=shifted_sigmoid,
+        thresholds=thresholds(STRETCH),
+        shapes=lifted(benign(STRETCH)) + rescaled(benign(STRETCH), 1e-3),
     ),
     Repro(
-        "TNL111", "NF", "Gated.forward", PRECISION, example=1,
-        adversarial=overflowing_gate, benign=benign_gate, grad=("h", "w"), reference=gated,
+        "TNL111",
+        "NF",
+        "Gated.forward",
+        PRECISION,
+        example=1,
+        adversarial=overflowing_gate,
+        benign=benign_gate,
+        grad=("h", "w"),
+        reference=gated,
         shapes=lifted(benign_gate) + rescaled(benign_gate, 1e-3),
-        thresholds={d: f"Gated(): h 4 x 8 randn, h[0, 0] = {-2 * v:g} (exp(h) is inf from {-v:g} in {d}); "
-                       f"w 8 x 8 randn * 0.3, row 0 zero" for d, v in EXP_OVERFLOW.items()},
+        thresholds={
+            d: f"Gated(): h 4 x 8 randn, h[0, 0] = {-2 * v:g} (exp(h) is inf from {-v:g} in {d}); w 8 x 8 randn * 0.3, row 0 zero"
+            for d, v in EXP_OVERFLOW.items()
+        },
     ),
 )

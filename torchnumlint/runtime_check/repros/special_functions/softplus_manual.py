@@ -57,19 +57,32 @@ def benign_margin(ctx: ReproContext) -> Inputs:
 
 
 REPRO = Repro(
-    "TNL108", "NF", "positive_scale", PRECISION,
-    adversarial=adversarial, benign=benign_rho, grad=("rho",), reference=softplus,
+    "TNL108",
+    "NF",
+    "positive_scale",
+    PRECISION,
+    adversarial=adversarial,
+    benign=benign_rho,
+    grad=("rho",),
+    reference=softplus,
     shapes=lifted(benign_rho) + rescaled(benign_rho, 1e-3),
-    thresholds={d: f"rho in -5..5 plus {v + 0.5:g}, {2 * v:g} (exp overflows from {v:g} in {d})"
-                for d, v in EXP_OVERFLOW.items()},
+    thresholds={d: f"rho in -5..5 plus {v + 0.5:g}, {2 * v:g} (exp overflows from {v:g} in {d})" for d, v in EXP_OVERFLOW.items()},
 )
 
 FURTHER = (
     Repro(
-        "TNL108", "NF", "margin_loss", PRECISION, example=1,
-        adversarial=overflowing_margin, benign=benign_margin, grad=("pos", "neg"), reference=margin,
+        "TNL108",
+        "NF",
+        "margin_loss",
+        PRECISION,
+        example=1,
+        adversarial=overflowing_margin,
+        benign=benign_margin,
+        grad=("pos", "neg"),
+        reference=margin,
         shapes=lifted(benign_margin) + rescaled(benign_margin, 1e-3),
-        thresholds={d: f"16 pos, neg randn; pos[0] = {-(v + 0.5):g} (exp(-pos) overflows from {v:g} in {d})"
-                    for d, v in EXP_OVERFLOW.items()},
+        thresholds={
+            d: f"16 pos, neg randn; pos[0] = {-(v + 0.5):g} (exp(-pos) overflows from {v:g} in {d})" for d, v in EXP_OVERFLOW.items()
+        },
     ),
 )

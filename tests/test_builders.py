@@ -326,3 +326,76 @@ def test_a_class_only_checked_by_isinstance_is_not_reached():
             """,
     )
     assert findings_in(project, "models/heads.py") == []
+
+
+HYDRA_HEADS = """\
+    import torch.nn as nn
+
+
+    class SquareHead(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.fc = nn.Linear(dim, dim)
+
+        def forward(self, x):
+            h = self.fc(x)
+            return h * h
+
+
+    class Unnamed(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.fc = nn.Linear(dim, dim)
+
+        def forward(self, x):
+            h = self.fc(x)
+            return h * h
+    """
+
+HYDRA_TRAIN = """\
+    import hydra
+    import torch
+    from hydra.utils import instantiate
+
+
+    @hydra.main(config_path="configs", config_name="train")
+    def main(cfg):
+        model = instantiate(cfg.model).cuda()
+        for x in cfg.batches:
+            with torch.autocast("cuda"):
+                loss = model(x).mean()
+            loss.backward()
+    """
+
+
+def hydra_project(config):
+    project = files(models__heads=HYDRA_HEADS, train=HYDRA_TRAIN)
+    project["configs/model/head.yaml"] = textwrap.dedent(config)
+    return project
+
+
+def test_hydra_instantiate_reaches_the_classes_its_configs_name_as_target():
+    found = findings_in(hydra_project("_target_: models.heads.SquareHead\ndim: 64\n"), "models/heads.py")
+    # SquareHead's square, named by the config; Unnamed is in no config
+    assert [(code, line) for code, line, _ in found] == [("TNL301", 11)]
+    assert "train.py:10" in found[0][2] and "through Hydra's `instantiate` (train.py:8)" in found[0][2]
+
+
+def test_hydra_target_quoted_or_nested_and_a_name_no_class_has():
+    nested = 'encoder:\n  _target_: "models.heads.SquareHead"  # the head\n  dim: 8\n'
+    assert [(c, l) for c, l, _ in findings_in(hydra_project(nested), "models/heads.py")] == [("TNL301", 11)]
+    # another module's class of the same name, an interpolation, a comment: nothing named here
+    other = "_target_: other.heads.SquareHead\nnote: ${model}\n# _target_: models.heads.Unnamed\n"
+    assert findings_in(hydra_project(other), "models/heads.py") == []
+
+
+def test_a_run_reads_the_projects_yaml_configs_and_never_lints_them(tmp_path, monkeypatch):
+    for path, text in hydra_project("_target_: models.heads.SquareHead\n").items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    (tmp_path / "pyproject.toml").write_text("")
+    monkeypatch.chdir(tmp_path)
+    rules = [registry()[code] for code in FP16]
+    result = run(["."], Config(root=tmp_path), rules, Options(cache=False))
+    assert not result.errors and result.files == 2
+    assert [(Path(f.path).as_posix(), f.line) for f in result.findings] == [("models/heads.py", 11)]

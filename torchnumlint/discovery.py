@@ -47,6 +47,7 @@ DEFAULT_EXCLUDE = [
     ".ipynb_checkpoints",
 ]
 SUFFIXES = (".py", ".pyi", ".ipynb")
+CONFIG_SUFFIXES = (".yaml", ".yml")  # read for project facts only, never linted
 
 
 class _GitIgnore:
@@ -134,9 +135,13 @@ class _Walker:
         config = self.settings.config_for(path.parent)
         return _excluded(self.spec(config), path, config.root, False) or self.gitignore.ignored(path, False)
 
-    def walk(self, top: str, into_projects: bool) -> Iterator[str]:
-        """The Python files under `top`, paths joined onto `top` as given; below `top`, folders
-        that are project roots are entered only with `into_projects`. A folder that cannot be
+    def walk(
+        self, top: str, into_projects: bool, suffixes: Tuple[str, ...] = SUFFIXES, configs: Optional[List[str]] = None
+    ) -> Iterator[str]:
+        """The Python files (or those ending in `suffixes`) under `top`, paths joined onto `top` as
+        given; below `top`, folders that are project roots are entered only with `into_projects`.
+        The config files met on the way (`CONFIG_SUFFIXES`) are added to `configs` when given: the
+        same walk finds the files a run lints and those its project facts read. A folder that cannot be
         listed (no permission) is named in `errors` and the walk goes on."""
         for folder, dirnames, filenames in os.walk(top, onerror=self._unreadable):
             here = Path(os.path.abspath(folder))
@@ -153,11 +158,17 @@ class _Walker:
                     keep.append(name)
             dirnames[:] = keep
             for name in sorted(filenames):
-                child = here / name
-                if not name.endswith(SUFFIXES) or _excluded(spec, child, config.root, False):
+                wanted = name.endswith(suffixes)
+                if not (wanted or (configs is not None and name.endswith(CONFIG_SUFFIXES))):
                     continue
-                if not self.gitignore.ignored(child, False):
-                    yield os.path.normpath(os.path.join(folder, name))
+                child = here / name
+                if _excluded(spec, child, config.root, False) or self.gitignore.ignored(child, False):
+                    continue
+                path = os.path.normpath(os.path.join(folder, name))
+                if wanted:
+                    yield path
+                elif configs is not None:
+                    configs.append(path)
 
     def _unreadable(self, error: OSError) -> None:
         self.errors.append(f"{error.filename}: cannot read folder: {error.strerror or error}")
@@ -172,11 +183,13 @@ def _excluded(spec: pathspec.PathSpec, path: Path, root: Path, is_dir: bool) -> 
     return spec.match_file(rel + suffix) or spec.match_file(path.name + suffix)
 
 
-def discover(paths: Iterable[str], settings: Settings, force_exclude: bool = False) -> Tuple[List[str], List[str]]:
+def discover(
+    paths: Iterable[str], settings: Settings, force_exclude: bool = False, configs: Optional[List[str]] = None
+) -> Tuple[List[str], List[str]]:
     """(files to lint, in a stable order; errors for paths that do not exist and folders that
     cannot be read). A file named in `paths` is linted even where excluded or ignored, unless
     `force_exclude`; whatever it is (a FIFO, a file the user cannot read), reading it says what
-    is wrong with it."""
+    is wrong with it. The config files of the folders walked go to `configs` when given."""
     walker = _Walker(settings)
     files: List[str] = []
     errors: List[str] = []
@@ -191,7 +204,7 @@ def discover(paths: Iterable[str], settings: Settings, force_exclude: bool = Fal
             excluded = force_exclude and walker.named_file_excluded(Path(os.path.abspath(given)))
             found: Iterable[str] = [] if excluded else [given]
         else:
-            found = walker.walk(given, into_projects=True)
+            found = walker.walk(given, into_projects=True, configs=configs)
         for file in found:
             key = os.path.realpath(file)
             if key not in seen:
@@ -201,5 +214,7 @@ def discover(paths: Iterable[str], settings: Settings, force_exclude: bool = Fal
 
 
 def project_files(root: str, settings: Settings) -> Iterator[str]:
-    """Every Python file of the project at `root` (lazily), leaving out nested projects."""
-    return _Walker(settings).walk(root, into_projects=False)
+    """Every file of the project at `root` that its facts come from (lazily), leaving out nested
+    projects: the Python files and notebooks, and the config files that can name classes
+    (`CONFIG_SUFFIXES`: Hydra's `_target_`s, `index.hydra_targets`), which are read, never linted."""
+    return _Walker(settings).walk(root, into_projects=False, suffixes=SUFFIXES + CONFIG_SUFFIXES)

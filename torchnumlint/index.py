@@ -48,11 +48,13 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union, cast
 
+from torchnumlint.discovery import CONFIG_SUFFIXES  # config files: read for Hydra's `_target_`s
 from torchnumlint.summaries import Summaries, callers_digest, summarize
 from torchnumlint.summaries import could_matter as could_summarise
 from torchnumlint.forward_facts import (
@@ -93,6 +95,8 @@ from torchnumlint.rules.autocast import (
 )
 
 # A file can only matter if it mentions one of these.
+_TARGET = re.compile(r"""^\s*-?\s*_target_\s*:\s*["']?([A-Za-z_][\w.]*)["']?\s*(?:#.*)?$""", re.M)
+HYDRA_INSTANTIATE = frozenset({"hydra.utils.instantiate", "hydra.utils.call", "hydra.utils.get_class"})
 NEEDLES = (
     "autocast",
     "Module",
@@ -105,6 +109,8 @@ NEEDLES = (
     "ccelerat",
     "Trainer",
     "deepspeed",
+    "instantiate",
+    "_target_",
 )
 
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "torch.nn.modules.Module"})
@@ -119,6 +125,8 @@ EXTENSION_LOADERS = frozenset({"load", "load_ext", "load_inline", "load_extensio
 #   ("registry", name)          every class registered with the registry `name` (`R.build(cfg)`)
 #   ("model_fns", name, at)     every function registered with `@register_model` ("" for all), timm;
 #                               `at` is where `create_model` is called (path:line)
+#   ("hydra", at)               every project class a config file names as `_target_` (Hydra's
+#                               `instantiate(cfg)`); `at` is where `instantiate` is called (path:line)
 #   ("passed", name, qual)      a project module class handed to a call: the callee constructs it
 #   ("call", name, qual)        name(...): a project function (a class here is only constructed)
 #   ("inst", name, qual, meth)  method `meth` of an instance of class `name` ("" calls the instance,
@@ -202,7 +210,7 @@ class Alias:
     qual: Optional[str]
 
 
-BUILDER_KINDS = ("names", "file", "registry", "model_fns")
+BUILDER_KINDS = ("names", "file", "registry", "model_fns", "hydra")
 
 
 @dataclass
@@ -218,6 +226,8 @@ class ProjectIndex:
     subclasses: Dict[str, List[ClassInfo]] = field(default_factory=dict, repr=False)
     files: int = 0  # files parsed (the rest were skipped by the pre-filter or a syntax error)
     summaries: Summaries = field(default_factory=Summaries)  # what each file's helpers return
+    # config file -> the dotted names it gives as Hydra `_target_`s (`configs/model/net.yaml`)
+    targets: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def empty(cls) -> "ProjectIndex":
@@ -269,6 +279,7 @@ class ProjectIndex:
             aliases={name: [a for a in found if a.path != path] for name, found in self.aliases.items()},
             files=self.files,
             summaries=self.summaries.without(path),
+            targets={where: names for where, names in self.targets.items() if where != path},
         )
         return rest.merge(index_file(path, text))
 
@@ -294,6 +305,7 @@ class ProjectIndex:
             self.aliases.setdefault(name, []).extend(found)
         self.files += part.files
         self.summaries.absorb(part.summaries)
+        self.targets.update(part.targets)
 
     def finalize(self) -> None:
         """Resolve class kinds through project bases, then what the fp16 regions reach."""
@@ -352,7 +364,10 @@ class ProjectIndex:
                     if factory.model_factory and (not ref[1] or factory.name == ref[1]):
                         yield factory.key, via
                 continue
-            if ref[0] == "registry":
+            if ref[0] == "hydra":
+                via = f"through Hydra's `instantiate` ({ref[1]}), which can name every `_target_` of the project's configs"
+                named = [c for cs in self.classes.values() for c in cs if self._targeted(c)]
+            elif ref[0] == "registry":
                 via = f"through the registry `{ref[1]}` built in `{func.name}` ({func.path}:{line})"
                 named = [c for cs in self.classes.values() for c in cs if ref[1] in c.registries]
             else:
@@ -365,6 +380,14 @@ class ProjectIndex:
                     yield key, via
 
     # -- the call graph ----------------------------------------------------------------------------
+    def _targeted(self, info: ClassInfo) -> bool:
+        """Whether a config file names the class as a `_target_` (`models.heads.Net`)."""
+        return any(
+            name.rsplit(".", 1)[-1] == info.name and "." in name and _path_is_module(info.path, name.rsplit(".", 1)[0])
+            for names in self.targets.values()
+            for name in names
+        )
+
     def _bases(self, info: ClassInfo) -> Iterator[ClassInfo]:
         for name, qual in info.bases:
             base = self.lookup(name, qual, info.path)
@@ -863,6 +886,8 @@ class _File:
                     refs.append(("registry", _last_name(registry)))
             elif isinstance(func, ast.Attribute) and func.attr == "build" and isinstance(func.value, (ast.Name, ast.Attribute)):
                 refs.append(("registry", _last_name(func.value)))
+            elif self.imports.qualname(func) in HYDRA_INSTANTIATE:
+                refs.append(("hydra", f"{self.path}:{call.lineno}"))
             elif _is_registry_get(func):  # `META_ARCH_REGISTRY.get(name)(cfg)`
                 refs.append(("registry", _last_name(func.func.value)))  # type: ignore[attr-defined]
             else:
@@ -1220,6 +1245,9 @@ class _File:
         factory = self._model_factory_ref(_constructor_call(value))
         if factory is not None:
             return factory  # `model = timm.create_model(args.model).cuda()`
+        built = _constructor_call(value)
+        if self.imports.qualname(built.func) in HYDRA_INSTANTIATE:
+            return ("hydra", f"{self.path}:{built.lineno}")  # `model = instantiate(cfg.model).to(device)`
         ref = _class_ref(self.imports, _constructor(value))
         return ("inst", *ref, method) if ref is not None else None
 
@@ -1362,10 +1390,19 @@ def could_matter(text: str) -> bool:
     return any(needle in text for needle in NEEDLES)
 
 
+def hydra_targets(text: str) -> Tuple[str, ...]:
+    """The dotted names a config file gives as `_target_` (YAML `_target_: pkg.mod.Class`, quoted or
+    not), in order; the file is read as text, not as YAML (no dependency, and interpolations such as
+    `${model}` are not names)."""
+    return tuple(dict.fromkeys(m.group(1) for m in _TARGET.finditer(text)))
+
+
 def index_file(path: str, text: str) -> ProjectIndex:
     """The facts of one file (not finalized); only that it exists when it cannot matter or does
     not parse. A file parsed for either kind of fact is summarised (`summaries.py`): the parse
     is the cost."""
+    if path.endswith(CONFIG_SUFFIXES):
+        return ProjectIndex(targets={path: hydra_targets(text)})
     known = ProjectIndex(summaries=Summaries({path: None}))
     amp = could_matter(text)
     if not (amp or could_summarise(text)):

@@ -139,7 +139,8 @@ def run(
         settings = Settings.fixed(settings, rules)
     options = options or Options()
     result = RunResult()
-    files, result.errors = discover(paths, settings, force_exclude=options.force_exclude)
+    configs: List[str] = []
+    files, result.errors = discover(paths, settings, force_exclude=options.force_exclude, configs=configs)
     files, unusable = settings.usable(files)  # files under a config that cannot be read are not linted
     result.errors += unusable
     result.found = len(files)
@@ -150,9 +151,12 @@ def run(
         projects.setdefault(project_root(Path(os.path.abspath(path)).parent, roots), []).append((position, path))
     tally = _Tally(len(files), progress or Progress(None))
     tally.progress.start(len(files))
+    configs_of: Dict[Optional[Path], List[str]] = {}
+    for path in configs:
+        configs_of.setdefault(project_root(Path(os.path.abspath(path)).parent, roots), []).append(path)
     for root, members in projects.items():
         covered = root is not None and any(_is_within(str(root), top) for top in walked)
-        _Project(root, members, settings, options, covered).run(result, tally)
+        _Project(root, members, settings, options, covered, configs_of.get(root, [])).run(result, tally)
     tally.progress.finish()
     result.errors += [error for error in tally.read_errors if error is not None] + tally.project_errors
     result.files = tally.readable
@@ -220,12 +224,21 @@ class _Project:
     """The files passed from one project: each answered from the cache or linted (in workers)
     against the project's index, their outcomes put back in the order they were passed."""
 
-    def __init__(self, root: Optional[Path], members: List[Tuple[int, str]], settings: Settings, options: Options, covered: bool) -> None:
+    def __init__(
+        self,
+        root: Optional[Path],
+        members: List[Tuple[int, str]],
+        settings: Settings,
+        options: Options,
+        covered: bool,
+        configs: Sequence[str] = (),
+    ) -> None:
         self.root = root
         self.members = members
         self.settings = settings
         self.options = options
         self.covered = covered  # every file of the project was passed: no walk for the others
+        self.configs = list(configs)  # its config files met by that walk (Hydra's `_target_`s)
         self.cache: Optional[caching.Cache] = None
         self.manifest: Optional[caching.Manifest] = None
         if options.cache:
@@ -276,11 +289,13 @@ class _Project:
         return known
 
     def _project_paths(self) -> List[str]:
-        """Every file of the project: those passed, then the others (in the form the passed
-        files' paths have: findings name them)."""
+        """Every file of the project: those passed, then the others and its config files (in the
+        form the passed files' paths have: findings name them)."""
         if self._paths is None:
             self._paths = passed = list(self.readable)
-            if self.root is not None and not self.covered and passed:
+            if self.covered:
+                self._paths += self.configs
+            elif self.root is not None and passed:
                 seen = {os.path.realpath(path) for path in passed}
                 top = str(self.root) if os.path.isabs(passed[0]) else os.path.relpath(self.root)
                 self._paths += [path for path in project_files(top, self.settings) if os.path.realpath(path) not in seen]

@@ -22,6 +22,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 import pathspec
 
 from torchnumlint.config import Config, Settings
+from torchnumlint.configfiles import SUFFIXES as CONFIG_SUFFIXES
 
 DEFAULT_EXCLUDE = [
     ".git",
@@ -47,7 +48,6 @@ DEFAULT_EXCLUDE = [
     ".ipynb_checkpoints",
 ]
 SUFFIXES = (".py", ".pyi", ".ipynb")
-CONFIG_SUFFIXES = (".yaml", ".yml")  # read for project facts only, never linted
 
 
 class _GitIgnore:
@@ -216,5 +216,5 @@ def discover(
 def project_files(root: str, settings: Settings) -> Iterator[str]:
     """Every file of the project at `root` that its facts come from (lazily), leaving out nested
     projects: the Python files and notebooks, and the config files that can name classes
-    (`CONFIG_SUFFIXES`: Hydra's `_target_`s, `index.hydra_targets`), which are read, never linted."""
+    (`configfiles.py`: Hydra's `_target_`s), which are read, never linted."""
     return _Walker(settings).walk(root, into_projects=False, suffixes=SUFFIXES + CONFIG_SUFFIXES)

@@ -48,13 +48,12 @@ from __future__ import annotations
 
 import ast
 import copy
-import re
 import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union, cast
 
-from torchnumlint.discovery import CONFIG_SUFFIXES  # config files: read for Hydra's `_target_`s
+from torchnumlint import configfiles
 from torchnumlint.summaries import Summaries, callers_digest, summarize
 from torchnumlint.summaries import could_matter as could_summarise
 from torchnumlint.forward_facts import (
@@ -95,7 +94,6 @@ from torchnumlint.rules.autocast import (
 )
 
 # A file can only matter if it mentions one of these.
-_TARGET = re.compile(r"""^\s*-?\s*_target_\s*:\s*["']?([A-Za-z_][\w.]*)["']?\s*(?:#.*)?$""", re.M)
 HYDRA_INSTANTIATE = frozenset({"hydra.utils.instantiate", "hydra.utils.call", "hydra.utils.get_class"})
 NEEDLES = (
     "autocast",
@@ -1390,19 +1388,12 @@ def could_matter(text: str) -> bool:
     return any(needle in text for needle in NEEDLES)
 
 
-def hydra_targets(text: str) -> Tuple[str, ...]:
-    """The dotted names a config file gives as `_target_` (YAML `_target_: pkg.mod.Class`, quoted or
-    not), in order; the file is read as text, not as YAML (no dependency, and interpolations such as
-    `${model}` are not names)."""
-    return tuple(dict.fromkeys(m.group(1) for m in _TARGET.finditer(text)))
-
-
 def index_file(path: str, text: str) -> ProjectIndex:
     """The facts of one file (not finalized); only that it exists when it cannot matter or does
     not parse. A file parsed for either kind of fact is summarised (`summaries.py`): the parse
     is the cost."""
-    if path.endswith(CONFIG_SUFFIXES):
-        return ProjectIndex(targets={path: hydra_targets(text)})
+    if configfiles.is_config(path):
+        return ProjectIndex(targets={path: configfiles.hydra_targets(text)})
     known = ProjectIndex(summaries=Summaries({path: None}))
     amp = could_matter(text)
     if not (amp or could_summarise(text)):

@@ -74,7 +74,7 @@ class BceOnSigmoid(Rule):
     code = "TNL105"
     name = "bce-on-sigmoid"
     finds = (
-        "`F.binary_cross_entropy` / `nn.BCELoss` on a sigmoid (inline, names, `self.criterion`, "
+        "`F.binary_cross_entropy` / `nn.BCELoss` on a sigmoid (inline, names, through `nan_to_num`, `self.criterion`, "
         "helpers, models ending in `nn.Sigmoid`): loss capped at 100, gradient 0 or 10x too small "
         "once saturated"
     )
@@ -228,7 +228,7 @@ def _sigmoid_source(ctx, inp: cst.BaseExpression) -> Optional[Tuple[CallMatch, L
         if found is not None:
             return found[0], chain + found[1], expr is not inp
         links = ctx.chain(expr, MAX_CHAIN, names_only=True)
-        kept = finite_kept(ctx.imports, strip_parens(links[-1].value if links else expr))  # type: ignore[arg-type]  # a chain's bindings all have values (`FileContext.chain`)
+        kept = finite_kept(ctx.imports, strip_parens(links[-1].value if links else expr))
         if kept is None:
             return None
         chain, expr = chain + links, kept

@@ -1718,6 +1718,21 @@ SELECTED_SUMS_LOOK_ALIKES = [
         """,
         together=("TNL207",),
     ),
+    # picks of whole rows (each sums to 1), a gather along another dim than the sum, a slice
+    Silent(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def row_checks(logits, valid, i, idx):
+            p = F.softmax(logits, dim=-1)
+            rows = torch.log(p[valid].sum(-1)) + torch.log(p[i].sum(-1))
+            across = torch.log(p.gather(0, idx).sum(1))
+            return rows.mean() + across.mean() + torch.log(p[:, :5].sum(-1)).mean()
+        """,
+        together=("TNL207",),
+    ),
 ]
 
 

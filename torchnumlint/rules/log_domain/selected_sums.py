@@ -22,7 +22,7 @@ from torchnumlint.rules.calls import CallMatch, match_call
 from torchnumlint.rules.made_by import softmax_call
 from torchnumlint.rules.masks import is_mask
 from torchnumlint.rules.rewrite import with_input
-from torchnumlint.rules.syntax import strip_parens
+from torchnumlint.rules.syntax import number_value, strip_parens
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext
@@ -58,18 +58,20 @@ class SelectedSum:
 
 def selected_sum(ctx: "FileContext", expr: cst.BaseExpression, holds_probs: Callable[[cst.BaseExpression], bool]) -> Optional[SelectedSum]:
     """`expr` as a sum of the entries of a tensor for which `holds_probs` is true, picked by an
-    index (`p[:, idx]`, `p.gather(1, idx)`) or multiplied by a boolean mask (`p * mask`, either
+    index along the summed dim (`p[:, idx].sum(-1)`, `p.gather(1, idx).sum(1)`) or multiplied by a boolean mask (`p * mask`, either
     order, as `masks.is_mask` sees it); else None."""
     total = match_call(ctx.imports, strip_parens(expr), "sum")
-    if total is None:
-        return None
+    dim = total.arg("dim") if total is not None else None
+    if total is None or dim is None:
+        return None  # a sum of everything: no set of classes per row
     picked = strip_parens(total.input)
     code = ctx.module.code_for_node
-    if isinstance(picked, cst.Subscript) and holds_probs(picked.value):
+    if isinstance(picked, cst.Subscript) and _picks_along(picked, dim) and holds_probs(picked.value):
         subscript = picked
         return SelectedSum(total, subscript.value, f"`{code(subscript)}`", lambda new: subscript.with_changes(value=new))
     gather = match_call(ctx.imports, picked, "gather")
-    if gather is not None and gather.fully_known and holds_probs(gather.input):
+    along = gather is not None and number_value(gather.arg("dim")) == number_value(dim) and number_value(dim) is not None
+    if gather is not None and along and gather.fully_known and holds_probs(gather.input):
         return SelectedSum(total, gather.input, f"`{code(gather.call)}`", lambda new: with_input(gather, new))
     if isinstance(picked, cst.BinaryOperation) and isinstance(picked.operator, cst.Multiply):
         sides: List[cst.BaseExpression] = [picked.left, picked.right]
@@ -83,3 +85,27 @@ def softmax_sum(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[Select
     """`selected_sum` of a softmax's entries (`made_by.softmax_call`): TNL103's site, which TNL207
     leaves to it."""
     return selected_sum(ctx, expr, lambda e: softmax_call(ctx, e) is not None)
+
+
+def _picks_along(subscript: cst.Subscript, dim: cst.BaseExpression) -> bool:
+    """Whether `subscript` picks entries by an index or mask along the summed `dim` (`p[:, idx]`,
+    `p[..., idx]` for -1, the element at position k for k >= 0), not rows (`p[valid].sum(-1)` and
+    `p[i].sum(-1)` sum whole rows, which is 1)."""
+    elements = [e.slice for e in subscript.slice]
+    where = number_value(dim)
+    if where == -1 and len(elements) >= 2:
+        element = elements[-1]
+    elif (
+        where is not None
+        and where >= 0
+        and where == int(where)
+        and int(where) < len(elements)
+        and not any(isinstance(e, cst.Index) and isinstance(e.value, cst.Ellipsis) for e in elements[: int(where)])
+    ):
+        element = elements[int(where)]
+    else:
+        return False
+    if not isinstance(element, cst.Index):
+        return False  # a slice (`p[:, :k]` is picked here only through an index)
+    value = strip_parens(element.value)
+    return not isinstance(value, (cst.Integer, cst.Ellipsis)) and not (isinstance(value, cst.Name) and value.value == "None")

@@ -5,8 +5,8 @@ A softmax is what `made_by.softmax_call` recognises (any alias, the method form,
 or one written by hand (`log_domain.handwritten.hand_softmax`: `exp(x) / exp(x).sum(d,
 keepdim=True)`, max-subtracted or not). The log of a sum of its selected entries
 (`log(p[:, pos_idx].sum(-1))`, `log((p * pos_mask).sum(-1))`: `log_domain.selected_sums`) is
--inf once every selected one underflows, or when nothing is selected. What the -inf is used for (`uses.uses_of`) decides the
-message, and silence where it is only ranked without a gradient.
+-inf once every selected one underflows, or when nothing is selected. What the -inf is used
+for (`uses.uses_of`) decides the message, and silence where it is only ranked without a gradient.
 
 Fixes (placed by `rewrite.at_source`): `F.log_softmax(x, d)` inline; through a name
 `p = F.softmax(x, d)` read only by this log, the assignment becomes `p = F.log_softmax(x, d)`;

@@ -253,6 +253,87 @@ BCE_FLAGGED = [
         """,
         (8,),
     ),
+    # `nan_to_num` between the sigmoid and the loss replaces only NaN and Inf: it keeps the 1.0 that
+    # a float32 logit of 20 rounds to. Measured on torch 2.13 CPU, label 0: the loss is 100 (true
+    # 20) and its gradient 0.0 (true 1.0); at logit -30, label 1, the gradient is -0.094 (true -1).
+    # The fix drops the `nan_to_num` with the sigmoid, so it is unsafe: a NaN logit, whose loss
+    # the `nan_to_num` made finite (0 for label 0; the gradient NaN all the same), gives NaN.
+    Flagged(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def objectness_loss(obj_logits, obj_target, optimizer):
+            loss = F.binary_cross_entropy(torch.nan_to_num(torch.sigmoid(obj_logits)), obj_target)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            return loss.item()
+        """,
+        (7,),
+        fixed="""
+        import torch
+        import torch.nn.functional as F
+
+
+        def objectness_loss(obj_logits, obj_target, optimizer):
+            loss = F.binary_cross_entropy_with_logits(obj_logits, obj_target)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            return loss.item()
+        """,
+        safe=False,
+        message="the fix drops the `nan_to_num` with the sigmoid",
+    ),
+    # the method form kept in a name, an `nn.BCELoss` built inline: the name is made to hold the logits
+    Flagged(
+        """
+        import torch
+        from torch import nn
+
+
+        def step(model, x, y):
+            p = torch.sigmoid(model(x)).nan_to_num(0.0)
+            loss = nn.BCELoss()(p, y)
+            loss.backward()
+            return loss
+        """,
+        (8,),
+        fixed="""
+        import torch
+        from torch import nn
+
+
+        def step(model, x, y):
+            p = model(x)
+            loss = nn.BCEWithLogitsLoss()(p, y)
+            loss.backward()
+            return loss
+        """,
+        safe=False,
+        message="the fix makes `p` hold the logits",
+    ),
+    # a criterion kept in an attribute, `torch.nan_to_num` with keywords: reported, no fix
+    Flagged(
+        """
+        import torch
+        from torch import nn
+
+
+        class MultiLabelHead(nn.Module):
+            def __init__(self, dim, labels):
+                super().__init__()
+                self.fc = nn.Linear(dim, labels)
+                self.criterion = nn.BCELoss(reduction="sum")
+
+            def forward(self, h, targets):
+                probs = torch.nan_to_num(self.fc(h).sigmoid(), nan=0.0, posinf=1.0, neginf=0.0)
+                return self.criterion(probs, targets), probs
+        """,
+        (14,),
+    ),
 ]
 
 BCE_SILENT = [
@@ -383,6 +464,25 @@ BCE_SILENT = [
             return a.mean() - (0.5 * math.log(q) + 0.5 * math.log(1 - q))
         """,
         together=("TNL104",),
+    ),
+    # `nan_to_num` look-alikes: of a sigmoid then clamped (the author's clamp), of probabilities
+    # from the data, of the logits fed to the with-logits loss, and in evaluation without a gradient
+    Silent(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def losses(z, y, soft_targets, teacher_probs):
+            p = torch.nan_to_num(torch.sigmoid(z)).clamp(1e-6, 1 - 1e-6)
+            distill = F.binary_cross_entropy(teacher_probs.nan_to_num(0.5), soft_targets)
+            return F.binary_cross_entropy(p, y) + distill + F.binary_cross_entropy_with_logits(torch.nan_to_num(z), y)
+
+
+        @torch.no_grad()
+        def evaluate(model, x, y):
+            return F.binary_cross_entropy(model(x).sigmoid().nan_to_num(0.0), y).item()
+        """,
     ),
 ]
 

@@ -1616,6 +1616,131 @@ def test_tnl103_hand_written_softmax(code, case):
     harness.check(code, case)
 
 
+# The log of a sum of selected softmax entries (a set of correct classes: multi-positive
+# contrastive losses, marginal likelihoods). Measured on torch 2.13 CPU: with logits [120, 0, 1, 2]
+# in float32, `log(softmax(x)[:, [1, 2]].sum(-1))` is -inf and every gradient entry NaN (float64
+# reference -118.69); two selected classes at a spread of 103 still give -102.59, at 104 -inf; in
+# float16 -15.95 at 17, -inf at 18; an all-false mask gives -inf with a NaN gradient. The fix,
+# `log_softmax(x)[sel].logsumexp(d)`, gives -118.69 and finite gradients there, matches the
+# original to 4.4e-16 on float64 random logits, and is -inf too for an empty selection.
+SELECTED_SUMS = [
+    # multi-positive InfoNCE: the softmax name read only here becomes log-probabilities
+    Flagged(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def multi_positive_nce(q, keys, pos_idx, tau=0.07):
+            probs = F.softmax(q @ keys.t() / tau, dim=-1)
+            loss = -torch.log(probs[:, pos_idx].sum(-1)).mean()
+            loss.backward()
+            return loss.detach()
+        """,
+        (8,),
+        fixed="""
+        import torch
+        import torch.nn.functional as F
+
+
+        def multi_positive_nce(q, keys, pos_idx, tau=0.07):
+            probs = F.log_softmax(q @ keys.t() / tau, dim=-1)
+            loss = -probs[:, pos_idx].logsumexp(-1).mean()
+            loss.backward()
+            return loss.detach()
+        """,
+        message="summed over `probs[:, pos_idx]`",
+    ),
+    # a gather with keepdim, the softmax read elsewhere too: recomputed at the log
+    Flagged(
+        """
+        import torch
+
+
+        class SetLikelihood(torch.nn.Module):
+            def forward(self, logits, answer_ids):
+                p = logits.softmax(1)
+                nll = -torch.log(p.gather(1, answer_ids).sum(1, keepdim=True))
+                return nll.mean(), p.argmax(1)
+        """,
+        (8,),
+        fixed="""
+        import torch
+
+
+        class SetLikelihood(torch.nn.Module):
+            def forward(self, logits, answer_ids):
+                p = logits.softmax(1)
+                nll = -logits.log_softmax(1).gather(1, answer_ids).logsumexp(1, keepdim=True)
+                return nll.mean(), p.argmax(1)
+        """,
+    ),
+    # a mask of the classes that match the labels: named, advice only (a mask may be soft), and
+    # one finding where TNL207 also sees a sum over a selection that can be empty
+    Flagged(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def marginal_loss(logits, label_sets):
+            probs = F.softmax(logits, -1)
+            pos_mask = label_sets > 0
+            return -(probs * pos_mask).sum(-1).log().mean()
+        """,
+        (9,),
+        message="the mask `pos_mask` keeps",
+        together=("TNL207",),
+    ),
+]
+
+SELECTED_SUMS_LOOK_ALIKES = [
+    # a sum over every class (1), a clamped or eps-guarded one, weights that are no mask, and a
+    # sum of selected entries only ranked without a gradient
+    Silent(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def scores(logits, pos_idx, class_weights, eps=1e-8):
+            p = F.softmax(logits, -1)
+            total = torch.log(p.sum(-1))
+            guarded = torch.log(p[:, pos_idx].sum(-1) + eps) + torch.log(p[:, pos_idx].sum(-1).clamp_min(eps))
+            weighted = torch.log((p * class_weights).sum(-1))
+            return total + guarded + weighted
+
+
+        @torch.no_grad()
+        def best_group(logits, groups):
+            p = logits.softmax(-1)
+            return torch.log(p[:, groups].sum(-1)).argmax(-1)
+        """,
+        together=("TNL207",),
+    ),
+    # picks of whole rows (each sums to 1), a gather along another dim than the sum, a slice
+    Silent(
+        """
+        import torch
+        import torch.nn.functional as F
+
+
+        def row_checks(logits, valid, i, idx):
+            p = F.softmax(logits, dim=-1)
+            rows = torch.log(p[valid].sum(-1)) + torch.log(p[i].sum(-1))
+            across = torch.log(p.gather(0, idx).sum(1))
+            return rows.mean() + across.mean() + torch.log(p[:, :5].sum(-1)).mean()
+        """,
+        together=("TNL207",),
+    ),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL103", SELECTED_SUMS, SELECTED_SUMS_LOOK_ALIKES))
+def test_tnl103_log_of_selected_softmax_sum(code, case):
+    harness.check(code, case)
+
+
 LABEL_PROBABILITY = [
     # BCE by hand through where: exact fix; p read only in the where goes with it
     Flagged(

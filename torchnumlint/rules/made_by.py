@@ -10,6 +10,7 @@ import libcst as cst
 
 from torchnumlint.rules.calls import CallMatch, OPS, match_call
 from torchnumlint.rules.producers import call_kind
+from torchnumlint.rules.value_steps import finite_kept
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext
@@ -17,7 +18,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def softmax_call(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[CallMatch]:
     """The softmax call (any alias, or the method form) that `expr` holds values of, through
-    names, indexing, selections and reshapes (`FileContext.origins`); where several assignments
+    names, indexing, selections and reshapes (`FileContext.origins`) and a `nan_to_num`, which
+    keeps the 0s and 1s a probability's hazards come from; where several assignments
     may reach, all must be softmaxes (the first is returned: a fix must not use it unless
     `ctx.binding` gives the one assignment)."""
     return _made_by(ctx, expr, "softmax")
@@ -29,14 +31,16 @@ def sigmoid_call(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[CallM
     return _made_by(ctx, expr, "sigmoid")
 
 
-def _made_by(ctx: "FileContext", expr: cst.BaseExpression, op: str) -> Optional[CallMatch]:
+def _made_by(ctx: "FileContext", expr: cst.BaseExpression, op: str, depth: int = 4) -> Optional[CallMatch]:
     """The first call of `op` that `expr` comes from, when every origin is one: written out, or
     (the last resort, `producers.call_kind`) a helper, method or module instance that returns
     one. A produced one is matched as the call with its first argument as input (form
-    "producer", no other arguments: nothing to rebuild it from)."""
+    "producer", no other arguments: nothing to rebuild it from). `depth`: the `nan_to_num`s
+    followed, one inside another's input at most that many."""
     matches = []
     for origin in ctx.origins(expr):
-        match = match_call(ctx.imports, origin, op)
+        kept = finite_kept(ctx.imports, origin) if depth else None
+        match = _made_by(ctx, kept, op, depth - 1) if kept is not None else match_call(ctx.imports, origin, op)
         if match is None and isinstance(origin, (cst.Call, cst.Name)):  # a name: an element of a tuple returned
             produced = call_kind(ctx, origin)
             if produced is not None and produced.kind == op:

@@ -62,6 +62,14 @@ def _tensor_call(
     return None
 
 
+def finite_kept(imports: ImportMap, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """`p` of `p.nan_to_num(...)` or `torch.nan_to_num(p, ...)` (`vocabulary.FINITE_KEEPING`), else
+    None. Not a step of `selection_of`: a rule that asks whether a value can be NaN or Inf must
+    not see through it; one that asks whether it is a sigmoid's or softmax's 0 or 1 may."""
+    step = _tensor_call(imports, expr, vocabulary.FINITE_KEEPING)
+    return step[1] if step is not None else None
+
+
 def _gives_pair(name: str, args: Sequence[cst.Arg]) -> bool:
     """Whether the ranking `name` called with `args` (after its input) returns (values, indices)."""
     if name in _RANKINGS:

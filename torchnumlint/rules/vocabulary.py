@@ -44,6 +44,9 @@ DEVICE_MOVES = frozenset({"cuda", "cpu"})
 # Copies: the same values (`detach` also drops the gradient, which some questions care about).
 COPIES = frozenset({"clone"})
 DETACH = frozenset({"detach"})
+# Steps that replace only NaN and +-Inf: every finite value is kept, so a probability's 0 and 1 stay
+# (`F.binary_cross_entropy(torch.nan_to_num(torch.sigmoid(z)), y)` is still capped at 100).
+FINITE_KEEPING = frozenset({"nan_to_num"})
 # Steps that repeat entries (a sum of the result is a multiple of the input's).
 REPEATS = frozenset({"repeat", "repeat_interleave"})
 # Steps that keep a subset of the entries.

@@ -7,7 +7,8 @@ float16). The sites: the function form under any alias, an `nn.BCELoss` called i
 name or an attribute (`self.criterion = nn.BCELoss()` called in another method:
 `losses.loss_site`), whose input is a sigmoid as `made_by.sigmoid_call` sees it
 (inline, through names and subscripts, a helper or a model ending in `nn.Sigmoid()`). A clamped
-sigmoid is no sigmoid there: the author has chosen the clamp. Code that runs without a gradient
+sigmoid is no sigmoid there: the author has chosen the clamp. A `nan_to_num` between them is no
+guard (it replaces only NaN and Inf, the 1.0 of a saturated sigmoid stays): seen through. Code that runs without a gradient
 (`no_grad`, evaluation) is left alone: there the only harm is one element's loss capped at 100.
 
 The hand-written `-(y * log(p) + (1 - y) * log(1 - p))` of a sigmoid `p` is Inf, its gradient
@@ -21,7 +22,9 @@ y, ...)` / `nn.BCEWithLogitsLoss(...)(z, y)` with every other argument kept (`we
 `reduction`; the deprecated `size_average`/`reduce` are in the same positions), only where the
 logits are in reach: an inline sigmoid, or a local name bound once to one (recomputed at the use
 when the logits are plain, its assignment rewritten when nothing else reads it). An `nn.BCELoss`
-kept in a name or attribute may serve other calls: reported without a fix.
+kept in a name or attribute may serve other calls: reported without a fix. A `nan_to_num` in
+the way is dropped with the sigmoid, and the fix is then UNSAFE: the loss of a NaN logit, which
+`nan_to_num` made finite (its gradient NaN all the same), becomes NaN.
 """
 
 from __future__ import annotations
@@ -32,12 +35,13 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
-from torchnumlint.rules.cross_entropy.sites import rewritten_input, source_of
+from torchnumlint.rules.cross_entropy.sites import MAX_CHAIN, rewritten_input, source_of
 from torchnumlint.rules.gradient_context import gradient_free
 from torchnumlint.rules.made_by import sigmoid_call
 from torchnumlint.rules.syntax import number_value, same_code, strip_parens
 from torchnumlint.rules.losses import LossSite, loss_site
-from torchnumlint.rules.bindings import is_plain
+from torchnumlint.rules.bindings import Binding, is_plain
+from torchnumlint.rules.value_steps import finite_kept
 from torchnumlint.rules.calls import CallMatch, make_op, match_call
 from torchnumlint.rules.ownership import owned_elsewhere
 
@@ -50,6 +54,9 @@ BCE = make_op(
 BCE_LOSS = ("torch.nn.BCELoss", "torch.nn.modules.loss.BCELoss")
 _WITH_LOGITS = "torch.nn.functional.binary_cross_entropy_with_logits"
 _WITH_LOGITS_LOSS = "torch.nn.BCEWithLogitsLoss"
+# A NaN logit: `nan_to_num` made the probability 0 and the loss finite (0 for label 0, 100 for
+# label 1; its gradient NaN all the same, measured on torch 2.13 CPU); the fix's loss is NaN.
+_DROPPED = "the fix drops the `nan_to_num` with the sigmoid: the loss of a NaN logit becomes NaN, as its gradient already is"
 _SATURATION = "logit above 16.6 in float32, 8.3 in float16, 6.25 in bfloat16"
 
 
@@ -67,7 +74,7 @@ class BceOnSigmoid(Rule):
     code = "TNL105"
     name = "bce-on-sigmoid"
     finds = (
-        "`F.binary_cross_entropy` / `nn.BCELoss` on a sigmoid (inline, names, `self.criterion`, "
+        "`F.binary_cross_entropy` / `nn.BCELoss` on a sigmoid (inline, names, through `nan_to_num`, `self.criterion`, "
         "helpers, models ending in `nn.Sigmoid`): loss capped at 100, gradient 0 or 10x too small "
         "once saturated"
     )
@@ -189,11 +196,11 @@ class BceOnSigmoid(Rule):
         if not site.inline:
             return None, ""
         inp = site.input.value
-        found = source_of(self.ctx, inp, "sigmoid")
+        found = _sigmoid_source(self.ctx, inp)
         if found is None or found[0].call is not sigmoid.call:
             return None, ""
         logits = strip_parens(sigmoid.input)
-        fix = self.fix()
+        fix = self.fix(Safety.UNSAFE if found[2] else None)
         new_input, renamed = rewritten_input(fix, inp, found[1], lambda _: logits, [logits], is_plain(logits))
         if new_input is None:
             return None, ""
@@ -204,7 +211,28 @@ class BceOnSigmoid(Rule):
             ctor = site.ctor.with_changes(func=_renamed(fix, site.ctor.func, _WITH_LOGITS_LOSS))
             call = site.call.with_changes(func=ctor, args=args)
         fix.replace(site.call, call)
-        return fix, f" (the fix makes `{renamed}` hold the logits)" if renamed else ""
+        notes = [f"the fix makes `{renamed}` hold the logits"] if renamed else []
+        if found[2]:
+            notes.append(_DROPPED)
+        return fix, f" ({'; '.join(notes)})" if notes else ""
+
+
+def _sigmoid_source(ctx, inp: cst.BaseExpression) -> Optional[Tuple[CallMatch, List[Binding], bool]]:
+    """`sites.source_of` for a sigmoid, also through `nan_to_num`s inline or at the end of the
+    names followed (`p = torch.sigmoid(z).nan_to_num(0.0)`): the call, every name followed to it,
+    and whether a `nan_to_num` was stepped over (the fix drops it with the sigmoid)."""
+    chain: List[Binding] = []
+    expr = inp
+    for _ in range(MAX_CHAIN):
+        found = source_of(ctx, expr, "sigmoid")
+        if found is not None:
+            return found[0], chain + found[1], expr is not inp
+        links = ctx.chain(expr, MAX_CHAIN, names_only=True)
+        kept = finite_kept(ctx.imports, strip_parens(links[-1].value if links else expr))
+        if kept is None:
+            return None
+        chain, expr = chain + links, kept
+    return None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,8 +3,10 @@ log to -inf) long before the log-probabilities stop being finite.
 
 A softmax is what `made_by.softmax_call` recognises (any alias, the method form, through names),
 or one written by hand (`log_domain.handwritten.hand_softmax`: `exp(x) / exp(x).sum(d,
-keepdim=True)`, max-subtracted or not). What the -inf is used for (`uses.uses_of`) decides the
-message, and silence where it is only ranked without a gradient.
+keepdim=True)`, max-subtracted or not). The log of a sum of its selected entries
+(`log(p[:, pos_idx].sum(-1))`, `log((p * pos_mask).sum(-1))`: `log_domain.selected_sums`) is
+-inf once every selected one underflows, or when nothing is selected. What the -inf is used
+for (`uses.uses_of`) decides the message, and silence where it is only ranked without a gradient.
 
 Fixes (placed by `rewrite.at_source`): `F.log_softmax(x, d)` inline; through a name
 `p = F.softmax(x, d)` read only by this log, the assignment becomes `p = F.log_softmax(x, d)`;
@@ -12,6 +14,8 @@ read elsewhere too (entropy `p * torch.log(p)`), the log becomes `F.log_softmax(
 and `d` are plain and unchanged since; `F.nll_loss(torch.log(F.softmax(x, 1)), y)` becomes
 `F.cross_entropy(x, y)`. No fix: a softmax without an explicit dim, one reached through an
 attribute or helper, a max-subtracted hand-written one (its exp's input is not the logits).
+A sum of entries picked by an index or `gather` becomes `log_softmax(x, d)[sel].logsumexp(dim)`
+(exact; -inf in both for an empty pick); one picked by a mask is named, with advice only.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from torchnumlint.rules.gradient_context import gradient_free, is_detached
 from torchnumlint.rules.made_by import softmax_call
 from torchnumlint.rules.syntax import number_value, strip_parens
 from torchnumlint.rules.log_domain.handwritten import ExpNormalisation, hand_softmax, softmax_like
+from torchnumlint.rules.log_domain.selected_sums import SelectedSum, softmax_sum
 from torchnumlint.rules.log_domain.sites import LogRule, LogSite, chain, recognised, store_targets
 from torchnumlint.rules.calls import CallMatch, match_call
 from torchnumlint.rules.rewrite import Build, renamed_call, renamed_func, with_input
@@ -51,7 +56,10 @@ def _hand_builder(hand: ExpNormalisation) -> Build:
 class LogOfSoftmax(LogRule):
     code = "TNL103"
     name = "log-of-softmax"
-    finds = "`torch.log(F.softmax(x, d))`, `.softmax(d).log()`, `nll_loss(log(softmax))`, entropy of a softmax"
+    finds = (
+        "`torch.log(F.softmax(x, d))`, `.softmax(d).log()`, `nll_loss(log(softmax))`, entropy of a softmax, "
+        "log of a sum of selected softmax entries (`p[:, idx].sum(-1)`, `(p * mask).sum(-1)`)"
+    )
     fix_summary = "safe: `log_softmax` / `cross_entropy`"
     message = "log of a softmax {hazard}; use {use}{note}"
     rationale = (
@@ -166,6 +174,10 @@ class LogOfSoftmax(LogRule):
         inp = self.log_input(node)
         if inp is None:
             return
+        selected = softmax_sum(self.ctx, inp)
+        if selected is not None:
+            self._selected(node, selected)
+            return
         site = self._site(node, inp)
         if site is None:
             return
@@ -178,6 +190,28 @@ class LogOfSoftmax(LogRule):
             use = "`log_softmax`"
             fix, note = self.fix_for(site)
         self.report(node, fix, hazard=self._hazard(uses, site.logits), use=use, note=note)
+
+    def _selected(self, node: cst.Call, selected: SelectedSum) -> None:
+        """The log of a sum of selected softmax entries: -inf once each selected one underflows,
+        or when nothing is selected; fixed as `logsumexp` of the selected log-probabilities."""
+        ctx = self.ctx
+        match, plain = recognised(ctx, selected.probs, softmax_call, "softmax")
+        if match is None or only_ranked(ctx, uses_of(ctx, ctx.stack)):
+            return
+        build = _log_softmax_builder(match) if plain and match.given("dim") and selected.rewritable else None
+        parts = [match.input] + [a.value for a in match.args.values()]
+        core = selected.probs
+        site = LogSite(node, core, chain(ctx, core), match.input, build, parts, selected.log_space, match)
+        fix, note = self.fix_for(site)
+        gradient = "" if gradient_free(ctx) or is_detached(ctx, match.input) else ", its gradient NaN"
+        hazard = (
+            f"summed over {selected.selection} is -inf once every selected probability underflows to 0 "
+            f"(a logit spread above ~104 in fp32, ~17 in fp16) or none is selected{gradient}"
+        )
+        use = "`logsumexp` of the selected `log_softmax` entries (`F.log_softmax(x, d)[sel].logsumexp(d)`"
+        if selected.reselect is None:
+            use += "; for a boolean mask `.masked_fill(~mask, float('-inf')).logsumexp(d)`, -inf as well where the mask is all false"
+        self.report(node, fix, hazard=hazard, use=use + ")", note=note)
 
     def _hazard(self, uses: Set[str], logits: cst.BaseExpression) -> str:
         """The measured consequence for this use of the -inf: NaN in a product, Inf in a loss;

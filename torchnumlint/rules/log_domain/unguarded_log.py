@@ -4,7 +4,7 @@ relu and absolute values, uniform draws (`-log(-log(torch.rand(...)))` without e
 whose numerator is one of these, sums of `|d| ** p`, one-hot tensors, literal tables with a 0,
 accumulators still at their zeros; and entropies `p * log(p)`, where 0 * -inf = NaN.
 
-A log of a softmax or sigmoid is TNL103's / TNL104's (`rules/ownership.py`: their log-space
+A log of a softmax or sigmoid (or of a sum of selected softmax entries) is TNL103's / TNL104's (`rules/ownership.py`: their log-space
 rewrites are exact, a clamp is not); a `log(1 + x)` TNL106's; a log inside a `torch.where` or a
 `masked_fill` that tests its input has a finite forward (its gradient is TNL209's). `log(mask)` (a 0/-inf additive mask) and a log whose -inf is
 only ranked (`argmax`, `topk` with no gradient) are meant, and never reported.
@@ -23,6 +23,7 @@ from torchnumlint.rules.elementary import one_plus
 from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch, is_torch_value, may_carry_grad, value_kind
 from torchnumlint.rules.gradient_context import in_reference_implementation
 from torchnumlint.rules.guarding import is_guarded
+from torchnumlint.rules.log_domain.selected_sums import softmax_sum
 from torchnumlint.rules.made_by import sigmoid_call, softmax_call
 from torchnumlint.rules.masks import is_mask
 from torchnumlint.rules.number_kinds import is_positive
@@ -190,7 +191,8 @@ class UnguardedLog(Rule):
         """A site another rule reports better: a softmax's or sigmoid's log (exact log-space
         rewrites), `log(1 + x)` / `log(1 - x)` (log1p), a logit by hand (`logit(p, eps)`)."""
         ctx = self.ctx
-        if softmax_call(ctx, arg) is not None and owned_elsewhere(ctx, self.code, "log-of-softmax"):
+        softmax = softmax_call(ctx, arg) is not None or softmax_sum(ctx, arg) is not None  # `log(p[:, idx].sum(-1))` too
+        if softmax and owned_elsewhere(ctx, self.code, "log-of-softmax"):
             return True
         if sigmoid_call(ctx, arg) is not None and owned_elsewhere(ctx, self.code, "log-of-sigmoid"):
             return True

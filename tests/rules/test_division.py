@@ -374,7 +374,7 @@ T206_CLEAN = [
     silent("return torch.sqrt(x)"),  # unknown tensor
     silent("return x.sum() ** 0.5"),  # a sum of unknown sign: too uncertain
     silent("return torch.sqrt(1 - w)"),
-    silent("return torch.sqrt(x ** 2 + y ** 2)"),  # TNL210's
+    Silent(body("return torch.sqrt(x ** 2 + y ** 2)")),  # no evidence that x and y are 0 together: strict only
     silent("d = a - b", "if d >= 0:", "    return d.sqrt()", "return d"),  # the author tested it
     Silent("import math\nimport torch\ndef f(x, d):\n    return math.sqrt(d - 1) * x\n", strict=True),
 ]
@@ -911,7 +911,7 @@ ROOTS_206_SILENT = [
                 d = x[:, None] - x[None]
                 return torch.sqrt(((d @ self.precision) * d).sum(-1).clamp_min(1e-12))
         """),
-    # sqrt(x ** 2 + y ** 2): atan-of-ratio's hypot
+    # sqrt(x ** 2 + y ** 2) of forward's input: a vector at the origin is no normal input (strict only)
     Silent("""
         import torch
         class Polar(torch.nn.Module):

@@ -10,8 +10,10 @@ Which roots reach 0 is read from how their argument is built, by construction:
   product of them, as in a cosine's denominator), which `torch.linalg.vector_norm` computes
   exactly; `vector_norm_fix` writes that rewrite;
 - `root_hazard`: every other argument that reaches 0 or rounds below it (a variance, a
-  difference, a mean of squares, a reduction chain of squares, an elementwise square, a
-  quadratic form `v @ M @ v`).
+  difference, a mean of squares, a reduction chain of squares, an elementwise square, an
+  element-wise sum of squares `gx * gx + gy * gy`, a quadratic form `v @ M @ v`);
+- `summed_squares` / `is_finite_difference`: the components of a length written element-wise,
+  and differences of neighbouring entries (an image's gradient), which are 0 in a flat region.
 
 Shape-only and value-preserving steps (`unsqueeze`, `view`, `.float()`, `[..., None]`,
 indexing, ...) keep every zero of what they are applied to, so `through_shape` looks through
@@ -323,6 +325,70 @@ def _einsum_form(ctx: "FileContext", value: cst.BaseExpression) -> Optional[cst.
     return None
 
 
+def summed_squares(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
+    """The bases of an element-wise sum of two or more squares (`gx * gx + gy * gy`,
+    `dx ** 2 + dy.pow(2) + dz ** 2`, a term through a name), or None: the squared length of a
+    vector held in separate tensors, 0 wherever every component is. A constant term (`+ eps`)
+    or a square of a constant makes it no such sum."""
+    bases: List[cst.BaseExpression] = []
+    pending = [strip_parens(expr)]
+    while pending:
+        term = pending.pop()
+        if isinstance(term, cst.BinaryOperation) and isinstance(term.operator, cst.Add):
+            pending += [strip_parens(term.right), strip_parens(term.left)]
+            continue
+        base = square_base(ctx, ctx.resolve(term))
+        if base is None or is_constant(ctx, base):
+            return None
+        bases.append(base)
+    return bases if len(bases) >= 2 else None
+
+
+def is_finite_difference(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
+    """Differences of neighbouring entries of one tensor, under shape-only steps and through
+    names: `x[..., 1:] - x[..., :-1]` (the same shift k as `k:` and `:-k`, on one axis, the other
+    axes indexed alike) or `torch.diff(x, dim=d)`. 0 wherever neighbours are equal: the flat
+    regions of an image, a constant stretch of a signal. A box's `b[:, 2:] - b[:, :2]` is no
+    shift (its sides), nor are pairwise or edge-indexed differences."""
+    for _ in range(8):
+        value = strip_parens(ctx.resolve(expr))
+        if isinstance(value, cst.Call) and ctx.qualname(value.func) == "torch.diff":
+            return True
+        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Subtract):
+            return _shifted(ctx, strip_parens(value.left), strip_parens(value.right))
+        inner = shape_step(ctx, value)
+        if inner is None:
+            return False
+        expr = inner
+    return False
+
+
+def _shifted(ctx: "FileContext", left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
+    """`x[..., k:]` and `x[..., :-k]`: one tensor sliced at one axis into its last and first
+    entries but k, every other index the same."""
+    if not (isinstance(left, cst.Subscript) and isinstance(right, cst.Subscript)) or not same_code(ctx, left.value, right.value):
+        return False
+    if len(left.slice) != len(right.slice):
+        return False
+    code = ctx.module.code_for_node
+    differing = [(a.slice, b.slice) for a, b in zip(left.slice, right.slice) if code(a.slice) != code(b.slice)]
+    if len(differing) != 1 or not all(isinstance(s, cst.Slice) for s in differing[0]):
+        return False
+    head, tail = differing[0]
+    return _shift(head, tail) or _shift(tail, head)  # type: ignore[arg-type]  # both are Slices: asked just before
+
+
+def _shift(later: cst.Slice, earlier: cst.Slice) -> bool:
+    """`k:` and `:-k`, the same positive integer k, no step."""
+    if later.step is not None or earlier.step is not None or later.upper is not None or earlier.lower is not None:
+        return False
+    start, stop = (
+        number_value(later.lower) if later.lower is not None else None,
+        number_value(earlier.upper) if earlier.upper is not None else None,
+    )
+    return start is not None and stop is not None and start > 0 and stop == -start
+
+
 # ---------------------------------------------------------------------------------------------
 # What can be 0 or negative under a root
 
@@ -332,10 +398,10 @@ def root_hazard(ctx: "FileContext", value: cst.BaseExpression) -> Optional[str]:
 
     Deliberately narrow: a variance, a difference of tensors (or `c - t ** 2`), a mean of
     squares or any reduction chain of squares other than one sum (`((a - b) ** 2).sum(-1).mean()`),
-    an elementwise square (`sqrt(x ** 2)`, an absolute value by hand), a quadratic form, a sum or
-    mean of differences or absolute values; under shape-only steps. Never a plain number, a
-    guarded value, exp/softmax/sigmoid/softplus, one sum of squares or a product of them
-    (TNL204's) or `a**2 + b**2` (atan-of-ratio's)."""
+    an elementwise square (`sqrt(x ** 2)`, an absolute value by hand), an element-wise sum of
+    squares (`gx * gx + gy * gy`), a quadratic form, a sum or mean of differences or absolute
+    values; under shape-only steps. Never a plain number, a guarded value (`+ eps`),
+    exp/softmax/sigmoid/softplus, or one sum of squares or a product of them (TNL204's)."""
     v = strip_parens(through_shape(ctx, value))
     if is_constant(ctx, v) or is_guarded(ctx, v) or is_positive(ctx, v):
         return None
@@ -356,6 +422,8 @@ def root_hazard(ctx: "FileContext", value: cst.BaseExpression) -> Optional[str]:
             return "a quadratic form"
         if square_base(ctx, v) is not None and not is_constant(ctx, square_base(ctx, v)):  # type: ignore[arg-type]  # not None: asked just before
             return "a square"
+        if summed_squares(ctx, v) is not None:
+            return "a sum of element-wise squares"
         return None
     if quadratic_form(ctx, v) is not None:
         return "a quadratic form"

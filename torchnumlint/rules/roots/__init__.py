@@ -1,7 +1,8 @@
 """TNL204, TNL206, square roots (and fractional powers) of values that reach 0 or go below it:
 a 2-norm written by hand, whose exact rewrite is `torch.linalg.vector_norm` (TNL204
 sqrt-of-sum-of-squares), and every other root of a value that can be 0 or negative: a variance,
-a difference, a reduction of squares, an elementwise square, a quadratic form (TNL206
+a difference, a reduction of squares, an elementwise square, an element-wise sum of squares
+(`sqrt(gx * gx + gy * gy)`), a quadratic form (TNL206
 unguarded-sqrt-or-pow). At 0 a root's derivative is infinite, so the backward pass gives inf or
 0 * inf = NaN; below 0 the forward pass is NaN.
 

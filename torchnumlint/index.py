@@ -1404,7 +1404,7 @@ def index_file(path: str, text: str) -> ProjectIndex:
         return known
     summary = summarize(path, tree)
     if summary.calls:
-        summary = summary._replace(callers_digest=callers_digest(tree, summary.calls))
+        summary = summary._replace(callers_digest=callers_digest(text, tree, summary.calls))
     index = ProjectIndex(files=1, summaries=Summaries({path: summary}))
     if not amp:
         return index

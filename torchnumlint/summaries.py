@@ -51,6 +51,7 @@ project files: no fact, so the answer is None.
 from __future__ import annotations
 
 import ast
+import bisect
 import hashlib
 import functools
 import posixpath
@@ -131,17 +132,23 @@ class FileSummary(NamedTuple):
     callers_digest: str = ""
 
 
-def callers_digest(tree: ast.Module, calls: Tuple[CallFact, ...]) -> str:
-    """A digest of what a rule may read where it judges the calls of this file: the top-level
-    statements that hold a call site and the module-level code (imports, values), as `ast`
-    sees them (comments and blank lines are not part of it)."""
-    lines = {fact[-2] for fact in calls}
-    parts = [
-        ast.dump(stmt)
-        for stmt in tree.body
-        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-        or any(stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno) for line in lines)
-    ]
+def callers_digest(text: str, tree: ast.Module, calls: Tuple[CallFact, ...]) -> str:
+    """A digest of what a rule may read where it judges the calls of this file: the source lines
+    of the top-level statements that hold a call site (decorators included) and of the
+    module-level code (imports, values). Lines, not `ast.dump`: as exact for what changes a
+    judgement, at a fraction of the cost (this runs for most files of the index pass); a comment
+    outside those statements changes nothing."""
+    lines = text.splitlines()
+    called = sorted({fact[-2] for fact in calls})
+    parts: List[str] = []
+    for stmt in tree.body:
+        first, last = stmt.lineno, stmt.end_lineno or stmt.lineno
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            at = bisect.bisect_left(called, first)
+            if at == len(called) or called[at] > last:
+                continue
+            first = min([first] + [d.lineno for d in stmt.decorator_list])
+        parts.extend(lines[first - 1 : last])
     return hashlib.blake2b("\n".join(parts).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 

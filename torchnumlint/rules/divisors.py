@@ -31,6 +31,7 @@ from torchnumlint.rules.evidence import is_data, mask_evidence, row_evidence, st
 from torchnumlint.rules.gradient_context import gradient_free
 from torchnumlint.rules.guarding import is_guarded
 from torchnumlint.rules.masks import is_mask
+from torchnumlint.rules.mask_origin import origin
 from torchnumlint.rules.number_kinds import is_constant, is_positive
 from torchnumlint.rules.syntax import number_value, same_code, strip_parens
 from torchnumlint.rules.ways import branches, unless_asking, way_note
@@ -268,10 +269,26 @@ def _zero_evidence(ctx: "FileContext", found: Divisor, numerator: Optional[cst.B
         square = reduced_square(ctx, match.input)
         if square is not None:  # a sum of squares is 0 where every squared value is
             return row_evidence(ctx, square[0]), True
-        return summand_evidence(ctx, match.input)
+        why, non_negative = summand_evidence(ctx, match.input)
+        if why == _GIVEN_WEIGHTS:
+            why = _weights_from_callers(ctx, match.input)
+        return why, non_negative
     if kind == "norm":
         return row_evidence(ctx, match.input), True
     return _spread_evidence(ctx, numerator, match.input), True
+
+
+# `summand_evidence`'s reason for weights a function is given (`weights.sum()` of a parameter).
+_GIVEN_WEIGHTS = "when every weight is 0"
+
+
+def _weights_from_callers(ctx: "FileContext", weights: cst.BaseExpression) -> Optional[str]:
+    """Why weights a function is given can all be 0: a caller in the project passes a selection
+    (a 0/1 mask of matches, a threshold, a random drop; `mask_origin.origin`), named with its line.
+    Weights that no caller shows can vanish (a RANSAC's `exp(-d)` scores, a caller outside the
+    project) are no evidence: a finding needs strict mode."""
+    found = origin(ctx, weights)
+    return f"{_GIVEN_WEIGHTS}: {found.why}" if found.why is not None else None
 
 
 def _spread_evidence(ctx: "FileContext", numerator: Optional[cst.BaseExpression], spread_of: cst.BaseExpression) -> Optional[str]:

@@ -130,6 +130,10 @@ class FileSummary(NamedTuple):
     # the digest of its code around them is one of its facts (`callers_digest`), so an edit
     # there re-lints the callees; a comment does not.
     callers_digest: str = ""
+    # Functions (`f`) and methods (`Cls.m`) that run without autograd: decorated with
+    # `@torch.no_grad()` / `@torch.inference_mode()`, or whose whole body is one such `with`
+    # block. What they return carries no gradient (`Summaries.callee_no_grad`).
+    no_grad: FrozenSet[str] = frozenset()
 
 
 def callers_digest(text: str, tree: ast.Module, calls: Tuple[CallFact, ...]) -> str:
@@ -223,13 +227,46 @@ def summarize(path: str, tree: ast.Module, calls: bool = True) -> FileSummary:
         for scan, cls in scans:
             facts.of_function(scan, cls)
         facts.of_module(tree.body)
-    return FileSummary(ambiguous, functions, classes, values, imports, tuple(facts.facts))
+    no_grad = frozenset(_no_grad_functions(tree.body, module))
+    return FileSummary(ambiguous, functions, classes, values, imports, tuple(facts.facts), no_grad=no_grad)
 
 
 def instance_callee(summary: FileSummary, expr: ast.AST) -> Optional[tuple]:
     """The callee fact of the object `expr` evaluates to, its names read in the summarised file:
     for a use site that binds a local to `nn.Sigmoid()` or `Net().to(device)`."""
     return _Exprs(summary.imports).instance(expr)
+
+
+NO_GRAD = frozenset({"torch.no_grad", "torch.autograd.no_grad", "torch.inference_mode", "torch.autograd.grad_mode.no_grad"})
+
+
+def _no_grad_functions(body: List[ast.stmt], exprs: "_Exprs") -> Iterator[str]:
+    """The module-level functions (`f`) and methods of module-level classes (`Cls.m`) of `body`
+    that run without autograd (see `FileSummary.no_grad`)."""
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and _runs_without_grad(stmt, exprs):
+            yield stmt.name
+        elif isinstance(stmt, ast.ClassDef):
+            for member in stmt.body:
+                if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and _runs_without_grad(member, exprs):
+                    yield f"{stmt.name}.{member.name}"
+
+
+def _runs_without_grad(func: Union[ast.FunctionDef, ast.AsyncFunctionDef], exprs: "_Exprs") -> bool:
+    """Decorated with `torch.no_grad` / `inference_mode` (called or not), or a body that is one
+    `with torch.no_grad():` block after an optional docstring."""
+
+    def disables(expr: ast.AST) -> bool:
+        call = expr.func if isinstance(expr, ast.Call) else expr
+        if exprs.qualname(call) not in NO_GRAD:
+            return False
+        # `inference_mode(False)` re-enables autograd
+        return not (isinstance(expr, ast.Call) and expr.args and isinstance(expr.args[0], ast.Constant) and expr.args[0].value is False)
+
+    if any(disables(deco) for deco in func.decorator_list):
+        return True
+    body = func.body[1:] if func.body and isinstance(func.body[0], ast.Expr) and isinstance(func.body[0].value, ast.Constant) else func.body
+    return len(body) == 1 and isinstance(body[0], ast.With) and any(disables(item.context_expr) for item in body[0].items)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1074,6 +1111,47 @@ class Summaries:
                 seen.add(sub)
                 todo.append(sub)
         return False
+
+    def callee_no_grad(self, path: str, instance: Optional[Instance], callee: Optional[tuple], depth: int = 0) -> bool:
+        """Whether calling `callee` (resolved as by `callee_kind`) runs a project function or
+        method that runs without autograd (`FileSummary.no_grad`): a function, an instance of a
+        class whose `forward` does (`self.prop(x)` with `self.prop = LabelPropagation(...)`),
+        a method of `self` that no subclass in the project redefines."""
+        if callee is None or depth > _DEPTH:
+            return False
+        tag = callee[0]
+        if tag == "self":
+            if instance is None or self._overridden(instance, callee[1]):
+                return False
+            owner = self._owner(instance, callee[1], depth + 1)
+            if owner is None:
+                return False
+            info = self.files[owner[0]].classes[owner[1]]  # type: ignore[union-attr]  # `_owner` finds classes of files read
+            if callee[1] in info.methods:
+                return self._method_no_grad(owner, callee[1])
+            return self.callee_no_grad(owner[0], owner, info.attrs[callee[1]], depth + 1)
+        if tag == "act":
+            return False
+        found = self._resolve(path, callee[1], depth + 1)
+        if found is None:
+            return False
+        what, where, name = found
+        summary = self.files[where]
+        assert summary is not None  # `_resolve` finds names only in files that were read
+        if tag == "new":
+            if what != "class":
+                return False
+            owner = self._owner((where, name), "forward", depth + 1)
+            return owner is not None and self._method_no_grad(owner, "forward")
+        if what == "function":
+            return name in summary.no_grad
+        if what == "value":
+            return self.callee_no_grad(where, None, summary.values[name], depth + 1)
+        return False
+
+    def _method_no_grad(self, owner: Instance, name: str) -> bool:
+        summary = self.files.get(owner[0])
+        return summary is not None and f"{owner[1]}.{name}" in summary.no_grad
 
     # -- callers -----------------------------------------------------------------------------------
     def callers(self, path: str, cls: Optional[str], name: str) -> List[CallerSite]:

@@ -15,7 +15,7 @@ from dataclasses import replace
 import pytest
 
 from tests.rules import harness
-from tests.rules.harness import Flagged, Silent
+from tests.rules.harness import Flagged, Project, Silent
 from torchnumlint.engine import lint_text
 from torchnumlint.findings import Safety
 from torchnumlint.fixes import fix_text
@@ -1598,31 +1598,38 @@ def test_tnl206_graph_degree(code, case):
 # TNL201: a quotient whose Inf the code re-fills right after is a guard of the forward; the
 # gradient at the mended entry is still NaN (0 * inf), claimed only where a gradient is shown
 
+_RESCALE = (
+    "import torch\n"
+    "\n"
+    "\n"
+    "class Rescale(torch.nn.Module):\n"
+    "    def forward(self, err, labels):\n"
+    "        scale = err.abs().sum() / (labels == 3).sum()\n"
+    "        scale[torch.isinf(scale)] = 1.0\n"
+    "        return err * scale\n"
+)
+_TRAIN = (
+    "from rescale import Rescale\n"
+    "\n"
+    "\n"
+    "def train(net, opt, loader):\n"
+    "    rescale = Rescale()\n"
+    "    for x, labels in loader:\n"
+    "        out = rescale(net(x), labels)\n"
+    "        loss = out.sum()\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+)
+_CLAMPED = ("/ (labels == 3).sum()\n", "/ (labels == 3).sum().clamp_min(1)\n")
+
 T201_MENDED_FLAGGED = [
-    Flagged(
-        "import torch\n"
-        "\n"
-        "\n"
-        "class Rescale(torch.nn.Module):\n"
-        "    def forward(self, err, labels):\n"
-        "        scale = err.abs().sum() / (labels == 3).sum()\n"
-        "        scale[torch.isinf(scale)] = 1.0\n"
-        "        return err * scale\n",
-        (6,),
-        "import torch\n"
-        "\n"
-        "\n"
-        "class Rescale(torch.nn.Module):\n"
-        "    def forward(self, err, labels):\n"
-        "        scale = err.abs().sum() / (labels == 3).sum().clamp_min(1)\n"
-        "        scale[torch.isinf(scale)] = 1.0\n"
-        "        return err * scale\n",
-        safe=True,
-        message="keeps the forward finite, not the gradient",
-    ),
+    # with no caller in the project, whether `err` carries a gradient is not shown: strict mode
+    Flagged(_RESCALE, (6,), _RESCALE.replace(*_CLAMPED), safe=True, strict=True, message="strict mode"),
 ]
 
 T201_MENDED_CLEAN = [
+    # handed its values by no caller in the project: no gradient shown, the claim needs --strict
+    Silent(_RESCALE),
     # the same mend in evaluation code: no gradient, the forward is all there is
     Silent(
         "import torch\n"
@@ -1647,7 +1654,33 @@ T201_MENDED_CLEAN = [
 ]
 
 
-@pytest.mark.parametrize("code, case", harness.params("TNL201", T201_MENDED_FLAGGED, T201_MENDED_CLEAN))
+T201_MENDED_PROJECTS = [
+    # a training loop hands `forward` a model's output: the gradient reaches the mended entry
+    Project(
+        {"rescale.py": _RESCALE, "train.py": _TRAIN},
+        lines={"rescale.py": (6,)},
+        fixed={"rescale.py": _RESCALE.replace(*_CLAMPED)},
+        safe=True,
+        message="keeps the forward finite, not the gradient: `err` is given a value with a gradient by the call (train.py:7)",
+    ),
+    # its only caller passes finished predictions from evaluation code
+    Project(
+        {
+            "rescale.py": _RESCALE,
+            "evaluate.py": "import torch\n"
+            "from rescale import Rescale\n"
+            "\n"
+            "\n"
+            "@torch.no_grad()\n"
+            "def evaluate(net, loader):\n"
+            "    rescale = Rescale()\n"
+            "    return [rescale(net(x), labels) for x, labels in loader]\n",
+        }
+    ),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL201", T201_MENDED_FLAGGED, T201_MENDED_CLEAN, T201_MENDED_PROJECTS))
 def test_tnl201_mended_quotient(code, case):
     harness.check(code, case)
 

@@ -6,13 +6,17 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, List, Optional, Set
 
 import libcst as cst
 
-from torchnumlint.rules.calls import match_call
+from torchnumlint.rules.bindings import all_params
+from torchnumlint.rules.callers import callers
+from torchnumlint.rules.calls import is_literal, match_call
+from torchnumlint.rules.evidence import is_data, may_carry_grad
 from torchnumlint.rules.gradients import runs_with_grad, runs_without_grad
 from torchnumlint.rules.number_kinds import is_python_number
+from torchnumlint.rules.producers import _callee as producer_callee, _summaries as producers_summaries
 from torchnumlint.rules.syntax import strip_parens
 from torchnumlint.rules.ways import every_way, ways
 
@@ -54,6 +58,8 @@ def _detached(ctx: "FileContext", expr: cst.CSTNode) -> bool:
             return is_detached(ctx, expr)
         if match_call(ctx.imports, expr, "detach") is not None:
             return True
+        if isinstance(expr, cst.Call) and made_without_grad(ctx, expr) is not None:
+            return True
         if isinstance(expr, cst.Call) and ctx.qualname(expr.func) in _DATA:
             return not any(a.keyword is not None and a.keyword.value == "requires_grad" for a in expr.args)
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
@@ -80,6 +86,137 @@ def _detached(ctx: "FileContext", expr: cst.CSTNode) -> bool:
             return bool(detached) and all(s in detached or isinstance(strip_parens(s), (cst.Name, cst.Attribute)) for s in sides)
         return False
     return False
+
+
+def made_without_grad(ctx: "FileContext", call: cst.Call) -> Optional[str]:
+    """The callee, as written, where `call` runs a project function or method that runs without
+    autograd (decorated `@torch.no_grad()` / `@torch.inference_mode()`, or its whole body under
+    one): a label propagation's `forward`, a helper that post-processes. What it returns carries
+    no gradient. None where it is not known to (`Summaries.callee_no_grad`)."""
+    summaries, own = producers_summaries(ctx)
+    if own is None:
+        return None
+    found = producer_callee(ctx, own, call.func)
+    if found is None or not summaries.callee_no_grad(ctx.path, found[1], found[0]):
+        return None
+    return ctx.module.code_for_node(call.func)
+
+
+def gradient_shown(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[str]:
+    """Evidence that `expr`, at the node being visited, carries a gradient, for a claim about the
+    gradient alone (a mended forward): "" where it is computed here from what may carry one (a
+    module's own weights, a model's or a helper's output); a phrase naming the call where it
+    comes from a parameter that a caller in the project passes a value with a gradient in code
+    that differentiates; None otherwise. A parameter is no evidence by itself: post-processing is
+    handed finished predictions (`CorrectAndSmooth.correct(y_soft, ...)` under `no_grad`)."""
+    if is_detached(ctx, expr) or not may_carry_grad(ctx, expr):
+        return None
+    leaves = _Leaves(ctx)
+    leaves.walk(expr, 0)
+    if leaves.shown:
+        return ""
+    for param in leaves.params:
+        why = _passed_with_grad(ctx, param)
+        if why is not None:
+            return why
+    return None
+
+
+class _Leaves:
+    """What may carry a gradient into an expression: `shown` where something other than a
+    parameter of the function may (see `gradient_shown`), else the parameters it reads."""
+
+    def __init__(self, ctx: "FileContext") -> None:
+        self.ctx = ctx
+        self.shown = False
+        self.params: List[cst.Param] = []
+        self._seen: Set[int] = set()
+
+    def walk(self, node: cst.BaseExpression, depth: int) -> None:
+        ctx = self.ctx
+        node = strip_parens(node)
+        if self.shown or id(node) in self._seen or depth > 12 or not may_carry_grad(ctx, node):
+            return
+        self._seen.add(id(node))
+        if isinstance(node, cst.Name):
+            for way in ways(ctx, node) or ():
+                value = way.value
+                if way.binding is not None and way.binding.no_grad:
+                    continue
+                if isinstance(value, cst.Param):
+                    self.params.append(value)
+                elif isinstance(value, cst.Assign):
+                    self.walk(value.value, depth + 1)  # unpacked
+                elif (
+                    isinstance(value, cst.BaseExpression)
+                    and isinstance(strip_parens(value), (cst.Call, cst.Attribute))
+                    and _builds_module(ctx, value)
+                ):
+                    self.shown = True  # `net = Net(...)`: called, it runs its parameters
+                elif isinstance(value, cst.BaseExpression):
+                    self.walk(value, depth + 1)
+            return
+        if isinstance(node, cst.Call):
+            if made_without_grad(ctx, node) is not None:
+                return
+            func = node.func
+            if isinstance(func, cst.Attribute) and is_literal(func.value, "self"):
+                self.shown = True  # a submodule or a method: the module's own parameters
+                return
+            if isinstance(func, cst.Attribute) and not ctx.imports.is_module_ref(func.value):
+                self.walk(func.value, depth + 1)  # a method of a value: what it is called on
+            elif isinstance(func, cst.Name) and ways(ctx, func) is not None:
+                self.walk(func, depth + 1)  # a local callable: a model built here, or one given
+            elif (ctx.qualname(func) or "").rpartition(".")[2][:1].isupper():
+                self.shown = True  # an instance made and called at once: its parameters
+                return
+            for arg in node.args:  # a function (torch's, a helper): from its arguments
+                self.walk(arg.value, depth + 1)
+            return
+        if isinstance(node, cst.Attribute) and is_literal(node.value, "self"):
+            self.shown = True  # a parameter of the module
+            return
+        for child in node.children:
+            if isinstance(child, cst.BaseExpression):
+                self.walk(child, depth + 1)
+            elif isinstance(child, (cst.SubscriptElement, cst.Element, cst.Arg)):
+                for part in child.children:
+                    if isinstance(part, cst.BaseExpression):
+                        self.walk(part, depth + 1)
+
+
+def _builds_module(ctx: "FileContext", value: cst.BaseExpression) -> bool:
+    """`Net(...)`, `models.Net(...).to(device)`: an instance of a class named in CapWords."""
+    value = strip_parens(value)
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and isinstance(value.func.value, cst.Call):
+        value = value.func.value  # `.to(device)`, `.cuda()`
+    if not isinstance(value, cst.Call):
+        return False
+    name = value.func.attr.value if isinstance(value.func, cst.Attribute) else value.func.value if isinstance(value.func, cst.Name) else ""
+    return name[:1].isupper()
+
+
+def _passed_with_grad(ctx: "FileContext", param: cst.Param) -> Optional[str]:
+    """A caller in the project that passes `param` (of the function being visited) a value that
+    may carry a gradient, computed in code that differentiates (a training step, a loss, a
+    `forward`): named. A caller's own parameter is not followed (depth 1), nor is data (a batch
+    from a loader: `evidence.is_data`)."""
+    function = ctx.enclosing(cst.FunctionDef)
+    if function is None or not any(p is param for p in all_params(function.params)):
+        return None
+    for caller in callers(ctx):
+        arg = caller.argument(function, param)
+        if arg is None:
+            continue
+        other = caller.ctx
+        with other.visiting(caller.path + (arg, arg.value)):
+            if gradient_free(other) or not runs_with_grad(other):
+                continue
+            value = arg.value
+            if is_data(other, value) or is_detached(other, value) or not may_carry_grad(other, value):
+                continue  # the caller's own parameter (not followed), a batch, a detached value
+        return f"`{param.name.value}` is given a value with a gradient by the call ({caller.where})"
+    return None
 
 
 # What a gradient claim made without code that shows a gradient says, in strict mode.

@@ -10,6 +10,8 @@ root's infinite derivative at 0).
 
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 
 from torchnumlint.findings import Safety
@@ -32,7 +34,7 @@ from torchnumlint.rules.divisors import (
     zero_kind,
 )
 from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch, is_torch_value, may_carry_grad, value_kind
-from torchnumlint.rules.gradient_context import gradient_free, gradient_note
+from torchnumlint.rules.gradient_context import STRICT_GRADIENT, gradient_free, gradient_note, gradient_shown
 from torchnumlint.rules.guarding import is_tested
 from torchnumlint.rules.syntax import number_value
 from torchnumlint.rules.mends import mended_after
@@ -223,7 +225,8 @@ class UnguardedDivision(DivisionRule):
         if is_not_torch(ctx, found.value):
             return  # numpy or Python numbers: not this linter's business, and no clamp_min
         mend = mended_after(ctx, node) if replaces_whole(node) else None
-        if mend is not None and (gradient_note(ctx) is None or not (may_carry_grad(ctx, x) or may_carry_grad(ctx, d))):
+        carried = self._mended_gradient(x, d) if mend is not None else None
+        if mend is not None and carried is None:
             # its Inf re-filled on the next lines: a guard of the forward; what is left is the
             # gradient's NaN at the mended entry (0 * inf, into the numerator and the divisor,
             # measured), claimed only where one is shown
@@ -245,8 +248,24 @@ class UnguardedDivision(DivisionRule):
         at = node if isinstance(node, cst.AugAssign) else d
         how = self._how(selected, note, found, fix, non_negative)
         if mend is not None:
-            how += f" (the mend {mend} keeps the forward finite, not the gradient)"
+            how += f" (the mend {mend} keeps the forward finite, not the gradient{carried})"
         self.report(at, fix, what=found.what, why=why, how=how)
+
+    def _mended_gradient(self, x: cst.BaseExpression, d: cst.BaseExpression) -> Optional[str]:
+        """For a division whose forward Inf is mended: the note naming the evidence that a gradient
+        reaches it ("" where the code shows it; `: <why>` from a caller), or in strict mode the
+        strict note where only may; None where no gradient claim is made (gradient-free code, a
+        no-grad producer's output, parameters no caller gives a gradient)."""
+        ctx = self.ctx
+        note = gradient_note(ctx)
+        if note is None or not (may_carry_grad(ctx, x) or may_carry_grad(ctx, d)):
+            return None
+        shown = gradient_shown(ctx, x)
+        if shown is None:
+            shown = gradient_shown(ctx, d)
+        if shown is not None:
+            return f": {shown}" if shown else note
+        return STRICT_GRADIENT if ctx.strict else None
 
     def _clamp(self, d: cst.BaseExpression, found: Divisor):
         """The clamp for a non-negative divisor: the whole divisor (shape-only steps commute with

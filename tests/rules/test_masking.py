@@ -871,3 +871,58 @@ HAND_SOFTMAX_SILENT = [
 @pytest.mark.parametrize("code, case", harness.params("TNL401", HAND_SOFTMAX_FLAGGED, HAND_SOFTMAX_SILENT))
 def test_tnl401_softmax_by_hand(code, case):
     harness.check(code, case)
+
+
+# Rows re-filled before the softmax (issue 16's false classes): the rows a `-inf` fill leaves with
+# no entry are filled with a number before the softmax reads them, so no row is all `-inf`.
+# Measured on torch 2.13 CPU: with `keep` all False in one row, the plain fill gives a NaN row and
+# a NaN gradient of v; with `.masked_fill(~keep.any(-1, keepdim=True), 0.0)` after it, the
+# forward and the gradients of the scores and of v are finite.
+REFILL_HEAD = """\
+    import torch
+    from torch import nn
+
+
+    class SparseAttention(nn.Module):
+        def forward(self, q, k, v, threshold):
+            s = q @ k.transpose(-2, -1)
+            keep = s > threshold
+            s = s.masked_fill(~keep, float("-inf"))
+"""
+
+REFILLED_SILENT = [
+    Silent(REFILL_HEAD + "            s = s.masked_fill(~keep.any(-1, keepdim=True), 0.0)\n            return s.softmax(-1) @ v\n"),
+    Silent(
+        REFILL_HEAD
+        + "            empty = torch.logical_not(keep.any(dim=-1))[..., None]\n"
+        + "            s = s.masked_fill(empty, 0.0)\n"
+        + "            return s.softmax(-1) @ v\n"
+    ),
+    Silent(REFILL_HEAD + "            s = s.masked_fill(keep.sum(-1, keepdim=True) == 0, 0.0)\n            return s.softmax(-1) @ v\n"),
+    Silent(REFILL_HEAD + "            s = s.masked_fill((~keep).all(-1, keepdim=True), -1e4)\n            return s.softmax(-1) @ v\n"),
+    Silent(REFILL_HEAD + "            s[~keep.any(-1)] = 0.0\n            return s.softmax(-1) @ v\n"),
+]
+
+REFILLED_FLAGGED = [
+    # the empty rows of another mask are re-filled: this fill's rows are not
+    Flagged(
+        REFILL_HEAD
+        + "            s = s.masked_fill(~(k.abs().sum(-1) > 0).any(-1, keepdim=True), 0.0)\n            return s.softmax(-1) @ v\n",
+        (9,),
+        REFILL_HEAD.replace('float("-inf")', "torch.finfo(s.dtype).min")
+        + "            s = s.masked_fill(~(k.abs().sum(-1) > 0).any(-1, keepdim=True), 0.0)\n            return s.softmax(-1) @ v\n",
+        message="keeps the values past a threshold",
+    ),
+    # a re-fill of every masked entry of some rows only (`any`, not `all`): a row can stay all -inf
+    Flagged(
+        REFILL_HEAD + "            s = s.masked_fill((~keep).any(-1, keepdim=True), 0.0)\n            return s.softmax(-1) @ v\n",
+        (9,),
+        REFILL_HEAD.replace('float("-inf")', "torch.finfo(s.dtype).min")
+        + "            s = s.masked_fill((~keep).any(-1, keepdim=True), 0.0)\n            return s.softmax(-1) @ v\n",
+    ),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL401", REFILLED_FLAGGED, REFILLED_SILENT))
+def test_tnl401_rows_refilled_before_the_softmax(code, case):
+    harness.check(code, case)

@@ -452,6 +452,58 @@ def inf_fills(ctx: "FileContext", expr: cst.BaseExpression, use: cst.CSTNode, an
     return found
 
 
+# Reductions of a mask over a row, and its negation (not in the shared op table: only here).
+_ANY = make_op("any", {"torch.any"}, "any", ("dim", "keepdim"))
+_ALL = make_op("all", {"torch.all"}, "all", ("dim", "keepdim"))
+_LOGICAL_NOT = make_op("logical_not", {"torch.logical_not"}, "logical_not", ())
+
+
+def refills_empty_rows(ctx: "FileContext", refill: cst.BaseExpression, masked: Optional[cst.BaseExpression]) -> bool:
+    """Whether `refill` (the mask of a later fill with a number) selects every row in which
+    `masked` (the mask of a `-inf` fill) masks every entry: `~keep.any(d)` or `keep.sum(d) == 0`
+    for `masked` = `~keep` (`keep == 0`, `keep.logical_not()`), or `masked.all(d)`; through
+    names, casts and `[..., None]` / `unsqueeze`. Such rows are re-filled before use (measured,
+    torch 2.13 CPU: the softmax is uniform there and every gradient finite)."""
+    if masked is None:
+        return False
+    refill = _plain_mask(ctx, refill)
+    kept: Optional[cst.BaseExpression] = None
+    whole = match_call(ctx.imports, refill, _ALL)  # `masked.all(d)`: the rows masked whole
+    if whole is not None:
+        return code_key(ctx, _plain_mask(ctx, whole.input)) == code_key(ctx, _plain_mask(ctx, masked))
+    if isinstance(refill, cst.Comparison) and len(refill.comparisons) == 1 and isinstance(refill.comparisons[0].operator, cst.Equal):
+        counted = match_call(ctx.imports, strip_parens(ctx.resolve(refill.left)), "sum", "count_nonzero")
+        if counted is not None and number_value(strip_parens(refill.comparisons[0].comparator)) == 0:
+            kept = counted.input  # `keep.sum(d) == 0`: the rows where keep has nothing
+    negated = _negated(ctx, refill) if kept is None else None
+    if negated is not None:  # `~keep.any(d)`
+        reduced = match_call(ctx.imports, _plain_mask(ctx, negated), _ANY)
+        kept = reduced.input if reduced is not None else None
+    if kept is None:
+        return False
+    inverse = _negated(ctx, _plain_mask(ctx, masked))
+    return inverse is not None and code_key(ctx, _plain_mask(ctx, inverse)) == code_key(ctx, _plain_mask(ctx, kept))
+
+
+def _plain_mask(ctx: "FileContext", mask: cst.BaseExpression) -> cst.BaseExpression:
+    """`mask` past names bound once, parentheses, casts, `[..., None]` and reshapes."""
+    return unwrap_casts(ctx, strip_parens(mask))
+
+
+def _negated(ctx: "FileContext", mask: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """`m` of `~m`, `m.logical_not()`, `torch.logical_not(m)`, `m == 0`, `m == False`; else None."""
+    if isinstance(mask, cst.UnaryOperation) and isinstance(mask.operator, (cst.BitInvert, cst.Not)):
+        return mask.expression
+    negation = match_call(ctx.imports, mask, _LOGICAL_NOT)
+    if negation is not None:
+        return negation.input
+    if isinstance(mask, cst.Comparison) and len(mask.comparisons) == 1 and isinstance(mask.comparisons[0].operator, cst.Equal):
+        other = strip_parens(mask.comparisons[0].comparator)
+        if number_value(other) == 0 or is_literal(other, "False"):
+            return mask.left
+    return None
+
+
 def _kept_infinite(imports, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
     """What `expr` keeps an infinite entry of: the input of a `log_softmax` (-inf stays -inf),
     the scaled side of `x / t` or `x * t` (a temperature: -inf stays infinite)."""
@@ -508,7 +560,13 @@ class _Walk:
                 if self.covers(fill.input, fill.arg("mask")):
                     found.append(InfFill(expr, value, fill.input, fill.op.name, additive, fill.arg("mask")))
                 return
+            before = len(found)
             self.walk(fill.input, additive, depth + 1)
+            mask = fill.arg("mask")
+            if mask is not None and not self.any_entry and value is not None and number_value(value) is not None:
+                # `s.masked_fill(~keep.any(-1, keepdim=True), 0.0)`: the rows left with no entry are
+                # re-filled with a number before the softmax reads them
+                found[before:] = [one for one in found[before:] if not refills_empty_rows(ctx, mask, one.mask)]
             return
         where = match_call(imports, expr, WHERE)
         if where is not None:

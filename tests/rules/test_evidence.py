@@ -1113,21 +1113,31 @@ def test_names_bound_more_than_once(code, case):
 
 # ---------------------------------------------------------------------------------------------
 # What is not a guard: selecting or overwriting the result keeps the forward finite, not the
-# gradient (measured: the gradient of torch.where(d > 0, x / d, 0) is NaN where d == 0)
+# gradient (measured: the gradient of torch.where(d > 0, x / d, 0) is NaN where d == 0); the
+# claim left is the gradient's, made where the code shows one (here the module's own layer;
+# tests/rules/test_edge_tests.py: parameters and their callers)
 
 SELECTED_AWAY = """
     import torch
     class MaskedMean(torch.nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.proj = torch.nn.Linear(dim, dim)
+
         def forward(self, h, mask):
             n = mask.sum(-1, keepdim=True)
-            return torch.where(n > 0, (h * mask).sum(-1, keepdim=True) / n, 0.0)
+            return torch.where(n > 0, (self.proj(h) * mask).sum(-1, keepdim=True) / n, 0.0)
     """
 OVERWRITTEN = """
     import torch
     class MaskedMean(torch.nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.proj = torch.nn.Linear(dim, dim)
+
         def forward(self, h, mask):
             n = mask.sum(-1, keepdim=True)
-            out = (h * mask).sum(-1, keepdim=True) / n
+            out = (self.proj(h) * mask).sum(-1, keepdim=True) / n
             out[n == 0] = 0
             return out
     """
@@ -1135,20 +1145,24 @@ OVERWRITTEN = """
 NOT_GUARDS = [
     # a division selected away by where is still a finding where a gradient flows: the message
     # says why, and no clamp is written inside the where
-    ("TNL201", flagged(SELECTED_AWAY, (6,), message="gradient")),
+    ("TNL201", flagged(SELECTED_AWAY, (10,), message="gradient")),
     ("TNL201", silent(SELECTED_AWAY.replace("def forward(self, h, mask):", "@torch.no_grad()\n        def forward(self, h, mask):"))),
     # overwriting the result afterwards is no guard; testing the count first is
     (
         "TNL201",
         flagged(
             OVERWRITTEN,
-            (6,),
+            (10,),
             """
     import torch
     class MaskedMean(torch.nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.proj = torch.nn.Linear(dim, dim)
+
         def forward(self, h, mask):
             n = mask.sum(-1, keepdim=True)
-            out = (h * mask).sum(-1, keepdim=True) / n.clamp_min(1e-12)
+            out = (self.proj(h) * mask).sum(-1, keepdim=True) / n.clamp_min(1e-12)
             out[n == 0] = 0
             return out
     """,
@@ -1158,7 +1172,8 @@ NOT_GUARDS = [
         "TNL201",
         silent(
             OVERWRITTEN.replace(
-                "            out = (h", "            if (n == 0).any():\n                return h.new_zeros(n.shape)\n            out = (h"
+                "            out = (self.proj(h)",
+                "            if (n == 0).any():\n                return h.new_zeros(n.shape)\n            out = (self.proj(h)",
             )
         ),
     ),

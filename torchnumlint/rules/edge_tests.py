@@ -28,6 +28,10 @@ if TYPE_CHECKING:  # pragma: no cover
 _METHODS = frozenset({"eq", "ne", "gt", "ge", "lt", "le"})
 
 
+# How a reason from the code's own test begins: the claim it supports is about the gradient alone.
+EDGE_TEST_WHY = "as the code's own test"
+
+
 def edge_test(ctx: "FileContext", *exprs: cst.BaseExpression) -> Optional[str]:
     """Why one of `exprs` reaches 0 by the enclosing function's own tensor test of it (`n > 0`,
     `den == 0`, `n.eq(0)`), as a phrase for the message; None when the function has none."""
@@ -35,7 +39,7 @@ def edge_test(ctx: "FileContext", *exprs: cst.BaseExpression) -> Optional[str]:
     for expr in exprs:
         found = tests.get(code_key(ctx, strip_parens(expr)))
         if found is not None:
-            return f"as the code's own test {found} expects (it mends the forward, not the gradient)"
+            return f"{EDGE_TEST_WHY} {found} expects (it mends the forward, not the gradient)"
     return None
 
 

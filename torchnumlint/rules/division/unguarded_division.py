@@ -37,6 +37,7 @@ from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch, is_torch_value
 from torchnumlint.rules.gradient_context import STRICT_GRADIENT, gradient_free, gradient_note, gradient_shown
 from torchnumlint.rules.guarding import is_tested
 from torchnumlint.rules.syntax import number_value
+from torchnumlint.rules.edge_tests import EDGE_TEST_WHY
 from torchnumlint.rules.mends import mended_after
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.shapes import (
@@ -225,7 +226,7 @@ class UnguardedDivision(DivisionRule):
         if is_not_torch(ctx, found.value):
             return  # numpy or Python numbers: not this linter's business, and no clamp_min
         mend = mended_after(ctx, node) if replaces_whole(node) else None
-        carried = self._mended_gradient(x, d) if mend is not None else None
+        carried = self._gradient_evidence(x, d) if mend is not None else None
         if mend is not None and carried is None:
             # its Inf re-filled on the next lines: a guard of the forward; what is left is the
             # gradient's NaN at the mended entry (0 * inf, into the numerator and the divisor,
@@ -236,6 +237,14 @@ class UnguardedDivision(DivisionRule):
             if not ctx.strict:
                 return
             why = STRICT_WHY
+        if mend is None and not selected and why.startswith(EDGE_TEST_WHY):
+            # overwritten where the code tests for 0 (`out[n == 0] = 0`): the forward is mended
+            # too, and the claim left is the gradient's, made where one is shown. (Selected away
+            # by `where`, the claim is where-unselected-branch's too, which defers to this rule:
+            # both read the code's gradient, `gradient_note`.)
+            carried = self._gradient_evidence(x, d)
+            if carried is None:
+                return
         fix = None
         # no clamp inside a `where` (the double-where rewrite is where-unselected-branch's), on a
         # value of unknown type (clamp_min is a tensor method), or of either sign (it would flip it)
@@ -249,10 +258,13 @@ class UnguardedDivision(DivisionRule):
         how = self._how(selected, note, found, fix, non_negative)
         if mend is not None:
             how += f" (the mend {mend} keeps the forward finite, not the gradient{carried})"
+        elif carried:
+            how += f" (a gradient reaches it{carried})"
         self.report(at, fix, what=found.what, why=why, how=how)
 
-    def _mended_gradient(self, x: cst.BaseExpression, d: cst.BaseExpression) -> Optional[str]:
-        """For a division whose forward Inf is mended: the note naming the evidence that a gradient
+    def _gradient_evidence(self, x: cst.BaseExpression, d: cst.BaseExpression) -> Optional[str]:
+        """For a division whose forward is mended (its Inf re-filled, or overwritten where the
+        code tests for 0): the note naming the evidence that a gradient
         reaches it ("" where the code shows it; `: <why>` from a caller), or in strict mode the
         strict note where only may; None where no gradient claim is made (gradient-free code, a
         no-grad producer's output, parameters no caller gives a gradient)."""

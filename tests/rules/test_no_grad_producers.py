@@ -211,3 +211,52 @@ def test_a_no_grad_forward_is_found_through_an_attribute_and_an_instance():
     assert summaries.callee_no_grad("graph/correct.py", None, ("new", "Propagate"))
     assert not summaries.callee_no_grad("graph/correct.py", owner, ("self", "correct"))
     assert not summaries.callee_no_grad("graph/correct.py", None, ("new", "Corrector"))
+
+
+# The same fact for a KL target: a teacher module whose `forward` runs under `no_grad` hands the
+# loss a softmax with no gradient (nothing to poison); the same module without it does not.
+TEACHERS = """\
+    import torch
+    from torch import nn
+
+
+    class EmaTeacher(nn.Module):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+
+        @torch.no_grad()
+        def forward(self, x):
+            return self.net(x).softmax(-1)
+
+
+    class SharedHead(nn.Module):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+
+        def forward(self, x):
+            return self.net(x).softmax(-1)
+    """
+
+DISTILL = """\
+    import torch.nn.functional as F
+    from teachers import {cls}
+
+
+    def distill_step(student, net, opt, x):
+        targets = {cls}(net)(x)
+        loss = F.kl_div(student(x).log_softmax(-1), targets, reduction="batchmean")
+        loss.backward()
+        opt.step()
+    """
+
+KL_PROJECTS = [
+    Project({"teachers.py": TEACHERS, "train.py": DISTILL.format(cls="EmaTeacher")}),
+    Project({"teachers.py": TEACHERS, "train.py": DISTILL.format(cls="SharedHead")}, lines={"train.py": (7,)}),
+]
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL101", projects=KL_PROJECTS))
+def test_a_kl_target_from_a_no_grad_forward_carries_no_gradient(code, case):
+    harness.check(code, case)

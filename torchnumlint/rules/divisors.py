@@ -18,7 +18,7 @@ the evidence that the zero is reached, and the floor a clamp of it needs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import libcst as cst
 
@@ -36,7 +36,7 @@ from torchnumlint.rules.number_kinds import is_constant, is_positive
 from torchnumlint.rules.syntax import number_value, same_code, strip_parens
 from torchnumlint.rules.ways import branches, unless_asking, way_note
 from torchnumlint.rules.bindings import is_plain
-from torchnumlint.rules.calls import is_literal, match_call
+from torchnumlint.rules.calls import is_literal, make_op, match_call
 from torchnumlint.rules.rewrite import with_clamp
 from torchnumlint.rules.shapes import reduced_square, root_hazard, root_of, sum_of_squares, through_shape
 
@@ -123,8 +123,8 @@ def zero_kind(ctx: "FileContext", d: cst.BaseExpression) -> Optional[Divisor]:
             return None
         if match.op.name != "sum":
             return _divisor("norm", v)
-        if is_positive(ctx, inner):
-            return None
+        if is_positive(ctx, inner) and _underflowing_exp(ctx, inner) is None:
+            return None  # positive terms; exponentials of distances are positive until they underflow
         return _divisor("count" if is_mask(ctx, inner) else "sum", v)
     if _value_range(ctx, v) is not None:
         return _divisor("range", v)
@@ -269,6 +269,9 @@ def _zero_evidence(ctx: "FileContext", found: Divisor, numerator: Optional[cst.B
         square = reduced_square(ctx, match.input)
         if square is not None:  # a sum of squares is 0 where every squared value is
             return row_evidence(ctx, square[0]), True
+        underflow = _underflowing_exp(ctx, match.input)
+        if underflow is not None:
+            return underflow, True
         why, non_negative = summand_evidence(ctx, match.input)
         if why == _GIVEN_WEIGHTS:
             why = _weights_from_callers(ctx, match.input)
@@ -276,6 +279,87 @@ def _zero_evidence(ctx: "FileContext", found: Divisor, numerator: Optional[cst.B
     if kind == "norm":
         return row_evidence(ctx, match.input), True
     return _spread_evidence(ctx, numerator, match.input), True
+
+
+# Non-negative values without bound: distances, squares, norms (`exp(-d / t)` of one is a kernel).
+_DISTANCES = (
+    make_op("cdist", {"torch.cdist"}, None),
+    make_op("pairwise_distance", {"torch.pairwise_distance", "torch.nn.functional.pairwise_distance"}, None),
+    *NORMS,
+    "abs",
+    "square",
+)
+_UNDERFLOW = (
+    "when every exponential underflows: exp(-v) is exactly 0 for v >= 104 in float32 (17.5 in "
+    "float16), so a kernel of distances far beyond its width sums to 0"
+)
+
+
+def _underflowing_exp(ctx: "FileContext", summed: cst.BaseExpression) -> Optional[str]:
+    """Why a sum of `summed` is 0: it is `exp(-v)` (or `exp(-v / t)`, `exp(-g * v)`) of a
+    non-negative value without bound (a distance, a square, a norm), whose every term underflows
+    to 0 for far-away points (measured, torch 2.13 CPU: exp(-104.0) == 0 in float32, exp(-17.5)
+    in float16, exp(-92.75) in bfloat16). A softmax's `exp(x - max)` keeps a 1 in every row."""
+    exp = match_call(ctx.imports, strip_parens(ctx.resolve(summed)), "exp")
+    if exp is None:
+        return None
+    factors = _factors(ctx, exp.input)
+    negated = [f for f in factors if isinstance(f, cst.UnaryOperation) and isinstance(f.operator, cst.Minus)]
+    if len(negated) != 1:
+        return None
+    factors = [strip_parens(ctx.resolve(strip_parens(negated[0].expression))) if f is negated[0] else f for f in factors]
+    factors = [g for f in factors for g in _factors(ctx, f)]  # `-(d2 / (2 * s ** 2))`
+    if any(_distance(ctx, f) and not _on_a_grid(ctx, f) for f in factors):
+        return _UNDERFLOW
+    return None
+
+
+_GRIDS = frozenset({"torch.arange", "torch.linspace", "torch.meshgrid"})
+
+
+def _on_a_grid(ctx: "FileContext", expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """Whether `expr` is computed from a grid (`torch.arange(k) - k // 2`, `linspace`,
+    `meshgrid`): a fixed kernel, whose centre term is exp(0) = 1."""
+    if depth > 4:
+        return False
+    expr = strip_parens(ctx.resolve(expr))
+    if isinstance(expr, cst.Call) and ctx.qualname(expr.func) in _GRIDS:
+        return True
+    return any(_on_a_grid(ctx, child, depth + 1) for child in _operands_of(expr))
+
+
+def _operands_of(expr: cst.BaseExpression) -> List[cst.BaseExpression]:
+    """The sub-expressions a value is computed from: operands, arguments, receivers."""
+    if isinstance(expr, cst.BinaryOperation):
+        return [expr.left, expr.right]
+    if isinstance(expr, cst.UnaryOperation):
+        return [expr.expression]
+    if isinstance(expr, cst.Call):
+        receiver = [expr.func.value] if isinstance(expr.func, cst.Attribute) else []
+        return receiver + [a.value for a in expr.args]
+    if isinstance(expr, (cst.Subscript, cst.Attribute)):
+        return [expr.value]
+    return []
+
+
+def _factors(ctx: "FileContext", expr: cst.BaseExpression) -> List[cst.BaseExpression]:
+    """The factors and numerators of a product or quotient (`-d / t` -> [-d]; `-g * d` -> [-g, d]),
+    through names bound once; a divisor (a width, a temperature) is left out."""
+    expr = strip_parens(ctx.resolve(strip_parens(expr)))
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+        return _factors(ctx, expr.left) + _factors(ctx, expr.right)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Divide):
+        return _factors(ctx, expr.left)
+    return [expr]
+
+
+def _distance(ctx: "FileContext", value: cst.BaseExpression) -> bool:
+    """A non-negative value without bound: a distance, a norm, an absolute value, a square or a
+    sum of squares."""
+    value = strip_parens(ctx.resolve(value))
+    if reduced_square(ctx, value) is not None:
+        return True
+    return match_call(ctx.imports, value, *_DISTANCES) is not None
 
 
 # `summand_evidence`'s reason for weights a function is given (`weights.sum()` of a parameter).

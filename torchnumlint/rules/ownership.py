@@ -43,6 +43,8 @@ OWNERS: Dict[str, str] = {
     "log-of-sigmoid": "TNL104",
     # `log(p / (1 - p))`, `log(p) - log(1 - p)`: logit(p, eps) clamps both edges, a clamp_min one
     "log-odds": "TNL112",
+    # `e / e.sum(d)` of `e = exp(-dist / t)`: torch.softmax removes the underflow to 0/0 as well
+    "hand-softmax": "TNL110",
     # `torch.where(n > 0, s / n, 0)` of a norm, sum or count: the division rule knows its zero
     "division-in-where": "TNL201",
     # `torch.sqrt(((a[:, None] - b[None]) ** 2).sum(-1))`: cdist is exact and skips the N x M x D tensor

@@ -36,7 +36,8 @@ from torchnumlint.rules.divisors import (
 from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch, is_torch_value, may_carry_grad, value_kind
 from torchnumlint.rules.gradient_context import STRICT_GRADIENT, gradient_free, gradient_note, gradient_shown
 from torchnumlint.rules.guarding import is_tested
-from torchnumlint.rules.syntax import number_value
+from torchnumlint.rules.calls import match_call
+from torchnumlint.rules.syntax import number_value, same_code, strip_parens
 from torchnumlint.rules.edge_tests import EDGE_TEST_WHY
 from torchnumlint.rules.mends import mended_after
 from torchnumlint.rules.ownership import owned_elsewhere
@@ -219,6 +220,8 @@ class UnguardedDivision(DivisionRule):
             and owned_elsewhere(ctx, self.code, "manual-cosine")
         ):
             return
+        if not selected and replaces_whole(node) and _hand_softmax(ctx, x, found) and owned_elsewhere(ctx, self.code, "hand-softmax"):
+            return
         root = root_of(ctx, found.value) if found.kind == "sqrt" else None
         tested = (d, through_shape(ctx, d, names=False), found.value)
         if is_tested(ctx, *tested, *([root[1], ctx.resolve(root[1])] if root else [])):
@@ -321,6 +324,19 @@ class UnguardedDivision(DivisionRule):
         """A root of a sum of squares whose exact rewrite to `vector_norm` (TNL204, when enabled)
         comes before any clamp."""
         return sum_of_squares(self.ctx, arg, root) is not None and owned_elsewhere(self.ctx, self.code, "root-of-sum-of-squares")
+
+
+def _hand_softmax(ctx, x: cst.BaseExpression, found: Divisor) -> bool:
+    """`e / e.sum(d)` of an exponential `e`: a softmax written by hand (its sum is 0 only where
+    every exp underflows, and `torch.softmax` removes that too)."""
+    if found.kind != "sum":
+        return False
+    summed = match_call(ctx.imports, strip_parens(found.value), "sum")
+    return (
+        summed is not None
+        and same_code(ctx, x, summed.input)
+        and match_call(ctx.imports, strip_parens(ctx.resolve(summed.input)), "exp") is not None
+    )
 
 
 def _compared(ctx) -> bool:

@@ -1,6 +1,9 @@
 """Whether a gradient flows at a value or at the node being visited: detached values
-(`is_detached`), gradient-free code (`gradient_free`), the note a claim about a gradient carries
-(`gradient_note`), and reference implementations kept beside a model.
+(`is_detached`, also what a project function or module `forward` running under `no_grad`
+returns: `made_without_grad`), gradient-free code (`gradient_free`), the note a claim about a
+gradient carries (`gradient_note`), the evidence that a value carries one (`gradient_shown`: the
+module's own weights, a model's output, a caller in the project passing one), and reference
+implementations kept beside a model.
 """
 
 from __future__ import annotations

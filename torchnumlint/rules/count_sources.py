@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Tuple
 
 import libcst as cst
 
+from torchnumlint.rules.attributes import assignments, on_self
 from torchnumlint.rules.callers import callers
 from torchnumlint.rules.calls import make_op, match_call
 from torchnumlint.rules.evidence import mask_evidence
@@ -34,7 +35,6 @@ from torchnumlint.rules.masks import is_mask
 from torchnumlint.rules.number_kinds import is_constant
 from torchnumlint.rules.shapes import shape_step
 from torchnumlint.rules.syntax import number_value, same_code, strip_parens
-from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext
@@ -72,7 +72,7 @@ def counted(ctx: "FileContext", d: cst.BaseExpression, judge: Judge) -> Optional
         if mask is not None and is_mask(ctx, mask, by_name=False) and any(_last(index) for index in reads):
             return Counted("a cumulative count's last entry", mask_evidence(ctx, mask))
         return None
-    if isinstance(value, cst.Attribute) and _on_self(value) and not reads:
+    if isinstance(value, cst.Attribute) and on_self(value) and not reads:
         return _attribute(ctx, value, judge)
     if isinstance(value, cst.Name) and not reads:
         return _parameter(ctx, value, judge)
@@ -139,43 +139,11 @@ def _last(read: cst.Subscript) -> bool:
     return isinstance(index, cst.Index) and number_value(strip_parens(index.value)) == -1
 
 
-def _on_self(expr: cst.Attribute) -> bool:
-    return isinstance(expr.value, cst.Name) and expr.value.value == "self"
-
-
-class _Sets(Visitor):
-    """Every `self.<name> = value` in a class, with its ancestors (the value last)."""
-
-    def __init__(self, stack: List[cst.CSTNode], cls: cst.ClassDef, name: str) -> None:
-        super().__init__()
-        self.stack = list(stack)
-        self.name = name
-        self.found: List[Tuple[cst.FunctionDef, Tuple[cst.CSTNode, ...]]] = []
-        self.walk(cls)
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        self.stack.append(node)
-        if isinstance(node, cst.Assign) and len(node.targets) == 1:
-            target = node.targets[0].target
-            if isinstance(target, cst.Attribute) and _on_self(target) and target.attr.value == self.name:
-                function = next((n for n in reversed(self.stack) if isinstance(n, cst.FunctionDef)), None)
-                if function is not None:
-                    self.found.append((function, (*self.stack, node.value)))
-        return True
-
-    def on_leave(self, node: cst.CSTNode) -> None:
-        self.stack.pop()
-
-
 def _attribute(ctx: "FileContext", attribute: cst.Attribute, judge: Judge) -> Optional[Counted]:
     """`self.num_pos` set from a count in another method of the class: every value it is set to
     outside `__init__` is a count, one with evidence (its initial value in `__init__` is state
     the first call replaces)."""
-    cls = ctx.enclosing(cst.ClassDef)
-    if cls is None:
-        return None
-    above = ctx.stack[: ctx.stack.index(cls)]
-    sets = [(f, path) for f, path in _Sets(above, cls, attribute.attr.value).found if f.name.value != "__init__"]
+    sets = [(f, path) for f, path in assignments(ctx, attribute) if f.name.value != "__init__"]
     if not sets:
         return None
     why: Optional[str] = None

@@ -132,7 +132,9 @@ ATTRIBUTE = [
     ),
 ]
 ATTRIBUTE_SILENT = [
-    # clamped where it is set; a size, never 0; its initial 0 in `__init__` is replaced by the first call
+    # clamped where it is set; a size, never 0; its initial 0 in `__init__` is replaced by the first
+    # call; an attribute set from itself, passed to a helper that divides by it (judged once, not in a
+    # loop: this recursed without end)
     silent("""
     import torch
     from torch import nn
@@ -159,6 +161,20 @@ ATTRIBUTE_SILENT = [
 
         def normalise(self, losses):
             return losses.sum() / self.batch
+
+
+    class Rotary(nn.Module):
+        def __init__(self, dim: int):
+            super().__init__()
+            self.inv_freq = 1.0 / (10000 ** (torch.arange(0, dim, 2) / dim))
+            self.inv_freq = self.rescale(self.inv_freq)
+
+        def rescale(self, inv_freq):
+            return 6.28 / inv_freq
+
+        def forward(self, x):
+            self.inv_freq = self.inv_freq.to(x.device)
+            return x * self.inv_freq
     """),
 ]
 

@@ -49,6 +49,11 @@ _CUMSUM = make_op("cumsum", {"torch.cumsum"}, "cumsum", ("dim", "dtype"))
 Judge = Callable[["FileContext", cst.BaseExpression], Optional[Tuple[Optional[str], bool]]]
 
 
+# Set while a value set or passed elsewhere is judged: that judgement follows no further attribute
+# or caller (depth 1, as `callers.py`; `self.x = self.x.to(device)` would lead back to itself).
+_ASKING: List[int] = []
+
+
 @dataclass(frozen=True)
 class Counted:
     """A count made away from the division: the phrase that names it, and why it is 0 for real
@@ -72,11 +77,15 @@ def counted(ctx: "FileContext", d: cst.BaseExpression, judge: Judge) -> Optional
         if mask is not None and is_mask(ctx, mask, by_name=False) and any(_last(index) for index in reads):
             return Counted("a cumulative count's last entry", mask_evidence(ctx, mask))
         return None
-    if isinstance(value, cst.Attribute) and on_self(value) and not reads:
-        return _attribute(ctx, value, judge)
-    if isinstance(value, cst.Name) and not reads:
-        return _parameter(ctx, value, judge)
-    return None
+    if _ASKING or reads:
+        return None
+    _ASKING.append(1)
+    try:
+        if isinstance(value, cst.Attribute) and on_self(value):
+            return _attribute(ctx, value, judge)
+        return _parameter(ctx, value, judge) if isinstance(value, cst.Name) else None
+    finally:
+        _ASKING.pop()
 
 
 def _read(ctx: "FileContext", d: cst.BaseExpression) -> Tuple[cst.BaseExpression, List[cst.Subscript]]:
@@ -160,33 +169,26 @@ def _attribute(ctx: "FileContext", attribute: cst.Attribute, judge: Judge) -> Op
     return Counted("a count held in an attribute", why)
 
 
-_ASKING: List[int] = []  # callers' callers are not followed (`callers.py`: depth 1)
-
-
 def _parameter(ctx: "FileContext", name: cst.Name, judge: Judge) -> Optional[Counted]:
     """A parameter that its callers in the project pass a count: one caller's evidence is
     enough, and the message names the call; a caller that passes a count with none, or
     anything else, leaves the parameter unknown."""
     binding = ctx.binding(name)
-    if binding is None or not isinstance(binding.node, cst.Param) or _ASKING or is_constant(ctx, name):
+    if binding is None or not isinstance(binding.node, cst.Param) or is_constant(ctx, name):
         return None
     param = binding.node
     function = ctx.enclosing(cst.FunctionDef)
     if function is None:
         return None
-    _ASKING.append(1)
-    try:
-        for caller in callers(ctx):
-            arg = caller.argument(function, param)
-            if arg is None:
-                continue
-            with caller.ctx.visiting(caller.path + (arg, arg.value)):
-                reason = judge(caller.ctx, arg.value)
-            if reason is not None and reason[0] is not None:
-                return Counted(
-                    "a count passed as a parameter",
-                    f"{reason[0]}, passed as `{name.value}` to `{function.name.value}` by the call ({caller.where})",
-                )
-    finally:
-        _ASKING.pop()
+    for caller in callers(ctx):
+        arg = caller.argument(function, param)
+        if arg is None:
+            continue
+        with caller.ctx.visiting(caller.path + (arg, arg.value)):
+            reason = judge(caller.ctx, arg.value)
+        if reason is not None and reason[0] is not None:
+            return Counted(
+                "a count passed as a parameter",
+                f"{reason[0]}, passed as `{name.value}` to `{function.name.value}` by the call ({caller.where})",
+            )
     return None

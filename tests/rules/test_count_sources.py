@@ -40,6 +40,15 @@ CLASS_LOSS = """
         hist = torch.bincount(labels, minlength=10)
         return losses[labels == k].sum() / hist[k]
     """
+# a file whose only count is a bincount (the pre-filter keeps it)
+CLASS_WEIGHT = """
+    import torch
+
+
+    def class_weight(labels, k: int):
+        hist = torch.bincount(labels, minlength=10)
+        return 1.0 / hist[k]
+    """
 PER_CLASS = [
     flagged(
         CENTROIDS,
@@ -48,6 +57,7 @@ PER_CLASS = [
         message="a per-class count, which is 0 for a class the batch lacks",
     ),
     flagged(CLASS_LOSS, (7,), CLASS_LOSS.replace("hist[k]\n", "hist[k].clamp_min(1)\n"), safe=True, message="a per-class count"),
+    flagged(CLASS_WEIGHT, (7,), CLASS_WEIGHT.replace("hist[k]\n", "hist[k].clamp_min(1)\n"), safe=True, message="a per-class count"),
 ]
 PER_CLASS_SILENT = [
     silent("""

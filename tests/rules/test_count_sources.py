@@ -67,6 +67,11 @@ PER_CLASS_SILENT = [
     def inverse_frequency(labels, num_classes: int):
         counts = torch.bincount(labels, minlength=num_classes)
         return 1.0 / counts[labels]
+
+
+    def sample_weights(labels):
+        class_weight = 1.0 / labels.bincount()
+        return class_weight[labels]
     """),
     silent("""
     import torch

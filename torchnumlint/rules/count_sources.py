@@ -6,7 +6,9 @@ Real code often divides by a count made elsewhere, and each of these forms was a
 - a per-class count, `torch.bincount(labels, minlength=C)` or `F.one_hot(labels, C).sum(0)`,
   read whole or at one class (`counts[k]`, `counts[:, k]`): 0 for a class the batch lacks
   (measured, torch 2.13 CPU: a class mean over an absent class is Inf, 12 of 12 gradient
-  entries Inf). Read at the labels it counted (`counts[labels]`) it is never 0;
+  entries Inf). Read at the labels it counted (`counts[labels]`) it is never 0, and a quotient
+  by it read only at such positions (`w = 1. / y.bincount(); w[y]`, `degrees.read_at_endpoints`)
+  never uses an absent class's Inf;
 - the last entry of a cumulative count, `torch.cumsum(mask, d)[..., -1]` of a boolean mask (a
   comparison: its count is an integer, so a clamp at 1 is exact): the count of the mask, 0
   when it selects nothing (measured: a row with no score past the threshold is NaN,
@@ -29,6 +31,7 @@ import libcst as cst
 
 from torchnumlint.rules.attributes import assignments, on_self
 from torchnumlint.rules.callers import callers
+from torchnumlint.rules.degrees import read_at_endpoints
 from torchnumlint.rules.calls import make_op, match_call
 from torchnumlint.rules.evidence import mask_evidence
 from torchnumlint.rules.masks import is_mask
@@ -70,8 +73,8 @@ def counted(ctx: "FileContext", d: cst.BaseExpression, judge: Judge) -> Optional
     if isinstance(value, cst.Call):
         labels = _per_class(ctx, value)
         if labels is not None:
-            if any(_at(ctx, index, labels) for index in reads):
-                return None  # `counts[labels]`: read where a label was counted, never 0
+            if any(_at(ctx, index, labels) for index in reads) or (not reads and read_at_endpoints(ctx, ctx.stack[-1])):
+                return None  # `counts[labels]`, `(1. / counts)[labels]`: read where a label was counted, never 0
             return Counted("a per-class count", ABSENT_CLASS)
         mask = _cumulative(ctx, value)
         if mask is not None and is_mask(ctx, mask, by_name=False) and any(_last(index) for index in reads):

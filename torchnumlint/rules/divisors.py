@@ -25,6 +25,7 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Rule
 from torchnumlint.rules.boxes import box_divisor
+from torchnumlint.rules import count_sources
 from torchnumlint.rules.degrees import ISOLATED, degree, read_at_endpoints
 from torchnumlint.rules.edge_tests import edge_test
 from torchnumlint.rules.evidence import is_data, mask_evidence, row_evidence, standardises, summand_evidence
@@ -34,6 +35,7 @@ from torchnumlint.rules.masks import is_mask
 from torchnumlint.rules.mask_origin import origin
 from torchnumlint.rules.number_kinds import is_constant, is_positive
 from torchnumlint.rules.syntax import number_value, same_code, strip_parens
+from torchnumlint.rules.unions import union_parts
 from torchnumlint.rules.ways import branches, unless_asking, way_note
 from torchnumlint.rules.bindings import is_plain
 from torchnumlint.rules.calls import is_literal, make_op, match_call
@@ -81,6 +83,7 @@ class Divisor:
     value: cst.BaseExpression
     what: str
     several: bool = False
+    counted: Optional[count_sources.Counted] = None  # a count made away from the division (`count_sources`)
 
 
 def _divisor(kind: str, value: cst.BaseExpression) -> Divisor:
@@ -109,6 +112,9 @@ def zero_kind(ctx: "FileContext", d: cst.BaseExpression) -> Optional[Divisor]:
         return None
     if match_call(ctx.imports, v, "count_nonzero") is not None:
         return _divisor("count", v)
+    made = count_sources.counted(ctx, d, _count_at)  # a per-class or cumulative count, or one held in an attribute or a parameter
+    if made is not None:
+        return Divisor("count", v, made.what, counted=made)
     found_degree = degree(ctx, d)  # `d` itself: `degree(col)[col]` picks entries never 0
     if found_degree is not None:  # `1. / deg`: Inf for an isolated node (`rules/degrees.py`)
         return _divisor("degree", v)
@@ -128,11 +134,14 @@ def zero_kind(ctx: "FileContext", d: cst.BaseExpression) -> Optional[Divisor]:
         return _divisor("count" if is_mask(ctx, inner) else "sum", v)
     if _value_range(ctx, v) is not None:
         return _divisor("range", v)
+    union = union_parts(ctx, v)  # `p.sum() + t.sum() - (p * t).sum()`: 0 when both parts are
+    if union is not None and zero_kind(ctx, union) is not None:
+        return Divisor("total", union, "a union (two sums less their intersection)")
     if isinstance(v, cst.BinaryOperation) and isinstance(v.operator, cst.Add):
         # `pred.sum() + target.sum()` (a Dice or IoU denominator): 0 when both are; only sums
         # and counts, which are never negative when their terms are not, qualify
         parts = [zero_kind(ctx, side) for side in (v.left, v.right)]
-        if all(part is not None and part.kind in ("sum", "count") for part in parts):
+        if all(part is not None and part.kind in ("sum", "count", "total") for part in parts):
             return _divisor("total", v)
         return None
     if isinstance(v, cst.BinaryOperation) and isinstance(v.operator, cst.Multiply):
@@ -149,6 +158,12 @@ def zero_kind(ctx: "FileContext", d: cst.BaseExpression) -> Optional[Divisor]:
         if inner_kind is not None and inner_kind.kind != "sqrt":
             return _divisor("sqrt", v)
     return None
+
+
+def _count_at(ctx: "FileContext", value: cst.BaseExpression) -> Optional[Tuple[Optional[str], bool]]:
+    """`zero_evidence` of a count (or sum of counts) where it is set or passed; None for any other value."""
+    found = zero_kind(ctx, value)
+    return zero_evidence(ctx, found, None) if found is not None and found.kind in ("count", "total") else None
 
 
 _CONSTANT_RANGE = "for constant data (a blank image, a flat signal: its max equals its min)"
@@ -221,6 +236,8 @@ def _zero_evidence(ctx: "FileContext", found: Divisor, numerator: Optional[cst.B
     kind, v = found.kind, strip_parens(found.value)
     if kind == "degree":  # read only at the endpoints it counted (`deg_inv[col]`): never 0 there
         return (None if read_at_endpoints(ctx, ctx.stack[-1]) else ISOLATED), True
+    if found.counted is not None:
+        return found.counted.why, True
     if kind == "count":
         counted = match_call(ctx.imports, v, "sum", "count_nonzero")
         return (mask_evidence(ctx, counted.input) if counted is not None else None), True

@@ -4,7 +4,9 @@ A root's hazard is at 0: `sqrt` of a value that reaches 0 has an infinite deriva
 the backward pass gives inf or 0 * inf = NaN (and a value that rounds below 0 is a forward NaN).
 Which roots reach 0 is read from how their argument is built, by construction:
 
-- `root_of`: `sqrt`, `rsqrt`, `** 0.5`, a fractional `pow`, in every spelling;
+- `root_of`: `sqrt`, `rsqrt`, `** 0.5`, a fractional `pow`, in every spelling, and a power to a
+  tensor exponent in (0, 1) by construction (`exponents.py`: a sigmoid, a learned exponent
+  created there);
 - `square_base`: `x ** 2`, `x.pow(2)`, `torch.square(x)`, `x * x`;
 - `sum_of_squares` / `norms_of_squares`: a 2-norm written by hand (one sum of squares, or a
   product of them, as in a cosine's denominator), which `torch.linalg.vector_norm` computes
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 import libcst as cst
 
 from torchnumlint.rules import vocabulary
+from torchnumlint.rules.exponents import fractional_exponent
 from torchnumlint.rules.guarding import is_guarded
 from torchnumlint.rules.number_kinds import is_constant, is_positive
 from torchnumlint.rules.syntax import number_value, same_code, strip_parens
@@ -113,7 +116,7 @@ def root_of(ctx: "FileContext", node: cst.CSTNode) -> Optional[Tuple[str, cst.Ba
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Power):
         if _fraction(strip_parens(node.right)) is not None:
             return ("sqrt" if number_value(strip_parens(node.right)) == 0.5 else "pow"), node.left
-        return None
+        return ("pow", node.left) if fractional_exponent(ctx, node.right) else None
     if in_place(node):
         exponent = node.args[0].value if len(node.args) == 1 else None  # type: ignore[attr-defined]
         return ("pow", node.func.value) if _fraction(strip_parens(exponent)) is not None else None  # type: ignore[arg-type, attr-defined]
@@ -123,7 +126,7 @@ def root_of(ctx: "FileContext", node: cst.CSTNode) -> Optional[Tuple[str, cst.Ba
     if match.op.name == "pow":
         exponent = match.arg("exponent")
         if _fraction(exponent) is None:
-            return None
+            return ("pow", match.input) if fractional_exponent(ctx, exponent) else None
         return ("sqrt" if number_value(exponent) == 0.5 else "pow"), match.input
     if match.args:
         return None

@@ -79,8 +79,9 @@ class UnguardedDivision(DivisionRule):
     needles = ("/", "div")
     # a denominator that can be 0 is built by one of these (directly or through a name); a box's
     # side is a difference of coordinates taken by indexing (`b[:, 2] - b[:, 0]`, corners
-    # `b[..., :2]`, `b[..., 2:]`) or unpacking (`b.unbind(-1)`), an area may be `box_area`'s
-    pattern = r"norm|sum|std|var|count_nonzero|sqrt|\*\*|pow|\]\s*-|:2|2:|unbind|chunk|split|box_area|max|degree|rowcount"
+    # `b[..., :2]`, `b[..., 2:]`) or unpacking (`b.unbind(-1)`), an area may be `box_area`'s; a
+    # per-class count a `bincount` (`rules/count_sources.py`)
+    pattern = r"norm|sum|std|var|count_nonzero|sqrt|\*\*|pow|\]\s*-|:2|2:|unbind|chunk|split|box_area|max|degree|rowcount|bincount"
     examples = (
         Example(
             bad=(

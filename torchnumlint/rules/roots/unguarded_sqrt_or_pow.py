@@ -132,7 +132,8 @@ class UnguardedSqrtOrPow(RootRule):
     safety = Safety.UNSAFE
     needles = ("sqrt", "**", "pow")
     # a root: sqrt/rsqrt, or a power whose exponent is a fractional literal (`** 0.5`, `pow(1.5)`)
-    pattern = r"sqrt|\*\*\s*\(?\s*-?\d*\.\d|\*\*\s*\(?\s*-?\d+e|pow_?\s*\("
+    # a fractional literal exponent, or a tensor one (`** self.p`, `** torch.sigmoid(a)`: `exponents.py`)
+    pattern = r"sqrt|\*\*\s*\(?\s*-?\d*\.\d|\*\*\s*\(?\s*-?\d+e|pow_?\s*\(|\*\*\s*\(?\s*(self\.|[\w.]*sigmoid)"
     examples = (
         Example(
             bad=("import torch\n\n\ndef inv_std(x):\n    return torch.rsqrt(x.var(dim=-1, keepdim=True))\n"),

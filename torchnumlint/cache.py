@@ -2,8 +2,9 @@
 
 Why: a re-run over an unchanged project should cost a look-up per file, not a parse. Entries are
 keyed by everything their value depends on (the file's bytes, its path, its settings, the rules'
-code) and, when the file's rules read the project index, they record the project's fingerprint,
-which a look-up compares; a change to any of these misses.
+code) and, when the file's rules read the project index, they record the project's fingerprint
+and the questions the rules asked of its facts, which a look-up compares (`runner.py`); a change
+to any of the others misses.
 
 - `package_fingerprint()`: torchnumlint's version and the size and mtime of each of the linter's
   source files, so an edited rule invalidates every entry even without a version bump.
@@ -53,7 +54,8 @@ _HEADER = struct.Struct(">6sQ16s")  # magic, payload length, payload digest
 RACY_SECONDS = 2.0
 
 Stat = Tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
-LintEntry = Tuple[Optional[str], List[Finding], List[str]]  # project fingerprint or None, findings, errors
+# project fingerprint or None, findings, errors, the questions asked of the facts (`fact_reads.py`)
+LintEntry = Tuple[Optional[str], List[Finding], List[str], Optional[List[Tuple[tuple, str]]]]
 ManifestRecords = Dict[str, Tuple[Stat, str, bool]]
 
 

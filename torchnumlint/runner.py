@@ -18,12 +18,14 @@ worker that lints a file reads it again. With the cache, a file whose entry is v
 parsed, and a run where every entry is valid never imports the engine (nor libcst).
 
 A cache entry records whether the file's result read the project index; if it did, it holds the
-project's fingerprint (the digests of the facts of the files that can hold any, `fingerprint`),
-and a run whose fingerprint differs does not use it: an edit that changes no fact (a comment, a
-body that returns the same kinds) leaves the other files' entries valid, one that changes a fact
-re-lints every file that reads the index (not yet only those that read that fact). A file's
-facts are cached by content in the project's one pack (`cache.py`), so the index of a pre-commit
-run over one changed file is assembled from one query, not re-parsed.
+project's fingerprint (the digests of the facts of the files that can hold any, `fingerprint`)
+and the questions its rules asked of the facts with their answers' digests (`fact_reads.py`). A
+run whose fingerprint is the same uses it as it is (an edit that changes no fact: a comment, a
+body that returns the same kinds); one whose fingerprint differs asks the entry's questions of
+its own index and uses it when every answer is the same (then stores it under the new
+fingerprint): an edit that adds a helper re-lints the files that name it. A file's facts are
+cached by content in the project's one pack (`cache.py`), so the index of a pre-commit run over
+one changed file is assembled from one query, not re-parsed.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import os
 import re
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Type, Union
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 from torchnumlint import cache as caching
 from torchnumlint import notebook
@@ -48,10 +50,11 @@ from torchnumlint.source import SourceError, SourceFile, read_source, write_sour
 from torchnumlint.workers import run_all
 
 if TYPE_CHECKING:
+    from torchnumlint import fact_reads
     from torchnumlint.index import ProjectIndex
     from torchnumlint.rules.base import Rule
 
-# The project facts (`index`, `summaries`) and the engine (libcst, the rules) are imported where
+# The project facts (`index`, `summaries`, `fact_reads`) and the engine (libcst, the rules) are imported where
 # they are first needed: a run over files with nothing for a rule to read loads neither.
 _NOQA = re.compile("noqa", re.IGNORECASE)  # as `directives` finds a noqa comment
 
@@ -251,6 +254,8 @@ class _Project:
         self._fingerprint: Optional[str] = None
         self._checks: Dict[str, str] = {}  # facts key -> the digest of those facts
         self._parsed: Dict[str, ProjectIndex] = {}  # facts parsed in this run, not yet merged
+        self._built: Optional[ProjectIndex] = None  # the project's index, once built in this run
+        self._replay: Optional[fact_reads.Replay] = None  # cached results' questions asked of it
         self.hits_read_index = False
 
     # -- what is known without parsing ----------------------------------------------------------
@@ -345,19 +350,42 @@ class _Project:
         known = self._known(path)
         if self.cache is None or known is None:
             return None
-        entry = self.cache.get("lint", self._key(path, known[0]))
-        if not isinstance(entry, tuple) or len(entry) != 3:
+        key = self._key(path, known[0])
+        entry = self.cache.get("lint", key)
+        if not isinstance(entry, tuple) or len(entry) != 4:
             return None
-        fingerprint, findings, errors = entry
+        fingerprint, findings, errors, reads = entry
         if fingerprint is not None:
             if fingerprint != self.fingerprint():
-                return None
+                if reads is None or not self._answers_hold(reads):
+                    return None
+                self.cache.put("lint", key, (self.fingerprint(), findings, errors, reads))
             self.hits_read_index = True
         if self.options.fix or self.options.diff:
             unsafe = bool(file_options(self.options, self.settings, path).unsafe_fixes)
             if any(fixable(finding, unsafe) for finding in findings):
                 return None
         return FileOutcome(findings=findings, errors=errors)
+
+    def _answers_hold(self, reads: fact_reads.Reads) -> bool:
+        """Whether the questions a cached result asked of the facts have the same answers now."""
+        if self._replay is None:
+            from torchnumlint.fact_reads import Replay
+
+            self._replay = Replay(self._project_index(), self._text_or_none)
+        return self._replay.still_valid(reads)
+
+    def _text_or_none(self, path: str) -> Optional[str]:
+        try:
+            return self._source(path).text
+        except SourceError:
+            return None
+
+    def _project_index(self) -> ProjectIndex:
+        """The project's index, built once in a run (`_index`)."""
+        if self._built is None:
+            self._built = self._index()
+        return self._built
 
     def _reads_index(self, path: str, text: str) -> bool:
         """`reads_project_index` for the file's rules, which are not even loaded for a file no
@@ -403,7 +431,7 @@ class _Project:
         if todo:
             from torchnumlint.index import ProjectIndex
 
-            index = self._index() if needs_index else ProjectIndex.empty()
+            index = self._project_index() if needs_index else ProjectIndex.empty()
             # The facts live as long as the project's run, and the collector would walk all of
             # them at every full collection of the lint (18 % of a run's time): frozen, they are
             # never walked (nor touched in forked workers, whose pages stay shared).
@@ -421,6 +449,7 @@ class _Project:
                     outcomes[position] = linted.outcome
                 tally.progress.advance()
             del index, lint
+            self._built = self._replay = None
             if frozen:
                 gc.unfreeze()  # back in the collector's care: what nothing holds now is freed
         if self.manifest is not None:
@@ -504,12 +533,17 @@ class _Project:
 
 class _Linter:
     """Lints one file by path (in a worker: the settings and index are inherited at the fork),
-    and stores its result in the cache."""
+    and stores its result in the cache, with the questions it asked of the facts when it read them."""
 
     def __init__(self, project: _Project, index: ProjectIndex, fingerprint: Optional[str]) -> None:
         self.project = project
         self.index = index
         self.fingerprint = fingerprint
+        self.recording: Optional[Callable[[], fact_reads.RecordingIndex]] = None
+        if fingerprint is not None:
+            from torchnumlint.fact_reads import recording
+
+            self.recording = recording(index)
 
     def __call__(self, path: str) -> _Linted:
         project = self.project
@@ -519,11 +553,15 @@ class _Linter:
             return _Linted(read_error=f"{path}: {exc}")
         rules = [] if _beyond_every_rule(source.text) else project.settings.rules_for(path)
         options = file_options(project.options, project.settings, path)
-        outcome = process_file(source, rules, self.index, options)
+        # a fix re-lints its own rewrites against the project (`ProjectIndex.with_file`): read whole
+        fixing = options.fix or options.diff
+        index = self.recording() if self.recording is not None and rules and not fixing else None
+        outcome = process_file(source, rules, index or self.index, options)
         if project.cache is not None and outcome.cacheable and outcome.text is None and not outcome.diff:
             reads = bool(rules) and reads_project_index(source.text, rules)
             if not reads or self.fingerprint is not None:
-                entry = (self.fingerprint if reads else None, outcome.findings, outcome.errors)
+                asked = index.recorder.reads() if reads and index is not None else None
+                entry = (self.fingerprint if reads else None, outcome.findings, outcome.errors, asked)
                 project.cache.put("lint", project._key(path, caching.digest(source.raw)), entry)
         return _Linted(outcome=outcome)
 

@@ -39,7 +39,6 @@ import functools
 import hashlib
 import os
 import struct
-import tempfile
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -166,6 +165,8 @@ class Cache:
 
     def put(self, kind: str, key: str, value: object) -> None:
         """Store `value` atomically; a cache that cannot be written is silently not written."""
+        import tempfile  # a run that writes nothing (a warm one) does not load it
+
         data = _record(plaindata.dumps(value))
         target = self._path(kind, key)
         try:

@@ -130,15 +130,19 @@ class Cache:
     def put_many(self, kind: str, items: Sequence[Tuple[str, object]]) -> Dict[str, str]:
         """Store `items` in the kind's pack, in one transaction (silently not when it cannot be
         written); key -> the digest of each one's payload, as `checks` gives it."""
-        rows = [(key, _record(plaindata.dumps(value)), bytes.fromhex(canonical_digest(value))) for key, value in items]
-        found = {key: check.hex() for key, _, check in rows}
+        rows = [(key, *encode(value)) for key, value in items]
+        self.put_encoded(kind, rows)
+        return {key: check for key, _, check in rows}
+
+    def put_encoded(self, kind: str, rows: Sequence[Tuple[str, bytes, str]]) -> None:
+        """Store (key, record, check) rows that `encode` made (in a worker: the encoding is most
+        of a store's cost) in the kind's pack, in one transaction."""
         if rows:
             try:
                 self._prepare()
             except OSError:
-                return found
-            _Pack(self.folder, kind).write(rows)
-        return found
+                return
+            _Pack(self.folder, kind).write([(key, record, bytes.fromhex(check)) for key, record, check in rows])
 
     def get(self, kind: str, key: str) -> Optional[object]:
         """The value stored under `key`, or None when absent, torn, unreadable or not of the type
@@ -196,6 +200,11 @@ class Cache:
                 with open(path, "w", encoding="utf-8") as handle:
                     handle.write(text)
         self._ready = True
+
+
+def encode(value: object) -> Tuple[bytes, str]:
+    """A pack row's record (header and JSON payload) of `value`, and its `canonical_digest`."""
+    return _record(plaindata.dumps(value)), canonical_digest(value)
 
 
 def canonical_digest(value: object) -> str:

@@ -329,17 +329,21 @@ class _Project:
     def _parse_facts(self, paths: List[str]) -> None:
         """Parse the facts of `paths` (in workers) into `_parsed`, their digests into `_checks`,
         and store them in the pack; a file that cannot be read gives none."""
-        read = lambda path: _facts_of(path, self.settings.config_of(path).max_file_size)  # noqa: E731
+        stored = self.cache is not None
+        read = lambda path: _facts_of(path, self.settings.config_of(path).max_file_size, stored)  # noqa: E731
         new = []
         for path, facts in zip(paths, run_all(read, paths, self.options.jobs, _no_facts, self.options.timeout)):
             if facts is None:
                 continue
-            raw, matters, part = facts
+            raw, matters, part, row = facts
             self._parsed[path] = part
             self.digests.setdefault(path, (raw, matters))
-            new.append((self._facts_key(path, raw), part))
+            if row is not None:
+                key = self._facts_key(path, raw)
+                self._checks[key] = row[1]
+                new.append((key, *row))
         if self.cache is not None:
-            self._checks.update(self.cache.put_many("facts", new))
+            self.cache.put_encoded("facts", new)
 
     def _key(self, path: str, raw: str) -> str:
         strict = bool(file_options(self.options, self.settings, path).strict)
@@ -570,15 +574,17 @@ def _failed(path: str, why: str) -> _Linted:
     return _Linted(outcome=FileOutcome(errors=[f"{path}: {why}"], cacheable=False))
 
 
-def _facts_of(path: str, max_size: int) -> Optional[Tuple[str, bool, ProjectIndex]]:
-    """(digest, can hold facts, facts) of a file of the project; None when it cannot be read."""
+def _facts_of(path: str, max_size: int, stored: bool) -> Optional[Tuple[str, bool, ProjectIndex, Optional[Tuple[bytes, str]]]]:
+    """(digest, can hold facts, facts, their pack row when `stored`: encoded here, in the
+    worker, not in the parent) of a file of the project; None when it cannot be read."""
     try:
         source = read_source(path, max_size)
     except SourceError:
         return None
     from torchnumlint import index
 
-    return caching.digest(source.raw), _can_hold_facts(source.text), index.index_file(path, source.text)
+    facts = index.index_file(path, source.text)
+    return caching.digest(source.raw), _can_hold_facts(source.text), facts, caching.encode(facts) if stored else None
 
 
 def _no_facts(path: str, why: str) -> None:

@@ -93,8 +93,11 @@ class Recorder:
 
     def ask(self, question: tuple) -> object:
         answer = _ask(self.index, self.frames, question)
-        if question not in self.answers:
-            self.answers[question] = self.digests.of(answer)
+        if question not in self.answers and not self.whole:
+            try:
+                self.answers[question] = self.digests.of(answer)
+            except TypeError:  # an answer the cache cannot digest: keep the whole fingerprint
+                self.whole = True
         return answer
 
     def own(self, path: str, summary: Optional[FileSummary], frame: Summaries) -> None:

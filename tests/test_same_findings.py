@@ -56,5 +56,7 @@ def test_the_cache_and_the_workers_never_change_the_findings(tmp_path):
     # a helper a rule's file then names: the entries whose questions it answers differently go
     common.write_text(common.read_text() + "\n\ndef late_probs(x):\n    return x.softmax(-1)\n")
     caller = root / "rules" / "tnl103_0.py"
-    caller.write_text(caller.read_text() + "\n\nfrom models.common import late_probs\n\n\ndef late(z):\n    return torch.log(late_probs(z))\n")
+    caller.write_text(
+        caller.read_text() + "\n\nfrom models.common import late_probs\n\n\ndef late(z):\n    return torch.log(late_probs(z))\n"
+    )
     assert lint(cache=True, jobs=2) == lint(cache=False, jobs=1)

@@ -11,8 +11,9 @@ tree (the sum over the process and its workers, sampled every 20 ms: RSS, and PS
 pages shared between forked workers once).
 
 Measurements (names for --skip): ast (ast.parse, one core), libcst (a bare parse_module, one
-core), cold-1 (empty cache, -j 1), cold (empty cache, all jobs), warm (nothing changed), one-file
-(one changed file passed alone, as pre-commit does: project facts included), torchfix (when
+core), cold-1 (empty cache, -j 1), cold (empty cache, all jobs), warm (nothing changed), comment, helper (the
+whole project again after an edit to one file: a comment, then a helper returning a softmax),
+one-file (one changed file passed alone, as pre-commit does: project facts included), torchfix (when
 installed, all jobs), version (`torchnumlint --version`), reach (how many files, and how many of
 their bytes, LibCST is given: the engine's own pre-filter, `engine.candidate_rules` and
 `candidates.unneeded`, with the default rules and no project facts).
@@ -32,6 +33,13 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+# Edits to one file, each followed by a run over the whole project with the cache: one that
+# changes no project fact, and one that adds a fact no other file names (a helper returning a
+# softmax): each should re-lint that file alone (`fact_reads.py`), so compare with one-file.
+EDITS = (
+    ("comment", "an appended comment", "\n# an appended comment\n"),
+    ("helper", "an added helper", "\n\ndef tnl_bench_probs(x):\n    return x.softmax(-1)\n"),
+)
 
 
 def copy_corpus(folder: Path, target: Path, limit: Optional[int]) -> List[Path]:
@@ -223,6 +231,16 @@ def main() -> int:
             lambda: command(tnl + ["-q", "-j", str(args.jobs), "--cache-dir", cache, "."], work),
         )
         changed = next((p for p in files if "import torch" in p.read_text(encoding="utf-8", errors="replace")), files[0])
+        for name, label, edit in EDITS:
+            if name not in skip:
+                with open(changed, "a", encoding="utf-8") as handle:
+                    handle.write(edit)
+            measure(
+                name,
+                f"torchnumlint after {label} ({changed.relative_to(work)})",
+                len(files),
+                lambda: command(tnl + ["-q", "-j", str(args.jobs), "--cache-dir", cache, "."], work),
+            )
         if "one-file" not in skip:
             with open(changed, "a", encoding="utf-8") as handle:
                 handle.write("\n# changed\n")

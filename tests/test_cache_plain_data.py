@@ -94,7 +94,10 @@ def test_a_finding_with_a_fix_survives_the_round_trip():
     finding = Finding(
         "TNL103", "log-of-softmax", "m", "p\udcff.py", 3, 4, 3, 9, Fix((Edit(1, 2, "x", (1, 1), (1, 2)),), Safety.UNSAFE), (3, 4), cell=2
     )
-    entry = (None, [finding], ["p.py: a warning"])
+    entry = (None, [finding], ["p.py: a warning"], None)
+    assert plaindata.loads(plaindata.dumps(entry), caching.entry_type("lint")) == entry
+    asked = [(("lookup", "Model", None, "p.py"), "00ff"), (("callee_kind", "", "p.py", ("p.py", "Net"), ("name", "f"), 0, None), "11")]
+    entry = ("fingerprint", [finding], [], asked + [(("producers", "", (("log_softmax", "softmax"),), "0a0b0c0d"), "22")])
     assert plaindata.loads(plaindata.dumps(entry), caching.entry_type("lint")) == entry
 
 

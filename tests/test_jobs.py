@@ -107,3 +107,25 @@ def test_cli_jobs_flag_gives_the_same_output(tmp_path):
     outputs = [cli_runner.invoke(cli, [str(tmp_path), "--no-cache", *extra]) for extra in ([], ["-j", "1"], ["--jobs", "2"])]
     assert {(o.exit_code, o.output) for o in outputs} == {(outputs[0].exit_code, outputs[0].output)}
     assert outputs[0].exit_code == 2 and "a.py:2:" in outputs[0].output and "c.py: cannot parse" in outputs[0].output
+
+
+def test_a_worker_is_stopped_after_an_item_it_must_not_keep_the_memory_of():
+    from torchnumlint.workers import run_all
+
+    pids = list(run_all(lambda item: (item, os.getpid()), [1, 2, 3, 4], 1, lambda item, why: (item, why), recycle=lambda item: item == 2))
+    assert [item for item, _ in pids] == [1, 2, 3, 4]
+    assert pids[0][1] == pids[1][1] != pids[2][1] == pids[3][1]  # a fresh worker after item 2
+    kept = list(run_all(lambda item: os.getpid(), [1, 2, 3], 1, lambda item, why: why))
+    assert len(set(kept)) == 1
+
+
+def test_files_in_recycled_workers_give_the_same_findings(tmp_path, monkeypatch):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "setup.py").write_text("")
+    for i in range(6):
+        (folder / f"m{i}.py").write_text(BAD + "z = 1\n" * (i * 40))
+    expected = run([str(folder)], Settings(), options=Options(cache=False))
+    monkeypatch.setattr(runner, "LARGE_FILE", 200)  # m1 to m5 are large: each in a worker of its own
+    recycled = run([str(folder)], Settings(), options=Options(cache=False, jobs=2))
+    assert (recycled.findings, recycled.errors) == (expected.findings, expected.errors) and len(expected.findings) == 12

@@ -2,8 +2,9 @@
 of committed code (every rule's examples and look-alikes, each a module, beside the YOLO-like
 project whose files hold facts the others read), a run without the cache, serial and with
 workers, a cold and a warm cached run, and a cached run after edits to files that hold project
-facts (one that leaves the facts as they were, one that changes them) give the same findings and
-errors as a run without the cache on the same files."""
+facts (one that leaves the facts as they were, one that changes them, one that adds a helper
+another file names) give the same findings and errors as a run without the cache on the same
+files."""
 
 import shutil
 from pathlib import Path
@@ -52,3 +53,10 @@ def test_the_cache_and_the_workers_never_change_the_findings(tmp_path):
     assert lint(cache=True, jobs=2) == lint(cache=False)
     common.write_text(common.read_text() + "\n\nclass Late(nn.Module):\n    def forward(self, x):\n        return x.softmax(-1)\n")
     assert lint(cache=True, jobs=1) == lint(cache=False, jobs=2)
+    # a helper a rule's file then names: the entries whose questions it answers differently go
+    common.write_text(common.read_text() + "\n\ndef late_probs(x):\n    return x.softmax(-1)\n")
+    caller = root / "rules" / "tnl103_0.py"
+    caller.write_text(
+        caller.read_text() + "\n\nfrom models.common import late_probs\n\n\ndef late(z):\n    return torch.log(late_probs(z))\n"
+    )
+    assert lint(cache=True, jobs=2) == lint(cache=False, jobs=1)

@@ -24,13 +24,10 @@ write are as close as two calls, under the lock.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import functools
 import os
 import re
 import stat
-import tempfile
 from typing import Callable, Iterator, Optional, Set
 
 PREFIX = ".torchnumlint-"
@@ -155,6 +152,8 @@ def _read(path: str) -> bytes:
 def _temporary(folder: str, data: bytes, info: os.stat_result) -> Optional[str]:
     """A new file beside the target holding `data`, with the target's mode and owner; None when
     the owner cannot be given to it."""
+    import tempfile  # with shutil and random behind it: no cost of a run that writes nothing
+
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f"{PREFIX}{os.getpid()}-", suffix=SUFFIX)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -181,7 +180,11 @@ def _owner(path: str) -> tuple:
 
 @functools.lru_cache(maxsize=None)
 def _renameat2() -> Optional[Callable[..., int]]:
-    """libc's renameat2, where there is one (glibc 2.28+)."""
+    """libc's renameat2, where there is one (glibc 2.28+). ctypes is imported here: only a write
+    needs it, and it costs a start-up that writes nothing a few milliseconds."""
+    import ctypes
+    import ctypes.util
+
     name = ctypes.util.find_library("c")
     try:
         function = getattr(ctypes.CDLL(name, use_errno=True), "renameat2")
@@ -198,6 +201,8 @@ def _exchange(a: str, b: str) -> bool:
         return False
     if function(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
         return True
+    import ctypes  # loaded by `_renameat2`
+
     error = ctypes.get_errno()
     if error in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: not on this file system or kernel
         return False

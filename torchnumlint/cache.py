@@ -2,8 +2,9 @@
 
 Why: a re-run over an unchanged project should cost a look-up per file, not a parse. Entries are
 keyed by everything their value depends on (the file's bytes, its path, its settings, the rules'
-code) and, when the file's rules read the project index, they record the project's fingerprint,
-which a look-up compares; a change to any of these misses.
+code) and, when the file's rules read the project index, they record the project's fingerprint
+and the questions the rules asked of its facts, which a look-up compares (`runner.py`); a change
+to any of the others misses.
 
 - `package_fingerprint()`: torchnumlint's version and the size and mtime of each of the linter's
   source files, so an edited rule invalidates every entry even without a version bump.
@@ -38,7 +39,6 @@ import functools
 import hashlib
 import os
 import struct
-import tempfile
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -53,7 +53,8 @@ _HEADER = struct.Struct(">6sQ16s")  # magic, payload length, payload digest
 RACY_SECONDS = 2.0
 
 Stat = Tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
-LintEntry = Tuple[Optional[str], List[Finding], List[str]]  # project fingerprint or None, findings, errors
+# project fingerprint or None, findings, errors, the questions asked of the facts (`fact_reads.py`)
+LintEntry = Tuple[Optional[str], List[Finding], List[str], Optional[List[Tuple[tuple, str]]]]
 ManifestRecords = Dict[str, Tuple[Stat, str, bool]]
 
 
@@ -129,15 +130,19 @@ class Cache:
     def put_many(self, kind: str, items: Sequence[Tuple[str, object]]) -> Dict[str, str]:
         """Store `items` in the kind's pack, in one transaction (silently not when it cannot be
         written); key -> the digest of each one's payload, as `checks` gives it."""
-        rows = [(key, _record(plaindata.dumps(value)), bytes.fromhex(canonical_digest(value))) for key, value in items]
-        found = {key: check.hex() for key, _, check in rows}
+        rows = [(key, *encode(value)) for key, value in items]
+        self.put_encoded(kind, rows)
+        return {key: check for key, _, check in rows}
+
+    def put_encoded(self, kind: str, rows: Sequence[Tuple[str, bytes, str]]) -> None:
+        """Store (key, record, check) rows that `encode` made (in a worker: the encoding is most
+        of a store's cost) in the kind's pack, in one transaction."""
         if rows:
             try:
                 self._prepare()
             except OSError:
-                return found
-            _Pack(self.folder, kind).write(rows)
-        return found
+                return
+            _Pack(self.folder, kind).write([(key, record, bytes.fromhex(check)) for key, record, check in rows])
 
     def get(self, kind: str, key: str) -> Optional[object]:
         """The value stored under `key`, or None when absent, torn, unreadable or not of the type
@@ -164,6 +169,8 @@ class Cache:
 
     def put(self, kind: str, key: str, value: object) -> None:
         """Store `value` atomically; a cache that cannot be written is silently not written."""
+        import tempfile  # a run that writes nothing (a warm one) does not load it
+
         data = _record(plaindata.dumps(value))
         target = self._path(kind, key)
         try:
@@ -193,6 +200,11 @@ class Cache:
                 with open(path, "w", encoding="utf-8") as handle:
                     handle.write(text)
         self._ready = True
+
+
+def encode(value: object) -> Tuple[bytes, str]:
+    """A pack row's record (header and JSON payload) of `value`, and its `canonical_digest`."""
+    return _record(plaindata.dumps(value)), canonical_digest(value)
 
 
 def canonical_digest(value: object) -> str:

@@ -18,12 +18,14 @@ worker that lints a file reads it again. With the cache, a file whose entry is v
 parsed, and a run where every entry is valid never imports the engine (nor libcst).
 
 A cache entry records whether the file's result read the project index; if it did, it holds the
-project's fingerprint (the digests of the facts of the files that can hold any, `fingerprint`),
-and a run whose fingerprint differs does not use it: an edit that changes no fact (a comment, a
-body that returns the same kinds) leaves the other files' entries valid, one that changes a fact
-re-lints every file that reads the index (not yet only those that read that fact). A file's
-facts are cached by content in the project's one pack (`cache.py`), so the index of a pre-commit
-run over one changed file is assembled from one query, not re-parsed.
+project's fingerprint (the digests of the facts of the files that can hold any, `fingerprint`)
+and the questions its rules asked of the facts with their answers' digests (`fact_reads.py`). A
+run whose fingerprint is the same uses it as it is (an edit that changes no fact: a comment, a
+body that returns the same kinds); one whose fingerprint differs asks the entry's questions of
+its own index and uses it when every answer is the same (then stores it under the new
+fingerprint): an edit that adds a helper re-lints the files that name it. A file's facts are
+cached by content in the project's one pack (`cache.py`), so the index of a pre-commit run over
+one changed file is assembled from one query, not re-parsed.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import os
 import re
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Type, Union
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 from torchnumlint import cache as caching
 from torchnumlint import notebook
@@ -48,12 +50,23 @@ from torchnumlint.source import SourceError, SourceFile, read_source, write_sour
 from torchnumlint.workers import run_all
 
 if TYPE_CHECKING:
+    from torchnumlint import fact_reads
     from torchnumlint.index import ProjectIndex
     from torchnumlint.rules.base import Rule
 
-# The project facts (`index`, `summaries`) and the engine (libcst, the rules) are imported where
+# The project facts (`index`, `summaries`, `fact_reads`) and the engine (libcst, the rules) are imported where
 # they are first needed: a run over files with nothing for a rule to read loads neither.
 _NOQA = re.compile("noqa", re.IGNORECASE)  # as `directives` finds a noqa comment
+# A file this large is parsed in a worker that is stopped after it (`workers.run_all`'s
+# `recycle`): LibCST's tree of such a file lifts a worker's memory by hundreds of MB for good.
+LARGE_FILE = 500_000
+
+
+def _large(path: str) -> bool:
+    try:
+        return os.path.getsize(path) > LARGE_FILE
+    except OSError:
+        return False
 
 
 def process_file(source: SourceFile, rules: Sequence[Type[Rule]], index: ProjectIndex, options: Options) -> FileOutcome:
@@ -251,6 +264,8 @@ class _Project:
         self._fingerprint: Optional[str] = None
         self._checks: Dict[str, str] = {}  # facts key -> the digest of those facts
         self._parsed: Dict[str, ProjectIndex] = {}  # facts parsed in this run, not yet merged
+        self._built: Optional[ProjectIndex] = None  # the project's index, once built in this run
+        self._replay: Optional[fact_reads.Replay] = None  # cached results' questions asked of it
         self.hits_read_index = False
 
     # -- what is known without parsing ----------------------------------------------------------
@@ -324,17 +339,21 @@ class _Project:
     def _parse_facts(self, paths: List[str]) -> None:
         """Parse the facts of `paths` (in workers) into `_parsed`, their digests into `_checks`,
         and store them in the pack; a file that cannot be read gives none."""
-        read = lambda path: _facts_of(path, self.settings.config_of(path).max_file_size)  # noqa: E731
+        stored = self.cache is not None
+        read = lambda path: _facts_of(path, self.settings.config_of(path).max_file_size, stored)  # noqa: E731
         new = []
-        for path, facts in zip(paths, run_all(read, paths, self.options.jobs, _no_facts, self.options.timeout)):
+        for path, facts in zip(paths, run_all(read, paths, self.options.jobs, _no_facts, self.options.timeout, _large)):
             if facts is None:
                 continue
-            raw, matters, part = facts
+            raw, matters, part, row = facts
             self._parsed[path] = part
             self.digests.setdefault(path, (raw, matters))
-            new.append((self._facts_key(path, raw), part))
+            if row is not None:
+                key = self._facts_key(path, raw)
+                self._checks[key] = row[1]
+                new.append((key, *row))
         if self.cache is not None:
-            self._checks.update(self.cache.put_many("facts", new))
+            self.cache.put_encoded("facts", new)
 
     def _key(self, path: str, raw: str) -> str:
         strict = bool(file_options(self.options, self.settings, path).strict)
@@ -345,19 +364,42 @@ class _Project:
         known = self._known(path)
         if self.cache is None or known is None:
             return None
-        entry = self.cache.get("lint", self._key(path, known[0]))
-        if not isinstance(entry, tuple) or len(entry) != 3:
+        key = self._key(path, known[0])
+        entry = self.cache.get("lint", key)
+        if not isinstance(entry, tuple) or len(entry) != 4:
             return None
-        fingerprint, findings, errors = entry
+        fingerprint, findings, errors, reads = entry
         if fingerprint is not None:
             if fingerprint != self.fingerprint():
-                return None
+                if reads is None or not self._answers_hold(reads):
+                    return None
+                self.cache.put("lint", key, (self.fingerprint(), findings, errors, reads))
             self.hits_read_index = True
         if self.options.fix or self.options.diff:
             unsafe = bool(file_options(self.options, self.settings, path).unsafe_fixes)
             if any(fixable(finding, unsafe) for finding in findings):
                 return None
         return FileOutcome(findings=findings, errors=errors)
+
+    def _answers_hold(self, reads: fact_reads.Reads) -> bool:
+        """Whether the questions a cached result asked of the facts have the same answers now."""
+        if self._replay is None:
+            from torchnumlint.fact_reads import Replay
+
+            self._replay = Replay(self._project_index(), self._text_or_none)
+        return self._replay.still_valid(reads)
+
+    def _text_or_none(self, path: str) -> Optional[str]:
+        try:
+            return self._source(path).text
+        except SourceError:
+            return None
+
+    def _project_index(self) -> ProjectIndex:
+        """The project's index, built once in a run (`_index`)."""
+        if self._built is None:
+            self._built = self._index()
+        return self._built
 
     def _reads_index(self, path: str, text: str) -> bool:
         """`reads_project_index` for the file's rules, which are not even loaded for a file no
@@ -403,7 +445,7 @@ class _Project:
         if todo:
             from torchnumlint.index import ProjectIndex
 
-            index = self._index() if needs_index else ProjectIndex.empty()
+            index = self._project_index() if needs_index else ProjectIndex.empty()
             # The facts live as long as the project's run, and the collector would walk all of
             # them at every full collection of the lint (18 % of a run's time): frozen, they are
             # never walked (nor touched in forked workers, whose pages stay shared).
@@ -413,7 +455,7 @@ class _Project:
             fingerprint = self.fingerprint() if needs_index and self.cache is not None else None
             lint = _Linter(self, index, fingerprint)
             paths = [path for _, path in todo]
-            for (position, path), linted in zip(todo, run_all(lint, paths, self.options.jobs, _failed, self.options.timeout)):
+            for (position, path), linted in zip(todo, run_all(lint, paths, self.options.jobs, _failed, self.options.timeout, _large)):
                 if linted.read_error is not None:
                     tally.read_errors[position] = linted.read_error
                 else:
@@ -421,6 +463,7 @@ class _Project:
                     outcomes[position] = linted.outcome
                 tally.progress.advance()
             del index, lint
+            self._built = self._replay = None
             if frozen:
                 gc.unfreeze()  # back in the collector's care: what nothing holds now is freed
         if self.manifest is not None:
@@ -504,12 +547,17 @@ class _Project:
 
 class _Linter:
     """Lints one file by path (in a worker: the settings and index are inherited at the fork),
-    and stores its result in the cache."""
+    and stores its result in the cache, with the questions it asked of the facts when it read them."""
 
     def __init__(self, project: _Project, index: ProjectIndex, fingerprint: Optional[str]) -> None:
         self.project = project
         self.index = index
         self.fingerprint = fingerprint
+        self.recording: Optional[Callable[[], fact_reads.RecordingIndex]] = None
+        if fingerprint is not None:
+            from torchnumlint.fact_reads import recording
+
+            self.recording = recording(index)
 
     def __call__(self, path: str) -> _Linted:
         project = self.project
@@ -519,11 +567,15 @@ class _Linter:
             return _Linted(read_error=f"{path}: {exc}")
         rules = [] if _beyond_every_rule(source.text) else project.settings.rules_for(path)
         options = file_options(project.options, project.settings, path)
-        outcome = process_file(source, rules, self.index, options)
+        # a fix re-lints its own rewrites against the project (`ProjectIndex.with_file`): read whole
+        fixing = options.fix or options.diff
+        index = self.recording() if self.recording is not None and rules and not fixing else None
+        outcome = process_file(source, rules, index or self.index, options)
         if project.cache is not None and outcome.cacheable and outcome.text is None and not outcome.diff:
             reads = bool(rules) and reads_project_index(source.text, rules)
             if not reads or self.fingerprint is not None:
-                entry = (self.fingerprint if reads else None, outcome.findings, outcome.errors)
+                asked = index.recorder.reads() if reads and index is not None else None
+                entry = (self.fingerprint if reads else None, outcome.findings, outcome.errors, asked)
                 project.cache.put("lint", project._key(path, caching.digest(source.raw)), entry)
         return _Linted(outcome=outcome)
 
@@ -532,15 +584,17 @@ def _failed(path: str, why: str) -> _Linted:
     return _Linted(outcome=FileOutcome(errors=[f"{path}: {why}"], cacheable=False))
 
 
-def _facts_of(path: str, max_size: int) -> Optional[Tuple[str, bool, ProjectIndex]]:
-    """(digest, can hold facts, facts) of a file of the project; None when it cannot be read."""
+def _facts_of(path: str, max_size: int, stored: bool) -> Optional[Tuple[str, bool, ProjectIndex, Optional[Tuple[bytes, str]]]]:
+    """(digest, can hold facts, facts, their pack row when `stored`: encoded here, in the
+    worker, not in the parent) of a file of the project; None when it cannot be read."""
     try:
         source = read_source(path, max_size)
     except SourceError:
         return None
     from torchnumlint import index
 
-    return caching.digest(source.raw), _can_hold_facts(source.text), index.index_file(path, source.text)
+    facts = index.index_file(path, source.text)
+    return caching.digest(source.raw), _can_hold_facts(source.text), facts, caching.encode(facts) if stored else None
 
 
 def _no_facts(path: str, why: str) -> None:

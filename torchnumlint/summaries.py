@@ -57,7 +57,7 @@ import functools
 import posixpath
 import re
 import sys
-from typing import AbstractSet, Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Set, Tuple, Union
+from typing import AbstractSet, Dict, FrozenSet, Iterable, Iterator, KeysView, List, NamedTuple, Optional, Set, Tuple, Union
 
 from torchnumlint.rules import vocabulary
 
@@ -177,6 +177,11 @@ def module_stem(path: str) -> Tuple[str, bool]:
 
 
 _WORD = re.compile(r"\w+")
+
+
+def words(text: str) -> Set[str]:
+    """The words of `text`: the names it may call a producer by (`Summaries.mentions_producer`)."""
+    return set(_WORD.findall(text))
 
 
 def _questions(path: str, summary: Optional[FileSummary]) -> Iterator[Tuple[str, tuple]]:
@@ -942,18 +947,28 @@ class Summaries:
         Only the names that occur in `text` are judged (each once per project and kinds): a
         pre-commit run asks this of one file, and judging every callable of a large project
         costs more than linting that file."""
+        return any(self._produces(kinds, word) for word in words(text) & self.producer_names())
+
+    def producer_names(self) -> KeysView[str]:
+        """Every name a producer candidate of the project is known by (`_questions`)."""
         if self._named is None:
             self._named = {}
             for path, summary in self.files.items():
                 for name, question in _questions(path, summary):
                     self._named.setdefault(name, []).append(question)
-        for word in set(_WORD.findall(text)) & self._named.keys():
-            key = (kinds, word)
-            if key not in self._producers:
-                self._producers[key] = any((self._answer(question) or ("",))[0] in kinds for question in self._named[word])
-            if self._producers[key]:
-                return True
-        return False
+        return self._named.keys()
+
+    def producers_among(self, words: Iterable[str], kinds: FrozenSet[str]) -> FrozenSet[str]:
+        """Those of `words` that name a producer of one of `kinds`: what a cached result that asked
+        `mentions_producer` depends on (`fact_reads.py`)."""
+        return frozenset(word for word in set(words) & self.producer_names() if self._produces(kinds, word))
+
+    def _produces(self, kinds: FrozenSet[str], word: str) -> bool:
+        key = (kinds, word)
+        if key not in self._producers:
+            assert self._named is not None  # `producer_names` gave the word
+            self._producers[key] = any((self._answer(question) or ("",))[0] in kinds for question in self._named[word])
+        return self._producers[key]
 
     def _answer(self, question: tuple) -> Optional[Kind]:
         """The kind a producer candidate gives (see `_questions`), or the first of the elements

@@ -1,0 +1,58 @@
+"""Fine-grained invalidation (`fact_reads.py`): a cached result that read the project facts is
+reused after an edit unless a question it asked of them has another answer now; whatever the
+recorder does not wrap is read whole (valid only under the whole fingerprint)."""
+
+from pathlib import Path
+
+from tests.test_cache import lint, linted, project  # noqa: F401 (a fixture)
+from torchnumlint.config import Settings
+from torchnumlint.fact_reads import Replay, recording
+from torchnumlint.index import build_index
+from torchnumlint.runner import Options, run
+
+HELPERS = "import torch\n\n\ndef scale(x):\n    return x * 2\n"
+LOSS = "import torch\nfrom helpers import probs\n\n\ndef loss(z):\n    return torch.log(probs(z))\n"
+OTHER = "import torch\n\n\ndef entropy(p):\n    return -(p * torch.log(p)).sum()\n"
+
+
+def _answer(result):
+    return [(Path(f.path).name, f.line, f.code) for f in result.findings], result.errors
+
+
+def test_an_added_helper_relints_the_files_that_name_it_and_no_other(tmp_path, linted):  # noqa: F811
+    folder = project(tmp_path, helpers=HELPERS, loss=LOSS, other=OTHER)
+    assert [code for _, _, code in _answer(lint(folder))[0] if code == "TNL103"] == []
+    (folder / "helpers.py").write_text(HELPERS + "\n\ndef probs(z):\n    return torch.softmax(z, -1)\n")
+    linted.clear()
+    warm = lint(folder)
+    assert sorted(linted) == ["helpers.py", "loss.py"]  # other.py names no `probs`: its answers hold
+    assert ("loss.py", 6, "TNL103") in _answer(warm)[0]
+    assert _answer(warm) == _answer(run([str(folder)], Settings(), options=Options(cache=False)))
+    linted.clear()
+    assert _answer(lint(folder)) == _answer(warm) and linted == []  # stored again under the new fingerprint
+
+
+def test_a_helper_that_changes_kind_relints_its_callers(tmp_path, linted):  # noqa: F811
+    folder = project(tmp_path, helpers=HELPERS + "\n\ndef probs(z):\n    return torch.softmax(z, -1)\n", loss=LOSS, other=OTHER)
+    assert ("loss.py", 6, "TNL103") in _answer(lint(folder))[0]
+    (folder / "helpers.py").write_text(HELPERS + "\n\ndef probs(z):\n    return torch.tanh(z)\n")
+    linted.clear()
+    warm = lint(folder)
+    assert "loss.py" in linted and "other.py" not in linted
+    assert _answer(warm) == _answer(run([str(folder)], Settings(), options=Options(cache=False)))
+    assert ("loss.py", 6, "TNL103") not in _answer(warm)[0]
+
+
+def test_the_recorded_questions_replay_and_an_unwrapped_read_is_whole(tmp_path):
+    helpers = str(tmp_path / "helpers.py")
+    index = build_index([(helpers, HELPERS + "\n\ndef probs(z):\n    return torch.softmax(z, -1)\n")])
+    view = recording(index)()
+    assert view.summaries.mentions_producer("y = probs(x)", frozenset({"softmax"}))
+    assert view.lookup("Model", None, helpers) is None and not view.has_scaler()
+    reads = view.recorder.reads()
+    assert reads is not None and {question[0] for question, _ in reads} == {"lookup", "has_scaler", "producers"}
+    same = Replay(build_index([(helpers, HELPERS + "\n\ndef probs(z):\n    return torch.softmax(z, -1)\n\n# note\n")]), lambda path: None)
+    assert same.still_valid(reads)
+    other = Replay(build_index([(helpers, HELPERS + "\n\ndef probs(z):\n    return torch.tanh(z)\n")]), lambda path: None)
+    assert not other.still_valid(reads)
+    assert view.classes == index.classes and view.recorder.reads() is None  # read whole

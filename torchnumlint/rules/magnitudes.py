@@ -13,8 +13,9 @@ way they may come; arithmetic; `torch.*` functions, value-keeping and reducing m
 each leaf:
 
 - learned: a matrix product (`@`, `matmul`, `bmm`, `einsum`), `F.linear` / a convolution, the
-  call of a module (`self.head(h)`, a torch layer, a project module: `amp.submodule_output`), a
-  model output's `.logits`; the reason names it;
+  call of a module (`self.head(h)`, a torch layer, a project module: `amp.submodule_output`;
+  `self.<attr>(...)` in an `nn.Module` that defines no such method), a model output's
+  `.logits`; the reason names it;
 - data: a field of a batch handed to the code (`sample["target"]`, `batch.scores`: a
   string-keyed item or attribute of a value `evidence.is_data` calls data);
 - scale: numbers, strings, `torch.finfo(...).eps`, `self.<attr>` read as a value (a
@@ -39,6 +40,7 @@ from torchnumlint.rules.bindings import all_params
 from torchnumlint.rules.callers import callers
 from torchnumlint.rules.evidence import is_data
 from torchnumlint.rules.fp16_code import product_of
+from torchnumlint.rules.gradients import is_module_class
 from torchnumlint.rules.number_kinds import is_python_number
 from torchnumlint.rules.syntax import strip_parens
 from torchnumlint.rules.ways import ways
@@ -163,7 +165,7 @@ class _Walk:
         if qual in _LEARNED_FUNCTIONS:
             self.leaf("learned", f"`{qual.rsplit('.', 1)[-1]}`")
             return
-        if submodule_output(ctx, node) is not None:
+        if submodule_output(ctx, node) is not None or _submodule_call(ctx, node):
             self.leaf("learned", f"the output of `{ctx.module.code_for_node(node.func)}`")
             return
         if qual is not None:
@@ -213,6 +215,19 @@ class _Walk:
     @property
     def data(self) -> bool:
         return "data" in self.kinds and all(k in ("data", "scale") for k in self.kinds)
+
+
+def _submodule_call(ctx: "FileContext", call: cst.Call) -> bool:
+    """`self.<attr>(...)` in an `nn.Module` whose class defines no method `<attr>`: a submodule
+    set outside `__init__` (by a builder, `add_module`, a base class's constructor)."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+        return False
+    cls = ctx.enclosing(cst.ClassDef)
+    if cls is None or not is_module_class(cls):
+        return False
+    defined = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+    return func.attr.value not in defined
 
 
 def magnitude(ctx: "FileContext", expr: cst.BaseExpression) -> Magnitude:

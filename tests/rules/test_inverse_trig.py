@@ -228,7 +228,12 @@ _YAW_LOSS = _HEAD_NN + (
 
 ROTATION_FLAGGED = [
     # a predicted matrix (a linear layer's output) in a module
-    Flagged(_POSE_HEAD, (16,), fixed=_POSE_HEAD.replace("torch.acos(cos)", f"torch.acos({_clamped('cos')})"), message="the output of `self.to_rot`"),
+    Flagged(
+        _POSE_HEAD,
+        (16,),
+        fixed=_POSE_HEAD.replace("torch.acos(cos)", f"torch.acos({_clamped('cos')})"),
+        message="the output of `self.to_rot`",
+    ),
     # one exact rotation of a predicted angle: finite, but the gradient through the acos is infinite at +-1
     Flagged(_YAW_LOSS, (13,), message="a gradient flows through"),
     # exact rotations passed by the only caller: reported in strict mode, saying why
@@ -240,11 +245,7 @@ ROTATION_SILENT = [
     Silent(_EXACT_ROTATIONS),
 ]
 
-_ANGLE_METRIC = HEAD + (
-    "def rotation_angle(rot):\n"
-    "    cos = (torch.einsum('...ii->...', rot) - 1) / 2\n"
-    "    return torch.acos(cos)\n"
-)
+_ANGLE_METRIC = HEAD + ("def rotation_angle(rot):\n    cos = (torch.einsum('...ii->...', rot) - 1) / 2\n    return torch.acos(cos)\n")
 
 ROTATION_PROJECTS = [
     # a relative rotation passed by a caller in another file: the caller is named

@@ -45,9 +45,7 @@ _SCORES_FROM_BATCH = HEAD + (
 )
 
 _SOFT_LABELS = HEAD + (
-    "def soft_label_entropy(batch):\n"
-    "    q = F.softmax(batch['label_scores'] / 2.0, dim=-1)\n"
-    "    return -(q * q.log()).sum(-1).mean()\n"
+    "def soft_label_entropy(batch):\n    q = F.softmax(batch['label_scores'] / 2.0, dim=-1)\n    return -(q * q.log()).sum(-1).mean()\n"
 )
 
 FLAGGED = [
@@ -95,11 +93,7 @@ SILENT = [
     Silent(_SOFT_LABELS),
 ]
 
-_HELPER = HEAD + (
-    "def listwise_target_entropy(values, T=1.0):\n"
-    "    p = F.softmax(values / T, dim=-1)\n"
-    "    return -(p * p.log()).sum(-1)\n"
-)
+_HELPER = HEAD + ("def listwise_target_entropy(values, T=1.0):\n    p = F.softmax(values / T, dim=-1)\n    return -(p * p.log()).sum(-1)\n")
 
 PROJECTS = [
     # the helper's callers pass logits of a product: the caller is named

@@ -55,7 +55,9 @@ INVERSE_TRIG = (
 )
 _EDGE = "clamped to exactly [-1, 1]: finite, but the gradient is infinite where it reaches +-1"
 # A rotation's cosine whose matrix is not shown to be a product, a prediction or differentiated.
-_EXACT_ROTATION = f"{ROTATION_COSINE}, of a matrix not shown to be a product or a prediction (strict mode: no evidence that rounding passes +-1 here)"
+_EXACT_ROTATION = (
+    f"{ROTATION_COSINE}, of a matrix not shown to be a product or a prediction (strict mode: no evidence that rounding passes +-1 here)"
+)
 
 
 def _guard(ctx: "FileContext", value: cst.BaseExpression) -> Optional[str]:

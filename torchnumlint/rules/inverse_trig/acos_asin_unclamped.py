@@ -15,11 +15,12 @@ from quaternions exceeds 1 in 27633, up to 1.0000012) or a module's output, or o
 flows through in a module (the gradient is infinite at +-1 even when exact); R a parameter is
 judged by what its callers pass (`magnitudes.magnitude`). One rotation built from cos/sin of
 an angle, or from a unit quaternion, never passes 1 (its trace is 3 minus non-negative
-terms). Without evidence (any acos of a tensor) the rule reports only in strict mode. Not reported: a value clamped strictly inside (-1, 1) (an upper
-bound other than the literal 1) or shrunk by a factor in [0.9, 1), a value tested in the function's
-control flow (a slerp that falls back to lerp above a threshold), code that runs without a
-gradient and detached values (diagnostics), `math.acos` / `np.arccos` of non-tensors. A clamp
-to exactly [-1, 1] keeps the forward finite; it is reported only in strict mode.
+terms). Without evidence (any acos of a tensor) the rule reports only in strict mode. Not
+reported: a value clamped strictly inside (-1, 1) (an upper bound other than the literal 1) or
+shrunk by a factor in [0.9, 1), a value tested in the function's control flow (a slerp that
+falls back to lerp above a threshold), code that runs without a gradient and detached values
+(diagnostics), `math.acos` / `np.arccos` of non-tensors. A clamp to exactly [-1, 1] keeps the
+forward finite; it is reported only in strict mode.
 
 Fix (UNSAFE: moves acos(1) from 0 to acos(1 - eps), 4.9e-4 in float32): clamp the input to
 +-(1 - eps) with the eps of its own dtype, `v.clamp(-1 + torch.finfo(v.dtype).eps, 1 -

@@ -235,7 +235,8 @@ class SigmoidManual(Rule):
     examples = (
         Example(
             bad=(
-                "import torch\n\n\ndef gate(x):\n    return 1 / (1 + torch.exp(-x))\n\n\ndef gated_unit(h, w):\n    return h * gate(h @ w)\n"
+                "import torch\n\n\ndef gate(x):\n    return 1 / (1 + torch.exp(-x))\n"
+                "\n\ndef gated_unit(h, w):\n    return h * gate(h @ w)\n"
             ),
             lines=(5,),
             fixed=("import torch\n\n\ndef gate(x):\n    return torch.sigmoid(x)\n\n\ndef gated_unit(h, w):\n    return h * gate(h @ w)\n"),

@@ -73,6 +73,7 @@ IN_A_MODEL = """
         ],
         [Silent(TABLE), Silent(NAMED)],
     )
+    # TNL111 only in strict mode here: nothing shows the forward input passes 88.7 in magnitude
     + harness.params(
         "TNL111",
         [
@@ -86,9 +87,10 @@ IN_A_MODEL = """
             e = torch.exp(x)
             return e / e.sum(-1, keepdim=True), torch.log(torch.exp(x).sum(-1)), torch.sigmoid(x)
     """,
+                strict=True,
             )
         ],
-        [Silent(TABLE)],
+        [Silent(TABLE, strict=True)],
     ),
 )
 def test_reference_implementations_are_naive_on_purpose(code, case):

@@ -4,11 +4,15 @@ fixes, and the look-alikes left alone."""
 import pytest
 
 from tests.rules import harness
-from tests.rules.harness import Flagged, Silent
+from tests.rules.harness import Flagged, Project, Silent
 
 # ---------------------------------------------------------------------------------------------
 # TNL111 sigmoid-manual
 
+# Forms: most cases below have no evidence that the exponent passes 88.7 in magnitude (a
+# parameter no caller passes, a model called through a parameter) and are reported in strict mode;
+# the cases with evidence (a submodule's output, a product, a caller that passes one) are at the
+# end of the file, in TNL111_EVIDENCE.
 TNL111_FLAGGED = (
     # a gate in a forward, the logits from a submodule
     Flagged(
@@ -66,6 +70,7 @@ TNL111_FLAGGED = (
             loss.backward()
             opt.step()
         """,
+        strict=True,
     ),
     # method forms: exp(-x).add(1).reciprocal() and (1 + (-x).exp()) ** -1
     Flagged(
@@ -86,6 +91,7 @@ TNL111_FLAGGED = (
             b = torch.sigmoid(y)
             return a * b
         """,
+        strict=True,
     ),
     # torch imported under an alias: the fix keeps it
     Flagged(
@@ -102,6 +108,7 @@ TNL111_FLAGGED = (
         def attention_gate(q, k):
             return th.sigmoid((q * k).sum(-1))
         """,
+        strict=True,
     ),
     # `from torch import exp`, reversed operands, a temperature and a bias on self
     Flagged(
@@ -122,6 +129,7 @@ TNL111_FLAGGED = (
             def forward(self, x):
                 return torch.sigmoid((x - self.bias) / self.tau)
         """,
+        strict=True,
     ),
     # exp(x) / (1 + exp(x)): NaN in the forward pass, so reported even without a gradient
     Flagged(
@@ -142,6 +150,7 @@ TNL111_FLAGGED = (
             s = model(x)
             return torch.sigmoid(s)
         """,
+        strict=True,
     ),
     # 1 / (1 + exp(x)) is sigmoid(-x); ones_like as the one
     Flagged(
@@ -158,6 +167,7 @@ TNL111_FLAGGED = (
         def survival(hazard_logits):
             return torch.sigmoid(-hazard_logits)
         """,
+        strict=True,
     ),
     # a scaled sigmoid (speechbrain's MetricGAN): c * sigmoid
     Flagged(
@@ -175,6 +185,7 @@ TNL111_FLAGGED = (
             return 1.2 * torch.sigmoid((1 / 1.6) * x)
         """,
         message="times the numerator",
+        strict=True,
     ),
     # an in-place division: reported, no rewrite
     Flagged(
@@ -187,6 +198,7 @@ TNL111_FLAGGED = (
             return w
         """,
         (5,),
+        strict=True,
     ),
     # the denominator through a name read twice: recomputed at the use, the name kept
     Flagged(
@@ -207,6 +219,7 @@ TNL111_FLAGGED = (
             w = torch.sigmoid(x)
             return w, d.log()
         """,
+        strict=True,
     ),
     # the ratio with a factor in its numerator, in a forward: `h * e / (1 + e)` is h * sigmoid(s)
     Flagged(
@@ -252,6 +265,7 @@ TNL111_FLAGGED = (
             return F.binary_cross_entropy(survival, y)
         """,
         message="`1 / (1 + exp(x))` has a NaN gradient once exp(x) overflows (x > 88.72",
+        strict=True,
     ),
     # a torch.where that keeps the ratio where the exponent is LARGE: no bound, still NaN
     Flagged(
@@ -293,6 +307,7 @@ TNL111_FLAGGED = (
             e = torch.exp(scores)
             return torch.where(mask > 0, torch.sigmoid(scores), torch.zeros_like(e))
         """,
+        strict=True,
     ),
     # a registry decorator that is not a decomposition: a helper like any other
     Flagged(
@@ -328,6 +343,7 @@ TNL111_FLAGGED = (
             return x * torch.sigmoid(x)
         """,
         message="`c / (1 + exp(-x))`",
+        strict=True,
     ),
 )
 
@@ -826,3 +842,170 @@ def test_log_odds_of_a_sigmoid_is_tnl104s_while_it_is_on():
             together=("TNL112",),
         ),
     )
+
+
+# TNL111 by the evidence for the magnitude: exp overflows only past |x| = 88.72 in float32
+# (measured on torch 2.13; under CUDA's autocast exp runs in float32 even for a float16 matmul
+# output: NaN gradient from -90, not from -12), which the logits of a learned map reach.
+
+_CONTRAST = """\
+import torch
+from torch import nn
+
+
+def sigmoid_contrast(image, cutoff=0.5, gain=10.0):
+    return 1 / (1 + torch.exp(gain * (cutoff - image)))
+
+
+class SigmoidContrast(nn.Module):
+    def __init__(self, cutoff=0.5, gain=10.0):
+        super().__init__()
+        self.cutoff = cutoff
+        self.gain = gain
+
+    def forward(self, image):
+        return sigmoid_contrast(image, cutoff=self.cutoff, gain=self.gain)
+"""
+
+_GATING_HELPER = """\
+import torch
+
+
+def soft_gate(x):
+    return 1 / (1 + torch.exp(-x))
+"""
+
+TNL111_EVIDENCE = (
+    # a gate on a matrix product: the evidence is named
+    Flagged(
+        """\
+        import torch
+
+        def gated_update(h, w_gate):
+            g = 1.0 / (1.0 + torch.exp(-(h @ w_gate)))
+            return g * h
+        """,
+        (4,),
+        fixed="""\
+        import torch
+
+        def gated_update(h, w_gate):
+            g = torch.sigmoid(h @ w_gate)
+            return g * h
+        """,
+        message="its input is a matrix product",
+    ),
+    # F.linear logits through a name, the ratio form
+    Flagged(
+        """\
+        import torch
+        import torch.nn.functional as F
+
+        def keep_prob(feats, weight, bias):
+            z = F.linear(feats, weight, bias)
+            e = z.exp()
+            return e / (1 + e)
+        """,
+        (7,),
+        fixed="""\
+        import torch
+        import torch.nn.functional as F
+
+        def keep_prob(feats, weight, bias):
+            z = F.linear(feats, weight, bias)
+            return torch.sigmoid(z)
+        """,
+        message="its input is `linear`",
+    ),
+    # a helper whose only caller in its file passes a submodule's output: the caller is named
+    Flagged(
+        """\
+        import torch
+        from torch import nn
+
+        def soft_gate(x):
+            return 1 / (1 + torch.exp(-x))
+
+        class GatedMLP(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.gate_proj = nn.Linear(d, d)
+
+            def forward(self, h):
+                return soft_gate(self.gate_proj(h)) * h
+        """,
+        (5,),
+        fixed="""\
+        import torch
+        from torch import nn
+
+        def soft_gate(x):
+            return torch.sigmoid(x)
+
+        class GatedMLP(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.gate_proj = nn.Linear(d, d)
+
+            def forward(self, h):
+                return soft_gate(self.gate_proj(h)) * h
+        """,
+        message="passed as `x` by the call at line 13",
+    ),
+    # an image in [0, 1] times a gain: reported in strict mode only, the fix kept
+    Flagged(
+        _CONTRAST,
+        (6,),
+        fixed=_CONTRAST.replace("1 / (1 + torch.exp(gain * (cutoff - image)))", "torch.sigmoid(-(gain * (cutoff - image)))"),
+        strict=True,
+        message="strict mode: no evidence that the input passes 88.7",
+    ),
+)
+
+TNL111_EVIDENCE_SILENT = (
+    # an image in [0, 1] shifted and scaled by a gain the module holds
+    Silent(_CONTRAST),
+    # a public helper with no caller anywhere in the project
+    Silent(_GATING_HELPER),
+    # a stretched sigmoid of a data feature read from the batch
+    Silent(
+        """\
+        import torch
+
+        def duration_weight(batch, tau=4.0):
+            return 1.0 / (1.0 + torch.exp(-(batch["duration"] - 10.0) / tau))
+        """
+    ),
+)
+
+TNL111_PROJECTS = (
+    # the helper's caller in another file passes a product
+    Project(
+        files={
+            "nn/gates.py": _GATING_HELPER,
+            "nn/blocks.py": ("from nn.gates import soft_gate\n\n\ndef highway(h, w_t):\n    t = soft_gate(h @ w_t)\n    return t * h\n"),
+        },
+        lines={"nn/gates.py": (5,)},
+        fixed={"nn/gates.py": _GATING_HELPER.replace("1 / (1 + torch.exp(-x))", "torch.sigmoid(x)")},
+        message="passed as `x` by the call at nn/blocks.py:5",
+    ),
+    # callers that pass images: silent
+    Project(
+        files={
+            "nn/gates.py": _GATING_HELPER,
+            "aug.py": (
+                "from nn.gates import soft_gate\n"
+                "\n"
+                "\n"
+                "def contrast(batch):\n"
+                "    out = soft_gate(8.0 * (batch['image'] - 0.5))\n"
+                "    return out\n"
+            ),
+        },
+    ),
+)
+
+
+@pytest.mark.parametrize("code, case", harness.params("TNL111", TNL111_EVIDENCE, TNL111_EVIDENCE_SILENT, TNL111_PROJECTS))
+def test_sigmoid_manual_evidence(code, case):
+    harness.check(code, case)

@@ -94,7 +94,7 @@ MUTATIONS = [
         example=2,
     ),
     Mutation("sigmoid of a clamped input", "TNL111", "torch.sigmoid(x)", "torch.sigmoid(x.clamp(-5, 5))"),
-    Mutation("Gated: sigmoid of the transposed weight", "TNL111", "torch.sigmoid(h @ w)", "torch.sigmoid(h @ w.T)", example=2),
+    Mutation("Gated: sigmoid of the transposed weight", "TNL111", "g * h + torch.sigmoid(z)", "g * h + torch.sigmoid(h @ w.T)", example=2),
     Mutation("stretched sigmoid without its scale", "TNL111", "1.2 * torch.sigmoid(", "torch.sigmoid(", example=3),
     Mutation("logit eps 1e-3", "TNL112", "eps=1e-6", "eps=1e-3"),
     Mutation("class logit eps 1e-2", "TNL112", "probs.logit(eps=1e-6)", "probs.logit(eps=1e-2)", example=2),

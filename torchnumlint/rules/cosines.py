@@ -14,6 +14,8 @@ vectors exceeds 1 in 431 of 2000 draws (at most 1.00000036), the dot product of 
   cosine similarity, a dot product of unit vectors (`*` then `sum`, `@`, `matmul`, `bmm`, `dot`,
   `einsum`), a dot product over the norms, a component of a unit vector (a quaternion's scalar
   part), or the rotation angle's `(trace(R) - 1) / 2`.
+- `rotation_matrix(ctx, expr)`: the R of `(trace(R) - 1) / 2`, whose own origin decides whether
+  rounding can pass 1 (TNL208 asks it).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ _COSINE_SIMILARITY = {"torch.nn.functional.cosine_similarity", "torch.cosine_sim
 _PRODUCTS = {"torch.matmul", "torch.mm", "torch.bmm", "torch.dot", "torch.inner", "torch.einsum"}
 _TRACE = {"torch.trace"}
 _DIAGONAL = {"torch.diagonal"}
+ROTATION_COSINE = "the cosine of a rotation angle, (trace(R) - 1) / 2"
 
 
 def norm_of(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[CallMatch]:
@@ -135,50 +138,55 @@ def manual_cosine(ctx: "FileContext", num: cst.BaseExpression, den: cst.BaseExpr
     return None
 
 
-def _trace(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
-    """`torch.trace(R)`, `R.trace()`, `R.diagonal(...).sum(-1)`, `torch.einsum("...ii", R)`, or
-    `R[..., 0, 0] + R[..., 1, 1] + R[..., 2, 2]`."""
+def _trace(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """R of `torch.trace(R)`, `R.trace()`, `R.diagonal(...).sum(-1)`, `torch.einsum("...ii", R)`,
+    or `R[..., 0, 0] + R[..., 1, 1] + R[..., 2, 2]`; None for anything else."""
     expr = strip_parens(ctx.resolve(expr))
     if isinstance(expr, cst.Call):
         qual = ctx.qualname(expr.func)
-        if qual in _TRACE or (isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "trace" and not expr.args):
-            return True
-        if qual == "torch.einsum" and expr.args and isinstance(expr.args[0].value, cst.SimpleString):
+        if qual in _TRACE and expr.args:
+            return expr.args[0].value
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "trace" and not expr.args:
+            return expr.func.value
+        if qual == "torch.einsum" and len(expr.args) == 2 and isinstance(expr.args[0].value, cst.SimpleString):
             spec = expr.args[0].value.evaluated_value
-            return isinstance(spec, str) and "ii" in spec.split("->")[0]
+            return expr.args[1].value if isinstance(spec, str) and "ii" in spec.split("->")[0] else None
         summed = match_call(ctx.imports, expr, "sum")
         if summed is not None:
             inner = strip_parens(summed.input)
-            return isinstance(inner, cst.Call) and (
-                ctx.qualname(inner.func) in _DIAGONAL or (isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "diagonal")
-            )
+            if isinstance(inner, cst.Call) and ctx.qualname(inner.func) in _DIAGONAL and inner.args:
+                return inner.args[0].value
+            if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "diagonal":
+                return inner.func.value
+        return None
     terms = 0
     while isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
         if not isinstance(strip_parens(expr.right), cst.Subscript):
-            return False
+            return None
         terms += 1
         expr = strip_parens(expr.left)
-    return terms == 2 and isinstance(expr, cst.Subscript)
+    return expr.value if terms == 2 and isinstance(expr, cst.Subscript) else None
 
 
-def _rotation_cosine(ctx: "FileContext", expr: cst.BaseExpression) -> bool:
-    """`(trace - 1) / 2`, `0.5 * (trace - 1)`: the cosine of a rotation matrix's angle."""
+def rotation_matrix(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """The matrix R of `(trace(R) - 1) / 2` or `0.5 * (trace(R) - 1)` (the cosine of a rotation
+    matrix's angle), or None where `expr` is not that form."""
     expr = strip_parens(expr)
+    magnitude = match_call(ctx.imports, expr, "abs")
+    if magnitude is not None:
+        expr = strip_parens(ctx.resolve(magnitude.input))
     if not isinstance(expr, cst.BinaryOperation):
-        return False
+        return None
     if isinstance(expr.operator, cst.Divide) and number_value(strip_parens(expr.right)) == 2:
         inner = expr.left
     elif isinstance(expr.operator, cst.Multiply) and number_value(strip_parens(expr.left)) == 0.5:
         inner = expr.right
     else:
-        return False
+        return None
     inner = strip_parens(ctx.resolve(inner))
-    return (
-        isinstance(inner, cst.BinaryOperation)
-        and isinstance(inner.operator, cst.Subtract)
-        and number_value(strip_parens(inner.right)) == 1
-        and _trace(ctx, inner.left)
-    )
+    if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract) and number_value(strip_parens(inner.right)) == 1:
+        return _trace(ctx, inner.left)
+    return None
 
 
 def cosine_evidence(ctx: "FileContext", value: cst.BaseExpression) -> Optional[str]:
@@ -193,10 +201,8 @@ def cosine_evidence(ctx: "FileContext", value: cst.BaseExpression) -> Optional[s
     if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Divide):
         if manual_cosine(ctx, value.left, value.right) is not None:
             return "a dot product over the norms"
-        if _rotation_cosine(ctx, value):
-            return "the cosine of a rotation angle, (trace(R) - 1) / 2"
-    if _rotation_cosine(ctx, value):
-        return "the cosine of a rotation angle, (trace(R) - 1) / 2"
+    if rotation_matrix(ctx, value) is not None:
+        return ROTATION_COSINE
     operands = _dot_operands(ctx, value)
     if operands is not None and all(is_unit(ctx, ctx.resolve(side)) for side in operands):
         return "a dot product of unit vectors"

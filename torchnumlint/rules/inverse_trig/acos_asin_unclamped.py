@@ -9,12 +9,18 @@ asin: +inf), and a clamp to exactly [-1, 1] keeps that infinite gradient at the 
 
 Evidence (`cosines.cosine_evidence`, on every value the input may hold): a cosine similarity, a
 dot product of unit vectors or over the norms, a component of a unit vector (a quaternion's
-scalar part), a rotation's `(trace(R) - 1) / 2`. Without it (any acos of a tensor) the rule
-reports only in strict mode. Not reported: a value clamped strictly inside (-1, 1) (an upper
-bound other than the literal 1) or shrunk by a factor in [0.9, 1), a value tested in the function's
-control flow (a slerp that falls back to lerp above a threshold), code that runs without a
-gradient and detached values (diagnostics), `math.acos` / `np.arccos` of non-tensors. A clamp
-to exactly [-1, 1] keeps the forward finite; it is reported only in strict mode.
+scalar part), a rotation's `(trace(R) - 1) / 2` of a matrix that rounding takes past it: a product
+of rotations (measured: `(trace(R1.T @ R1) - 1) / 2` of 100000 random float32 rotations built
+from quaternions exceeds 1 in 27633, up to 1.0000012) or a module's output, or one a gradient
+flows through in a module (the gradient is infinite at +-1 even when exact); R a parameter is
+judged by what its callers pass (`magnitudes.magnitude`). One rotation built from cos/sin of
+an angle, or from a unit quaternion, never passes 1 (its trace is 3 minus non-negative
+terms). Without evidence (any acos of a tensor) the rule reports only in strict mode. Not
+reported: a value clamped strictly inside (-1, 1) (an upper bound other than the literal 1) or
+shrunk by a factor in [0.9, 1), a value tested in the function's control flow (a slerp that
+falls back to lerp above a threshold), code that runs without a gradient and detached values
+(diagnostics), `math.acos` / `np.arccos` of non-tensors. A clamp to exactly [-1, 1] keeps the
+forward finite; it is reported only in strict mode.
 
 Fix (UNSAFE: moves acos(1) from 0 to acos(1 - eps), 4.9e-4 in float32): clamp the input to
 +-(1 - eps) with the eps of its own dtype, `v.clamp(-1 + torch.finfo(v.dtype).eps, 1 -
@@ -31,10 +37,11 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
-from torchnumlint.rules.cosines import cosine_evidence
-from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch
+from torchnumlint.rules.cosines import ROTATION_COSINE, cosine_evidence, rotation_matrix
+from torchnumlint.rules.evidence import STRICT_WHY, in_module_class, is_not_torch, may_carry_grad
 from torchnumlint.rules.gradient_context import gradient_free, is_detached
 from torchnumlint.rules.guarding import is_tested
+from torchnumlint.rules.magnitudes import magnitude
 from torchnumlint.rules.syntax import number_value, strip_parens
 from torchnumlint.rules.calls import CallMatch, make_op, match_call
 
@@ -48,6 +55,10 @@ INVERSE_TRIG = (
     make_op("arcsin", {"torch.arcsin"}, "arcsin"),
 )
 _EDGE = "clamped to exactly [-1, 1]: finite, but the gradient is infinite where it reaches +-1"
+# A rotation's cosine whose matrix is not shown to be a product, a prediction or differentiated.
+_EXACT_ROTATION = (
+    f"{ROTATION_COSINE}, of a matrix not shown to be a product or a prediction (strict mode: no evidence that rounding passes +-1 here)"
+)
 
 
 def _guard(ctx: "FileContext", value: cst.BaseExpression) -> Optional[str]:
@@ -69,11 +80,12 @@ def _guard(ctx: "FileContext", value: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-def _why(ctx: "FileContext", arg: cst.BaseExpression) -> Tuple[Optional[str], bool, bool]:
+def _why(ctx: "FileContext", arg: cst.BaseExpression) -> Tuple[Optional[str], bool, bool, bool]:
     """(the evidence that a value `arg` may hold unguarded is a cosine, or None; whether some
-    value it may hold is unguarded; whether some value is clamped to exactly +-1)."""
+    value it may hold is unguarded; whether some value is clamped to exactly +-1; whether some
+    value is the rotation cosine of a matrix with no evidence that rounding passes 1)."""
     why: Optional[str] = None
-    unguarded = edge = False
+    unguarded = edge = exact = False
     todo = list(ctx.origins(arg))
     while todo:
         origin = strip_parens(todo.pop(0))
@@ -85,8 +97,33 @@ def _why(ctx: "FileContext", arg: cst.BaseExpression) -> Tuple[Optional[str], bo
             edge = edge or guard == "edge"
             continue
         unguarded = True
-        why = why or cosine_evidence(ctx, origin)
-    return why, unguarded, edge
+        found = _evidence(ctx, origin)
+        if found == _EXACT_ROTATION:
+            exact = True
+        else:
+            why = why or found
+    return why, unguarded, edge, exact
+
+
+def _evidence(ctx: "FileContext", origin: cst.BaseExpression) -> Optional[str]:
+    """`cosines.cosine_evidence`, and for a rotation's `(trace(R) - 1) / 2` the evidence on R
+    (`_EXACT_ROTATION` where there is none):
+    the trace of one exactly built rotation is `1 + 2 cos t`, whose cosine reaches +-1 but never
+    passes it (measured for 200001 angles in float16, bfloat16, float32 and float64), while a
+    product of rotations or a predicted matrix passes it by rounding; and a gradient through the
+    acos is infinite at +-1 even when exact."""
+    why = cosine_evidence(ctx, origin)
+    matrix = rotation_matrix(ctx, origin) if why is not None else None
+    if matrix is None:
+        return why
+    source = magnitude(ctx, matrix)
+    if source.learned is not None:
+        return f"{ROTATION_COSINE} of {source.learned}"
+    if in_module_class(ctx) and may_carry_grad(ctx, matrix):
+        function = ctx.enclosing(cst.FunctionDef)
+        name = function.name.value if function is not None else "forward"
+        return f"{ROTATION_COSINE} of a matrix a gradient flows through (in the module's `{name}`)"
+    return _EXACT_ROTATION
 
 
 class AcosAsinUnclamped(Rule):
@@ -209,11 +246,11 @@ class AcosAsinUnclamped(Rule):
             return
         if is_tested(self.ctx, arg):
             return
-        why, unguarded, edge = _why(self.ctx, arg)
+        why, unguarded, edge, exact = _why(self.ctx, arg)
         if why is None:
             if not self.ctx.strict or not (unguarded or edge):
                 return
-            why = f"a value that reaches +-1 {STRICT_WHY}" if unguarded else _EDGE
+            why = _EXACT_ROTATION if exact else f"a value that reaches +-1 {STRICT_WHY}" if unguarded else _EDGE
         fix = self._fix(match)
         how = "" if fix is not None else " (`v.clamp(-1 + torch.finfo(v.dtype).eps, 1 - torch.finfo(v.dtype).eps)`)"
         self.report(node, fix, op=match.op.name, why=why, how=how)

@@ -23,6 +23,13 @@ the condition compares the exponent itself with a threshold, and the form sits i
 below it, so every selected value and its gradient are finite. The NaN that the unselected entries
 still send into the gradient is the catalogue's where-unselected-branch hazard, not this rule's.
 
+Evidence of the magnitude (`magnitudes.magnitude`): exp overflows only past |x| = 88.72 (float32;
+11.09 for a tensor that is float16 itself: under CUDA's autocast exp runs in float32, measured
+with `cuda_policy`: the gradient of `1 / (1 + exp(-(h @ w)))` is NaN from -90, not -12), which
+the logits of a learned map reach (a matrix product, a linear layer, a submodule's output, a
+parameter the project's callers pass one, named in the message); an image in [0, 1] times a
+gain, a value of unknown origin or a helper no one calls is reported only in strict mode.
+
 The fix, `torch.sigmoid(x)` (times the numerator or factor when there is one), equals the
 original wherever the original is finite.
 """
@@ -40,6 +47,7 @@ from torchnumlint.rules.divisors import division_operands, replaces_whole
 from torchnumlint.rules.elementary import Exp, exp_of, is_one, one_plus, overflowing_exp
 from torchnumlint.rules.evidence import may_carry_grad
 from torchnumlint.rules.gradient_context import gradient_free, in_reference_implementation
+from torchnumlint.rules.magnitudes import magnitude
 from torchnumlint.rules.syntax import number_value, same_code, strip_parens
 from torchnumlint.rules.bindings import Binding, is_plain
 from torchnumlint.rules.calls import make_op, match_call
@@ -47,6 +55,8 @@ from torchnumlint.rules.rewrite import negated
 from torchnumlint.rules.special_functions.placing import placed, torch_function
 
 _RECIPROCAL = make_op("reciprocal", {"torch.reciprocal"}, "reciprocal")
+# What a finding without evidence of the magnitude says, in strict mode.
+STRICT_MAGNITUDE = "strict mode: no evidence that the input passes 88.7 in magnitude here"
 _MAX_CHAIN = 4
 
 
@@ -215,15 +225,21 @@ class SigmoidManual(Rule):
         "in float32, from -11.094 in float16), and one NaN gradient entry ruins the whole update. "
         "`torch.exp(x) / (1 + torch.exp(x))` is already NaN in the forward pass from x = 88.723 "
         "(Inf / Inf). `torch.sigmoid` never overflows: it equals both forms wherever they are "
-        "finite (to 6e-8 in float32) and its gradient is finite everywhere, so the fix is safe."
+        "finite (to 6e-8 in float32) and its gradient is finite everywhere, so the fix is safe. "
+        "Reported by default where the input is the output of a learned map (a matrix product, a "
+        "linear layer, a submodule, or a parameter the project's callers pass one), which the "
+        "message names; an image times a gain, or a helper no one calls, only in strict mode."
     )
     safety = Safety.SAFE
     needles = ("exp",)
     examples = (
         Example(
-            bad=("import torch\n\n\ndef gate(x):\n    return 1 / (1 + torch.exp(-x))\n"),
+            bad=(
+                "import torch\n\n\ndef gate(x):\n    return 1 / (1 + torch.exp(-x))\n"
+                "\n\ndef gated_unit(h, w):\n    return h * gate(h @ w)\n"
+            ),
             lines=(5,),
-            fixed=("import torch\n\n\ndef gate(x):\n    return torch.sigmoid(x)\n"),
+            fixed=("import torch\n\n\ndef gate(x):\n    return torch.sigmoid(x)\n\n\ndef gated_unit(h, w):\n    return h * gate(h @ w)\n"),
         ),
         Example(
             bad=(
@@ -233,11 +249,12 @@ class SigmoidManual(Rule):
                 "\n"
                 "class Gated(nn.Module):\n"
                 "    def forward(self, h, w):\n"
-                "        g = (1.0 + (-(h @ w)).exp()).reciprocal()\n"
-                "        e = torch.exp(h)\n"
+                "        z = h @ w\n"
+                "        g = (1.0 + (-z).exp()).reciprocal()\n"
+                "        e = torch.exp(z)\n"
                 "        return g * h + e / (e + 1)\n"
             ),
-            lines=(7, 9),
+            lines=(8, 10),
             fixed=(
                 "import torch\n"
                 "from torch import nn\n"
@@ -245,14 +262,21 @@ class SigmoidManual(Rule):
                 "\n"
                 "class Gated(nn.Module):\n"
                 "    def forward(self, h, w):\n"
-                "        g = torch.sigmoid(h @ w)\n"
-                "        return g * h + torch.sigmoid(h)\n"
+                "        z = h @ w\n"
+                "        g = torch.sigmoid(z)\n"
+                "        return g * h + torch.sigmoid(z)\n"
             ),
         ),
         Example(
-            bad=("import torch\n\n\ndef shifted_sigmoid(x):\n    return 1.2 / (1 + torch.exp(-(1 / 1.6) * x))\n"),
+            bad=(
+                "import torch\n\n\ndef shifted_sigmoid(x):\n    return 1.2 / (1 + torch.exp(-(1 / 1.6) * x))\n"
+                "\n\ndef quality_head(h, w):\n    return shifted_sigmoid(h @ w)\n"
+            ),
             lines=(5,),
-            fixed=("import torch\n\n\ndef shifted_sigmoid(x):\n    return 1.2 * torch.sigmoid((1 / 1.6) * x)\n"),
+            fixed=(
+                "import torch\n\n\ndef shifted_sigmoid(x):\n    return 1.2 * torch.sigmoid((1 / 1.6) * x)\n"
+                "\n\ndef quality_head(h, w):\n    return shifted_sigmoid(h @ w)\n"
+            ),
         ),
     )
     good = (
@@ -283,8 +307,12 @@ class SigmoidManual(Rule):
             return  # kept only where exp(v) is bounded; the unselected entries' gradient is where-unselected-branch's
         if not found.ratio and (gradient_free(ctx) or not may_carry_grad(ctx, found.exp.call.input)):
             return  # the reciprocal's forward value is exact; only a gradient can go wrong
+        source = magnitude(ctx, found.exp.call.input).learned
+        if source is None and not ctx.strict:
+            return  # a bounded input (an image times a gain) or one of unknown origin
+        evidence = f"its input is {source}" if source is not None else STRICT_MAGNITUDE
         scaled = " (times the numerator)" if found.scale is not None else ""
-        self.report(node, self._fix(found), why=found.why(), scaled=scaled)
+        self.report(node, self._fix(found), why=f"{found.why()} ({evidence})", scaled=scaled)
 
     def _fix(self, found: Logistic):
         """`torch.sigmoid(x)` (times the numerator) in place of the whole form, recomputed at the

@@ -3,8 +3,8 @@
 
 Example 3 (`1.2 / (1 + exp(-(1 / 1.6) * x))`, a scaled and stretched sigmoid) is reproduced too,
 its overflow 1.6 times further out, and example 2 (`Gated.forward`: a reciprocal form of
-sigmoid(h @ w) and `e / (e + 1)` with e = exp(h), which is inf / inf = NaN once exp(h) overflows) on
-an instance of `Gated`."""
+sigmoid(z) and `e / (e + 1)` with e = exp(z), z = h @ w, which is inf / inf = NaN once exp(z)
+overflows) on an instance of `Gated`."""
 
 from __future__ import annotations
 
@@ -31,17 +31,21 @@ def shifted_sigmoid(x: torch.Tensor) -> torch.Tensor:
 
 
 def gated(h: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """sigmoid(h @ w) * h + sigmoid(h)."""
-    return sigmoid(h @ w) * h + sigmoid(h)
+    """sigmoid(h @ w) * h + sigmoid(h @ w)."""
+    z = h @ w
+    return sigmoid(z) * h + sigmoid(z)
 
 
 def overflowing_gate(ctx: ReproContext) -> Inputs:
-    """h 4 x 8 randn, h[0, 0] twice past exp's overflow (e / (e + 1) = inf / inf); w 8 x 8 randn * 0.3,
-    its row 0 zero, so h @ w stays of a few units (the sigmoid of h @ w is not what overflows)."""
+    """h 4 x 8 randn, w 8 x 8 randn * 0.3 with row 0 the unit vector e_0, so that column 0 of
+    h @ w is h[:, 0] plus a few units: h[0, 0] twice past exp's overflow (e / (e + 1) = inf /
+    inf), h[1, 0] as far on the other side (exp(-z) overflows: the reciprocal's NaN gradient)."""
     h = torch.randn(4, 8, generator=gen(1112))
     h[0, 0] = -2 * EXP_OVERFLOW[ctx.dtype_name]
+    h[1, 0] = 2 * EXP_OVERFLOW[ctx.dtype_name]
     w = 0.3 * torch.randn(8, 8, generator=gen(1113))
     w[0] = 0.0
+    w[0, 0] = 1.0
     return put(ctx, h=h, w=w)
 
 
@@ -118,7 +122,8 @@ FURTHER = (
         reference=gated,
         shapes=lifted(benign_gate) + rescaled(benign_gate, 1e-3),
         thresholds={
-            d: f"Gated(): h 4 x 8 randn, h[0, 0] = {-2 * v:g} (exp(h) is inf from {-v:g} in {d}); w 8 x 8 randn * 0.3, row 0 zero"
+            d: f"Gated(): h 4 x 8 randn, h[0, 0] = {-2 * v:g}, h[1, 0] = {2 * v:g} (exp(z) is inf from {-v:g} in {d}); "
+            "w 8 x 8 randn * 0.3, row 0 = e_0 (z[:, 0] = h[:, 0] + a few units)"
             for d, v in EXP_OVERFLOW.items()
         },
     ),

@@ -38,7 +38,9 @@ call a project function or method with arguments, as `(form, owner, member, line
 (`crit = MyLoss(); crit(a, b)` calls `forward`, `obj.step(x)` calls `step`); `("attr",
 "Trainer.criterion", "forward", ...)` an attribute or method of `self` in a method of `Trainer`
 (`self.criterion(a, b)`, `self.helper(x)`). `line` and `col` are `ast`'s (col in UTF-8 bytes).
-`Summaries.callers` resolves them, across files, to the function they call.
+`Summaries.callers` resolves them, across files, to the function they call. `FileSummary.passes`
+names, for the pre-filter, the functions some call passes an argument that shows a softmax or a
+sigmoid (`passed_kinds`).
 
 Conservative by construction: a name bound twice at module level (`net = net.to(device)` is
 not a second binding), a function that may fall off
@@ -130,6 +132,10 @@ class FileSummary(NamedTuple):
     # the digest of its code around them is one of its facts (`callers_digest`), so an edit
     # there re-lints the callees; a comment does not.
     callers_digest: str = ""
+    # (name called, kind) for each call whose argument shows a kind (`passed_kinds`): a function
+    # of that name may take the kind from this file's call, so its file keeps the rules that ask
+    # (`Summaries.mentions_producer`, the pre-filter); a fact, so the fingerprint follows it.
+    passes: FrozenSet[Tuple[str, str]] = frozenset()
 
 
 def callers_digest(text: str, tree: ast.Module, calls: Tuple[CallFact, ...]) -> str:
@@ -223,7 +229,7 @@ def summarize(path: str, tree: ast.Module, calls: bool = True) -> FileSummary:
         for scan, cls in scans:
             facts.of_function(scan, cls)
         facts.of_module(tree.body)
-    return FileSummary(ambiguous, functions, classes, values, imports, tuple(facts.facts))
+    return FileSummary(ambiguous, functions, classes, values, imports, tuple(facts.facts), passes=frozenset(facts.passes))
 
 
 def instance_callee(summary: FileSummary, expr: ast.AST) -> Optional[tuple]:
@@ -771,6 +777,7 @@ class _CallFacts:
         self.module_instances = {name: callee[1] for name, callee in values.items() if callee[0] == "new"}
         self.ambiguous = ambiguous
         self.facts: List[CallFact] = []
+        self.passes: Set[Tuple[str, str]] = set()
 
     def of_function(self, scan: _Scan, cls: Optional[str]) -> None:
         instances = {
@@ -782,7 +789,7 @@ class _CallFacts:
         }
         locals_ = set(scan.binds) - set(instances)
         for call in scan.calls:
-            self._add(call, cls, instances, locals_)
+            self._add(call, cls, instances, locals_, scan.plain)
 
     def of_module(self, body: List[ast.stmt]) -> None:
         for stmt in body:
@@ -791,7 +798,9 @@ class _CallFacts:
                     if isinstance(node, ast.Call):
                         self._add(node, None, {}, set())
 
-    def _add(self, call: ast.Call, cls: Optional[str], instances: Dict[str, str], locals_: Set[str]) -> None:
+    def _add(
+        self, call: ast.Call, cls: Optional[str], instances: Dict[str, str], locals_: Set[str], plain: Optional[Dict[str, ast.AST]] = None
+    ) -> None:
         if not (call.args or call.keywords):
             return
         func, member = call.func, "forward"
@@ -807,6 +816,14 @@ class _CallFacts:
         fact = self._fact(func, member, cls, instances, locals_)
         if fact is not None:
             self.facts.append((*fact, call.lineno, call.col_offset))
+            kinds = passed_kinds(call, plain or {})
+            if kinds:
+                called = {fact[2], fact[1].rpartition(".")[2]} - {"", "forward"} if fact[0] != "name" else {fact[1].rpartition(".")[2]}
+                if fact[0] == "name":
+                    target = self.imports.get(fact[1].partition(".")[0])
+                    if target is not None:
+                        called.add(target[1].rpartition(".")[2])
+                self.passes.update((name, kind) for name in called for kind in kinds)
 
     def _fact(
         self, func: ast.AST, member: str, cls: Optional[str], instances: Dict[str, str], locals_: Set[str]
@@ -831,6 +848,23 @@ class _CallFacts:
         if head in locals_ or target is None or (not target[0] and target[1].partition(".")[0] in _STDLIB):
             return None
         return "name", dotted, ""
+
+
+_KIND_WORDS = (("softmax", "softmax"), ("sigmoid", "sigmoid"), ("expit", "sigmoid"))
+
+
+def passed_kinds(call: ast.Call, plain: Dict[str, ast.AST]) -> FrozenSet[str]:
+    """The kinds whose word an argument of `call` shows (`F.softmax(z)`, `z.sigmoid()`,
+    `nn.Softmax(-1)(z)`, or a local name whose plain assignment does): a cheap over-estimate of
+    what a callee's parameter may be, for the pre-filter only (the rules judge the argument)."""
+    found: Set[str] = set()
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
+        values = [arg, plain[arg.id]] if isinstance(arg, ast.Name) and arg.id in plain else [arg]
+        for value in values:
+            for node in ast.walk(value):
+                word = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+                found.update(kind for part, kind in _KIND_WORDS if part in word.lower())
+    return frozenset(found)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -868,6 +902,7 @@ class Summaries:
         """Drop the answers derived from `files` (memoised: the producer names of a project ask
         the same resolutions and subclass questions hundreds of thousands of times)."""
         self._named: Optional[Dict[str, List[tuple]]] = None  # a name -> the callables so named
+        self._passed: Dict[str, Set[str]] = {}  # a name called -> the kinds an argument of a call shows (`passes`)
         self._producers: Dict[Tuple[FrozenSet[str], str], bool] = {}  # (kinds, name) -> produces
         self._resolved: Dict[Tuple[str, str, int], Optional[Tuple[str, str, str]]] = {}
         self._modules: Dict[Tuple[str, str], Optional[str]] = {}
@@ -899,18 +934,25 @@ class Summaries:
     # -- the questions -----------------------------------------------------------------------------
     def mentions_producer(self, text: str, kinds: FrozenSet[str]) -> bool:
         """Whether `text` names a project callable that produces one of `kinds` (a function, a
-        class whose `forward` does, a method, an attribute or module value holding an activation):
-        a file that names none cannot call one. The pre-filter of rules that read producers.
+        class whose `forward` does, a method, an attribute or module value holding an activation),
+        or a name some call of the project passes one to (`FileSummary.passes`: a parameter takes
+        the kind its callers pass): a file that names none cannot call or be passed one. The
+        pre-filter of rules that read producers.
 
         Only the names that occur in `text` are judged (each once per project and kinds): a
         pre-commit run asks this of one file, and judging every callable of a large project
         costs more than linting that file."""
         if self._named is None:
-            self._named = {}
+            self._named, self._passed = {}, {}
             for path, summary in self.files.items():
                 for name, question in _questions(path, summary):
                     self._named.setdefault(name, []).append(question)
-        for word in set(_WORD.findall(text)) & self._named.keys():
+                for name, kind in summary.passes if summary is not None else ():
+                    self._passed.setdefault(name, set()).add(kind)
+        words = set(_WORD.findall(text))
+        if any(self._passed[word] & kinds for word in words & self._passed.keys()):
+            return True  # a function of this name is passed one by a call somewhere (`made_by`)
+        for word in words & self._named.keys():
             key = (kinds, word)
             if key not in self._producers:
                 self._producers[key] = any((self._answer(question) or ("",))[0] in kinds for question in self._named[word])

@@ -11,6 +11,12 @@ In the function's own file a module-level function is called by its bare name, a
 own), the calls recorded in the project's `ast` summaries (`Summaries.callers`: imported names,
 module attributes, relative imports, instances of project classes, `self.attr` modules) are
 found in the caller's file, parsed with LibCST once per process (`_parsed`, a bounded cache).
+A function handed on instead of called counts as called where it is called later, with that
+call's arguments (`CallSites.through`, in its own file): passed to a module-level function of the
+file and called there through the parameter (`run(loss_fn=my_kl)` ... `loss_fn(p, q)`), or kept
+in `self.attr` and called as `self.attr(p, q)`. Not followed: `functools.partial`, `map`, a
+function handed on twice, and a function handed on in another file.
+
 Depth 1: a caller's own parameters are not followed to its callers. At most `MAX_ELSEWHERE`
 callers from other files are judged (the first by path and line).
 
@@ -29,6 +35,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 import libcst as cst
 
 from torchnumlint.positions import Spans
+from torchnumlint.rules.bindings import all_params
 from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,13 +48,17 @@ _MAX_BYTES = 2_000_000  # a caller's file larger than this is not parsed
 class CallSites(Visitor):
     """Every call in a module by what it calls, with its ancestors: a module-level function by
     its bare name (`f(...)`), a method by `self.f(...)` / `cls.f(...)` inside its own class (an
-    unrelated `log.f(...)` is not a call of either)."""
+    unrelated `log.f(...)` is not a call of either). And where a function is handed on, not
+    called: passed by name to a module-level function of the file (`train(model, loss_fn=f)`,
+    `apply(f)`: `passed`), or kept in an attribute (`self.loss_fn = f`: `kept`)."""
 
     def __init__(self, module: cst.Module) -> None:
         super().__init__()
         self.stack: List[cst.CSTNode] = []
         self.functions: Dict[str, List[Tuple[cst.CSTNode, ...]]] = {}
         self.methods: Dict[Tuple[int, str], List[Tuple[cst.CSTNode, ...]]] = {}
+        self.passed: Dict[str, List[Tuple[str, cst.Call, cst.Arg]]] = {}  # f -> (g, the call of g, the argument f)
+        self.kept: Dict[str, List[Tuple[int, str]]] = {}  # f -> (the class, attr) of `self.attr = f`
         self.walk(module)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -56,10 +67,19 @@ class CallSites(Visitor):
             func = node.func
             if isinstance(func, cst.Name):
                 self.functions.setdefault(func.value, []).append(tuple(self.stack))
+                for arg in node.args:
+                    if isinstance(arg.value, cst.Name) and not arg.star:
+                        self.passed.setdefault(arg.value.value, []).append((func.value, node, arg))
             elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
                 cls = next((n for n in reversed(self.stack) if isinstance(n, cst.ClassDef)), None)
                 if cls is not None:
                     self.methods.setdefault((id(cls), func.attr.value), []).append(tuple(self.stack))
+        elif isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.value, cst.Name):
+            target = node.targets[0].target
+            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+                cls = next((n for n in reversed(self.stack) if isinstance(n, cst.ClassDef)), None)
+                if cls is not None:
+                    self.kept.setdefault(node.value.value, []).append((id(cls), target.attr.value))
         return True
 
     def on_leave(self, node: cst.CSTNode) -> None:
@@ -70,6 +90,26 @@ class CallSites(Visitor):
         if cls is not None:
             return self.methods.get((id(cls), function.name.value), [])
         return self.functions.get(function.name.value, [])
+
+    def through(self, module: cst.Module, function: cst.FunctionDef) -> List[Tuple[cst.CSTNode, ...]]:
+        """The calls of the module-level `function` made through what it was handed to: `fn(a, b)`
+        inside a module-level `g` of the file whose parameter `fn` a call passes it for, and
+        `self.attr(a, b)` in a class that keeps it as `self.attr`. One step: a function handed on
+        again (`g` passing `fn` to `h`) is not followed."""
+        name = function.name.value
+        found: List[Tuple[cst.CSTNode, ...]] = []
+        defined = {d.name.value: d for d in module.body if isinstance(d, cst.FunctionDef)}
+        for callee, call, arg in self.passed.get(name, []):
+            receiver = defined.get(callee)
+            if receiver is None or receiver is function:
+                continue
+            param = next((p for p in all_params(receiver.params) if argument_for(call, receiver, p, False) is arg), None)
+            if param is None:
+                continue
+            found.extend(path for path in self.functions.get(param.name.value, []) if any(n is receiver for n in path))
+        for cls, attr in self.kept.get(name, []):
+            found.extend(self.methods.get((cls, attr), []))
+        return found
 
 
 def argument_for(call: cst.Call, function: cst.FunctionDef, param: cst.Param, bound: Optional[bool] = None) -> Optional[cst.Arg]:
@@ -126,8 +166,11 @@ def callers(ctx: "FileContext") -> List[Caller]:
     at = ctx.stack.index(function)
     above = ctx.stack[at - 2] if at >= 2 else None
     cls = above if isinstance(above, cst.ClassDef) else None
-    here = [Caller(ctx, path, None, False) for path in ctx.per_file("call-sites", lambda c: CallSites(c.module)).of(function, cls)]
+    sites_here = ctx.per_file("call-sites", lambda c: CallSites(c.module))
+    here = [Caller(ctx, path, None, False) for path in sites_here.of(function, cls)]
     toplevel = ctx.stack[at - 1] is ctx.module if cls is None else at >= 3 and ctx.stack[at - 3] is ctx.module
+    if toplevel and cls is None:
+        here += [Caller(ctx, path, False, False) for path in sites_here.through(ctx.module, function)]
     if not toplevel:
         return here
     sites = ctx.index.summaries.callers(ctx.path, cls.name.value if isinstance(cls, cst.ClassDef) else None, function.name.value)
@@ -205,3 +248,35 @@ def _calls(module: cst.Module, text: str, spans: Spans) -> Dict[Tuple[int, int],
 
     _Walk().walk(module)
     return found
+
+
+def note_evidence(ctx: "FileContext", node: cst.CSTNode, note: str) -> None:
+    """Record that `node` (a parameter read) is what it is because of a caller, in words that
+    name the caller: a finding reported at a node that holds it says so (`evidence_notes`)."""
+    ctx.per_file("caller-notes", lambda c: {})[id(node)] = (node, note)
+
+
+def carry_evidence(ctx: "FileContext", source: cst.CSTNode, node: cst.CSTNode) -> None:
+    """`node` (an expression a rule asked about) holds `source` (a parameter read it was followed
+    to, through local names): its caller note too."""
+    notes: Dict[int, Tuple[cst.CSTNode, str]] = ctx.per_file("caller-notes", lambda c: {})
+    held = notes.get(id(source))
+    if held is not None and held[0] is source:
+        notes[id(node)] = (node, held[1])
+
+
+def evidence_notes(ctx: "FileContext", node: cst.CSTNode) -> str:
+    """The caller notes (`note_evidence`) of the nodes inside `node`, as a clause for a message:
+    one place for every rule whose matcher judged a parameter at its callers."""
+    notes: Dict[int, Tuple[cst.CSTNode, str]] = ctx.per_file("caller-notes", lambda c: {})
+    if not notes:
+        return ""
+    found: List[str] = []
+    stack: List[cst.CSTNode] = [node]
+    while stack:
+        current = stack.pop()
+        held = notes.get(id(current))
+        if held is not None and held[0] is current and held[1] not in found:
+            found.append(held[1])
+        stack.extend(current.children)
+    return "".join(f" ({one})" for one in found)

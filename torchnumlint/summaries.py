@@ -818,7 +818,11 @@ class _CallFacts:
             self.facts.append((*fact, call.lineno, call.col_offset))
             kinds = passed_kinds(call, plain or {})
             if kinds:
-                called = {fact[2], fact[1].rpartition(".")[2]} - {"", "forward"} if fact[0] != "name" else {fact[1].rpartition(".")[2]}
+                # the names the callee's file may show: a method's, a class's, a function's (past
+                # an import alias), and `forward` for a module held in `self.attr`
+                called = {fact[2], fact[1].rpartition(".")[2]} - {""} if fact[0] != "name" else {fact[1].rpartition(".")[2]}
+                if fact[0] == "new":
+                    called.discard("forward")
                 if fact[0] == "name":
                     target = self.imports.get(fact[1].partition(".")[0])
                     if target is not None:
@@ -855,8 +859,10 @@ _KIND_WORDS = (("softmax", "softmax"), ("sigmoid", "sigmoid"), ("expit", "sigmoi
 
 def passed_kinds(call: ast.Call, plain: Dict[str, ast.AST]) -> FrozenSet[str]:
     """The kinds whose word an argument of `call` shows (`F.softmax(z)`, `z.sigmoid()`,
-    `nn.Softmax(-1)(z)`, or a local name whose plain assignment does): a cheap over-estimate of
-    what a callee's parameter may be, for the pre-filter only (the rules judge the argument)."""
+    `nn.Softmax(-1)(z)`, or a local name whose plain assignment does), and `=name` for each
+    callable called in one (`probs(z)`: a project helper may return a kind): a cheap
+    over-estimate of what a callee's parameter may be, for the pre-filter only (the rules judge
+    the argument itself)."""
     found: Set[str] = set()
     for arg in [*call.args, *(k.value for k in call.keywords)]:
         values = [arg, plain[arg.id]] if isinstance(arg, ast.Name) and arg.id in plain else [arg]
@@ -864,6 +870,10 @@ def passed_kinds(call: ast.Call, plain: Dict[str, ast.AST]) -> FrozenSet[str]:
             for node in ast.walk(value):
                 word = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
                 found.update(kind for part, kind in _KIND_WORDS if part in word.lower())
+                if isinstance(node, ast.Call):
+                    called = _dotted(node.func)
+                    if called is not None:
+                        found.add("=" + called.rpartition(".")[2])
     return frozenset(found)
 
 
@@ -950,15 +960,17 @@ class Summaries:
                 for name, kind in summary.passes if summary is not None else ():
                     self._passed.setdefault(name, set()).add(kind)
         words = set(_WORD.findall(text))
-        if any(self._passed[word] & kinds for word in words & self._passed.keys()):
-            return True  # a function of this name is passed one by a call somewhere (`made_by`)
-        for word in words & self._named.keys():
-            key = (kinds, word)
-            if key not in self._producers:
-                self._producers[key] = any((self._answer(question) or ("",))[0] in kinds for question in self._named[word])
-            if self._producers[key]:
+        for word in words & self._passed.keys():  # a function of this name may be passed one (`made_by`)
+            if any(kind in kinds or (kind[:1] == "=" and self._produces(kinds, kind[1:])) for kind in self._passed[word]):
                 return True
-        return False
+        return any(self._produces(kinds, word) for word in words & self._named.keys())
+
+    def _produces(self, kinds: FrozenSet[str], word: str) -> bool:
+        """Whether a project callable named `word` produces one of `kinds` (once per project)."""
+        key = (kinds, word)
+        if key not in self._producers:
+            self._producers[key] = any((self._answer(question) or ("",))[0] in kinds for question in self._named.get(word, ()))  # type: ignore[union-attr]  # built by `mentions_producer`
+        return self._producers[key]
 
     def _answer(self, question: tuple) -> Optional[Kind]:
         """The kind a producer candidate gives (see `_questions`), or the first of the elements

@@ -181,13 +181,26 @@ def callers(ctx: "FileContext") -> List[Caller]:
         other = _context_of(ctx, site.path)
         if other is None:
             continue
-        found = other[1].get((site.line, site.col))
+        found = _pick(other[1].get((site.line, site.col), []), site.bound)
         if found is not None:
             elsewhere.append(Caller(other[0], found, site.bound, site.path != ctx.path))
     return here + elsewhere
 
 
-def _context_of(ctx: "FileContext", path: str) -> Optional[Tuple["FileContext", Dict[Tuple[int, int], Tuple[cst.CSTNode, ...]]]]:
+def _pick(paths: List[Tuple[cst.CSTNode, ...]], bound: bool) -> Optional[Tuple[cst.CSTNode, ...]]:
+    """Of the calls that start where a call site was recorded (outermost first), the one it
+    records: not a method called on another call's result (`f(a).mean()`, `crit(a, b).sum()`),
+    except a method of an object built there (`Head(d).predict(x)`, a bound call with
+    arguments); `MyLoss()(a, b)` is the outer call."""
+    for path in paths:
+        call = cst.ensure_type(path[-1], cst.Call)
+        chained = isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Call)
+        if not chained or (bound and call.args):
+            return path
+    return None
+
+
+def _context_of(ctx: "FileContext", path: str) -> Optional[Tuple["FileContext", Dict[Tuple[int, int], List[Tuple[cst.CSTNode, ...]]]]]:
     """A context of the project file `path`, with its calls by `ast` position; None when it
     cannot be read or parsed. Once per file linted."""
     contexts = ctx.per_file("caller-files", lambda c: {})
@@ -212,7 +225,7 @@ def _read(path: str) -> Optional[str]:
 
 
 @functools.lru_cache(maxsize=32)
-def _parsed(path: str, text: str) -> Optional[Tuple[cst.Module, Dict[Tuple[int, int], Tuple[cst.CSTNode, ...]]]]:
+def _parsed(path: str, text: str) -> Optional[Tuple[cst.Module, Dict[Tuple[int, int], List[Tuple[cst.CSTNode, ...]]]]]:
     """A caller's file parsed, with its calls by position: the same file is asked about by many
     files of the project (a training script calls every helper)."""
     try:
@@ -222,11 +235,11 @@ def _parsed(path: str, text: str) -> Optional[Tuple[cst.Module, Dict[Tuple[int, 
     return module, _calls(module, text, Spans(module, text))
 
 
-def _calls(module: cst.Module, text: str, spans: Spans) -> Dict[Tuple[int, int], Tuple[cst.CSTNode, ...]]:
+def _calls(module: cst.Module, text: str, spans: Spans) -> Dict[Tuple[int, int], List[Tuple[cst.CSTNode, ...]]]:
     """Every call by its `ast` position (line, UTF-8 column of its start), with its ancestors;
-    of calls that start together (`f(a)(b)`) the outermost."""
+    calls that start together (`f(a)(b)`, `f(a).mean()`) outermost first (`_pick`)."""
     lines = text.splitlines()
-    found: Dict[Tuple[int, int], Tuple[cst.CSTNode, ...]] = {}
+    found: Dict[Tuple[int, int], List[Tuple[cst.CSTNode, ...]]] = {}
 
     class _Walk(Visitor):
         def __init__(self) -> None:
@@ -240,7 +253,7 @@ def _calls(module: cst.Module, text: str, spans: Spans) -> Dict[Tuple[int, int],
                 if span is not None:
                     line = lines[span.start.line - 1] if span.start.line <= len(lines) else ""
                     col = len(line[: span.start.column].encode("utf-8"))
-                    found.setdefault((span.start.line, col), tuple(self.stack))
+                    found.setdefault((span.start.line, col), []).append(tuple(self.stack))
             return True
 
         def on_leave(self, node: cst.CSTNode) -> None:
@@ -253,7 +266,8 @@ def _calls(module: cst.Module, text: str, spans: Spans) -> Dict[Tuple[int, int],
 def note_evidence(ctx: "FileContext", node: cst.CSTNode, note: str) -> None:
     """Record that `node` (a parameter read) is what it is because of a caller, in words that
     name the caller: a finding reported at a node that holds it says so (`evidence_notes`)."""
-    ctx.per_file("caller-notes", lambda c: {})[id(node)] = (node, note)
+    notes: Dict[int, Tuple[cst.CSTNode, str]] = ctx.per_file("caller-notes", lambda c: {})
+    notes[id(node)] = (node, note)
 
 
 def carry_evidence(ctx: "FileContext", source: cst.CSTNode, node: cst.CSTNode) -> None:

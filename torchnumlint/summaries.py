@@ -969,12 +969,12 @@ class Summaries:
         """Whether a project callable named `word` produces one of `kinds` (once per project)."""
         key = (kinds, word)
         if key not in self._producers:
-            self._producers[key] = any((self._answer(question) or ("",))[0] in kinds for question in self._named.get(word, ()))  # type: ignore[union-attr]  # built by `mentions_producer`
+            self._producers[key] = any(self._answers(question) & kinds for question in self._named.get(word, ()))  # type: ignore[union-attr]  # built by `mentions_producer`
         return self._producers[key]
 
-    def _answer(self, question: tuple) -> Optional[Kind]:
-        """The kind a producer candidate gives (see `_questions`), or the first of the elements
-        of a tuple its own returns write out (`return logits, probs`)."""
+    def _answers(self, question: tuple) -> FrozenSet[str]:
+        """The kinds a producer candidate gives (see `_questions`): what it returns, and each
+        element of a tuple its own returns write out (`return logits, probs`)."""
         what, path, name, fact = question
         if what == "function":
             results = fact
@@ -984,11 +984,13 @@ class Summaries:
             results = found[2] if found is not None and found[0] == "method" else None
             ask = lambda element: self._forward_kind((path, name), 0, element)  # noqa: E731
         elif what == "value":
-            return self.callee_kind(path, None, fact)
+            return frozenset(kind[:1] if (kind := self.callee_kind(path, None, fact)) is not None else ())
         else:
-            return self._member_kind((path, fact), name, 0)
+            found = self._member((path, fact), name, 0)
+            results = found[2] if found is not None and found[0] == "method" else None
+            ask = lambda element: self._member_kind((path, fact), name, 0, element)  # noqa: E731
         width = max((len(r[1]) for r in results or () if r is not None and r[0] == "tuple"), default=0)
-        return next((k for k in map(ask, (None, *range(width))) if k is not None), None)
+        return frozenset(k[0] for k in map(ask, (None, *range(width))) if k is not None)
 
     def callee_kind(
         self, path: str, instance: Optional[Instance], callee: Optional[tuple], depth: int = 0, element: Optional[int] = None
@@ -1071,6 +1073,27 @@ class Summaries:
         if what == "method":
             return self._returns_kind(where, instance, fact, depth + 1, element)
         return self.callee_kind(where, instance, fact, depth + 1, element)
+
+    def instance_class(self, path: str, instance: Optional[Instance], callee: Optional[tuple]) -> Optional[Instance]:
+        """The project class of the object that `callee` (a callee fact read in the file at
+        `path`, `self` an instance of `instance`) holds: `("new", "Head")` for `Head(d)`,
+        `("self", "head")` for `self.head` assigned `Head(d)` once in `__init__`; None when not
+        known, or where a subclass of `instance` may assign that attribute again."""
+        if callee is None:
+            return None
+        if callee[0] == "self":
+            if instance is None or self._overridden(instance, callee[1]):
+                return None
+            found = self._member(instance, callee[1], 0)
+            if found is None or found[0] != "attr":
+                return None
+            path, callee = found[1], found[2]
+            if callee is None:
+                return None
+        if callee[0] != "new":
+            return None
+        cls = self._resolve(path, callee[1], 0)
+        return (cls[1], cls[2]) if cls is not None and cls[0] == "class" else None
 
     def _member(self, cls: Instance, name: str, depth: int) -> Optional[Tuple[str, str, Optional[tuple]]]:
         """("method", path, results) or ("attr", path, callee) for `name` on the class or its

@@ -279,6 +279,99 @@ TNL104 = [
 ]
 
 
+# Methods of instances other than `self` whose class is known, and tuples passed between methods.
+INSTANCES = [
+    Project(
+        {
+            "heads.py": """\
+            import torch.nn as nn
+            import torch.nn.functional as F
+
+
+            class Head(nn.Module):
+                def __init__(self, dim, classes):
+                    super().__init__()
+                    self.fc = nn.Linear(dim, classes)
+
+                def logits_and_probs(self, x):
+                    logits = self.fc(x)
+                    return logits, F.softmax(logits, dim=-1)
+            """,
+            "model.py": """\
+            import torch
+            import torch.nn as nn
+            import torch.nn.functional as F
+            from heads import Head
+
+
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.head = Head(16, 4)
+
+                def forward(self, x, y):
+                    _, probs = self.head.logits_and_probs(x)
+                    return F.nll_loss(torch.log(probs), y)
+
+
+            def evaluate(x, y):
+                head = Head(16, 4)
+                logits, probs = head.logits_and_probs(x)
+                return F.nll_loss(torch.log(probs), y), F.nll_loss(torch.log(logits.exp() + 1), y)
+            """,
+        },
+        lines={"model.py": (14, 20)},
+    ),
+    Flagged(
+        """\
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class Model(nn.Module):
+            def split(self, h):
+                return h, h.softmax(-1)
+
+            def forward(self, x, y):
+                logits, probs = self.split(x)
+                return F.nll_loss(torch.log(probs), y) + F.nll_loss(torch.log(logits.sigmoid() + 1), y)
+        """,
+        (12,),
+    ),
+    # `self.split` is the module's method: a tensor's `split` would give parts of its input
+    Silent(
+        """\
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class Model(nn.Module):
+            def split(self, h):
+                return h, h.clamp(1e-6, 1.0)
+
+            def forward(self, x, y):
+                logits, probs = self.split(x.softmax(-1))
+                return F.nll_loss(torch.log(probs), y)
+        """
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "code, case",
+    harness.params(
+        "TNL103",
+        flagged=[c for c in INSTANCES if isinstance(c, Flagged)],
+        silent=[c for c in INSTANCES if isinstance(c, Silent)],
+        projects=[c for c in INSTANCES if isinstance(c, Project)],
+    ),
+)
+def test_tnl103_methods_of_known_instances_and_returned_tuples(code, case):
+    harness.check(code, case)
+
+
 @pytest.mark.parametrize("code, case", harness.params("TNL104", projects=TNL104))
 def test_tnl104_parameter_sigmoid_from_callers(code, case):
     harness.check(code, case)
@@ -329,7 +422,36 @@ KEPT = """\
             return self.consistency_fn({arg}, self.student(x))
     """
 
+PARTIAL = """\
+    import functools
+    import torch
+    import torch.nn.functional as F
+
+
+    def entropy(probs, scale=1.0):
+        return scale * (probs * torch.log(probs)).sum(-1).mean()
+
+
+    class Regulariser:
+        def __init__(self, weight):
+            self.penalty = functools.partial(entropy, scale=weight)
+
+        def __call__(self, logits):
+            return self.penalty({arg})
+
+
+    def evaluate(model, x):
+        score = entropy
+        return score(model(x).detach().abs() + 1.0)
+    """
+
 HANDED_CASES = [
+    Flagged(PARTIAL.format(arg="logits.softmax(-1)"), (7,), message="the call at line 15 passes `logits.softmax(-1)`"),
+    Silent(PARTIAL.format(arg="logits.softmax(-1).clamp(1e-6, 1.0)")),
+    # a partial that binds a positional argument shifts the positions: not followed
+    Silent(
+        PARTIAL.format(arg="logits.softmax(-1)").replace("functools.partial(entropy, scale=weight)", "functools.partial(entropy, weight)")
+    ),
     Flagged(HANDED.format(arg="F.softmax(logits, dim=-1)"), (6,), message="`probs` is a softmax: the call at line 12 passes"),
     Silent(HANDED.format(arg="F.log_softmax(logits, dim=-1)")),
     Flagged(KEPT.format(arg="F.softmax(target, dim=-1)"), (6,), message="the call at line 17 passes `F.softmax(target, dim=-1)`"),

@@ -13,9 +13,10 @@ module attributes, relative imports, instances of project classes, `self.attr` m
 found in the caller's file, parsed with LibCST once per process (`_parsed`, a bounded cache).
 A function handed on instead of called counts as called where it is called later, with that
 call's arguments (`CallSites.through`, in its own file): passed to a module-level function of the
-file and called there through the parameter (`run(loss_fn=my_kl)` ... `loss_fn(p, q)`), or kept
-in `self.attr` and called as `self.attr(p, q)`. Not followed: `functools.partial`, `map`, a
-function handed on twice, and a function handed on in another file.
+file and called there through the parameter (`run(loss_fn=my_kl)` ... `loss_fn(p, q)`), kept in
+`self.attr` and called as `self.attr(p, q)`, or in a name of the same function (`criterion =
+partial(my_kl, reduction="sum")` ... `criterion(p, q)`). Not followed: `map`, a function handed
+on twice, and a function handed on in another file.
 
 Depth 1: a caller's own parameters are not followed to its callers. At most `MAX_ELSEWHERE`
 callers from other files are judged (the first by path and line).
@@ -50,7 +51,9 @@ class CallSites(Visitor):
     its bare name (`f(...)`), a method by `self.f(...)` / `cls.f(...)` inside its own class (an
     unrelated `log.f(...)` is not a call of either). And where a function is handed on, not
     called: passed by name to a module-level function of the file (`train(model, loss_fn=f)`,
-    `apply(f)`: `passed`), or kept in an attribute (`self.loss_fn = f`: `kept`)."""
+    `apply(f)`: `passed`), kept in an attribute (`self.loss_fn = f`: `kept`) or a name
+    (`criterion = f`: `aliases`), there also as `functools.partial(f, key=value)` (keywords only:
+    the positions of the later call's arguments are f's own)."""
 
     def __init__(self, module: cst.Module) -> None:
         super().__init__()
@@ -59,6 +62,7 @@ class CallSites(Visitor):
         self.methods: Dict[Tuple[int, str], List[Tuple[cst.CSTNode, ...]]] = {}
         self.passed: Dict[str, List[Tuple[str, cst.Call, cst.Arg]]] = {}  # f -> (g, the call of g, the argument f)
         self.kept: Dict[str, List[Tuple[int, str]]] = {}  # f -> (the class, attr) of `self.attr = f`
+        self.aliases: Dict[str, List[Tuple[str, cst.CSTNode]]] = {}  # f -> (name, its scope) of `name = f`
         self.walk(module)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -74,12 +78,19 @@ class CallSites(Visitor):
                 cls = next((n for n in reversed(self.stack) if isinstance(n, cst.ClassDef)), None)
                 if cls is not None:
                     self.methods.setdefault((id(cls), func.attr.value), []).append(tuple(self.stack))
-        elif isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.value, cst.Name):
+        elif isinstance(node, cst.Assign) and len(node.targets) == 1:
+            handed = _handed(node.value)
             target = node.targets[0].target
-            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+            if handed is None:
+                pass
+            elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
                 cls = next((n for n in reversed(self.stack) if isinstance(n, cst.ClassDef)), None)
                 if cls is not None:
-                    self.kept.setdefault(node.value.value, []).append((id(cls), target.attr.value))
+                    self.kept.setdefault(handed, []).append((id(cls), target.attr.value))
+            elif isinstance(target, cst.Name):
+                scope = next((n for n in reversed(self.stack) if isinstance(n, (cst.FunctionDef, cst.Module))), None)
+                if scope is not None:
+                    self.aliases.setdefault(handed, []).append((target.value, scope))
         return True
 
     def on_leave(self, node: cst.CSTNode) -> None:
@@ -109,7 +120,29 @@ class CallSites(Visitor):
             found.extend(path for path in self.functions.get(param.name.value, []) if any(n is receiver for n in path))
         for cls, attr in self.kept.get(name, []):
             found.extend(self.methods.get((cls, attr), []))
+        for alias, scope in self.aliases.get(name, []):
+            if alias != name:
+                found.extend(path for path in self.functions.get(alias, []) if any(n is scope for n in path))
         return found
+
+
+def _handed(value: cst.BaseExpression) -> Optional[str]:
+    """The function name `value` hands on: `f`, or `partial(f, key=value)` / `functools.partial(
+    f, ...)` whose other arguments are keywords; None otherwise."""
+    if isinstance(value, cst.Name):
+        return value.value
+    if (
+        not isinstance(value, cst.Call)
+        or not value.args
+        or not isinstance(value.args[0].value, cst.Name)
+        or value.args[0].keyword is not None
+    ):
+        return None
+    func = value.func
+    named = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else ""
+    if named != "partial" or any(a.keyword is None or a.star for a in value.args[1:]):
+        return None
+    return value.args[0].value.value
 
 
 def argument_for(call: cst.Call, function: cst.FunctionDef, param: cst.Param, bound: Optional[bool] = None) -> Optional[cst.Arg]:

@@ -37,7 +37,9 @@ call a project function or method with arguments, as `(form, owner, member, line
 `("new", "MyLoss", "forward", ...)` a method of an instance of a class the file names
 (`crit = MyLoss(); crit(a, b)` calls `forward`, `obj.step(x)` calls `step`); `("attr",
 "Trainer.criterion", "forward", ...)` an attribute or method of `self` in a method of `Trainer`
-(`self.criterion(a, b)`, `self.helper(x)`). `line` and `col` are `ast`'s (col in UTF-8 bytes).
+(`self.criterion(a, b)`, `self.helper(x)`); `("name", "my_kl", "", ...)` also for
+`self.loss_fn(p, q)` where `__init__` keeps an imported function there (`self.loss_fn = my_kl`,
+`functools.partial(my_kl, T=2)`). `line` and `col` are `ast`'s (col in UTF-8 bytes).
 `Summaries.callers` resolves them, across files, to the function they call. `FileSummary.passes`
 names, for the pre-filter, the functions some call passes an argument that shows a softmax or a
 sigmoid (`passed_kinds`).
@@ -207,6 +209,7 @@ def summarize(path: str, tree: ast.Module, calls: bool = True) -> FileSummary:
     classes: Dict[str, ClassSummary] = {}
     values: Dict[str, tuple] = {}
     scans: List[Tuple[_Scan, Optional[str]]] = []  # every function's and method's, for its calls
+    handed: Dict[str, Dict[str, str]] = {}  # class -> self.attr -> the function it holds
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             scan = _Scan(stmt, plain_stores=False)
@@ -214,7 +217,7 @@ def summarize(path: str, tree: ast.Module, calls: bool = True) -> FileSummary:
             if stmt.name not in ambiguous:
                 functions[stmt.name] = _returns(stmt, imports, scan)
         elif isinstance(stmt, ast.ClassDef):
-            info = _class(stmt, imports, scans)
+            info = _class(stmt, imports, scans, handed)
             if stmt.name not in ambiguous:
                 classes[stmt.name] = info
         elif (
@@ -224,7 +227,7 @@ def summarize(path: str, tree: ast.Module, calls: bool = True) -> FileSummary:
             callee = module.instance(stmt.value) if name not in ambiguous else None
             if callee is not None:
                 values[name] = callee
-    facts = _CallFacts(imports, values, ambiguous)
+    facts = _CallFacts(imports, values, ambiguous, handed)
     if calls:
         for scan, cls in scans:
             facts.of_function(scan, cls)
@@ -677,8 +680,12 @@ def _returns(func: Union[ast.FunctionDef, ast.AsyncFunctionDef], imports: Dict[s
     return tuple(exprs.result(r.value) for r in scan.returns)
 
 
-def _class(node: ast.ClassDef, imports: Dict[str, Target], scans: List[Tuple[_Scan, Optional[str]]]) -> ClassSummary:
-    """The class's facts; the scan of each of its methods is added to `scans`."""
+def _class(
+    node: ast.ClassDef, imports: Dict[str, Target], scans: List[Tuple[_Scan, Optional[str]]], handed: Dict[str, Dict[str, str]]
+) -> ClassSummary:
+    """The class's facts; the scan of each of its methods is added to `scans`, and the functions
+    its attributes are bound to once (`self.loss_fn = my_kl`, `functools.partial(my_kl, T=2)`)
+    to `handed[class name]`."""
     bases = tuple(d for d in map(_dotted, node.bases) if d is not None)
     methods: Dict[str, Optional[tuple]] = {}
     stores: Dict[str, List[Optional[ast.AST]]] = {}  # self.attr -> values, None where not usable
@@ -700,7 +707,24 @@ def _class(node: ast.ClassDef, imports: Dict[str, Target], scans: List[Tuple[_Sc
         attr: exprs.instance(found[0]) if len(found) == 1 and found[0] is not None and not dynamic else None
         for attr, found in stores.items()
     }
+    handed[node.name] = {
+        attr: name
+        for attr, found in stores.items()
+        if len(found) == 1 and found[0] is not None and not dynamic
+        for name in (_handed_function(exprs, found[0]),)
+        if name is not None
+    }
     return ClassSummary(bases, methods, attrs)
+
+
+def _handed_function(exprs: "_Exprs", value: ast.AST) -> Optional[str]:
+    """The dotted name of the function `value` hands on: `my_kl`, `losses.my_kl`, or
+    `functools.partial(my_kl, T=2)` with keywords only (the later call's positions are its own)."""
+    if isinstance(value, ast.Call) and exprs.qualname(value.func) == "functools.partial":
+        if len(value.args) != 1 or any(k.arg is None for k in value.keywords):
+            return None
+        value = value.args[0]
+    return _dotted(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
 
 
 def _last_layers(body: List[ast.stmt]) -> Dict[str, ast.AST]:
@@ -771,7 +795,10 @@ class _CallFacts:
     docstring has the forms). An object is an instance of a project class when a name bound
     once (in the function, else at module level) holds `Cls(...)`, through `.to(device)` steps."""
 
-    def __init__(self, imports: Dict[str, Target], values: Dict[str, tuple], ambiguous: FrozenSet[str]) -> None:
+    def __init__(
+        self, imports: Dict[str, Target], values: Dict[str, tuple], ambiguous: FrozenSet[str], handed: Dict[str, Dict[str, str]]
+    ) -> None:
+        self.handed = handed
         self.exprs = _Exprs(imports)
         self.imports = imports
         self.module_instances = {name: callee[1] for name, callee in values.items() if callee[0] == "new"}
@@ -814,6 +841,10 @@ class _CallFacts:
             member = func.attr  # a method of an object
             func = func.value
         fact = self._fact(func, member, cls, instances, locals_)
+        held = self.handed.get(cls, {}).get(member) if cls is not None and isinstance(func, ast.Name) and func.id == "self" else None
+        if held is not None:  # `self.loss_fn(p, q)` calls the function `__init__` kept there, when another file's
+            target = self.imports.get(held.partition(".")[0])
+            fact = ("name", held, "") if target is not None and (target[0] or target[1].partition(".")[0] not in _STDLIB) else None
         if fact is not None:
             self.facts.append((*fact, call.lineno, call.col_offset))
             kinds = passed_kinds(call, plain or {})

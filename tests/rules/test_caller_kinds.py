@@ -460,6 +460,45 @@ HANDED_CASES = [
     Silent(KEPT.format(arg="F.softmax(target, dim=-1)").replace("return self.consistency_fn(", "return self.kl_fn(")),
 ]
 
+# a function of another file kept in `self.attr` by `__init__` (as itself or a keyword partial)
+SHARPNESS = """\
+    import torch
+
+
+    def sharpness(probs, weight=1.0):
+        return weight * (probs * torch.log(probs)).sum(-1).mean()
+    """
+KEEPER = """\
+    import functools
+    import torch.nn.functional as F
+    from losses import sharpness
+
+
+    class Trainer:
+        def __init__(self, model, weight):
+            self.model = model
+            self.penalty = {held}
+
+        def step(self, x, y):
+            logits = self.model(x)
+            return F.cross_entropy(logits, y) + self.penalty({arg})
+    """
+KEPT_ELSEWHERE = [
+    Project(
+        {"losses.py": SHARPNESS, "trainer.py": KEEPER.format(held="functools.partial(sharpness, weight=weight)", arg="logits.softmax(-1)")},
+        lines={"losses.py": (5,)},
+        message="the call at trainer.py:13 passes `logits.softmax(-1)`",
+    ),
+    Project(
+        {"losses.py": SHARPNESS, "trainer.py": KEEPER.format(held="sharpness", arg="F.softmax(logits, dim=-1)")},
+        lines={"losses.py": (5,)},
+        message="trainer.py:13",
+    ),
+    Project({"losses.py": SHARPNESS, "trainer.py": KEEPER.format(held="sharpness", arg="F.log_softmax(logits, dim=-1).exp() + 1e-6")}),
+    # a partial that binds the first parameter by position: the call's argument is the second one's
+    Project({"losses.py": SHARPNESS, "trainer.py": KEEPER.format(held="functools.partial(sharpness, weight)", arg="logits.softmax(-1)")}),
+]
+
 # handed to a function of another file: not followed (one step, in its own file)
 HANDED_ELSEWHERE = Project(
     {
@@ -483,7 +522,7 @@ HANDED_ELSEWHERE = Project(
         "TNL103",
         flagged=[c for c in HANDED_CASES if isinstance(c, Flagged)],
         silent=[c for c in HANDED_CASES if isinstance(c, Silent)],
-        projects=[HANDED_ELSEWHERE],
+        projects=[HANDED_ELSEWHERE, *KEPT_ELSEWHERE],
     ),
 )
 def test_tnl103_functions_handed_on(code, case):

@@ -15,8 +15,10 @@ A function handed on instead of called counts as called where it is called later
 call's arguments (`CallSites.through`, in its own file): passed to a module-level function of the
 file and called there through the parameter (`run(loss_fn=my_kl)` ... `loss_fn(p, q)`), kept in
 `self.attr` and called as `self.attr(p, q)`, or in a name of the same function (`criterion =
-partial(my_kl, reduction="sum")` ... `criterion(p, q)`). Not followed: `map`, a function handed
-on twice, and a function handed on in another file.
+partial(my_kl, reduction="sum")` ... `criterion(p, q)`). From another file, a function that a
+class's `__init__` keeps in `self.attr` (itself or a keyword `functools.partial`) is called by
+`self.attr(p, q)` there (`summaries`). Not followed: `map`, a function handed on twice, and a
+function passed to a function of another file.
 
 Depth 1: a caller's own parameters are not followed to its callers. At most `MAX_ELSEWHERE`
 callers from other files are judged (the first by path and line).

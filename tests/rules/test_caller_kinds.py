@@ -14,6 +14,7 @@ import pytest
 
 from tests.rules import harness
 from tests.rules.harness import Flagged, Project, Silent
+from tests.test_cache import linted  # noqa: F401  # the fixture: the paths a run lints
 
 NLL_HELPER = """\
     import torch
@@ -542,3 +543,50 @@ def test_an_edit_at_the_caller_relints_the_helper(tmp_path):
     assert lint(folder).findings == []
     (folder / "train.py").write_text(train)
     assert [f.line for f in lint(folder).findings] == [6]
+
+
+# Each new fact a file reads from its callers is a fact of the caller's file, so the fingerprint
+# follows it: an edit that changes only that fact re-lints the callee (and its finding follows),
+# a comment does not. (`summaries.FileSummary.passes`, the call fact of a function kept in
+# `self.attr`, the caller's argument under `callers_digest`.)
+FINGERPRINT = [
+    pytest.param(
+        {
+            "losses": NLL_HELPER,
+            "train": _caller("from losses import nll_of_probs", "return nll_of_probs(F.softmax(logits, dim=1), targets)"),
+        },
+        ("F.softmax(logits, dim=1)", "F.relu(logits) + 1"),
+        id="passes",
+    ),
+    pytest.param(
+        {"losses": SHARPNESS, "trainer": KEEPER.format(held="sharpness", arg="logits.softmax(-1)")},
+        ("self.penalty = sharpness", "self.penalty = F.mse_loss"),
+        id="function-kept-in-an-attribute",
+    ),
+    pytest.param(
+        {
+            "losses": NLL_HELPER,
+            "train": _caller("from losses import nll_of_probs", "probs = F.softmax(logits, dim=1)\nreturn nll_of_probs(probs, targets)"),
+        },
+        ("probs = F.softmax(logits, dim=1)", "probs = F.softmax(logits, dim=1).clamp_min(1e-6)"),
+        id="argument-through-a-name",
+    ),
+]
+
+
+@pytest.mark.parametrize("files, edit", FINGERPRINT)
+def test_an_edit_of_a_callers_fact_relints_the_callee_and_a_comment_does_not(tmp_path, linted, files, edit):
+    from tests.test_cache import lint, project
+
+    folder = project(tmp_path, **{name: textwrap.dedent(text) for name, text in files.items()})
+    caller = next(name for name in files if name != "losses") + ".py"
+    cold = lint(folder).findings
+    assert [(Path(f.path).name, f.code) for f in cold] == [("losses.py", "TNL103")]
+    text = (folder / caller).read_text()
+    (folder / caller).write_text(text + "# a comment changes no fact\n")
+    linted.clear()
+    assert lint(folder).findings == cold and linted == [caller]
+    assert edit[0] in text
+    (folder / caller).write_text(text.replace(edit[0], edit[1]))
+    linted.clear()
+    assert [f for f in lint(folder).findings if f.code == "TNL103"] == [] and "losses.py" in linted

@@ -849,11 +849,9 @@ class _CallFacts:
             self.facts.append((*fact, call.lineno, call.col_offset))
             kinds = passed_kinds(call, plain or {})
             if kinds:
-                # the names the callee's file may show: a method's, a class's, a function's (past
-                # an import alias), and `forward` for a module held in `self.attr`
+                # the names the callee may have: a method's (`forward` for a module called), a
+                # class's, an attribute's, a function's (past an import alias)
                 called = {fact[2], fact[1].rpartition(".")[2]} - {""} if fact[0] != "name" else {fact[1].rpartition(".")[2]}
-                if fact[0] == "new":
-                    called.discard("forward")
                 if fact[0] == "name":
                     target = self.imports.get(fact[1].partition(".")[0])
                     if target is not None:
@@ -983,6 +981,20 @@ class Summaries:
         Only the names that occur in `text` are judged (each once per project and kinds): a
         pre-commit run asks this of one file, and judging every callable of a large project
         costs more than linting that file."""
+        words = set(_WORD.findall(text))
+        if any(self.may_be_passed(word, kinds) for word in words & self._names()[1].keys()):
+            return True
+        return any(self._produces(kinds, word) for word in words & self._names()[0].keys())
+
+    def may_be_passed(self, name: str, kinds: FrozenSet[str]) -> bool:
+        """Whether some call in the project's files passes a function or method called `name` an
+        argument that may be one of `kinds` (`FileSummary.passes`: the kind's word, or a call of
+        a producer of it). Calls by a bare name of the same file are not recorded."""
+        return any(kind in kinds or (kind[:1] == "=" and self._produces(kinds, kind[1:])) for kind in self._names()[1].get(name, ()))
+
+    def _names(self) -> Tuple[Dict[str, List[tuple]], Dict[str, Set[str]]]:
+        """(a name -> the producer questions of callables so named, a name called -> the kinds its
+        calls' arguments show), built once."""
         if self._named is None:
             self._named, self._passed = {}, {}
             for path, summary in self.files.items():
@@ -990,17 +1002,13 @@ class Summaries:
                     self._named.setdefault(name, []).append(question)
                 for name, kind in summary.passes if summary is not None else ():
                     self._passed.setdefault(name, set()).add(kind)
-        words = set(_WORD.findall(text))
-        for word in words & self._passed.keys():  # a function of this name may be passed one (`made_by`)
-            if any(kind in kinds or (kind[:1] == "=" and self._produces(kinds, kind[1:])) for kind in self._passed[word]):
-                return True
-        return any(self._produces(kinds, word) for word in words & self._named.keys())
+        return self._named, self._passed
 
     def _produces(self, kinds: FrozenSet[str], word: str) -> bool:
         """Whether a project callable named `word` produces one of `kinds` (once per project)."""
         key = (kinds, word)
         if key not in self._producers:
-            self._producers[key] = any(self._answers(question) & kinds for question in self._named.get(word, ()))  # type: ignore[union-attr]  # built by `mentions_producer`
+            self._producers[key] = any(self._answers(question) & kinds for question in self._names()[0].get(word, ()))
         return self._producers[key]
 
     def _answers(self, question: tuple) -> FrozenSet[str]:

@@ -192,9 +192,10 @@ class Caller:
         return f"{self.ctx.path}:{line}" if self.elsewhere else f"line {line}"
 
 
-def callers(ctx: "FileContext") -> List[Caller]:
+def callers(ctx: "FileContext", elsewhere: bool = True) -> List[Caller]:
     """The call sites in the project of the function being visited (a method through its class,
-    its instances and `self` attributes holding one)."""
+    its instances and `self` attributes holding one); with `elsewhere` False only those of its
+    own file that `CallSites` finds (no other file is read)."""
     function = ctx.enclosing(cst.FunctionDef)
     if function is None:
         return []
@@ -206,20 +207,20 @@ def callers(ctx: "FileContext") -> List[Caller]:
     toplevel = ctx.stack[at - 1] is ctx.module if cls is None else at >= 3 and ctx.stack[at - 3] is ctx.module
     if toplevel and cls is None:
         here += [Caller(ctx, path, False, False) for path in sites_here.through(ctx.module, function)]
-    if not toplevel:
+    if not toplevel or not elsewhere:
         return here
     sites = ctx.index.summaries.callers(ctx.path, cls.name.value if isinstance(cls, cst.ClassDef) else None, function.name.value)
-    elsewhere: List[Caller] = []
+    others: List[Caller] = []
     for site in sites:
-        if len(elsewhere) >= MAX_ELSEWHERE:
+        if len(others) >= MAX_ELSEWHERE:
             break
         other = _context_of(ctx, site.path)
         if other is None:
             continue
         found = _pick(other[1].get((site.line, site.col), []), site.bound)
         if found is not None:
-            elsewhere.append(Caller(other[0], found, site.bound, site.path != ctx.path))
-    return here + elsewhere
+            others.append(Caller(other[0], found, site.bound, site.path != ctx.path))
+    return here + others
 
 
 def _pick(paths: List[Tuple[cst.CSTNode, ...]], bound: bool) -> Optional[Tuple[cst.CSTNode, ...]]:

@@ -101,8 +101,12 @@ def _passed(ctx: "FileContext", name: cst.Name, op: str) -> Optional[CallMatch]:
 
 def _first_passing(ctx: "FileContext", function: cst.FunctionDef, param: cst.Param, op: str) -> Optional[Tuple[Caller, CallMatch]]:
     """The first caller (`callers.callers`: depth 1, at most `MAX_ELSEWHERE` in other files) whose
-    argument for `param` is an `op`, judged where it is written, and that match."""
-    for caller in callers(ctx):
+    argument for `param` is an `op`, judged where it is written, and that match. Callers in other
+    files are read only where the project's summaries say some call may pass the function an
+    `op` (`Summaries.may_be_passed`: most parameters are never passed one, and reading a
+    caller's file costs a parse)."""
+    elsewhere = ctx.index.summaries.may_be_passed(function.name.value, frozenset({op}))  # other files are read only then
+    for caller in callers(ctx, elsewhere):
         arg = caller.argument(function, param)
         if arg is None:
             continue  # the default, or arguments not seen

@@ -93,7 +93,7 @@ def _passed(ctx: "FileContext", name: cst.Name, op: str) -> Optional[CallMatch]:
     if found[key] is None:
         return None
     caller, match = found[key]  # type: ignore[misc]  # not None: tested above
-    passed = caller.ctx.module.code_for_node(match.call)
+    passed = " ".join(caller.ctx.module.code_for_node(match.call).split())  # one line
     passed = passed if len(passed) <= 40 else passed[:37] + "..."
     note_evidence(ctx, name, f"`{param.name.value}` is a {op}: the call at {caller.where} passes `{passed}`")
     return CallMatch(OPS[op], match.call, name, "caller")

@@ -56,6 +56,8 @@ def _ask(index: ProjectIndex, frames: Dict[str, Summaries], question: tuple) -> 
         return [(site, summaries.files.get(site.path)) for site in summaries.callers(question[2], question[3], question[4])]
     if what == "buffer":
         return summaries.buffers.get(question[2])
+    if what == "may_be_passed":
+        return summaries.may_be_passed(question[2], frozenset(question[3]))
     raise ValueError(f"not a question of the project facts: {what!r}")
 
 
@@ -125,7 +127,7 @@ class _RecordingSummaries(Summaries):
     """A `Summaries` whose questions are recorded (its own state is never set up: whatever else
     is read of it goes through `__getattr__` and is recorded whole)."""
 
-    def __init__(self, summaries: Summaries, frame: str, recorder: Recorder) -> None:  # noqa: no super: see the class
+    def __init__(self, summaries: Summaries, frame: str, recorder: Recorder) -> None:  # no super().__init__(): see the class
         self._summaries = summaries
         self._frame = frame
         self._recorder = recorder
@@ -148,6 +150,9 @@ class _RecordingSummaries(Summaries):
     def callers(self, path: str, cls: Optional[str], name: str) -> List[CallerSite]:
         found = self._recorder.ask(("callers", self._frame, path, cls, name))
         return [site for site, _ in found]  # type: ignore[attr-defined]
+
+    def may_be_passed(self, name: str, kinds: FrozenSet[str]) -> bool:
+        return self._recorder.ask(("may_be_passed", self._frame, name, tuple(sorted(kinds))))  # type: ignore[return-value]
 
     def mentions_producer(self, text: str, kinds: FrozenSet[str]) -> bool:
         self._recorder.words.setdefault(self._frame, set()).update(words(text))
@@ -217,7 +222,7 @@ class RecordingIndex(ProjectIndex):
     """The project index as one file's rules see it: every question recorded (`recorder`). Its
     dataclass fields are never set: reading one goes through `__getattr__` and is recorded whole."""
 
-    def __init__(self, index: ProjectIndex, digests: _Digests) -> None:  # noqa: no dataclass init: see the class
+    def __init__(self, index: ProjectIndex, digests: _Digests) -> None:  # the dataclass init is not called: see the class
         self.recorder = Recorder(index, digests)
         self.summaries = _RecordingSummaries(index.summaries, BASE, self.recorder)
         self.reached = _Reached(self.recorder)  # type: ignore[assignment]

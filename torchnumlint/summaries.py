@@ -37,8 +37,12 @@ call a project function or method with arguments, as `(form, owner, member, line
 `("new", "MyLoss", "forward", ...)` a method of an instance of a class the file names
 (`crit = MyLoss(); crit(a, b)` calls `forward`, `obj.step(x)` calls `step`); `("attr",
 "Trainer.criterion", "forward", ...)` an attribute or method of `self` in a method of `Trainer`
-(`self.criterion(a, b)`, `self.helper(x)`). `line` and `col` are `ast`'s (col in UTF-8 bytes).
-`Summaries.callers` resolves them, across files, to the function they call.
+(`self.criterion(a, b)`, `self.helper(x)`); `("name", "my_kl", "", ...)` also for
+`self.loss_fn(p, q)` where `__init__` keeps an imported function there (`self.loss_fn = my_kl`,
+`functools.partial(my_kl, T=2)`). `line` and `col` are `ast`'s (col in UTF-8 bytes).
+`Summaries.callers` resolves them, across files, to the function they call. `FileSummary.passes`
+names, for the pre-filter, the functions some call passes an argument that shows a softmax or a
+sigmoid (`passed_kinds`).
 
 Conservative by construction: a name bound twice at module level (`net = net.to(device)` is
 not a second binding), a function that may fall off
@@ -57,7 +61,7 @@ import functools
 import posixpath
 import re
 import sys
-from typing import AbstractSet, Dict, FrozenSet, Iterable, Iterator, KeysView, List, NamedTuple, Optional, Set, Tuple, Union
+from typing import AbstractSet, Dict, FrozenSet, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple, Union
 
 from torchnumlint.rules import vocabulary
 
@@ -134,6 +138,10 @@ class FileSummary(NamedTuple):
     # `@torch.no_grad()` / `@torch.inference_mode()`, or whose whole body is one such `with`
     # block. What they return carries no gradient (`Summaries.callee_no_grad`).
     no_grad: FrozenSet[str] = frozenset()
+    # (name called, kind) for each call whose argument shows a kind (`passed_kinds`): a function
+    # of that name may take the kind from this file's call, so its file keeps the rules that ask
+    # (`Summaries.mentions_producer`, the pre-filter); a fact, so the fingerprint follows it.
+    passes: FrozenSet[Tuple[str, str]] = frozenset()
 
 
 def callers_digest(text: str, tree: ast.Module, calls: Tuple[CallFact, ...]) -> str:
@@ -210,6 +218,7 @@ def summarize(path: str, tree: ast.Module, calls: bool = True) -> FileSummary:
     classes: Dict[str, ClassSummary] = {}
     values: Dict[str, tuple] = {}
     scans: List[Tuple[_Scan, Optional[str]]] = []  # every function's and method's, for its calls
+    handed: Dict[str, Dict[str, str]] = {}  # class -> self.attr -> the function it holds
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             scan = _Scan(stmt, plain_stores=False)
@@ -217,7 +226,7 @@ def summarize(path: str, tree: ast.Module, calls: bool = True) -> FileSummary:
             if stmt.name not in ambiguous:
                 functions[stmt.name] = _returns(stmt, imports, scan)
         elif isinstance(stmt, ast.ClassDef):
-            info = _class(stmt, imports, scans)
+            info = _class(stmt, imports, scans, handed)
             if stmt.name not in ambiguous:
                 classes[stmt.name] = info
         elif (
@@ -227,13 +236,13 @@ def summarize(path: str, tree: ast.Module, calls: bool = True) -> FileSummary:
             callee = module.instance(stmt.value) if name not in ambiguous else None
             if callee is not None:
                 values[name] = callee
-    facts = _CallFacts(imports, values, ambiguous)
+    facts = _CallFacts(imports, values, ambiguous, handed)
     if calls:
         for scan, cls in scans:
             facts.of_function(scan, cls)
         facts.of_module(tree.body)
     no_grad = frozenset(_no_grad_functions(tree.body, module))
-    return FileSummary(ambiguous, functions, classes, values, imports, tuple(facts.facts), no_grad=no_grad)
+    return FileSummary(ambiguous, functions, classes, values, imports, tuple(facts.facts), no_grad=no_grad, passes=frozenset(facts.passes))
 
 
 def instance_callee(summary: FileSummary, expr: ast.AST) -> Optional[tuple]:
@@ -713,8 +722,12 @@ def _returns(func: Union[ast.FunctionDef, ast.AsyncFunctionDef], imports: Dict[s
     return tuple(exprs.result(r.value) for r in scan.returns)
 
 
-def _class(node: ast.ClassDef, imports: Dict[str, Target], scans: List[Tuple[_Scan, Optional[str]]]) -> ClassSummary:
-    """The class's facts; the scan of each of its methods is added to `scans`."""
+def _class(
+    node: ast.ClassDef, imports: Dict[str, Target], scans: List[Tuple[_Scan, Optional[str]]], handed: Dict[str, Dict[str, str]]
+) -> ClassSummary:
+    """The class's facts; the scan of each of its methods is added to `scans`, and the functions
+    its attributes are bound to once (`self.loss_fn = my_kl`, `functools.partial(my_kl, T=2)`)
+    to `handed[class name]`."""
     bases = tuple(d for d in map(_dotted, node.bases) if d is not None)
     methods: Dict[str, Optional[tuple]] = {}
     stores: Dict[str, List[Optional[ast.AST]]] = {}  # self.attr -> values, None where not usable
@@ -736,7 +749,24 @@ def _class(node: ast.ClassDef, imports: Dict[str, Target], scans: List[Tuple[_Sc
         attr: exprs.instance(found[0]) if len(found) == 1 and found[0] is not None and not dynamic else None
         for attr, found in stores.items()
     }
+    handed[node.name] = {
+        attr: name
+        for attr, found in stores.items()
+        if len(found) == 1 and found[0] is not None and not dynamic
+        for name in (_handed_function(exprs, found[0]),)
+        if name is not None
+    }
     return ClassSummary(bases, methods, attrs)
+
+
+def _handed_function(exprs: "_Exprs", value: ast.AST) -> Optional[str]:
+    """The dotted name of the function `value` hands on: `my_kl`, `losses.my_kl`, or
+    `functools.partial(my_kl, T=2)` with keywords only (the later call's positions are its own)."""
+    if isinstance(value, ast.Call) and exprs.qualname(value.func) == "functools.partial":
+        if len(value.args) != 1 or any(k.arg is None for k in value.keywords):
+            return None
+        value = value.args[0]
+    return _dotted(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
 
 
 def _last_layers(body: List[ast.stmt]) -> Dict[str, ast.AST]:
@@ -807,12 +837,16 @@ class _CallFacts:
     docstring has the forms). An object is an instance of a project class when a name bound
     once (in the function, else at module level) holds `Cls(...)`, through `.to(device)` steps."""
 
-    def __init__(self, imports: Dict[str, Target], values: Dict[str, tuple], ambiguous: FrozenSet[str]) -> None:
+    def __init__(
+        self, imports: Dict[str, Target], values: Dict[str, tuple], ambiguous: FrozenSet[str], handed: Dict[str, Dict[str, str]]
+    ) -> None:
+        self.handed = handed
         self.exprs = _Exprs(imports)
         self.imports = imports
         self.module_instances = {name: callee[1] for name, callee in values.items() if callee[0] == "new"}
         self.ambiguous = ambiguous
         self.facts: List[CallFact] = []
+        self.passes: Set[Tuple[str, str]] = set()
 
     def of_function(self, scan: _Scan, cls: Optional[str]) -> None:
         instances = {
@@ -824,7 +858,7 @@ class _CallFacts:
         }
         locals_ = set(scan.binds) - set(instances)
         for call in scan.calls:
-            self._add(call, cls, instances, locals_)
+            self._add(call, cls, instances, locals_, scan.plain)
 
     def of_module(self, body: List[ast.stmt]) -> None:
         for stmt in body:
@@ -833,7 +867,9 @@ class _CallFacts:
                     if isinstance(node, ast.Call):
                         self._add(node, None, {}, set())
 
-    def _add(self, call: ast.Call, cls: Optional[str], instances: Dict[str, str], locals_: Set[str]) -> None:
+    def _add(
+        self, call: ast.Call, cls: Optional[str], instances: Dict[str, str], locals_: Set[str], plain: Optional[Dict[str, ast.AST]] = None
+    ) -> None:
         if not (call.args or call.keywords):
             return
         func, member = call.func, "forward"
@@ -847,8 +883,22 @@ class _CallFacts:
             member = func.attr  # a method of an object
             func = func.value
         fact = self._fact(func, member, cls, instances, locals_)
+        held = self.handed.get(cls, {}).get(member) if cls is not None and isinstance(func, ast.Name) and func.id == "self" else None
+        if held is not None:  # `self.loss_fn(p, q)` calls the function `__init__` kept there, when another file's
+            target = self.imports.get(held.partition(".")[0])
+            fact = ("name", held, "") if target is not None and (target[0] or target[1].partition(".")[0] not in _STDLIB) else None
         if fact is not None:
             self.facts.append((*fact, call.lineno, call.col_offset))
+            kinds = passed_kinds(call, plain or {})
+            if kinds:
+                # the names the callee may have: a method's (`forward` for a module called), a
+                # class's, an attribute's, a function's (past an import alias)
+                called = {fact[2], fact[1].rpartition(".")[2]} - {""} if fact[0] != "name" else {fact[1].rpartition(".")[2]}
+                if fact[0] == "name":
+                    target = self.imports.get(fact[1].partition(".")[0])
+                    if target is not None:
+                        called.add(target[1].rpartition(".")[2])
+                self.passes.update((name, kind) for name in called for kind in kinds)
 
     def _fact(
         self, func: ast.AST, member: str, cls: Optional[str], instances: Dict[str, str], locals_: Set[str]
@@ -873,6 +923,29 @@ class _CallFacts:
         if head in locals_ or target is None or (not target[0] and target[1].partition(".")[0] in _STDLIB):
             return None
         return "name", dotted, ""
+
+
+_KIND_WORDS = (("softmax", "softmax"), ("sigmoid", "sigmoid"), ("expit", "sigmoid"))
+
+
+def passed_kinds(call: ast.Call, plain: Dict[str, ast.AST]) -> FrozenSet[str]:
+    """The kinds whose word an argument of `call` shows (`F.softmax(z)`, `z.sigmoid()`,
+    `nn.Softmax(-1)(z)`, or a local name whose plain assignment does), and `=name` for each
+    callable called in one (`probs(z)`: a project helper may return a kind): a cheap
+    over-estimate of what a callee's parameter may be, for the pre-filter only (the rules judge
+    the argument itself)."""
+    found: Set[str] = set()
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
+        values = [arg, plain[arg.id]] if isinstance(arg, ast.Name) and arg.id in plain else [arg]
+        for value in values:
+            for node in ast.walk(value):
+                word = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+                found.update(kind for part, kind in _KIND_WORDS if part in word.lower())
+                if isinstance(node, ast.Call):
+                    called = _dotted(node.func)
+                    if called is not None:
+                        found.add("=" + called.rpartition(".")[2])
+    return frozenset(found)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -910,6 +983,7 @@ class Summaries:
         """Drop the answers derived from `files` (memoised: the producer names of a project ask
         the same resolutions and subclass questions hundreds of thousands of times)."""
         self._named: Optional[Dict[str, List[tuple]]] = None  # a name -> the callables so named
+        self._passed: Dict[str, Set[str]] = {}  # a name called -> the kinds an argument of a call shows (`passes`)
         self._producers: Dict[Tuple[FrozenSet[str], str], bool] = {}  # (kinds, name) -> produces
         self._resolved: Dict[Tuple[str, str, int], Optional[Tuple[str, str, str]]] = {}
         self._modules: Dict[Tuple[str, str], Optional[str]] = {}
@@ -941,38 +1015,58 @@ class Summaries:
     # -- the questions -----------------------------------------------------------------------------
     def mentions_producer(self, text: str, kinds: FrozenSet[str]) -> bool:
         """Whether `text` names a project callable that produces one of `kinds` (a function, a
-        class whose `forward` does, a method, an attribute or module value holding an activation):
-        a file that names none cannot call one. The pre-filter of rules that read producers.
+        class whose `forward` does, a method, an attribute or module value holding an activation),
+        or a name some call of the project passes one to (`FileSummary.passes`: a parameter takes
+        the kind its callers pass): a file that names none cannot call or be passed one. The
+        pre-filter of rules that read producers.
 
         Only the names that occur in `text` are judged (each once per project and kinds): a
         pre-commit run asks this of one file, and judging every callable of a large project
         costs more than linting that file."""
-        return any(self._produces(kinds, word) for word in words(text) & self.producer_names())
+        return any(self._named_kind(word, kinds) for word in words(text) & self.producer_names())
 
-    def producer_names(self) -> KeysView[str]:
-        """Every name a producer candidate of the project is known by (`_questions`)."""
+    def producer_names(self) -> Set[str]:
+        """Every name a producer candidate of the project is known by (`_questions`), and every
+        name some call of the project passes a kind to (`FileSummary.passes`)."""
+        named, passed = self._names()
+        return named.keys() | passed.keys()
+
+    def producers_among(self, words: Iterable[str], kinds: FrozenSet[str]) -> FrozenSet[str]:
+        """Those of `words` that name a producer of one of `kinds`, or a callable some call passes
+        one to: what a cached result that asked `mentions_producer` depends on (`fact_reads.py`)."""
+        return frozenset(word for word in set(words) & self.producer_names() if self._named_kind(word, kinds))
+
+    def _named_kind(self, word: str, kinds: FrozenSet[str]) -> bool:
+        return self.may_be_passed(word, kinds) or self._produces(kinds, word)
+
+    def may_be_passed(self, name: str, kinds: FrozenSet[str]) -> bool:
+        """Whether some call in the project's files passes a function or method called `name` an
+        argument that may be one of `kinds` (`FileSummary.passes`: the kind's word, or a call of
+        a producer of it). Calls by a bare name of the same file are not recorded."""
+        return any(kind in kinds or (kind[:1] == "=" and self._produces(kinds, kind[1:])) for kind in self._names()[1].get(name, ()))
+
+    def _names(self) -> Tuple[Dict[str, List[tuple]], Dict[str, Set[str]]]:
+        """(a name -> the producer questions of callables so named, a name called -> the kinds its
+        calls' arguments show), built once."""
         if self._named is None:
-            self._named = {}
+            self._named, self._passed = {}, {}
             for path, summary in self.files.items():
                 for name, question in _questions(path, summary):
                     self._named.setdefault(name, []).append(question)
-        return self._named.keys()
-
-    def producers_among(self, words: Iterable[str], kinds: FrozenSet[str]) -> FrozenSet[str]:
-        """Those of `words` that name a producer of one of `kinds`: what a cached result that asked
-        `mentions_producer` depends on (`fact_reads.py`)."""
-        return frozenset(word for word in set(words) & self.producer_names() if self._produces(kinds, word))
+                for name, kind in summary.passes if summary is not None else ():
+                    self._passed.setdefault(name, set()).add(kind)
+        return self._named, self._passed
 
     def _produces(self, kinds: FrozenSet[str], word: str) -> bool:
+        """Whether a project callable named `word` produces one of `kinds` (once per project)."""
         key = (kinds, word)
         if key not in self._producers:
-            assert self._named is not None  # `producer_names` gave the word
-            self._producers[key] = any((self._answer(question) or ("",))[0] in kinds for question in self._named[word])
+            self._producers[key] = any(self._answers(question) & kinds for question in self._names()[0].get(word, ()))
         return self._producers[key]
 
-    def _answer(self, question: tuple) -> Optional[Kind]:
-        """The kind a producer candidate gives (see `_questions`), or the first of the elements
-        of a tuple its own returns write out (`return logits, probs`)."""
+    def _answers(self, question: tuple) -> FrozenSet[str]:
+        """The kinds a producer candidate gives (see `_questions`): what it returns, and each
+        element of a tuple its own returns write out (`return logits, probs`)."""
         what, path, name, fact = question
         if what == "function":
             results = fact
@@ -982,11 +1076,13 @@ class Summaries:
             results = found[2] if found is not None and found[0] == "method" else None
             ask = lambda element: self._forward_kind((path, name), 0, element)  # noqa: E731
         elif what == "value":
-            return self.callee_kind(path, None, fact)
+            return frozenset(kind[:1] if (kind := self.callee_kind(path, None, fact)) is not None else ())
         else:
-            return self._member_kind((path, fact), name, 0)
+            found = self._member((path, fact), name, 0)
+            results = found[2] if found is not None and found[0] == "method" else None
+            ask = lambda element: self._member_kind((path, fact), name, 0, element)  # noqa: E731
         width = max((len(r[1]) for r in results or () if r is not None and r[0] == "tuple"), default=0)
-        return next((k for k in map(ask, (None, *range(width))) if k is not None), None)
+        return frozenset(k[0] for k in map(ask, (None, *range(width))) if k is not None)
 
     def callee_kind(
         self, path: str, instance: Optional[Instance], callee: Optional[tuple], depth: int = 0, element: Optional[int] = None
@@ -1069,6 +1165,27 @@ class Summaries:
         if what == "method":
             return self._returns_kind(where, instance, fact, depth + 1, element)
         return self.callee_kind(where, instance, fact, depth + 1, element)
+
+    def instance_class(self, path: str, instance: Optional[Instance], callee: Optional[tuple]) -> Optional[Instance]:
+        """The project class of the object that `callee` (a callee fact read in the file at
+        `path`, `self` an instance of `instance`) holds: `("new", "Head")` for `Head(d)`,
+        `("self", "head")` for `self.head` assigned `Head(d)` once in `__init__`; None when not
+        known, or where a subclass of `instance` may assign that attribute again."""
+        if callee is None:
+            return None
+        if callee[0] == "self":
+            if instance is None or self._overridden(instance, callee[1]):
+                return None
+            found = self._member(instance, callee[1], 0)
+            if found is None or found[0] != "attr":
+                return None
+            path, callee = found[1], found[2]
+            if callee is None:
+                return None
+        if callee[0] != "new":
+            return None
+        cls = self._resolve(path, callee[1], 0)
+        return (cls[1], cls[2]) if cls is not None and cls[0] == "class" else None
 
     def _member(self, cls: Instance, name: str, depth: int) -> Optional[Tuple[str, str, Optional[tuple]]]:
         """("method", path, results) or ("attr", path, callee) for `name` on the class or its

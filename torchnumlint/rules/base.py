@@ -92,8 +92,12 @@ class Rule:
         self.ctx = ctx
 
     def report(self, node: "cst.CSTNode", fix: "Optional[FixBuilder]" = None, **fmt: object) -> None:
-        """Record a finding at `node`; `fmt` fills the placeholders of `message`."""
-        self.ctx.add_report(self.code, self.name, node, self.message.format(**fmt) if fmt else self.message, fix)
+        """Record a finding at `node`; `fmt` fills the placeholders of `message`. A value inside
+        `node` known from a caller (`rules/callers.py`) names that caller at the end."""
+        from torchnumlint.rules.callers import evidence_notes  # libcst: this module is read without it
+
+        message = (self.message.format(**fmt) if fmt else self.message) + evidence_notes(self.ctx, node)
+        self.ctx.add_report(self.code, self.name, node, message, fix)
 
     def fix(self, safety: Optional[Safety] = None) -> "FixBuilder":
         """A fix builder; its safety is `safety` where this fix's differs from the rule's (a clamp

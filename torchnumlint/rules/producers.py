@@ -25,7 +25,7 @@ The roads to an answer:
   a local or module-level `act = nn.Sigmoid()`, `nn.Softmax(-1)(x)` called at once, or an
   `nn.Sequential` whose last layer is literally one of them;
 - an instance of a project class (`model = Net()`, `self.head = Head()`), whose `forward` gives
-  one kind;
+  one kind, or one of its methods called on it (`head.probs(x)`, `self.head.both(x)[1]`);
 - any of these in another module of the project (`from .heads import probs`, `heads.probs(x)`),
   through the project index's summaries (`torchnumlint.summaries`).
 
@@ -112,6 +112,10 @@ def _callee(ctx: "FileContext", own: FileSummary, func: cst.BaseExpression) -> O
     if isinstance(func, cst.Attribute) and is_literal(func.value, "self"):
         cls = _method_class(ctx)
         return (("self", func.attr.value), (ctx.path, cls)) if cls is not None else None
+    if isinstance(func, cst.Attribute) and isinstance(func.value, (cst.Name, cst.Attribute)):
+        held = _held_instance(ctx, own, func.value)  # `head.probs(x)`, `self.head.both(x)`
+        if held is not None:
+            return ("self", func.attr.value), held
     try:
         name = dotted(func)
     except TypeError:
@@ -125,6 +129,23 @@ def _callee(ctx: "FileContext", own: FileSummary, func: cst.BaseExpression) -> O
     if binding is None or binding.value is None:
         return None  # a parameter, or a name bound more than one way
     return _instance(ctx, own, binding.value), None
+
+
+def _held_instance(ctx: "FileContext", own: FileSummary, obj: cst.BaseExpression) -> Optional[Instance]:
+    """The project class of `obj`: a local name bound once to an instance (`head = Head(d)`), or
+    `self.head` that `__init__` assigns one; a method called on it is read in that class."""
+    summaries = _summaries(ctx)[0]
+    if isinstance(obj, cst.Attribute) and is_literal(obj.value, "self"):
+        cls = _method_class(ctx)
+        return summaries.instance_class(ctx.path, (ctx.path, cls), ("self", obj.attr.value)) if cls is not None else None
+    if not isinstance(obj, cst.Name) or obj.value in ("self", "cls"):
+        return None
+    if not _is_local(ctx, obj.value):
+        return summaries.instance_class(ctx.path, None, own.values.get(obj.value))  # a module-level instance
+    binding = ctx.binding(obj)
+    if binding is None or binding.value is None:
+        return None
+    return summaries.instance_class(ctx.path, None, _instance(ctx, own, binding.value))
 
 
 def _instance(ctx: "FileContext", own: FileSummary, value: cst.BaseExpression) -> Optional[tuple]:

@@ -47,10 +47,13 @@ def _tensor_call(
     imports: ImportMap, expr: cst.BaseExpression, methods: FrozenSet[str], functions: Optional[FrozenSet[str]] = None
 ) -> Optional[Tuple[str, cst.BaseExpression, Sequence[cst.Arg]]]:
     """`p.name(args)` for one of `methods`, or `torch.name(p, args)` for one of `functions`
-    (default: the same names): the name, `p` and the other arguments."""
+    (default: the same names): the name, `p` and the other arguments. `self.split(x)` is a
+    method of the module, not a tensor's (`producers` reads what it returns)."""
     if not isinstance(expr, cst.Call):
         return None
     func = expr.func
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+        return None
     if isinstance(func, cst.Attribute) and func.attr.value in methods and not imports.is_module_ref(func.value):
         return func.attr.value, func.value, expr.args
     qual = imports.qualname(func)

@@ -989,6 +989,51 @@ TNL111_PROJECTS = (
         fixed={"nn/gates.py": _GATING_HELPER.replace("1 / (1 + torch.exp(-x))", "torch.sigmoid(x)")},
         message="passed as `x` by the call at nn/blocks.py:5",
     ),
+    # a gate logit read from the tuple a project model returns, the model built as a pair
+    Project(
+        files={
+            "nn/gates.py": _GATING_HELPER,
+            "train.py": (
+                "import torch\n"
+                "from torch import nn\n"
+                "from nn.gates import soft_gate\n"
+                "\n"
+                "\n"
+                "class Router(nn.Module):\n"
+                "    def __init__(self, d):\n"
+                "        super().__init__()\n"
+                "        self.body = nn.Linear(d, d)\n"
+                "        self.gate = nn.Linear(d, 1)\n"
+                "\n"
+                "    def forward(self, x):\n"
+                "        h = self.body(x)\n"
+                "        return h, self.gate(h)\n"
+                "\n"
+                "\n"
+                "def step(x, device):\n"
+                "    model, ema = Router(8).to(device), Router(8).to(device)\n"
+                "    h, gate_logit = model(x)\n"
+                "    return (soft_gate(gate_logit) * h).sum()\n"
+            ),
+        },
+        lines={"nn/gates.py": (5,)},
+        fixed={"nn/gates.py": _GATING_HELPER.replace("1 / (1 + torch.exp(-x))", "torch.sigmoid(x)")},
+        message="element 1 of the output of `model`",
+    ),
+    # the elements of a tuple of batch fields: silent
+    Project(
+        files={
+            "nn/gates.py": _GATING_HELPER,
+            "aug.py": (
+                "from nn.gates import soft_gate\n"
+                "\n"
+                "\n"
+                "def weights(batch):\n"
+                "    age, score = batch['age'], batch['score']\n"
+                "    return soft_gate(score - 0.5)\n"
+            ),
+        },
+    ),
     # callers that pass images: silent
     Project(
         files={

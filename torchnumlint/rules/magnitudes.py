@@ -14,8 +14,10 @@ each leaf:
 
 - learned: a matrix product (`@`, `matmul`, `bmm`, `einsum`), `F.linear` / a convolution, the
   call of a module (`self.head(h)`, a torch layer, a project module: `amp.submodule_output`;
-  `self.<attr>(...)` in an `nn.Module` that defines no such method), a model output's
-  `.logits`; the reason names it;
+  `self.<attr>(...)` in an `nn.Module` that defines no such method), an element of the tuple
+  a module instance returns (`logits, z, gate = student(x)`: `student` bound to a project
+  module or a learned torch layer, through `.to(device)` and tuple assignments), a model
+  output's `.logits`; the reason names it;
 - data: a field of a batch handed to the code (`sample["target"]`, `batch.scores`: a
   string-keyed item or attribute of a value `evidence.is_data` calls data);
 - scale: numbers, strings, `torch.finfo(...).eps`, `self.<attr>` read as a value (a
@@ -41,6 +43,7 @@ from torchnumlint.rules.callers import callers
 from torchnumlint.rules.evidence import is_data
 from torchnumlint.rules.fp16_code import product_of
 from torchnumlint.rules.gradients import is_module_class
+from torchnumlint.rules.module_outputs import layer_output
 from torchnumlint.rules.number_kinds import is_python_number
 from torchnumlint.rules.syntax import strip_parens
 from torchnumlint.rules.ways import ways
@@ -157,7 +160,18 @@ class _Walk:
             self.leaf("unknown")
             return
         for way in found:
-            self.visit(way.value, depth + 1)
+            unpacked = way.binding.unpacked if way.binding is not None else None
+            if unpacked is None:
+                self.visit(way.value, depth + 1)
+                continue
+            element = _element(unpacked[0], unpacked[1])
+            packed = strip_parens(unpacked[0])
+            if element is not None:
+                self.visit(element, depth + 1)
+            elif isinstance(packed, cst.Call) and _module_instance(self.ctx, packed.func, 0):
+                self.leaf("learned", f"element {unpacked[1]} of the output of `{self.ctx.module.code_for_node(packed.func)}`")
+            else:
+                self.leaf("unknown")
 
     def call(self, node: cst.Call, depth: int) -> None:
         ctx = self.ctx
@@ -228,6 +242,46 @@ def _submodule_call(ctx: "FileContext", call: cst.Call) -> bool:
         return False
     defined = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}
     return func.attr.value not in defined
+
+
+def _element(packed: cst.BaseExpression, position: int) -> Optional[cst.BaseExpression]:
+    """Element `position` of a tuple written out (`a, b = x, y`); None for anything else."""
+    packed = strip_parens(packed)
+    if not isinstance(packed, cst.Tuple) or position >= len(packed.elements):
+        return None
+    element = packed.elements[position]
+    return None if isinstance(element, cst.StarredElement) else element.value
+
+
+def _module_instance(ctx: "FileContext", expr: cst.BaseExpression, depth: int) -> bool:
+    """Whether `expr` holds an instance of a project `nn.Module` or of a learned torch layer
+    (one that runs in float16 under autocast: linear, conv, recurrent), read through names,
+    tuple assignments and the module methods that return the module (`.to(device)`, `.eval()`)."""
+    expr = strip_parens(expr)
+    if depth > _DEPTH:
+        return False
+    if isinstance(expr, cst.Name):
+        found = ways(ctx, expr) or []
+        for way in found:
+            unpacked = way.binding.unpacked if way.binding is not None else None
+            value = _element(*unpacked) if unpacked is not None else way.value
+            if isinstance(value, cst.BaseExpression) and _module_instance(ctx, value, depth + 1):
+                return True
+        return False
+    if not isinstance(expr, cst.Call):
+        return False
+    func = expr.func
+    if isinstance(func, cst.Attribute) and func.attr.value in vocabulary.MODULE_METHODS:
+        return _module_instance(ctx, func.value, depth + 1)
+    if not isinstance(func, (cst.Name, cst.Attribute)):
+        return False
+    qual = ctx.qualname(func)
+    if layer_output(qual) == "fp16":
+        return True
+    if ctx.index is None:
+        return False
+    info = ctx.index.lookup(func.value if isinstance(func, cst.Name) else func.attr.value, qual, ctx.path)
+    return info is not None and info.kind == "module"
 
 
 def magnitude(ctx: "FileContext", expr: cst.BaseExpression) -> Magnitude:

@@ -152,6 +152,7 @@ class AcosAsinUnclamped(Rule):
         "0.125 in bfloat16, where a literal 1e-7 would round away and leave the clamp at 1)."
     )
     safety = Safety.UNSAFE
+    needs_index = True  # a rotation parameter is judged at callers in other modules (`rules/magnitudes.py`)
     needles = ("acos", "asin", "arccos", "arcsin")
     examples = (
         Example(

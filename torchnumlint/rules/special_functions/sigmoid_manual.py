@@ -232,6 +232,7 @@ class SigmoidManual(Rule):
     )
     safety = Safety.SAFE
     needles = ("exp",)
+    needs_index = True  # the input is judged at callers in other modules (`rules/magnitudes.py`)
     examples = (
         Example(
             bad=(

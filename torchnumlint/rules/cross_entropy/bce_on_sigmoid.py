@@ -35,15 +35,16 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
+from torchnumlint.rules.bindings import Binding, is_plain
+from torchnumlint.rules.calls import CallMatch, make_op, match_call
 from torchnumlint.rules.cross_entropy.sites import MAX_CHAIN, rewritten_input, source_of
 from torchnumlint.rules.gradient_context import gradient_free
-from torchnumlint.rules.made_by import sigmoid_call
-from torchnumlint.rules.syntax import number_value, same_code, strip_parens
 from torchnumlint.rules.losses import LossSite, loss_site
-from torchnumlint.rules.bindings import Binding, is_plain
-from torchnumlint.rules.value_steps import finite_kept
-from torchnumlint.rules.calls import CallMatch, make_op, match_call
+from torchnumlint.rules.made_by import sigmoid_call
 from torchnumlint.rules.ownership import owned_elsewhere
+from torchnumlint.rules.syntax import number_value, same_code, strip_parens
+from torchnumlint.rules.test_code import STRICT_IN_TESTS, in_test_code
+from torchnumlint.rules.value_steps import finite_kept
 
 BCE = make_op(
     "binary_cross_entropy",
@@ -92,6 +93,8 @@ class BceOnSigmoid(Rule):
         "computes the loss from the logits (log-sum-exp form) and is exact everywhere; the fix "
         "keeps `weight` and `reduction` and equals the original wherever that is finite and "
         "unclamped."
+        " In test code (a `tests/` folder of the project, `test_*.py`, `*_test.py`, `conftest.py`) "
+        "it is strict-mode only: a test's model trains for a few steps and never reaches a saturating logit."
     )
     safety = Safety.SAFE
     needles = ("binary_cross_entropy", "BCELoss", "log")
@@ -175,21 +178,28 @@ class BceOnSigmoid(Rule):
         if site is None or gradient_free(self.ctx):
             return
         sigmoid = sigmoid_call(self.ctx, site.input.value)
-        if sigmoid is None:
+        if sigmoid is None or self._in_tests():
             return
         fix, note = self._fix(site, sigmoid)
         made = f" (made by `{self.ctx.module.code_for_node(sigmoid.call.func)}`)" if sigmoid.form == "producer" else ""
-        hazard = f": the loss is capped at 100 and its gradient wrong, 0 once the sigmoid rounds to 1 ({_SATURATION})"
+        hazard = f": the loss is capped at 100 and its gradient wrong, 0 once the sigmoid rounds to 1 ({_SATURATION}){self._tests_note()}"
         self.report(node, fix, made=made, hazard=hazard, use="`binary_cross_entropy_with_logits` on the logits", note=note)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if owned_elsewhere(self.ctx, self.code, "handwritten-bce"):
             return
-        if handwritten_bce(self.ctx, node) is None:
+        if handwritten_bce(self.ctx, node) is None or self._in_tests():
             return
-        hazard = f" written out: `log(1 - p)` is -inf once the sigmoid rounds to 1 ({_SATURATION}), the loss Inf, its gradient NaN"
+        hazard = f" written out: `log(1 - p)` is -inf once the sigmoid rounds to 1 ({_SATURATION}), the loss Inf, its gradient NaN{self._tests_note()}"
         use = '`F.binary_cross_entropy_with_logits(z, y, reduction="none")` on the logits (or `F.logsigmoid(z)`, `F.logsigmoid(-z)`)'
         self.report(node, None, made="", hazard=hazard, use=use, note="")
+
+    def _in_tests(self) -> bool:
+        """A test's model never trains to a saturating logit (`test_code`): strict mode only."""
+        return in_test_code(self.ctx) and not self.ctx.strict
+
+    def _tests_note(self) -> str:
+        return f" ({STRICT_IN_TESTS})" if in_test_code(self.ctx) else ""
 
     def _fix(self, site: LossSite, sigmoid: CallMatch):
         """The call on the logits, or (None, "") where the logits or the call are out of reach."""

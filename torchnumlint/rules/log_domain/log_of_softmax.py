@@ -34,17 +34,17 @@ import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
+from torchnumlint.rules.calls import CallMatch, match_call
 from torchnumlint.rules.gradient_context import gradient_free, is_detached
-from torchnumlint.rules.made_by import softmax_call
-from torchnumlint.rules.magnitudes import magnitude
-from torchnumlint.rules.syntax import number_value, strip_parens
 from torchnumlint.rules.log_domain.handwritten import ExpNormalisation, hand_softmax, softmax_like
 from torchnumlint.rules.log_domain.selected_sums import SelectedSum, softmax_sum
 from torchnumlint.rules.log_domain.sites import LogRule, LogSite, chain, recognised, store_targets
-from torchnumlint.rules.calls import CallMatch, match_call
+from torchnumlint.rules.made_by import softmax_call
+from torchnumlint.rules.magnitudes import magnitude
 from torchnumlint.rules.rewrite import Build, renamed_call, renamed_func, with_input
+from torchnumlint.rules.syntax import number_value, strip_parens
+from torchnumlint.rules.test_code import STRICT_IN_TESTS, in_test_code
 from torchnumlint.rules.uses import only_ranked, uses_of
-
 
 # What a finding on a softmax of data says in strict mode.
 STRICT_DATA = "strict mode: the softmax's input is data of the batch, not logits; no evidence that its spread passes ~104"
@@ -89,6 +89,8 @@ class LogOfSoftmax(LogRule):
         "A softmax of data of the batch (scores, soft labels: bounded, not logits) is reported only in strict mode. "
         "Log-probabilities that are only ranked (`topk`, `argmax`, `sort`, beam scores) where no "
         "gradient flows are left alone: an -inf there ranks last, as it should."
+        " In test code (a `tests/` folder of the project, `test_*.py`, `*_test.py`, `conftest.py`) "
+        "it is strict-mode only: a test's model trains for a few steps and never spreads its logits by ~104."
     )
     safety = Safety.SAFE
     needles = ("softmax", "Softmax", "exp")
@@ -211,7 +213,10 @@ class LogOfSoftmax(LogRule):
     def _spread(self, logits: cst.BaseExpression) -> Optional[str]:
         """The evidence for the spread the hazard needs, as a clause ("" where none is named);
         None where the softmax's input is data of the batch (a score, a label distribution:
-        bounded, not logits that training drives apart) and the run is not strict."""
+        bounded, not logits that training drives apart) or the file is a test's (`test_code`),
+        and the run is not strict."""
+        if in_test_code(self.ctx):
+            return f" ({STRICT_IN_TESTS})" if self.ctx.strict else None
         found = magnitude(self.ctx, logits)
         if found.learned is not None:
             return f" (the softmax's input is {found.learned})"

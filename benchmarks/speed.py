@@ -248,7 +248,9 @@ def main() -> int:
             "one-file",
             f"torchnumlint one changed file ({changed.relative_to(work)})",
             1,
-            lambda: command(tnl + ["-q", "-j", str(args.jobs), "--cache-dir", cache, str(changed)], work),
+            # as pre-commit passes it: relative to the root (a project's facts are cached under the
+            # paths they were read by, so an absolute path here re-reads every file's facts)
+            lambda: command(tnl + ["-q", "-j", str(args.jobs), "--cache-dir", cache, str(changed.relative_to(work))], work),
         )
         if shutil.which("torchfix", path=str(bin_dir)):
             measure(

@@ -194,3 +194,32 @@ def test_no_cache_writes_nothing(tmp_path):
     assert not (folder / caching.FOLDER_NAME).exists()
     lint(folder, cache_dir=str(tmp_path / "elsewhere"))
     assert not (folder / caching.FOLDER_NAME).exists() and (tmp_path / "elsewhere" / "lint").is_dir()
+
+
+def test_one_file_after_an_edit_to_another_files_facts_gives_what_no_cache_gives(tmp_path):
+    folder = project(tmp_path, ops=FUNCTION, train=STEP)
+    lint(folder)
+    (folder / "train.py").write_text((folder / "train.py").read_text().replace('"cuda"', '"cuda", dtype=torch.bfloat16'))
+    (folder / "ops.py").write_text((folder / "ops.py").read_text() + "# staged\n")
+    one = [str(folder / "ops.py")]
+    cached = run(one, Settings(), options=Options(cache=True))
+    fresh = run(one, Settings(), options=Options(cache=False))
+    assert (cached.findings, cached.errors) == (fresh.findings, fresh.errors)
+    assert fresh.findings == []  # a bfloat16 region does not overflow float16's range: the facts were read anew
+
+
+def test_reading_the_facts_pack_leaves_the_collector_as_it_found_it(tmp_path):
+    import gc
+
+    store = caching.Cache(str(tmp_path / "cache"))
+    facts = index.index_file("m.py", "import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x\n")
+    store.put_many("facts", [("k", facts)])
+    assert gc.isenabled()
+    assert store.get_many("facts", ["k"]) == {"k": facts}
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert store.get_many("facts", ["k"]) == {"k": facts}
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -33,15 +33,17 @@ Importing this module loads no libcst: a fully cached run never does.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import functools
+import gc
 import hashlib
 import os
 import struct
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torchnumlint
 from torchnumlint import plaindata
@@ -115,10 +117,11 @@ class Cache:
         reads one: absent, torn or mistyped rows are left out."""
         found: Dict[str, object] = {}
         rows = _Pack(self.folder, kind).read(keys)
-        for key, data in rows:
-            value = self._decode(kind, data)
-            if value is not None:
-                found[key] = value
+        with collector_paused():
+            for key, data in rows:
+                value = self._decode(kind, data)
+                if value is not None:
+                    found[key] = value
         return found
 
     def checks(self, kind: str, keys: List[str]) -> Dict[str, str]:
@@ -200,6 +203,24 @@ class Cache:
                 with open(path, "w", encoding="utf-8") as handle:
                     handle.write(text)
         self._ready = True
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic collector off while a pack's values are built, as it was after.
+
+    Why: decoding a project's facts builds some 200,000 containers (diffusers), and every 700
+    allocations the collector walks the young ones, every tenth time the older ones too: half of
+    the decode's time went to walks that can free nothing, since decoded JSON holds no cycles
+    (diffusers' 2,089 rows, measured in one process, three times, load 3: 1.55-1.89 s with the
+    collector, 0.76-0.90 s without)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def encode(value: object) -> Tuple[bytes, str]:

@@ -511,10 +511,11 @@ class _Project:
         parts.update((path, part) for path, part in self._parsed.items() if path not in parts)
         self._parsed = {}
         index = ProjectIndex.empty()
-        for path in paths:
-            if path in parts:
-                index.absorb(parts.pop(path))
-        index.finalize()
+        with caching.collector_paused():  # the merged facts hold no cycles, and are frozen after (`run`)
+            for path in paths:
+                if path in parts:
+                    index.absorb(parts.pop(path))
+            index.finalize()
         return index
 
     @staticmethod

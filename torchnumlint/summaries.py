@@ -1023,7 +1023,7 @@ class Summaries:
         Only the names that occur in `text` are judged (each once per project and kinds): a
         pre-commit run asks this of one file, and judging every callable of a large project
         costs more than linting that file."""
-        return any(self._named_kind(word, kinds) for word in words(text) & self.producer_names())
+        return any(self._named_kind(word, kinds) for word in self._among(words(text)))
 
     def producer_names(self) -> Set[str]:
         """Every name a producer candidate of the project is known by (`_questions`), and every
@@ -1031,10 +1031,16 @@ class Summaries:
         named, passed = self._names()
         return named.keys() | passed.keys()
 
+    def _among(self, words: Set[str]) -> Set[str]:
+        """Those of `words` that `producer_names` holds, without building that union: a file's
+        words are few, a project's names many, and this is asked per file and rule."""
+        named, passed = self._names()
+        return (words & named.keys()) | (words & passed.keys())
+
     def producers_among(self, words: Iterable[str], kinds: FrozenSet[str]) -> FrozenSet[str]:
         """Those of `words` that name a producer of one of `kinds`, or a callable some call passes
         one to: what a cached result that asked `mentions_producer` depends on (`fact_reads.py`)."""
-        return frozenset(word for word in set(words) & self.producer_names() if self._named_kind(word, kinds))
+        return frozenset(word for word in self._among(set(words)) if self._named_kind(word, kinds))
 
     def _named_kind(self, word: str, kinds: FrozenSet[str]) -> bool:
         return self.may_be_passed(word, kinds) or self._produces(kinds, word)

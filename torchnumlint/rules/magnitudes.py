@@ -46,6 +46,7 @@ from torchnumlint.rules.gradients import is_module_class
 from torchnumlint.rules.module_outputs import layer_output
 from torchnumlint.rules.number_kinds import is_python_number
 from torchnumlint.rules.syntax import strip_parens
+from torchnumlint.rules.value_steps import selection_of_element
 from torchnumlint.rules.ways import ways
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -164,8 +165,8 @@ class _Walk:
             if unpacked is None:
                 self.visit(way.value, depth + 1)
                 continue
-            element = _element(unpacked[0], unpacked[1])
             packed = strip_parens(unpacked[0])
+            element = selection_of_element(self.ctx.imports, packed, unpacked[1])
             if element is not None:
                 self.visit(element, depth + 1)
             elif isinstance(packed, cst.Call) and _module_instance(self.ctx, packed.func, 0):
@@ -244,15 +245,6 @@ def _submodule_call(ctx: "FileContext", call: cst.Call) -> bool:
     return func.attr.value not in defined
 
 
-def _element(packed: cst.BaseExpression, position: int) -> Optional[cst.BaseExpression]:
-    """Element `position` of a tuple written out (`a, b = x, y`); None for anything else."""
-    packed = strip_parens(packed)
-    if not isinstance(packed, cst.Tuple) or position >= len(packed.elements):
-        return None
-    element = packed.elements[position]
-    return None if isinstance(element, cst.StarredElement) else element.value
-
-
 def _module_instance(ctx: "FileContext", expr: cst.BaseExpression, depth: int) -> bool:
     """Whether `expr` holds an instance of a project `nn.Module` or of a learned torch layer
     (one that runs in float16 under autocast: linear, conv, recurrent), read through names,
@@ -264,7 +256,7 @@ def _module_instance(ctx: "FileContext", expr: cst.BaseExpression, depth: int) -
         found = ways(ctx, expr) or []
         for way in found:
             unpacked = way.binding.unpacked if way.binding is not None else None
-            value = _element(*unpacked) if unpacked is not None else way.value
+            value = selection_of_element(ctx.imports, strip_parens(unpacked[0]), unpacked[1]) if unpacked is not None else way.value
             if isinstance(value, cst.BaseExpression) and _module_instance(ctx, value, depth + 1):
                 return True
         return False

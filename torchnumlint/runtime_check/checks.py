@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Callable, Dict
 
 from torchnumlint.runtime_check import oracles
-from torchnumlint.runtime_check.context import ReproContext
+from torchnumlint.runtime_check.context import Inputs, ReproContext
 from torchnumlint.runtime_check.judging import (
     Judgement,
     adversarial,
@@ -27,7 +27,7 @@ from torchnumlint.runtime_check.judging import (
     run_pair,
     skip_unsupported,
 )
-from torchnumlint.runtime_check.oracles import CONFIRMED, FIX_FAILED, NOT_REPRODUCED, Result
+from torchnumlint.runtime_check.oracles import CONFIRMED, FIX_FAILED, NOT_REPRODUCED, Outcome, Result
 
 
 def check_nf(ctx: ReproContext) -> Result:
@@ -45,9 +45,15 @@ def check_nf(ctx: ReproContext) -> Result:
     if bad.finite:
         j.fail("the original stays finite on the adversarial inputs")
         return finish(ctx, j, NOT_REPRODUCED)
+    return _judge_guarded_fix(ctx, j, inputs, bad, fix, "the fix is not finite")
+
+
+def _judge_guarded_fix(ctx: ReproContext, j: Judgement, inputs: Inputs, bad: Outcome, fix: Outcome, not_finite: str) -> Result:
+    """The end of an oracle whose original failed as it should: the fix must be finite
+    (`not_finite` says how it failed) and equal the float64 reference where the guard is idle."""
     j.evidence.append(fix.describe())
     if not fix.finite:
-        j.fail("the fix is not finite")
+        j.fail(not_finite)
         return finish(ctx, j, FIX_FAILED)
     judge(j, ctx, inputs, bad, fix, guarded=True)
     return finish(ctx, j, (None if j.failure else benign(j, ctx)) or CONFIRMED)
@@ -108,12 +114,7 @@ def check_err(ctx: ReproContext) -> Result:
     if match and match not in (bad.error or ""):
         j.fail(f"the original raised, but not the expected error ({match!r})")
         return finish(ctx, j, NOT_REPRODUCED)
-    j.evidence.append(fix.describe())
-    if not fix.finite:
-        j.fail("the fix raises or is not finite")
-        return finish(ctx, j, FIX_FAILED)
-    judge(j, ctx, inputs, bad, fix, guarded=True)
-    return finish(ctx, j, (None if j.failure else benign(j, ctx)) or CONFIRMED)
+    return _judge_guarded_fix(ctx, j, inputs, bad, fix, "the fix raises or is not finite")
 
 
 def check_zg(ctx: ReproContext) -> Result:

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from torchnumlint import atomic_write
-from torchnumlint.cli import cli
+from torchnumlint.commands import cli
 
 FIXABLE = "import torch\n\n\ndef f(x):\n    return torch.log(torch.softmax(x, dim=-1))\n"
 EDIT = "import torch\n\n\ndef f(x):\n    return x  # saved by the user meanwhile\n"

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from torchnumlint import runner
-from torchnumlint.cli import cli
+from torchnumlint.commands import cli
 from torchnumlint.config import Settings
 from torchnumlint.runner import Options, run
 from torchnumlint.workers import can_fork

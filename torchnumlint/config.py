@@ -26,11 +26,6 @@ from torchnumlint.fix_policy import FixPolicy
 if TYPE_CHECKING:
     from torchnumlint.rules.base import Rule
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 
 class ConfigError(Exception):
     """A bad setting: the message names the file, the key and what is wrong."""
@@ -86,6 +81,10 @@ def _read_toml(path: Path) -> dict:
     except UnicodeDecodeError as exc:  # TOML is UTF-8 by definition
         line = raw[: exc.start].count(b"\n") + 1
         raise ConfigError(f"{path}: cannot read: not UTF-8 (byte 0x{raw[exc.start]:02x} on line {line})") from None
+    if sys.version_info >= (3, 11):  # imported here: a run in a folder with no pyproject.toml reads no TOML
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -112,7 +112,8 @@ def test_cli_jobs_flag_gives_the_same_output(tmp_path):
 def test_a_worker_is_stopped_after_an_item_it_must_not_keep_the_memory_of():
     from torchnumlint.workers import run_all
 
-    pids = list(run_all(lambda item: (item, os.getpid()), [1, 2, 3, 4], 1, lambda item, why: (item, why), recycle=lambda item: item == 2))
+    weight = lambda item: 10 if item == 2 else 1  # noqa: E731
+    pids = list(run_all(lambda item: (item, os.getpid()), [1, 2, 3, 4], 1, lambda item, why: (item, why), weight=weight, recycle_above=5))
     assert [item for item, _ in pids] == [1, 2, 3, 4]
     assert pids[0][1] == pids[1][1] != pids[2][1] == pids[3][1]  # a fresh worker after item 2
     kept = list(run_all(lambda item: os.getpid(), [1, 2, 3], 1, lambda item, why: why))
@@ -129,3 +130,30 @@ def test_files_in_recycled_workers_give_the_same_findings(tmp_path, monkeypatch)
     monkeypatch.setattr(runner, "LARGE_FILE", 200)  # m1 to m5 are large: each in a worker of its own
     recycled = run([str(folder)], Settings(), options=Options(cache=False, jobs=2))
     assert (recycled.findings, recycled.errors) == (expected.findings, expected.errors) and len(expected.findings) == 12
+
+
+def _span(item):
+    """(item, when its worker started it, when it finished) on the clock every process shares."""
+    start = time.monotonic()
+    time.sleep(0.05 if item[0] == "small" else 0.3)
+    return item, start, time.monotonic()
+
+
+def test_two_large_items_are_never_in_flight_at_once():
+    from torchnumlint.workers import run_all
+
+    items = [("large", 0), ("small", 1), ("large", 2), ("small", 3), ("small", 4), ("large", 5)]
+    weight = lambda item: 1000 if item[0] == "large" else 1  # noqa: E731
+    spans = list(run_all(_span, items, 3, lambda item, why: why, weight=weight, recycle_above=100))
+    assert [item for item, _, _ in spans] == items  # in order, whatever order they ran in
+    large = sorted((start, end) for item, start, end in spans if item[0] == "large")
+    assert all(end <= next_start for (_, end), (next_start, _) in zip(large, large[1:]))
+
+
+def test_the_heaviest_items_go_first_and_one_worker_keeps_the_order():
+    from torchnumlint.workers import _order
+
+    weights = [1] * 20 + [30, 2, 40]
+    assert _order(weights, 2) == [22, 20] + list(range(20)) + [21]  # each over 1/8 of a worker's share (23.5)
+    assert _order(weights, 1) == list(range(23))
+    assert _order([5] * 10, 2) == list(range(10))  # nothing stands out: the order they came in

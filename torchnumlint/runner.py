@@ -57,16 +57,17 @@ if TYPE_CHECKING:
 # The project facts (`index`, `summaries`, `fact_reads`) and the engine (libcst, the rules) are imported where
 # they are first needed: a run over files with nothing for a rule to read loads neither.
 _NOQA = re.compile("noqa", re.IGNORECASE)  # as `directives` finds a noqa comment
-# A file this large is parsed in a worker that is stopped after it (`workers.run_all`'s
-# `recycle`): LibCST's tree of such a file lifts a worker's memory by hundreds of MB for good.
+# A file this large is parsed in a worker that is stopped after it, and never while another is
+# (`workers.run_all`'s `recycle_above`): LibCST's tree of such a file lifts a worker's memory by
+# hundreds of MB for good. Files are weighed by their size (`_size`: the heaviest go first).
 LARGE_FILE = 500_000
 
 
-def _large(path: str) -> bool:
+def _size(path: str) -> int:
     try:
-        return os.path.getsize(path) > LARGE_FILE
+        return os.path.getsize(path)
     except OSError:
-        return False
+        return 0
 
 
 def process_file(source: SourceFile, rules: Sequence[Type[Rule]], index: ProjectIndex, options: Options) -> FileOutcome:
@@ -342,7 +343,7 @@ class _Project:
         stored = self.cache is not None
         read = lambda path: _facts_of(path, self.settings.config_of(path).max_file_size, stored)  # noqa: E731
         new = []
-        for path, facts in zip(paths, run_all(read, paths, self.options.jobs, _no_facts, self.options.timeout, _large)):
+        for path, facts in zip(paths, run_all(read, paths, self.options.jobs, _no_facts, self.options.timeout, _size, LARGE_FILE)):
             if facts is None:
                 continue
             raw, matters, part, row = facts
@@ -455,7 +456,9 @@ class _Project:
             fingerprint = self.fingerprint() if needs_index and self.cache is not None else None
             lint = _Linter(self, index, fingerprint)
             paths = [path for _, path in todo]
-            for (position, path), linted in zip(todo, run_all(lint, paths, self.options.jobs, _failed, self.options.timeout, _large)):
+            for (position, path), linted in zip(
+                todo, run_all(lint, paths, self.options.jobs, _failed, self.options.timeout, _size, LARGE_FILE)
+            ):
                 if linted.read_error is not None:
                     tally.read_errors[position] = linted.read_error
                 else:

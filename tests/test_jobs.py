@@ -157,3 +157,21 @@ def test_the_heaviest_items_go_first_and_one_worker_keeps_the_order():
     assert _order(weights, 2) == [22, 20] + list(range(20)) + [21]  # each over 1/8 of a worker's share (23.5)
     assert _order(weights, 1) == list(range(23))
     assert _order([5] * 10, 2) == list(range(10))  # nothing stands out: the order they came in
+
+
+_KEPT = []  # what an item leaves behind in its worker
+
+
+def _keep(item):
+    if item == 2:
+        _KEPT.append(b"x" * 100_000_000)  # written, so resident, and kept
+    return item, os.getpid()
+
+
+def test_a_worker_that_grew_past_the_limit_is_replaced(monkeypatch):
+    from torchnumlint import workers
+
+    monkeypatch.setattr(workers, "GROWTH_LIMIT", 50_000_000)  # inherited by the forked workers
+    pids = list(workers.run_all(_keep, [1, 2, 3, 4], 1, lambda item, why: (item, why)))
+    assert [item for item, _ in pids] == [1, 2, 3, 4]
+    assert pids[0][1] == pids[1][1] != pids[2][1] == pids[3][1]  # a fresh worker after item 2

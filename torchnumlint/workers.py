@@ -18,8 +18,10 @@ item heavier than `recycle_above` (a very large file: LibCST's tree of a 1.4 MB 
 800 MB) is never in flight while another such item is, and its worker is stopped after it, a
 fresh one forked for the next item: the memory that item raised the worker's high-water mark to
 goes back to the system, not on to every later item (CPython's allocator keeps its arenas), and
-two of them never stack up in two workers. Results are still given in the items' order; those
-of the items sent first wait for the ones before them (a few items: each is a sizeable share).
+two of them never stack up in two workers. A worker that grew by more than `GROWTH_LIMIT` since
+it was forked (a few files of a few hundred KB) is replaced the same way, whatever the item. Results
+are still given in the items' order; those of the items sent first wait for the ones before them
+(a few items: each is a sizeable share).
 
 Where `fork` is not available, or `jobs` is None, items are processed here, one after another.
 """
@@ -44,6 +46,10 @@ R = TypeVar("R")
 
 Failure = Callable[[T, str], R]  # (item, what went wrong) -> the item's result
 TAIL = 8  # an item over 1/TAIL of a worker's share of the work is sent first (`_order`)
+# A worker whose resident memory grew by more than this since it was forked is replaced after its
+# item: LibCST's tree of a 300 KB file leaves a worker hundreds of MB larger for good (the
+# allocator keeps its arenas), and each worker would keep the high-water mark of its largest file.
+GROWTH_LIMIT = 200_000_000
 
 
 def default_jobs() -> int:
@@ -105,6 +111,7 @@ class _Worker:
         self.process.start()
         child.close()
         self.task: Optional[Tuple[int, object, float]] = None  # (position, item, started)
+        self.grown = False  # past GROWTH_LIMIT after its last item: stopped, a fresh one forked
 
     def stop(self, kill: bool = False) -> None:
         if kill and self.process.is_alive():
@@ -118,9 +125,20 @@ class _Worker:
         self.conn.close()
 
 
+def _resident() -> int:
+    """This process's resident memory in bytes (0 where /proc cannot tell)."""
+    try:
+        with open("/proc/self/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def _serve(function: Callable, conn: Connection) -> None:
-    """A worker's loop: items in, (ok, result or traceback) out, until told to stop."""
+    """A worker's loop: items in, (ok, result or traceback, whether it grew past GROWTH_LIMIT)
+    out, until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills us
+    start = _resident()
     while True:
         try:
             task = conn.recv()
@@ -129,10 +147,10 @@ def _serve(function: Callable, conn: Connection) -> None:
         if task is None:
             return
         try:
-            reply = (True, function(task))
+            ok, value = True, function(task)
         except BaseException as exc:  # the item's failure, reported by the parent
-            reply = (False, "".join(traceback.format_exception_only(type(exc), exc)).strip())
-        conn.send(reply)
+            ok, value = False, "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        conn.send((ok, value, _resident() - start > GROWTH_LIMIT))
 
 
 class _Pool:
@@ -169,7 +187,7 @@ class _Pool:
                     position, result, _ = worker.task
                     worker.task = None
                     done[position] = result
-                    if large[position]:
+                    if large[position] or worker.grown:
                         worker.stop()  # a fresh worker takes the next item
                 workers = [w for w in workers if w.process.is_alive() or w.task is not None]
         finally:
@@ -213,7 +231,7 @@ class _Pool:
             position, item, started = worker.task
             if worker.conn in ready:
                 try:
-                    ok, value = worker.conn.recv()
+                    ok, value, worker.grown = worker.conn.recv()
                     result = value if ok else self.on_failure(item, f"internal error in torchnumlint (please report it): {value}")
                 except (EOFError, OSError):
                     worker.process.join()

@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from tests.test_cli import UNSAFE, run
-from torchnumlint.cli import _paths_alone, lint
+from torchnumlint.cli import _paths_alone
+from torchnumlint.lint_command import lint
 from torchnumlint.commands import cli
 
 

@@ -3,7 +3,7 @@
 
 Kept apart from `cli.py`, which is the entry point: importing click costs a start-up about as long
 as the interpreter's own, and a plain `torchnumlint FILE...` (no option, no TORCHNUMLINT_*
-variable) needs none of it (`cli.main`). The lint command's work is `cli.lint`, whatever read its
+variable) needs none of it (`cli.main`). The lint command's work is `lint_command.lint`, whatever read its
 options; its parameters' defaults are the options' defaults here (a test holds them equal).
 """
 
@@ -15,7 +15,7 @@ from typing import Any, Optional, Sequence
 import click
 
 from torchnumlint import __version__
-from torchnumlint.cli import COMMAND_NAMES, EXIT_ERROR, lint
+from torchnumlint.lint_command import COMMAND_NAMES, EXIT_ERROR, lint
 from torchnumlint.report import FORMATS  # the reporters import neither libcst nor the engine
 
 

@@ -67,6 +67,10 @@ def entry_type(kind: str) -> object:
         from torchnumlint.index import ProjectIndex
 
         return ProjectIndex
+    if kind == "tables":
+        from torchnumlint.project_tables import Tables
+
+        return Tables
     return {"lint": LintEntry, "manifest": ManifestRecords}[kind]
 
 

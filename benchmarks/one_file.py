@@ -58,9 +58,14 @@ def main() -> int:
             (work / "setup.py").write_text("")
         changed: Path = work / args.file if args.file else first_torch_file(work)
         rel = str(changed.relative_to(work))
-        sides = {"this": (str(Path(__file__).resolve().parents[1]), Path(tmp) / "cache-this"), "baseline": (args.baseline, Path(tmp) / "cache-baseline")}
+        sides = {
+            "this": (str(Path(__file__).resolve().parents[1]), Path(tmp) / "cache-this"),
+            "baseline": (args.baseline, Path(tmp) / "cache-baseline"),
+        }
         envs = {name: {**os.environ, "PYTHONPATH": checkout} for name, (checkout, _) in sides.items()}
-        commands = {name: [sys.executable, "-m", "torchnumlint", "-q", "--cache-dir", str(cache), rel] for name, (_, cache) in sides.items()}
+        commands = {
+            name: [sys.executable, "-m", "torchnumlint", "-q", "--cache-dir", str(cache), rel] for name, (_, cache) in sides.items()
+        }
         print(f"{work.name}: {sum(1 for _ in work.rglob('*.py'))} .py files; the changed file: {rel}")
         time.sleep(2.1)  # past the manifest's racy window for the copied files
         for name in sides:

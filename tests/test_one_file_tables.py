@@ -120,7 +120,11 @@ def test_a_deleted_and_an_added_file(folder):
 
 
 def test_a_region_that_moves_what_it_reaches(folder):
-    _write(folder, "train", STEP.replace("return Energy.apply(x)", "return x * 2").replace("def step(x):", "def step(x):\n    y = Energy.apply(x)"))
+    _write(
+        folder,
+        "train",
+        STEP.replace("return Energy.apply(x)", "return x * 2").replace("def step(x):", "def step(x):\n    y = Energy.apply(x)"),
+    )
     _append(folder / "ops.py", "# staged\n")
     assert _same_as_no_cache(["ops.py"]) == []  # the region no longer calls the Function
     _write(folder, "train", STEP)

@@ -246,13 +246,15 @@ class LazySummaries(Summaries):
     """`Summaries` over the project's files, each decoded when a question reaches it; a frame
     (`with_file`) shares the decoded files and changes the name tables for its own file only."""
 
-    def __init__(self, index: "LazyIndex", tables: Dict[str, Dict[str, list]], over: Dict[str, Optional[FileSummary]]) -> None:  # no super().__init__(): it copies every file
+    def __init__(
+        self, index: "LazyIndex", tables: Dict[str, Dict[str, list]], over: Dict[str, Optional[FileSummary]]
+    ) -> None:  # no super().__init__(): it copies every file
         self.index = index
         self.tables = tables  # "producers", "calls": name -> paths; "passes", "bases": name -> (path, what)
         self.files = _Files(index, over)  # type: ignore[assignment]
         self.buffers = {}
         self._stems = None
-        self._subclasses = {name: list(found) for name, found in tables["bases"].items()}  # type: ignore[assignment]
+        self._subclasses = {name: list(found) for name, found in tables["bases"].items()}
         self._forget()
 
     def _names(self) -> Tuple[Dict[str, List[tuple]], Dict[str, Set[str]]]:
@@ -319,11 +321,13 @@ class LazyIndex(ProjectIndex):
     each file's facts decoded on first need (`load`). Its dataclass fields are never set:
     reading one builds the whole index (`whole`) and reads it there."""
 
-    def __init__(self, tables: Tables, load: Load, whole: Callable[[], ProjectIndex]) -> None:  # the dataclass init is not called: see the class
+    def __init__(
+        self, tables: Tables, load: Load, whole: Callable[[], ProjectIndex]
+    ) -> None:  # the dataclass init is not called: see the class
         self._tables = tables
         self._load = load
         self._whole = whole
-        self._built: Optional[ProjectIndex] = None
+        self._materialized: Optional[ProjectIndex] = None
         self._parts: Dict[str, ProjectIndex] = {}
         self._at = {path: at for at, path in enumerate(tables.paths)}
         self.summarised = {tables.paths[at]: None for at in tables.summarised}
@@ -343,9 +347,9 @@ class LazyIndex(ProjectIndex):
     def __getattr__(self, name: str) -> object:
         if name.startswith("__") or name.startswith("_"):
             raise AttributeError(name)
-        if self._built is None:
-            self._built = self._whole()
-        return getattr(self._built, name)
+        if self._materialized is None:
+            self._materialized = self._whole()
+        return getattr(self._materialized, name)
 
     def part(self, path: str) -> ProjectIndex:
         """The facts of the file at `path`, its classes' kinds as `finalize` gave them."""

@@ -1,25 +1,27 @@
 """The finalized project facts stored once, so that a one-file run decodes only what its lint asks.
 
 Why: a pre-commit run lints one file, yet building the project index decoded every file's facts
-from the pack (diffusers: 2,089 rows, ~0.7 s of CPU on an idle core, most of a 2 s run) to answer
+from the pack (diffusers: 2,089 rows, 0.7 s of CPU measured in one process, most of a 2 s run) to answer
 a handful of questions. What a lint asks of the index (`fact_reads.py` lists it: the class or
 function a name means, the fp16 region reaching a function, the project's fp16 sites and scaler,
 and the summaries' questions) needs, besides a few files' facts, only what `ProjectIndex.finalize`
 derives from all of them and a few name tables. `Tables` holds exactly that: the finalized
 results (each class's kind, what the fp16 regions reach, the sites), and, per name, the files
 whose facts can answer a question about it (classes, aliases, module-level functions; for the
-summaries, producers, the names calls pass a kind to, subclasses by base name, and calls by
-callee name). `LazyIndex` answers from the tables, decoding a file's facts on first need.
+summaries, the calls by callee name), and the summaries' answers that read every file (what
+each producer name gives, each class's resolved subclasses). `LazyIndex` answers from the
+tables, decoding a file's facts on first need.
 
 Tables are stored per project and path form in the pack (kind `tables`), with the facts key of
 each file they were made from. A run whose files' facts keys all match uses them as they are;
 when some differ (an edit), it compares each changed file's new facts with the old ones
 (`graph_part`: everything `finalize` reads, that is all but the summaries and the forwards' own
-facts): when those are the same, the finalized results still hold and only the name tables of
-the summaries change (the changed files' entries taken out and put back, `_contributions`); when
-they differ (a class, a call, a region, an alias or a line number of one of them moved), or a file
-was added or deleted, the runner decodes every file's facts and finalizes them (`runner._index`),
-and stores new tables.
+facts) and so are the summaries' names and results (`names_part`: all but calls, the kinds
+calls pass, and no_grad), the finalized results and stored answers still hold and only the counts
+of the summaries change (the changed files' entries taken out and put back, `Counts.edit`); when
+they differ (a class, a call, a region, an alias or a line number of one of them moved, a helper
+returns another kind), or a file was added or deleted, the runner decodes every file's facts and
+finalizes them (`runner._whole_index`), and stores new tables.
 
 Anything else read of a `LazyIndex` (an attribute of the index the tables do not cover) builds
 the whole index then (`__getattr__`), as before: slower, never different.
@@ -51,16 +53,46 @@ class Tables:
     sites: List[Site] = field(default_factory=list)  # `fp16_sites()`
     scaler: bool = False
     summarised: List[int] = field(default_factory=list)  # the files with an entry in the summaries
-    producers: Dict[str, List[int]] = field(default_factory=dict)  # `producer_questions` by name
-    passes: Dict[str, List[Tuple[int, str]]] = field(default_factory=dict)  # name called -> (file, kind)
-    bases: Dict[str, List[Tuple[int, str]]] = field(default_factory=dict)  # a base's last name -> (file, class)
-    calls: Dict[str, List[int]] = field(default_factory=dict)  # `call_names` -> files
+    counts: "Counts" = field(default_factory=lambda: Counts())
     # The summaries' answers that read every file: the kinds a producer of each name gives
     # (`Summaries._produces`, for the names that give any), and each class's project subclasses
-    # (its bases resolved) with the members each defines or assigns (`Summaries._find_override`).
+    # (its bases resolved) with the members each of those defines or assigns (`_find_override`).
     produce: Dict[str, List[str]] = field(default_factory=dict)
     children: Dict[Tuple[int, str], List[Tuple[int, str]]] = field(default_factory=dict)
     members: Dict[Tuple[int, str], List[str]] = field(default_factory=dict)
+
+
+@dataclass
+class Counts:
+    """The summaries' name tables, as counts of the files that add each entry, so that a file's
+    entries can be taken out (an edit, or the frame of a file linted: `Summaries.with_file`)."""
+
+    producers: Dict[str, int] = field(default_factory=dict)  # `producer_questions` names
+    passes: Dict[str, Dict[str, int]] = field(default_factory=dict)  # a name called -> kind -> files (`FileSummary.passes`)
+    calls: Dict[str, List[int]] = field(default_factory=dict)  # `call_names` -> the files (positions) with such calls
+
+    def edit(self, at: int, path: str, summary: Optional[FileSummary], sign: int) -> "Counts":
+        """These counts with the entries of the file at position `at` added (`sign` 1) or taken
+        out (-1), as a copy that shares every table it does not change."""
+        if summary is None:
+            return self
+        producers, passes, calls = dict(self.producers), dict(self.passes), dict(self.calls)
+        for name in dict.fromkeys(name for name, _ in producer_questions(path, summary)):
+            producers[name] = producers.get(name, 0) + sign
+            if not producers[name]:
+                del producers[name]
+        for name, kind in summary.passes:
+            kinds = passes[name] = dict(passes.get(name, {}))
+            kinds[kind] = kinds.get(kind, 0) + sign
+            if not kinds[kind]:
+                del kinds[kind]
+            if not kinds:
+                del passes[name]
+        for name in dict.fromkeys(name for fact in summary.calls for name in call_names(summary, fact)):
+            files = calls[name] = [one for one in calls.get(name, []) if one != at] + ([at] if sign > 0 else [])
+            if not files:
+                del calls[name]
+        return Counts(producers, passes, calls)
 
 
 def graph_part(part: ProjectIndex) -> ProjectIndex:
@@ -82,21 +114,6 @@ def _classes(part: ProjectIndex) -> Iterator[ClassInfo]:
     return (info for infos in part.classes.values() for info in infos)
 
 
-def _contributions(at: int, path: str, summary: Optional[FileSummary]) -> Iterator[Tuple[str, str, object]]:
-    """(table, name, entry) of the summaries' name tables for the file at position `at`."""
-    if summary is None:
-        return
-    for name in dict.fromkeys(name for name, _ in producer_questions(path, summary)):
-        yield "producers", name, at
-    for name, kind in sorted(summary.passes):
-        yield "passes", name, (at, kind)
-    for cls_name, info in summary.classes.items():
-        for base in info.bases:
-            yield "bases", base.rpartition(".")[2], (at, cls_name)
-    for name in dict.fromkeys(name for fact in summary.calls for name in call_names(summary, fact)):
-        yield "calls", name, at
-
-
 def make(paths: Sequence[str], keys: Sequence[str], parts: Mapping[str, ProjectIndex], index: ProjectIndex) -> Tables:
     """The tables of the finalized `index`, merged from `parts` (each file's, in `paths` order)."""
     tables = Tables(list(paths), list(keys), reached=dict(index.reached), sites=index.fp16_sites(), scaler=index.has_scaler())
@@ -108,7 +125,7 @@ def make(paths: Sequence[str], keys: Sequence[str], parts: Mapping[str, ProjectI
                 getattr(tables, table).setdefault(name, []).append(at)
         if path in part.summaries.files:
             tables.summarised.append(at)
-            _add(tables, at, path, part.summaries.files[path])
+            tables.counts = tables.counts.edit(at, path, part.summaries.files[path], +1)
     _answer(tables, index.summaries)
     return tables
 
@@ -123,26 +140,13 @@ def _answer(tables: Tables, summaries: Summaries) -> None:
             tables.produce[name] = kinds
     for path, summary in summaries.files.items():
         for cls_name, info in summary.classes.items() if summary is not None else ():
-            tables.members[(at[path], cls_name)] = sorted({*info.methods, *info.attrs})
             for base in info.bases:
                 found = summaries._resolve(path, base, 0)
                 if found is not None and found[0] == "class":
                     children = tables.children.setdefault((at[found[1]], found[2]), [])
                     if (at[path], cls_name) not in children:
                         children.append((at[path], cls_name))
-
-
-def _add(tables: Tables, at: int, path: str, summary: Optional[FileSummary]) -> None:
-    for table, name, entry in _contributions(at, path, summary):
-        getattr(tables, table).setdefault(name, []).append(entry)
-
-
-def _remove(tables: Tables, at: int, path: str, summary: Optional[FileSummary]) -> None:
-    for table, name, entry in _contributions(at, path, summary):
-        found = getattr(tables, table)[name]
-        found.remove(entry)
-        if not found:
-            del getattr(tables, table)[name]
+                    tables.members[(at[path], cls_name)] = sorted({*info.methods, *info.attrs})
 
 
 def updated(tables: Tables, keys: Sequence[str], old: Mapping[str, ProjectIndex], new: Mapping[str, ProjectIndex]) -> Optional[Tables]:
@@ -158,8 +162,9 @@ def updated(tables: Tables, keys: Sequence[str], old: Mapping[str, ProjectIndex]
             return None
         if names_part(before.summaries.files.get(path)) != names_part(after.summaries.files.get(path)):
             return None
-        _remove(tables, at, path, before.summaries.files.get(path))
-        _add(tables, at, path, after.summaries.files.get(path))
+        tables.counts = tables.counts.edit(at, path, before.summaries.files.get(path), -1).edit(
+            at, path, after.summaries.files.get(path), +1
+        )
         tables.keys[at] = key
     return tables
 
@@ -190,35 +195,27 @@ class _Files(Mapping[str, Optional[FileSummary]]):
         return path in self._over or path in self._index.summarised
 
 
-class _Named(Mapping[str, List[tuple]]):
-    """`Summaries._names()[0]`: a name -> the producer questions of the callables so named, read
-    from the files the tables name for it."""
+class _Passed(Mapping[str, Set[str]]):
+    """`Summaries._names()[1]`: a name called -> the kinds some call passes it, from the counts."""
 
-    def __init__(self, summaries: "LazySummaries") -> None:
-        self._summaries = summaries
-        self._found: Dict[str, List[tuple]] = {}
+    def __init__(self, passes: Dict[str, Dict[str, int]]) -> None:
+        self._passes = passes
 
-    def __getitem__(self, name: str) -> List[tuple]:
-        if name not in self._found:
-            table = self._summaries.tables["producers"]
-            if name not in table:
-                raise KeyError(name)
-            files = self._summaries.files
-            self._found[name] = [q for path in table[name] for n, q in producer_questions(path, files[path]) if n == name]
-        return self._found[name]
+    def __getitem__(self, name: str) -> Set[str]:
+        return set(self._passes[name])
 
     def __contains__(self, name: object) -> bool:
-        return name in self._summaries.tables["producers"]
+        return name in self._passes
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._summaries.tables["producers"])
+        return iter(self._passes)
 
     def __len__(self) -> int:
-        return len(self._summaries.tables["producers"])
+        return len(self._passes)
 
 
 class _Calls(Mapping[str, List[Tuple[str, CallFact]]]):
-    """`Summaries._named_calls()`, read from the files the tables name for each callee name."""
+    """`Summaries._named_calls()`, read from the files the counts name for each callee name."""
 
     def __init__(self, summaries: "LazySummaries") -> None:
         self._summaries = summaries
@@ -226,42 +223,42 @@ class _Calls(Mapping[str, List[Tuple[str, CallFact]]]):
     def __getitem__(self, name: str) -> List[Tuple[str, CallFact]]:
         files = self._summaries.files
         found = []
-        for path in self._summaries.tables["calls"][name]:
+        for at in self._summaries.counts.calls[name]:
+            path = self._summaries.index.paths[at]
             summary = files[path]
-            assert summary is not None  # the tables name files with calls
+            assert summary is not None  # the counts name files with calls
             found += [(path, fact) for fact in summary.calls if name in call_names(summary, fact)]
         return found
 
     def __contains__(self, name: object) -> bool:
-        return name in self._summaries.tables["calls"]
+        return name in self._summaries.counts.calls
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._summaries.tables["calls"])
+        return iter(self._summaries.counts.calls)
 
     def __len__(self) -> int:
-        return len(self._summaries.tables["calls"])
+        return len(self._summaries.counts.calls)
 
 
 class LazySummaries(Summaries):
-    """`Summaries` over the project's files, each decoded when a question reaches it; a frame
-    (`with_file`) shares the decoded files and changes the name tables for its own file only."""
+    """`Summaries` over the project's files, each decoded when a question reaches it, with the
+    answers that read every file from the tables; a frame (`with_file`) shares the decoded files
+    and changes the counts for its own file only."""
 
     def __init__(
-        self, index: "LazyIndex", tables: Dict[str, Dict[str, list]], over: Dict[str, Optional[FileSummary]]
+        self, index: "LazyIndex", counts: Counts, over: Dict[str, Optional[FileSummary]]
     ) -> None:  # no super().__init__(): it copies every file
         self.index = index
-        self.tables = tables  # "producers", "calls": name -> paths; "passes", "bases": name -> (path, what)
+        self.counts = counts
         self.files = _Files(index, over)  # type: ignore[assignment]
         self.buffers = {}
         self._stems = None
-        self._subclasses = {name: list(found) for name, found in tables["bases"].items()}
+        self._subclasses = None
         self._forget()
 
     def _names(self) -> Tuple[Dict[str, List[tuple]], Dict[str, Set[str]]]:
-        if self._named is None:
-            self._named = _Named(self)  # type: ignore[assignment]
-            self._passed = {name: {kind for _, kind in found} for name, found in self.tables["passes"].items()}
-        return self._named, self._passed  # type: ignore[return-value]
+        """The names only (`producer_names`, `_among`): what they produce is `_produces`'s."""
+        return self.counts.producers, _Passed(self.counts.passes)  # type: ignore[return-value]
 
     def _named_calls(self) -> Dict[str, List[Tuple[str, CallFact]]]:
         if self._calls is None:
@@ -288,32 +285,17 @@ class LazySummaries(Summaries):
     def with_file(self, path: str, summary: Optional[FileSummary]) -> Summaries:
         """The frame of a file linted: its own summary over the stored one. One that differs in
         what the stored answers read (`names_part`) gets the whole summaries, as before."""
-        if path not in self.files or names_part(self.files[path]) != names_part(summary):
+        at = self.index.at.get(path)
+        if at is None or path not in self.files or names_part(self.files[path]) != names_part(summary):
             return Summaries({**{p: self.files[p] for p in self.files}, path: summary})
-        tables = {name: dict(table) for name, table in self.tables.items()}
-        _edit(tables, path, self.files[path], -1)
-        _edit(tables, path, summary, +1)
-        return LazySummaries(self.index, tables, {**self.files._over, path: summary})  # type: ignore[attr-defined]
+        counts = self.counts.edit(at, path, self.files[path], -1).edit(at, path, summary, +1)
+        return LazySummaries(self.index, counts, {**self.files._over, path: summary})  # type: ignore[attr-defined]
 
     def without(self, path: str) -> Summaries:
         return Summaries({p: self.files[p] for p in self.files if p != path})
 
     def absorb(self, other: Summaries) -> None:
         raise TypeError("a lazy project's summaries are read, never added to")
-
-
-def _edit(tables: Dict[str, Dict[str, list]], path: str, summary: Optional[FileSummary], sign: int) -> None:
-    """Take a file's entries out of the summaries' name tables (`sign` -1) or put them in (+1),
-    copying each list it changes (the tables of other frames share them)."""
-    for table, name, entry in _contributions(0, path, summary):
-        item = (path, entry[1]) if isinstance(entry, tuple) else path
-        found = [one for one in tables[table].get(name, []) if one != item]
-        if sign > 0:
-            found.append(item)
-        if found:
-            tables[table][name] = found
-        else:
-            tables[table].pop(name, None)
 
 
 class LazyIndex(ProjectIndex):
@@ -329,19 +311,14 @@ class LazyIndex(ProjectIndex):
         self._whole = whole
         self._materialized: Optional[ProjectIndex] = None
         self._parts: Dict[str, ProjectIndex] = {}
-        self._at = {path: at for at, path in enumerate(tables.paths)}
+        self.at = {path: at for at, path in enumerate(tables.paths)}
         self.summarised = {tables.paths[at]: None for at in tables.summarised}
+        self.paths = tables.paths
         paths = tables.paths
-        names: Dict[str, Dict[str, list]] = {
-            "producers": {name: [paths[at] for at in found] for name, found in tables.producers.items()},
-            "calls": {name: [paths[at] for at in found] for name, found in tables.calls.items()},
-            "passes": {name: [(paths[at], kind) for at, kind in found] for name, found in tables.passes.items()},
-            "bases": {name: [(paths[at], cls) for at, cls in found] for name, found in tables.bases.items()},
-        }
         self.produce = {name: frozenset(kinds) for name, kinds in tables.produce.items()}
         self.children = {(paths[at], cls): [(paths[sub], name) for sub, name in found] for (at, cls), found in tables.children.items()}
         self.members = {(paths[at], cls): frozenset(names) for (at, cls), names in tables.members.items()}
-        self.summaries = LazySummaries(self, names, {})
+        self.summaries = LazySummaries(self, tables.counts, {})
         self.reached = tables.reached
 
     def __getattr__(self, name: str) -> object:
@@ -359,7 +336,7 @@ class LazyIndex(ProjectIndex):
         wanted = [path for path in dict.fromkeys(paths) if path not in self._parts]
         if wanted:
             for path, part in self._load(wanted).items():
-                for info, (kind, protected) in zip(_classes(part), self._tables.kinds[self._at[path]]):
+                for info, (kind, protected) in zip(_classes(part), self._tables.kinds[self.at[path]]):
                     info.kind, info.protected = kind, protected
                 self._parts[path] = part
         return [self._parts[path] for path in paths]

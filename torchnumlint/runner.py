@@ -317,10 +317,10 @@ class _Project:
             elif self.root is not None and passed:
                 top = str(self.root) if os.path.isabs(passed[0]) else os.path.relpath(self.root)
                 walked = list(project_files(top, self.settings))
-                code = [path for path in walked if path.endswith(SUFFIXES)]
-                seen = {os.path.realpath(path) for path in walked}
+                spelled = _as_passed(walked, passed)
+                code = [spelled.get(path, path) for path in walked if path.endswith(SUFFIXES)]
                 self._paths = code + [path for path in walked if not path.endswith(SUFFIXES)]
-                self._paths += [path for path in passed if os.path.realpath(path) not in seen]
+                self._paths += [path for path in passed if path not in spelled.values()]
             else:
                 self._paths = passed
         return self._paths
@@ -670,6 +670,19 @@ class _Linter:
                 entry = (self.fingerprint if reads else None, outcome.findings, outcome.errors, asked)
                 project.cache.put("lint", project._key(path, caching.digest(source.raw)), entry)
         return _Linted(outcome=outcome)
+
+
+def _as_passed(walked: List[str], passed: List[str]) -> Dict[str, str]:
+    """walked path -> the passed path that is the same file, as the user spelled it (findings and
+    facts name it so): by the normalised path, else (another spelling: `../x`, a link) by the real
+    path, which is looked up only then (a `realpath` per file of the project costs a stat each)."""
+    walked_set = set(walked)
+    spelled = {os.path.normpath(path): path for path in passed if os.path.normpath(path) in walked_set}
+    rest = [path for path in passed if os.path.normpath(path) not in walked_set]
+    if rest:
+        real = {os.path.realpath(path): path for path in rest}
+        spelled.update((path, real[os.path.realpath(path)]) for path in walked if os.path.realpath(path) in real)
+    return spelled
 
 
 def _failed(path: str, why: str) -> _Linted:

@@ -8,8 +8,9 @@ it is one project). Each side gets its own cache folder, warmed by one run over 
 stores every file's project facts and the manifest; the other files' lint entries play no part
 in a one-file run). Then, N times, a comment is appended to the file (so its lint entry misses and
 it is linted again, with the project's facts) and each side runs once, the side that goes first
-alternating (the machine may be shared). The baseline runs as `python -m torchnumlint` with
-CHECKOUT first on PYTHONPATH. Printed: each side's wall times, their medians, the median of the
+alternating (the machine may be shared). Each side runs as `python -m torchnumlint` with its
+checkout first on PYTHONPATH (`--this`: a copy, so that editing this one does not change the
+package's fingerprint, and so its cache, halfway). Printed: each side's wall times, their medians, the median of the
 per-repetition ratios, and the load average before and after. Times belong here, never in tests.
 """
 
@@ -48,6 +49,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder")
     parser.add_argument("--baseline", required=True, help="a checkout of torchnumlint to compare with")
+    parser.add_argument("--this", default=str(Path(__file__).resolve().parents[1]), help="the checkout measured (default: this one)")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--file", help="the file to change, relative to FOLDER (default: the first that imports torch)")
     args = parser.parse_args()
@@ -59,7 +61,7 @@ def main() -> int:
         changed: Path = work / args.file if args.file else first_torch_file(work)
         rel = str(changed.relative_to(work))
         sides = {
-            "this": (str(Path(__file__).resolve().parents[1]), Path(tmp) / "cache-this"),
+            "this": (args.this, Path(tmp) / "cache-this"),
             "baseline": (args.baseline, Path(tmp) / "cache-baseline"),
         }
         envs = {name: {**os.environ, "PYTHONPATH": checkout} for name, (checkout, _) in sides.items()}

@@ -71,6 +71,10 @@ def entry_type(kind: str) -> object:
         from torchnumlint.project_tables import Tables
 
         return Tables
+    if kind == "listing":
+        from torchnumlint.listing import Listing
+
+        return Listing
     return {"lint": LintEntry, "manifest": ManifestRecords}[kind]
 
 

@@ -136,15 +136,24 @@ class _Walker:
         return _excluded(self.spec(config), path, config.root, False) or self.gitignore.ignored(path, False)
 
     def walk(
-        self, top: str, into_projects: bool, suffixes: Tuple[str, ...] = SUFFIXES, configs: Optional[List[str]] = None
+        self,
+        top: str,
+        into_projects: bool,
+        suffixes: Tuple[str, ...] = SUFFIXES,
+        configs: Optional[List[str]] = None,
+        looked: Optional[Dict[Path, bool]] = None,
     ) -> Iterator[str]:
         """The Python files (or those ending in `suffixes`) under `top`, paths joined onto `top` as
         given; below `top`, folders that are project roots are entered only with `into_projects`.
         The config files met on the way (`CONFIG_SUFFIXES`) are added to `configs` when given: the
         same walk finds the files a run lints and those its project facts read. A folder that cannot be
-        listed (no permission) is named in `errors` and the walk goes on."""
+        listed (no permission) is named in `errors` and the walk goes on. `looked`, when given, gets
+        every folder whose listing or contents decided what the walk gave (True: entered; False: a
+        child left out for what it holds, a marker or a virtualenv): what `listing.py` watches."""
         for folder, dirnames, filenames in os.walk(top, onerror=self._unreadable):
             here = Path(os.path.abspath(folder))
+            if looked is not None:
+                looked[here] = True
             config = self.settings.config_for(here)
             spec = self.spec(config)
             keep = []
@@ -152,6 +161,8 @@ class _Walker:
                 child = here / name
                 if name.startswith(".") or _excluded(spec, child, config.root, True):
                     continue
+                if looked is not None:
+                    looked.setdefault(child, False)
                 if self.gitignore.ignored(child, True) or os.path.exists(child / "pyvenv.cfg"):  # a virtualenv
                     continue
                 if into_projects or not is_project_root(child):
@@ -213,8 +224,15 @@ def discover(
     return files, errors + walker.errors
 
 
-def project_files(root: str, settings: Settings) -> Iterator[str]:
+def project_files(root: str, settings: Settings, looked: Optional[Dict[Path, bool]] = None) -> Iterator[str]:
     """Every file of the project at `root` that its facts come from (lazily), leaving out nested
     projects: the Python files and notebooks, and the config files that can name classes
-    (`configfiles.py`: Hydra's `_target_`s), which are read, never linted."""
-    return _Walker(settings).walk(root, into_projects=False, suffixes=SUFFIXES + CONFIG_SUFFIXES)
+    (`configfiles.py`: Hydra's `_target_`s), which are read, never linted. `looked`: see `walk`."""
+    return _Walker(settings).walk(root, into_projects=False, suffixes=SUFFIXES + CONFIG_SUFFIXES, looked=looked)
+
+
+def decided_by(folder: Path) -> Iterator[Path]:
+    """The files in `folder` whose contents decide what a walk of it gives: its .gitignore and its
+    pyproject.toml (excludes)."""
+    yield folder / ".gitignore"
+    yield folder / "pyproject.toml"

@@ -316,7 +316,12 @@ class _Project:
                 self._paths = passed + self.configs
             elif self.root is not None and passed:
                 top = str(self.root) if os.path.isabs(passed[0]) else os.path.relpath(self.root)
-                walked = list(project_files(top, self.settings))
+                if self.cache is not None:
+                    from torchnumlint.listing import project_files_listed
+
+                    walked = project_files_listed(top, self.settings, self.cache)
+                else:
+                    walked = list(project_files(top, self.settings))
                 spelled = _as_passed(walked, passed)
                 code = [spelled.get(path, path) for path in walked if path.endswith(SUFFIXES)]
                 self._paths = code + [path for path in walked if not path.endswith(SUFFIXES)]

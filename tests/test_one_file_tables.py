@@ -49,13 +49,15 @@ def _write(folder: Path, name: str, body: str) -> None:
 @pytest.fixture
 def folder(tmp_path, monkeypatch):
     """A project whose files read each other's facts (an fp16 region reaching a Function of
-    another file, helpers returning a softmax and a sigmoid), linted whole once with the cache;
-    the working folder is its root, as for pre-commit."""
+    another file, helpers returning a softmax and a sigmoid), linted whole once with the cache,
+    then one file of it; the working folder is its root, as for pre-commit."""
     (tmp_path / "setup.py").write_text("")
     for name, body in (("ops", FUNCTION), ("train", STEP), ("heads", HEADS), ("use", USE)):
         _write(tmp_path, name, body)
     monkeypatch.chdir(tmp_path)
     run(["."], Settings(), options=Options(cache=True))
+    _append(tmp_path / "use.py", "# edited\n")
+    run(["use.py"], Settings(), options=Options(cache=True))  # a run over part of the project stores the tables
     return tmp_path
 
 

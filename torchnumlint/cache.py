@@ -72,7 +72,7 @@ def entry_type(kind: str) -> object:
 
         return Tables
     if kind == "listing":
-        from torchnumlint.listing import Listing
+        from torchnumlint.discovery import Listing
 
         return Listing
     return {"lint": LintEntry, "manifest": ManifestRecords}[kind]

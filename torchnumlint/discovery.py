@@ -16,6 +16,7 @@ whichever of its files were passed.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
@@ -229,6 +230,20 @@ def project_files(root: str, settings: Settings, looked: Optional[Dict[Path, boo
     projects: the Python files and notebooks, and the config files that can name classes
     (`configfiles.py`: Hydra's `_target_`s), which are read, never linted. `looked`: see `walk`."""
     return _Walker(settings).walk(root, into_projects=False, suffixes=SUFFIXES + CONFIG_SUFFIXES, looked=looked)
+
+
+Stamp = Optional[Tuple[int, int, int]]  # size, mtime_ns, inode; None: absent
+
+
+@dataclass
+class Listing:
+    """A walk's files and what decided them, as `listing.py` keeps it in the cache (here, so that
+    the cache reads it without importing `listing.py`, which imports the cache)."""
+
+    files: List[str] = field(default_factory=list)
+    folders: List[Tuple[str, int]] = field(default_factory=list)  # every folder looked at, its mtime_ns
+    excludes: List[Tuple[str, str]] = field(default_factory=list)  # each entered folder, its config's excludes
+    watched: List[Tuple[str, Stamp]] = field(default_factory=list)  # .gitignore and pyproject.toml files
 
 
 def decided_by(folder: Path) -> Iterator[Path]:

@@ -18,23 +18,12 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List
 
 from torchnumlint import cache as caching
 from torchnumlint.config import Settings
-from torchnumlint.discovery import decided_by, project_files
-
-Stamp = Optional[Tuple[int, int, int]]  # size, mtime_ns, inode; None: absent
-
-
-@dataclass
-class Listing:
-    files: List[str] = field(default_factory=list)
-    folders: List[Tuple[str, int]] = field(default_factory=list)  # every folder looked at, its mtime_ns
-    excludes: List[Tuple[str, str]] = field(default_factory=list)  # each entered folder, its config's excludes
-    watched: List[Tuple[str, Stamp]] = field(default_factory=list)  # .gitignore and pyproject.toml files
+from torchnumlint.discovery import Listing, Stamp, decided_by, project_files
 
 
 def _stamp(path: str) -> Stamp:

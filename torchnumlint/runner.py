@@ -24,8 +24,10 @@ run whose fingerprint is the same uses it as it is (an edit that changes no fact
 body that returns the same kinds); one whose fingerprint differs asks the entry's questions of
 its own index and uses it when every answer is the same (then stores it under the new
 fingerprint): an edit that adds a helper re-lints the files that name it. A file's facts are
-cached by content in the project's one pack (`cache.py`), so the index of a pre-commit run over
-one changed file is assembled from one query, not re-parsed.
+cached by content in the project's one pack (`cache.py`). A run over part of a project (pre-commit)
+stores the project's finalized tables (`project_tables.py`) and its file list (`listing.py`); the
+next such run reads those and decodes only the facts its lint asks for, unless an edit since
+changed what they hold (then it builds the whole index, as before, and stores new tables).
 """
 
 from __future__ import annotations

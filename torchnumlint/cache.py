@@ -67,6 +67,14 @@ def entry_type(kind: str) -> object:
         from torchnumlint.index import ProjectIndex
 
         return ProjectIndex
+    if kind == "tables":
+        from torchnumlint.project_tables import Tables
+
+        return Tables
+    if kind == "listing":
+        from torchnumlint.discovery import Listing
+
+        return Listing
     return {"lint": LintEntry, "manifest": ManifestRecords}[kind]
 
 

@@ -16,6 +16,7 @@ whichever of its files were passed.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
@@ -136,15 +137,24 @@ class _Walker:
         return _excluded(self.spec(config), path, config.root, False) or self.gitignore.ignored(path, False)
 
     def walk(
-        self, top: str, into_projects: bool, suffixes: Tuple[str, ...] = SUFFIXES, configs: Optional[List[str]] = None
+        self,
+        top: str,
+        into_projects: bool,
+        suffixes: Tuple[str, ...] = SUFFIXES,
+        configs: Optional[List[str]] = None,
+        looked: Optional[Dict[Path, bool]] = None,
     ) -> Iterator[str]:
         """The Python files (or those ending in `suffixes`) under `top`, paths joined onto `top` as
         given; below `top`, folders that are project roots are entered only with `into_projects`.
         The config files met on the way (`CONFIG_SUFFIXES`) are added to `configs` when given: the
         same walk finds the files a run lints and those its project facts read. A folder that cannot be
-        listed (no permission) is named in `errors` and the walk goes on."""
+        listed (no permission) is named in `errors` and the walk goes on. `looked`, when given, gets
+        every folder whose listing or contents decided what the walk gave (True: entered; False: a
+        child left out for what it holds, a marker or a virtualenv): what `listing.py` watches."""
         for folder, dirnames, filenames in os.walk(top, onerror=self._unreadable):
             here = Path(os.path.abspath(folder))
+            if looked is not None:
+                looked[here] = True
             config = self.settings.config_for(here)
             spec = self.spec(config)
             keep = []
@@ -152,6 +162,8 @@ class _Walker:
                 child = here / name
                 if name.startswith(".") or _excluded(spec, child, config.root, True):
                     continue
+                if looked is not None:
+                    looked.setdefault(child, False)
                 if self.gitignore.ignored(child, True) or os.path.exists(child / "pyvenv.cfg"):  # a virtualenv
                     continue
                 if into_projects or not is_project_root(child):
@@ -213,8 +225,29 @@ def discover(
     return files, errors + walker.errors
 
 
-def project_files(root: str, settings: Settings) -> Iterator[str]:
+def project_files(root: str, settings: Settings, looked: Optional[Dict[Path, bool]] = None) -> Iterator[str]:
     """Every file of the project at `root` that its facts come from (lazily), leaving out nested
     projects: the Python files and notebooks, and the config files that can name classes
-    (`configfiles.py`: Hydra's `_target_`s), which are read, never linted."""
-    return _Walker(settings).walk(root, into_projects=False, suffixes=SUFFIXES + CONFIG_SUFFIXES)
+    (`configfiles.py`: Hydra's `_target_`s), which are read, never linted. `looked`: see `walk`."""
+    return _Walker(settings).walk(root, into_projects=False, suffixes=SUFFIXES + CONFIG_SUFFIXES, looked=looked)
+
+
+Stamp = Optional[Tuple[int, int, int]]  # size, mtime_ns, inode; None: absent
+
+
+@dataclass
+class Listing:
+    """A walk's files and what decided them, as `listing.py` keeps it in the cache (here, so that
+    the cache reads it without importing `listing.py`, which imports the cache)."""
+
+    files: List[str] = field(default_factory=list)
+    folders: List[Tuple[str, int]] = field(default_factory=list)  # every folder looked at, its mtime_ns
+    excludes: List[Tuple[str, str]] = field(default_factory=list)  # each entered folder, its config's excludes
+    watched: List[Tuple[str, Stamp]] = field(default_factory=list)  # .gitignore and pyproject.toml files
+
+
+def decided_by(folder: Path) -> Iterator[Path]:
+    """The files in `folder` whose contents decide what a walk of it gives: its .gitignore and its
+    pyproject.toml (excludes)."""
+    yield folder / ".gitignore"
+    yield folder / "pyproject.toml"

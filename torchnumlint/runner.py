@@ -24,8 +24,10 @@ run whose fingerprint is the same uses it as it is (an edit that changes no fact
 body that returns the same kinds); one whose fingerprint differs asks the entry's questions of
 its own index and uses it when every answer is the same (then stores it under the new
 fingerprint): an edit that adds a helper re-lints the files that name it. A file's facts are
-cached by content in the project's one pack (`cache.py`), so the index of a pre-commit run over
-one changed file is assembled from one query, not re-parsed.
+cached by content in the project's one pack (`cache.py`). A run over part of a project (pre-commit)
+stores the project's finalized tables (`project_tables.py`) and its file list (`listing.py`); the
+next such run reads those and decodes only the facts its lint asks for, unless an edit since
+changed what they hold (then it builds the whole index, as before, and stores new tables).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tupl
 from torchnumlint import cache as caching
 from torchnumlint import notebook
 from torchnumlint.config import Config, Settings
-from torchnumlint.discovery import discover, project_files, project_root
+from torchnumlint.discovery import SUFFIXES, discover, project_files, project_root
 from torchnumlint.findings import Finding, fixable
 from torchnumlint.progress import Progress
 from torchnumlint.results import FileOutcome, Options, RunResult
@@ -305,16 +307,30 @@ class _Project:
         return known
 
     def _project_paths(self) -> List[str]:
-        """Every file of the project: those passed, then the others and its config files (in the
-        form the passed files' paths have: findings name them)."""
+        """Every file of the project (in the form the passed files' paths have: findings name
+        them), in the order a run over the whole project reads them: its Python files as the
+        walk meets them, then its config files, then any passed file the walk leaves out (one
+        named on the command line although excluded). Which files were passed does not change
+        the order, so a pre-commit run merges the facts as a run over the project does (the
+        finalized facts, `project_tables.py`, are the same for any file passed)."""
         if self._paths is None:
-            self._paths = passed = list(self.readable)
+            passed = list(self.readable)
             if self.covered:
-                self._paths += self.configs
+                self._paths = passed + self.configs
             elif self.root is not None and passed:
-                seen = {os.path.realpath(path) for path in passed}
                 top = str(self.root) if os.path.isabs(passed[0]) else os.path.relpath(self.root)
-                self._paths += [path for path in project_files(top, self.settings) if os.path.realpath(path) not in seen]
+                if self.cache is not None:
+                    from torchnumlint.listing import project_files_listed
+
+                    walked = project_files_listed(top, self.settings, self.cache)
+                else:
+                    walked = list(project_files(top, self.settings))
+                spelled = _as_passed(walked, passed)
+                code = [spelled.get(path, path) for path in walked if path.endswith(SUFFIXES)]
+                self._paths = code + [path for path in walked if not path.endswith(SUFFIXES)]
+                self._paths += [path for path in passed if path not in spelled.values()]
+            else:
+                self._paths = passed
         return self._paths
 
     def fingerprint(self) -> str:
@@ -493,8 +509,79 @@ class _Project:
         result.findings.extend(findings)
 
     def _index(self) -> ProjectIndex:
+        """The project's index: with the cache and nothing to fix, a `LazyIndex` over the
+        project's stored tables when they still hold (`project_tables.py`), else the whole index."""
+        if self.cache is not None and not (self.options.fix or self.options.diff):
+            lazy = self._lazy_index()
+            if lazy is not None:
+                return lazy
+        return self._whole_index()
+
+    # More files changed than this since the tables were made: the whole index is built (each
+    # changed file's facts are decoded twice, before and after; a bound chosen, not measured).
+    _LAZY_CHANGES = 64
+
+    def _tables_key(self) -> str:
+        """The project's tables in the pack: one row per project and form of its paths."""
+        paths = self._project_paths()
+        form = "" if paths and os.path.isabs(paths[0]) else os.getcwd()
+        return caching.digest(caching.package_fingerprint(), "tables", str(self.root), form)
+
+    def _facts_keys(self) -> Dict[str, str]:
+        """path -> its facts' key, for the project's files that can be read, in their order."""
+        keys: Dict[str, str] = {}
+        for path in self._project_paths():
+            known = self._digest(path)
+            if known is not None:
+                keys[path] = self._facts_key(path, known[0])
+        return keys
+
+    def _lazy_index(self) -> Optional[ProjectIndex]:
+        """A `LazyIndex` from the stored tables, updated for the files whose facts changed since;
+        None when there are none, or they cannot be updated (a file added or deleted, or a change
+        that reaches what `finalize` gives: `project_tables.updated`)."""
+        from torchnumlint import project_tables
+        from torchnumlint.index import ProjectIndex
+
+        assert self.cache is not None
+        stored = self.cache.get_many("tables", [self._tables_key()])
+        tables = next(iter(stored.values()), None)
+        self.fingerprint()  # the files whose facts are not in the pack are parsed (and stored) now
+        keys = self._facts_keys()
+        if not isinstance(tables, project_tables.Tables) or tables.paths != list(keys):
+            return None
+        changed = {path: tables.keys[at] for at, (path, key) in enumerate(keys.items()) if key != tables.keys[at]}
+        if len(changed) > self._LAZY_CHANGES:
+            return None
+        if changed:
+            old = self.cache.get_many("facts", list(changed.values()))
+            before = {path: old.get(key) for path, key in changed.items()}
+            after = self._facts(list(changed), keys)
+            if not all(isinstance(part, ProjectIndex) for part in before.values()):
+                return None
+            if project_tables.updated(tables, list(keys.values()), before, after) is None:  # type: ignore[arg-type]
+                return None  # (updated tables are not stored: encoding them costs more than updating them again)
+        return project_tables.LazyIndex(tables, lambda paths: self._facts(paths, keys), self._whole_index)
+
+    def _facts(self, paths: Sequence[str], keys: Dict[str, str]) -> Dict[str, ProjectIndex]:
+        """The facts of `paths`: parsed in this run, else from the pack, else parsed here (a row
+        gone since the tables were made); a file that cannot be read now has none."""
+        from torchnumlint.index import ProjectIndex
+
+        found = {path: self._parsed[path] for path in paths if path in self._parsed}
+        assert self.cache is not None
+        stored = self.cache.get_many("facts", [keys[path] for path in paths if path not in found])
+        for path in paths:
+            part = found.get(path) or stored.get(keys[path])
+            if not isinstance(part, ProjectIndex):
+                facts = _facts_of(path, self.settings.config_of(path).max_file_size, False)
+                part = facts[2] if facts is not None else ProjectIndex.empty()
+            found[path] = part
+        return found
+
+    def _whole_index(self) -> ProjectIndex:
         """The project's index, each file's facts from the cache or parsed (in workers), merged in
-        the order a serial run reads the files."""
+        the order a serial run reads the files; with the cache, its tables stored for the next run."""
         from torchnumlint.index import ProjectIndex
 
         paths = self._project_paths()
@@ -514,12 +601,26 @@ class _Project:
         parts.update((path, part) for path, part in self._parsed.items() if path not in parts)
         self._parsed = {}
         index = ProjectIndex.empty()
+        merged = [path for path in paths if path in parts]
         with caching.collector_paused():  # the merged facts hold no cycles, and are frozen after (`run`)
-            for path in paths:
-                if path in parts:
-                    index.absorb(parts.pop(path))
+            for path in merged:
+                index.absorb(parts[path])
             index.finalize()
+        if self.cache is not None and not (self.options.fix or self.options.diff or self.covered):
+            self._store_tables(merged, parts, index)
         return index
+
+    def _store_tables(self, merged: List[str], parts: Dict[str, ProjectIndex], index: ProjectIndex) -> None:
+        """The tables of the finalized `index` (`project_tables.make`), for the next one-file run.
+        Made by runs over part of a project only: making them answers every producer question of
+        the project (0.55 s of CPU on diffusers), which a run over the whole project would pay
+        after each edit that changes a fact, for no use of its own."""
+        from torchnumlint import project_tables
+
+        keys = self._facts_keys()
+        if list(keys) == merged:
+            tables = project_tables.make(merged, list(keys.values()), parts, index)
+            self.cache.put_many("tables", [(self._tables_key(), tables)])  # type: ignore[union-attr]
 
     @staticmethod
     def _facts_key(path: str, raw: str) -> str:
@@ -582,6 +683,19 @@ class _Linter:
                 entry = (self.fingerprint if reads else None, outcome.findings, outcome.errors, asked)
                 project.cache.put("lint", project._key(path, caching.digest(source.raw)), entry)
         return _Linted(outcome=outcome)
+
+
+def _as_passed(walked: List[str], passed: List[str]) -> Dict[str, str]:
+    """walked path -> the passed path that is the same file, as the user spelled it (findings and
+    facts name it so): by the normalised path, else (another spelling: `../x`, a link) by the real
+    path, which is looked up only then (a `realpath` per file of the project costs a stat each)."""
+    walked_set = set(walked)
+    spelled = {os.path.normpath(path): path for path in passed if os.path.normpath(path) in walked_set}
+    rest = [path for path in passed if os.path.normpath(path) not in walked_set]
+    if rest:
+        real = {os.path.realpath(path): path for path in rest}
+        spelled.update((path, real[os.path.realpath(path)]) for path in walked if os.path.realpath(path) in real)
+    return spelled
 
 
 def _failed(path: str, why: str) -> _Linted:

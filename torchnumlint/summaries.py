@@ -192,7 +192,7 @@ def words(text: str) -> Set[str]:
     return set(_WORD.findall(text))
 
 
-def _questions(path: str, summary: Optional[FileSummary]) -> Iterator[Tuple[str, tuple]]:
+def producer_questions(path: str, summary: Optional[FileSummary]) -> Iterator[Tuple[str, tuple]]:
     """(name, what to ask of it) for every callable of a file that may produce a kind: its
     functions, module values, classes (their `forward`) and class members."""
     if summary is None:
@@ -955,6 +955,19 @@ def passed_kinds(call: ast.Call, plain: Dict[str, ast.AST]) -> FrozenSet[str]:
 Instance = Tuple[str, str]  # (path, class name): the class of `self`
 
 
+def call_names(summary: FileSummary, fact: CallFact) -> Set[str]:
+    """The names a call fact of `summary`'s file may call (`Summaries.callers` looks calls up by
+    them): a function's own name (past an import alias), a method's, and for `self.attr(...)`
+    both `attr` (a method) and the member called on it (`forward` of the module it holds)."""
+    form, owner, member = fact[:3]
+    if form == "name":
+        head, _, rest = owner.partition(".")
+        anchor_qual = summary.imports.get(head)
+        full = (anchor_qual[1] + ("." + rest if rest else "")) if anchor_qual else owner
+        return {full.rpartition(".")[2]}
+    return {member} | ({owner.rpartition(".")[2]} if form == "attr" else set())
+
+
 class CallerSite(NamedTuple):
     """A call of a project function from another file: where, and whether it binds `self`
     (a method called on an instance) so that its first argument is the second parameter's."""
@@ -1026,7 +1039,7 @@ class Summaries:
         return any(self._named_kind(word, kinds) for word in self._among(words(text)))
 
     def producer_names(self) -> Set[str]:
-        """Every name a producer candidate of the project is known by (`_questions`), and every
+        """Every name a producer candidate of the project is known by (`producer_questions`), and every
         name some call of the project passes a kind to (`FileSummary.passes`)."""
         named, passed = self._names()
         return named.keys() | passed.keys()
@@ -1057,7 +1070,7 @@ class Summaries:
         if self._named is None:
             self._named, self._passed = {}, {}
             for path, summary in self.files.items():
-                for name, question in _questions(path, summary):
+                for name, question in producer_questions(path, summary):
                     self._named.setdefault(name, []).append(question)
                 for name, kind in summary.passes if summary is not None else ():
                     self._passed.setdefault(name, set()).add(kind)
@@ -1071,7 +1084,7 @@ class Summaries:
         return self._producers[key]
 
     def _answers(self, question: tuple) -> FrozenSet[str]:
-        """The kinds a producer candidate gives (see `_questions`): what it returns, and each
+        """The kinds a producer candidate gives (see `producer_questions`): what it returns, and each
         element of a tuple its own returns write out (`return logits, probs`)."""
         what, path, name, fact = question
         if what == "function":
@@ -1307,24 +1320,14 @@ class Summaries:
         return self._callers[key]
 
     def _named_calls(self) -> Dict[str, List[Tuple[str, CallFact]]]:
-        """Every call fact of the project by the name of what it may call: a function's own name
-        (past an import alias), a method's, and for `self.attr(...)` both `attr` (a method) and
-        the member called on it (`forward` of the module it holds)."""
+        """Every call fact of the project by the name of what it may call (`call_names`)."""
         if self._calls is None:
             self._calls = {}
             for where, summary in self.files.items():
                 if summary is None:
                     continue
                 for fact in summary.calls:
-                    form, owner, member = fact[:3]
-                    if form == "name":
-                        head, _, rest = owner.partition(".")
-                        anchor_qual = summary.imports.get(head)
-                        full = (anchor_qual[1] + ("." + rest if rest else "")) if anchor_qual else owner
-                        names = {full.rpartition(".")[2]}
-                    else:
-                        names = {member} | ({owner.rpartition(".")[2]} if form == "attr" else set())
-                    for one in names:
+                    for one in call_names(summary, fact):
                         self._calls.setdefault(one, []).append((where, fact))
         return self._calls
 

@@ -1,0 +1,372 @@
+"""The finalized project facts stored once, so that a one-file run decodes only what its lint asks.
+
+Why: a pre-commit run lints one file, yet building the project index decoded every file's facts
+from the pack (diffusers: 2,089 rows, 0.7 s of CPU measured in one process, most of a 2 s run) to answer
+a handful of questions. What a lint asks of the index (`fact_reads.py` lists it: the class or
+function a name means, the fp16 region reaching a function, the project's fp16 sites and scaler,
+and the summaries' questions) needs, besides a few files' facts, only what `ProjectIndex.finalize`
+derives from all of them and a few name tables. `Tables` holds exactly that: the finalized
+results (each class's kind, what the fp16 regions reach, the sites), and, per name, the files
+whose facts can answer a question about it (classes, aliases, module-level functions; for the
+summaries, the calls by callee name), and the summaries' answers that read every file (what
+each producer name gives, each class's resolved subclasses). `LazyIndex` answers from the
+tables, decoding a file's facts on first need.
+
+Tables are stored per project and path form in the pack (kind `tables`), with the facts key of
+each file they were made from. A run whose files' facts keys all match uses them as they are;
+when some differ (an edit), it compares each changed file's new facts with the old ones
+(`graph_part`: everything `finalize` reads, that is all but the summaries and the forwards' own
+facts) and so are the summaries' names and results (`names_part`: all but calls, the kinds
+calls pass, and no_grad), the finalized results and stored answers still hold and only the counts
+of the summaries change (the changed files' entries taken out and put back, `Counts.edit`); when
+they differ (a class, a call, a region, an alias or a line number of one of them moved, a helper
+returns another kind), or a file was added or deleted, the runner decodes every file's facts and
+finalizes them (`runner._whole_index`), and stores new tables.
+
+Anything else read of a `LazyIndex` (an attribute of the index the tables do not cover) builds
+the whole index then (`__getattr__`), as before: slower, never different.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Callable, Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
+
+from torchnumlint.index import ClassInfo, FuncInfo, ProjectIndex, Site, _pick
+from torchnumlint.summaries import CallFact, FileSummary, Instance, Summaries, call_names, producer_questions
+
+Load = Callable[[List[str]], Dict[str, ProjectIndex]]  # paths -> their facts (finalized kinds not applied)
+
+
+@dataclass
+class Tables:
+    """What `finalize` gives and the name tables a one-file lint reads (see the module)."""
+
+    paths: List[str] = field(default_factory=list)  # the files whose facts were merged, in order
+    keys: List[str] = field(default_factory=list)  # each one's facts key in the pack
+    kinds: List[List[Tuple[str, bool]]] = field(default_factory=list)  # per file: its classes' (kind, protected)
+    classes: Dict[str, List[int]] = field(default_factory=dict)  # class name -> files (positions in `paths`)
+    aliases: Dict[str, List[int]] = field(default_factory=dict)
+    toplevel: Dict[str, List[int]] = field(default_factory=dict)
+    reached: Dict[str, Site] = field(default_factory=dict)
+    sites: List[Site] = field(default_factory=list)  # `fp16_sites()`
+    scaler: bool = False
+    summarised: List[int] = field(default_factory=list)  # the files with an entry in the summaries
+    counts: "Counts" = field(default_factory=lambda: Counts())
+    # The summaries' answers that read every file: the kinds a producer of each name gives
+    # (`Summaries._produces`, for the names that give any), and each class's project subclasses
+    # (its bases resolved) with the members each of those defines or assigns (`_find_override`).
+    produce: Dict[str, List[str]] = field(default_factory=dict)
+    children: Dict[Tuple[int, str], List[Tuple[int, str]]] = field(default_factory=dict)
+    members: Dict[Tuple[int, str], List[str]] = field(default_factory=dict)
+
+
+@dataclass
+class Counts:
+    """The summaries' name tables, as counts of the files that add each entry, so that a file's
+    entries can be taken out (an edit, or the frame of a file linted: `Summaries.with_file`)."""
+
+    producers: Dict[str, int] = field(default_factory=dict)  # `producer_questions` names
+    passes: Dict[str, Dict[str, int]] = field(default_factory=dict)  # a name called -> kind -> files (`FileSummary.passes`)
+    calls: Dict[str, List[int]] = field(default_factory=dict)  # `call_names` -> the files (positions) with such calls
+
+    def edit(self, at: int, path: str, summary: Optional[FileSummary], sign: int) -> "Counts":
+        """These counts with the entries of the file at position `at` added (`sign` 1) or taken
+        out (-1), as a copy that shares every table it does not change."""
+        if summary is None:
+            return self
+        producers, passes, calls = dict(self.producers), dict(self.passes), dict(self.calls)
+        for name in dict.fromkeys(name for name, _ in producer_questions(path, summary)):
+            producers[name] = producers.get(name, 0) + sign
+            if not producers[name]:
+                del producers[name]
+        for name, kind in summary.passes:
+            kinds = passes[name] = dict(passes.get(name, {}))
+            kinds[kind] = kinds.get(kind, 0) + sign
+            if not kinds[kind]:
+                del kinds[kind]
+            if not kinds:
+                del passes[name]
+        for name in dict.fromkeys(name for fact in summary.calls for name in call_names(summary, fact)):
+            files = calls[name] = [one for one in calls.get(name, []) if one != at] + ([at] if sign > 0 else [])
+            if not files:
+                del calls[name]
+        return Counts(producers, passes, calls)
+
+
+def graph_part(part: ProjectIndex) -> ProjectIndex:
+    """What `finalize` reads of a file's facts: all but its summaries and its forwards' facts."""
+    classes = {name: [dataclasses.replace(info, forward=None) for info in infos] for name, infos in part.classes.items()}
+    return dataclasses.replace(part, classes=classes, summaries=Summaries(), reached={}, subclasses={}, files=0)
+
+
+def names_part(summary: Optional[FileSummary]) -> Optional[FileSummary]:
+    """What the stored answers read of a file's summary (`Tables.produce`, `children`, `members`):
+    all but its calls (and their digest), the names its calls pass a kind to, and what runs
+    without autograd, which are read file by file when asked."""
+    if summary is None:
+        return None
+    return summary._replace(calls=(), callers_digest="", no_grad=frozenset(), passes=frozenset())
+
+
+def _classes(part: ProjectIndex) -> Iterator[ClassInfo]:
+    return (info for infos in part.classes.values() for info in infos)
+
+
+def make(paths: Sequence[str], keys: Sequence[str], parts: Mapping[str, ProjectIndex], index: ProjectIndex) -> Tables:
+    """The tables of the finalized `index`, merged from `parts` (each file's, in `paths` order)."""
+    tables = Tables(list(paths), list(keys), reached=dict(index.reached), sites=index.fp16_sites(), scaler=index.has_scaler())
+    for at, path in enumerate(paths):
+        part = parts[path]
+        tables.kinds.append([(info.kind, info.protected) for info in _classes(part)])
+        for table, names in (("classes", part.classes), ("aliases", part.aliases), ("toplevel", part.toplevel)):
+            for name in names:
+                getattr(tables, table).setdefault(name, []).append(at)
+        if path in part.summaries.files:
+            tables.summarised.append(at)
+            tables.counts = tables.counts.edit(at, path, part.summaries.files[path], +1)
+    _answer(tables, index.summaries)
+    return tables
+
+
+def _answer(tables: Tables, summaries: Summaries) -> None:
+    """The answers of `summaries` that read every file (see `Tables.produce`)."""
+    at = {path: position for position, path in enumerate(tables.paths)}
+    named, _ = summaries._names()
+    for name, questions in named.items():
+        kinds = sorted(frozenset().union(*(summaries._answers(question) for question in questions)))
+        if kinds:
+            tables.produce[name] = kinds
+    for path, summary in summaries.files.items():
+        for cls_name, info in summary.classes.items() if summary is not None else ():
+            for base in info.bases:
+                found = summaries._resolve(path, base, 0)
+                if found is not None and found[0] == "class":
+                    children = tables.children.setdefault((at[found[1]], found[2]), [])
+                    if (at[path], cls_name) not in children:
+                        children.append((at[path], cls_name))
+                    tables.members[(at[path], cls_name)] = sorted({*info.methods, *info.attrs})
+
+
+def updated(tables: Tables, keys: Sequence[str], old: Mapping[str, ProjectIndex], new: Mapping[str, ProjectIndex]) -> Optional[Tables]:
+    """`tables` for the same files whose facts keys are now `keys`, the changed files' facts
+    being `old` then `new`; None when a change reaches what `finalize` gives (`graph_part`)."""
+    if len(keys) != len(tables.keys):
+        return None
+    for at, (path, key) in enumerate(zip(tables.paths, keys)):
+        if key == tables.keys[at]:
+            continue
+        before, after = old[path], new[path]
+        if graph_part(before) != graph_part(after) or (path in before.summaries.files) != (path in after.summaries.files):
+            return None
+        if names_part(before.summaries.files.get(path)) != names_part(after.summaries.files.get(path)):
+            return None
+        tables.counts = tables.counts.edit(at, path, before.summaries.files.get(path), -1).edit(
+            at, path, after.summaries.files.get(path), +1
+        )
+        tables.keys[at] = key
+    return tables
+
+
+class _Files(Mapping[str, Optional[FileSummary]]):
+    """`Summaries.files` whose summaries are decoded on first access (`index`), with the summaries
+    a frame lays over them (`Summaries.with_file`)."""
+
+    def __init__(self, index: "LazyIndex", over: Dict[str, Optional[FileSummary]]) -> None:
+        self._index = index
+        self._over = over
+
+    def __getitem__(self, path: str) -> Optional[FileSummary]:
+        if path in self._over:
+            return self._over[path]
+        if path not in self._index.summarised:
+            raise KeyError(path)
+        return self._index.part(path).summaries.files[path]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._index.summarised
+        yield from (path for path in self._over if path not in self._index.summarised)
+
+    def __len__(self) -> int:
+        return len(self._index.summarised) + sum(1 for path in self._over if path not in self._index.summarised)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._over or path in self._index.summarised
+
+
+class _Passed(Mapping[str, Set[str]]):
+    """`Summaries._names()[1]`: a name called -> the kinds some call passes it, from the counts."""
+
+    def __init__(self, passes: Dict[str, Dict[str, int]]) -> None:
+        self._passes = passes
+
+    def __getitem__(self, name: str) -> Set[str]:
+        return set(self._passes[name])
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._passes
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._passes)
+
+    def __len__(self) -> int:
+        return len(self._passes)
+
+
+class _Calls(Mapping[str, List[Tuple[str, CallFact]]]):
+    """`Summaries._named_calls()`, read from the files the counts name for each callee name."""
+
+    def __init__(self, summaries: "LazySummaries") -> None:
+        self._summaries = summaries
+
+    def __getitem__(self, name: str) -> List[Tuple[str, CallFact]]:
+        files = self._summaries.files
+        found = []
+        for at in self._summaries.counts.calls[name]:
+            path = self._summaries.index.paths[at]
+            summary = files[path]
+            assert summary is not None  # the counts name files with calls
+            found += [(path, fact) for fact in summary.calls if name in call_names(summary, fact)]
+        return found
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._summaries.counts.calls
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._summaries.counts.calls)
+
+    def __len__(self) -> int:
+        return len(self._summaries.counts.calls)
+
+
+class LazySummaries(Summaries):
+    """`Summaries` over the project's files, each decoded when a question reaches it, with the
+    answers that read every file from the tables; a frame (`with_file`) shares the decoded files
+    and changes the counts for its own file only."""
+
+    def __init__(
+        self, index: "LazyIndex", counts: Counts, over: Dict[str, Optional[FileSummary]]
+    ) -> None:  # no super().__init__(): it copies every file
+        self.index = index
+        self.counts = counts
+        self.files = _Files(index, over)  # type: ignore[assignment]
+        self.buffers = {}
+        self._stems = None
+        self._subclasses = None
+        self._forget()
+
+    def _names(self) -> Tuple[Dict[str, List[tuple]], Dict[str, Set[str]]]:
+        """The names only (`producer_names`, `_among`): what they produce is `_produces`'s."""
+        return self.counts.producers, _Passed(self.counts.passes)  # type: ignore[return-value]
+
+    def _named_calls(self) -> Dict[str, List[Tuple[str, CallFact]]]:
+        if self._calls is None:
+            self._calls = _Calls(self)  # type: ignore[assignment]
+        return self._calls  # type: ignore[return-value]
+
+    def _produces(self, kinds: FrozenSet[str], word: str) -> bool:
+        return not kinds.isdisjoint(self.index.produce.get(word, ()))
+
+    def _find_override(self, cls: Instance, name: str) -> bool:
+        """As `Summaries._find_override`, from the stored subclasses and members."""
+        seen: Set[Instance] = {cls}
+        todo = [cls]
+        while todo:
+            for sub in self.index.children.get(todo.pop(), ()):
+                if sub in seen:
+                    continue
+                if name in self.index.members[sub]:
+                    return True
+                seen.add(sub)
+                todo.append(sub)
+        return False
+
+    def with_file(self, path: str, summary: Optional[FileSummary]) -> Summaries:
+        """The frame of a file linted: its own summary over the stored one. One that differs in
+        what the stored answers read (`names_part`) gets the whole summaries, as before."""
+        at = self.index.at.get(path)
+        if at is None or path not in self.files or names_part(self.files[path]) != names_part(summary):
+            return Summaries({**{p: self.files[p] for p in self.files}, path: summary})
+        counts = self.counts.edit(at, path, self.files[path], -1).edit(at, path, summary, +1)
+        return LazySummaries(self.index, counts, {**self.files._over, path: summary})  # type: ignore[attr-defined]
+
+    def without(self, path: str) -> Summaries:
+        return Summaries({p: self.files[p] for p in self.files if p != path})
+
+    def absorb(self, other: Summaries) -> None:
+        raise TypeError("a lazy project's summaries are read, never added to")
+
+
+class LazyIndex(ProjectIndex):
+    """The project index of a one-file run: the finalized results and name tables from `Tables`,
+    each file's facts decoded on first need (`load`). Its dataclass fields are never set:
+    reading one builds the whole index (`whole`) and reads it there."""
+
+    def __init__(
+        self, tables: Tables, load: Load, whole: Callable[[], ProjectIndex]
+    ) -> None:  # the dataclass init is not called: see the class
+        self._tables = tables
+        self._load = load
+        self._whole = whole
+        self._materialized: Optional[ProjectIndex] = None
+        self._parts: Dict[str, ProjectIndex] = {}
+        self.at = {path: at for at, path in enumerate(tables.paths)}
+        self.summarised = {tables.paths[at]: None for at in tables.summarised}
+        self.paths = tables.paths
+        paths = tables.paths
+        self.produce = {name: frozenset(kinds) for name, kinds in tables.produce.items()}
+        self.children = {(paths[at], cls): [(paths[sub], name) for sub, name in found] for (at, cls), found in tables.children.items()}
+        self.members = {(paths[at], cls): frozenset(names) for (at, cls), names in tables.members.items()}
+        self.summaries = LazySummaries(self, tables.counts, {})
+        self.reached = tables.reached
+
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("__") or name.startswith("_"):
+            raise AttributeError(name)
+        if self._materialized is None:
+            self._materialized = self._whole()
+        return getattr(self._materialized, name)
+
+    def part(self, path: str) -> ProjectIndex:
+        """The facts of the file at `path`, its classes' kinds as `finalize` gave them."""
+        return self.parts([path])[0]
+
+    def parts(self, paths: Sequence[str]) -> List[ProjectIndex]:
+        wanted = [path for path in dict.fromkeys(paths) if path not in self._parts]
+        if wanted:
+            for path, part in self._load(wanted).items():
+                for info, (kind, protected) in zip(_classes(part), self._tables.kinds[self.at[path]]):
+                    info.kind, info.protected = kind, protected
+                self._parts[path] = part
+        return [self._parts[path] for path in paths]
+
+    def _files(self, table: Dict[str, List[int]], name: str) -> List[ProjectIndex]:
+        return self.parts([self._tables.paths[at] for at in table.get(name, ())])
+
+    def lookup(self, name: str, qual: Optional[str], from_path: str) -> Optional[ClassInfo]:
+        if qual is not None and qual.startswith("torch."):
+            return None
+        simple = qual.rsplit(".", 1)[-1] if qual else name
+        found = [info for part in self._files(self._tables.classes, simple) for info in part.classes.get(simple, ())]
+        if found:
+            return _pick(found, qual, from_path)
+        aliases = [alias for part in self._files(self._tables.aliases, simple) for alias in part.aliases.get(simple, ())]
+        alias = _pick(aliases, qual, from_path)
+        if alias is None or alias.target == simple:
+            return None
+        named = [info for part in self._files(self._tables.classes, alias.target) for info in part.classes.get(alias.target, ())]
+        return _pick(named, alias.qual, alias.path)
+
+    def function(self, name: str, qual: Optional[str], from_path: str) -> Optional[FuncInfo]:
+        if qual is not None and qual.startswith("torch."):
+            return None
+        simple = qual.rsplit(".", 1)[-1] if qual else name
+        found = [part.functions[key] for part in self._files(self._tables.toplevel, simple) for key in part.toplevel.get(simple, ())]
+        return _pick(found, qual, from_path)
+
+    def fp16_sites(self) -> List[Site]:
+        return list(self._tables.sites)
+
+    def has_scaler(self) -> bool:
+        return self._tables.scaler

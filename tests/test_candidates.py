@@ -63,6 +63,18 @@ CROSS_STATEMENT = [
     def step(x, y):
         return criterion(torch.sigmoid(x), y)
     """,
+    # a module-level alias of a module-level loss, read through both
+    """
+    import torch
+    import torch.nn as nn
+
+    criterion = nn.BCELoss()
+    loss_fn = criterion
+    WIDTH = 3
+
+    def step(x, y):
+        return loss_fn(torch.sigmoid(x), y)
+    """,
     # a helper of the same file produces the sigmoid
     """
     import torch
@@ -83,3 +95,93 @@ def test_findings_that_read_another_statement_are_those_of_a_full_parse(code):
     whole = [(f.line, f.code, f.fix) for f in lint_text("m.py", text, RULES, partial=False)]
     assert whole, "the case must hold a finding"
     assert [(f.line, f.code, f.fix) for f in lint_text("m.py", text, RULES, partial=True)] == whole
+
+
+def _kept_lines(code, rules=RULES):
+    """The first lines of the top-level statements LibCST is given (None: no parse at all)."""
+    text = textwrap.dedent(code).lstrip("\n")
+    tree = ast.parse(text)
+    lines = prepass.Lines(text)
+    spans = candidates.unneeded(text, tree, lines, rules)
+    if spans is None:
+        return None
+    return [text[slice(*lines.span(n))].split("\n")[0] for n in tree.body if lines.span(n) not in spans]
+
+
+def test_words_in_docstrings_and_comments_keep_nothing():
+    code = '''
+        import torch
+
+        def describe(x):
+            """Takes exp(x) / x.sum(), the log of a softmax, a sqrt of the norm."""
+            # the hazard would be x / x.sum() here
+            return x.view(-1)
+
+        def loss(x):
+            return torch.log(torch.softmax(x, -1))
+    '''
+    assert _kept_lines(code) == ["import torch", "def loss(x):"]
+
+
+def test_a_noqa_comment_keeps_its_function_for_tnl900():
+    code = """
+        import torch
+
+        def shape(x):
+            y = x.view(-1)  # noqa: TNL201
+            return y
+
+        def loss(x):
+            return torch.log(torch.softmax(x, -1))
+    """
+    every = list(registry().values())
+    assert "def shape(x):" in _kept_lines(code, every)
+    assert "def shape(x):" not in _kept_lines(code)  # TNL900 is off by default: nothing reads it
+
+
+def test_module_level_statements_no_rule_needs_are_masked():
+    code = '''
+        """A module: exp / log / sum in its docstring."""
+        import torch
+
+        add_doc(torch.abs, "the absolute value, elementwise")
+        __version__ = "1.0"
+        torch.backends.cudnn.benchmark = True
+        add_doc(torch.exp, "exp(x) / x.sum(), the log")
+
+        def loss(x):
+            return torch.log(torch.softmax(x, -1))
+    '''
+    # the first statement stays (it places the imports a fix adds); a string argument is code
+    kept = ['"""A module: exp / log / sum in its docstring."""', "import torch", 'add_doc(torch.exp, "exp(x) / x.sum(), the log")']
+    assert _kept_lines(code) == kept + ["def loss(x):"]
+
+
+def test_module_level_values_the_kept_code_reads_stay_through_chains():
+    code = """
+        import torch
+
+        BASE = 1e-3
+        UNUSED = 2
+        FLOOR = BASE * 2
+        try:
+            import apex
+        except ImportError:
+            apex = None
+
+        def loss(x):
+            return torch.log(torch.softmax(x, -1) + FLOOR)
+    """
+    assert _kept_lines(code) == ["import torch", "BASE = 1e-3", "FLOOR = BASE * 2", "try:", "def loss(x):"]
+
+
+def test_statements_sharing_a_line_are_kept():
+    code = """
+        import torch
+
+        a = 1; b = 2
+
+        def loss(x):
+            return torch.log(torch.softmax(x, -1))
+    """
+    assert _kept_lines(code) == ["import torch", "a = 1", "b = 2", "def loss(x):"]

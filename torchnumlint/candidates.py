@@ -5,18 +5,23 @@ most torch files do, since `exp`, `log` or `/` appear in nearly all of them. But
 one top-level statement, and what a rule reads around it is reached by name: an import alias
 (`from torch.nn.functional import softmax as sm`), a module-level helper or class it calls or
 inherits, the call sites of the function it is in. So a top-level function or class is kept when
+a rule can fire (`could_fire`, the same test as for the file) on the *bare code* of its group
+(`bare_code.py`: no docstrings, no comments but those saying noqa; no rule reports from prose,
+yet `/`, `exp` and `log` in it kept most of torch's files): the statements linked to it by name,
+transitively (one uses a name another binds: a helper, a base class, a module-level value, a
+caller), with the imports binding a name the group uses (`sm(x)` under the alias above). A rule's
+test may need parts from several statements (`criterion = nn.BCELoss()` ...
+`criterion(predict(x), y)` where `predict` returns a sigmoid), and what a rule reads beyond the
+statement holding its finding it reaches by those names.
 
-a rule can fire (`could_fire`, the same test as for the file) on the text of its *group*: the
-statements linked to it by name, transitively (one uses a name another binds: a helper, a base
-class, a module-level value, a caller), with the imports binding a name the group uses (`sm(x)`
-under the alias above). A rule's test may need parts from several statements
-(`criterion = nn.BCELoss()` ... `criterion(predict(x), y)` where `predict` returns a sigmoid), and
-what a rule reads beyond the statement holding its finding it reaches by those names.
-
-Every other top-level statement (imports, assignments, `if`/`try` blocks) is always kept: they
-bind what names resolve to, and they are few. A file in which no statement is needed is not
-parsed by LibCST at all. `tests/test_prefilter_on_real_code.py` keeps proving, on a large real
-tree, that the findings are those of a full parse.
+Other top-level statements (assignments, calls, `if`/`try` blocks) are masked as well when no rule
+can fire in them and they bind no name the kept code uses, directly or through other such
+statements (`__all__`, a setting such as `torch.backends.cudnn.benchmark = True`, a registration
+call whose string arguments name no rule's words: a string argument is code). Never masked: the
+first statement (a module docstring places the imports a fix adds), one that says `import` (the
+names it binds resolve module-wide), one that shares a line with another. A file in which no
+statement is needed is not parsed by LibCST at all. `tests/test_prefilter_on_real_code.py` keeps
+proving, on real trees, that the findings are those of a full parse.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, List, Optional, Sequence, Set, Tuple, Type
 
+from torchnumlint.bare_code import bare_code
 from torchnumlint.prepass import Lines
 from torchnumlint.rules.base import Rule
 
@@ -37,14 +43,16 @@ _IMPORT = re.compile(r"\bimport\b")
 
 
 class _Statement:
-    __slots__ = ("span", "text", "maskable", "is_import", "words", "binds", "links")
+    __slots__ = ("span", "text", "code", "maskable", "spare", "is_import", "words", "binds", "links")
 
-    def __init__(self, node: ast.stmt, span: Tuple[int, int], text: str, maskable: bool) -> None:
+    def __init__(self, node: ast.stmt, span: Tuple[int, int], text: str, code: str, maskable: bool, spare: bool) -> None:
         self.span = span
         self.text = text
+        self.code = code  # `text` less its comments and docstrings: what the rules' tests read
         self.maskable = maskable
+        self.spare = spare  # not a function or class, yet masked like one when no rule needs it
         self.is_import = isinstance(node, (ast.Import, ast.ImportFrom))
-        self.words: Set[str] = set(_WORD.findall(text))
+        self.words: Set[str] = set(_WORD.findall(code))
         self.binds = _bound_names(node, text)
         self.links = True  # set by `_groups`
 
@@ -83,15 +91,38 @@ def unneeded(
     groups = _groups(statements)
     context = [s for s in statements if not s.links]
     masked: List[Tuple[int, int]] = []
+    unused: List[_Statement] = []  # spare context statements no rule can fire in
     any_needed = False
     for group in groups:
         words = set().union(*(s.words for s in group))
-        seen = "\n".join([s.text for s in group] + [c.text for c in context if c.binds & words and c not in group])
+        seen = "\n".join([s.code for s in group] + [c.code for c in context if c.binds & words and c not in group])
         if any(rule.could_fire(seen, index) for rule in rules):
             any_needed = True
-        else:
-            masked.extend(s.span for s in group if s.maskable)
-    return masked if any_needed else None
+        elif group[0].links:
+            masked.extend(s.span for s in group if s.maskable or s.spare)
+        elif group[0].spare:
+            unused.append(group[0])
+    if not any_needed:
+        return None
+    return masked + [s.span for s in _unread(statements, masked, unused)]
+
+
+def _unread(statements: List[_Statement], masked: List[Tuple[int, int]], unused: List[_Statement]) -> List[_Statement]:
+    """The statements of `unused` that bind no name the kept code uses, directly or through
+    other such statements (`EPS = 1e-8` kept for `FLOOR = EPS * 2` kept for a kept function)."""
+    gone = set(masked)
+    pending = {id(s) for s in unused}
+    binder: dict = {}
+    for statement in unused:
+        for name in statement.binds:
+            binder.setdefault(name, []).append(statement)
+    todo = [word for s in statements if s.span not in gone and id(s) not in pending for word in s.words]
+    while todo:
+        for statement in binder.pop(todo.pop(), ()):
+            if id(statement) in pending:
+                pending.discard(id(statement))
+                todo.extend(statement.words)
+    return [s for s in unused if id(s) in pending]
 
 
 def _groups(statements: List[_Statement]) -> List[List[_Statement]]:
@@ -130,7 +161,9 @@ def _groups(statements: List[_Statement]) -> List[List[_Statement]]:
 
 def _statements(text: str, tree: ast.Module, lines: Lines) -> List[_Statement]:
     """The top-level statements with their spans; one that shares a line with another is never
-    masked (masking replaces whole lines' worth of it)."""
+    masked (masking replaces whole lines' worth of it), nor is the first (a module docstring
+    places the imports a fix adds), nor one that says `import` (the names it binds are
+    resolved module-wide)."""
     spans = [lines.span(node) for node in tree.body]
     out = []
     for i, node in enumerate(tree.body):
@@ -138,7 +171,11 @@ def _statements(text: str, tree: ast.Module, lines: Lines) -> List[_Statement]:
         alone = (i == 0 or (tree.body[i - 1].end_lineno or tree.body[i - 1].lineno) < _first_line(node)) and (
             i + 1 == len(tree.body) or tree.body[i + 1].lineno > (node.end_lineno or node.lineno)
         )
-        out.append(_Statement(node, (start, end), text[start:end], alone and isinstance(node, _MASKABLE)))
+        text_of = text[start:end]
+        code = bare_code(node, start, end, lines)
+        maskable = alone and isinstance(node, _MASKABLE)
+        spare = alone and i > 0 and not maskable and _IMPORT.search(text_of) is None
+        out.append(_Statement(node, (start, end), text_of, code, maskable, spare))
     return out
 
 

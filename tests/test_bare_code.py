@@ -68,3 +68,9 @@ def test_comments_that_say_noqa_are_kept():
 def test_positions_of_non_ascii_text_are_characters():
     code = 'def f(x):\n    """é exp"""\n    y = "é" + x  # é log\n    return y\n'
     assert _bare(code) == 'def f(x):\n    \n    y = "é" + x  \n    return y'
+
+
+def test_unpacking_stars_are_cut_and_powers_kept():
+    code = "def f(x, *args, ** kwargs):\n    y = g(x, **kwargs, **{**extra, 'a': 1})\n    return y ** 2 + x**0.5 + h(**(opts), **{**(d)})\n"
+    bare = "def f(x, *args,  kwargs):\n    y = g(x, kwargs, {extra, 'a': 1})\n    return y ** 2 + x**0.5 + h((opts), {**(d)})"
+    assert _bare(code) == bare  # a parenthesised dict entry keeps its `**`: keeping only keeps more

@@ -75,6 +75,15 @@ CROSS_STATEMENT = [
     def step(x, y):
         return loss_fn(torch.sigmoid(x), y)
     """,
+    # a division by a name imported under another name: the import's `div` keeps the function
+    """
+    import torch
+    from torch import div as quotient
+
+    def masked_mean(h, valid_mask):
+        n = valid_mask.sum(dim=1, keepdim=True)
+        return quotient((h * valid_mask).sum(dim=1, keepdim=True), n)
+    """,
     # a helper of the same file produces the sigmoid
     """
     import torch
@@ -185,3 +194,19 @@ def test_statements_sharing_a_line_are_kept():
             return torch.log(torch.softmax(x, -1))
     """
     assert _kept_lines(code) == ["import torch", "a = 1", "b = 2", "def loss(x):"]
+
+
+def test_division_rules_need_a_true_division_or_a_div_call_in_the_tree():
+    code = """
+        import torch
+
+        def paths(root, x):
+            return root + "/cache/" + str(x.sum() // 2)
+
+        def halves(x):
+            return x / x.sum()
+
+        def divided(x):
+            return torch.div(x, x.sum())
+    """
+    assert _kept_lines(code) == ["import torch", "def halves(x):", "def divided(x):"]

@@ -1,4 +1,5 @@
-"""A statement's text less its comments and docstrings: what the rules' candidate tests read.
+"""What the rules' candidate tests read of a statement: its text less comments, docstrings and
+unpacking `**`.
 
 No rule reports in a comment or a docstring, yet their words are most of what keeps torch's
 files in LibCST's way: `/` in every path and URL a docstring names, `exp`, `log` and `sum` in
@@ -10,7 +11,10 @@ statements on its bare code. What is cut is exact, from CPython's own tree, neve
 - a comment is a `#` outside every string literal of the statement (`ast.Constant` strings and
   f-strings, whose spans cover all their tokens), up to the end of its line. A comment that
   says `noqa` stays: TNL900 judges those comments, and `candidates.py` must keep the code they
-  sit on.
+  sit on;
+- an unpacking `**` (`f(**kwargs)`, `def f(**kwargs)`, `{**d}`), found from the node it unpacks:
+  every rule that asks for `**` in its test means a power (`x ** 0.5`, `d ** 2`), and the
+  `**kwargs` of most signatures kept their functions for TNL201, TNL204, TNL205 and TNL209.
 
 Other strings stay whole: `float("-inf")`, `dtype="float16"`, `reduction="batchmean"` are code.
 A `#` that `ast` cannot place (one between the pieces of an implicitly concatenated string, which
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterator, List
+from typing import Iterator, List, Optional, Tuple
 
 from torchnumlint.prepass import Lines
 
@@ -30,13 +34,14 @@ _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 def bare_code(node: ast.stmt, start: int, end: int, lines: Lines) -> str:
-    """The text of top-level statement `node` (`lines.text[start:end]`) less its docstrings and
-    comments (those saying noqa stay)."""
+    """The text of top-level statement `node` (`lines.text[start:end]`) less its docstrings, its
+    comments (those saying noqa stay) and its unpacking `**`."""
     text = lines.text
     cuts = [(lines.offset(s.lineno, s.col_offset), _end(s, lines)) for s in _bare_strings(node)]
     hashes = _hashes(text, start, end)
-    if hashes:
-        strings = [(lines.offset(n.lineno, n.col_offset), _end(n, lines)) for n in _string_literals(node)]
+    if hashes or text.find("**", start, end) != -1:
+        strings, stars = _strings_and_stars(node, lines)
+        cuts.extend(stars)
         for at in hashes:
             if any(a <= at < b for a, b in strings):  # docstrings included
                 continue
@@ -47,11 +52,43 @@ def bare_code(node: ast.stmt, start: int, end: int, lines: Lines) -> str:
         return text[start:end]
     parts: List[str] = []
     at = start
-    for a, b in sorted(cuts):  # disjoint: no comment is inside a string
+    for a, b in sorted(cuts):  # disjoint: no comment is inside a string, no `**` in either
         parts.append(text[at:a])
         at = b
     parts.append(text[at:end])
     return "".join(parts)
+
+
+def _strings_and_stars(node: ast.stmt, lines: Lines) -> Tuple[List[Tuple[int, int]], List[Tuple[int, int]]]:
+    """The spans of `node`'s string literals, and of the `**` that unpack (`f(**kw)`,
+    `def f(**kw)`, `{**d}`): the rules' `**` is a power, and `**kwargs` is in most signatures."""
+    text = lines.text
+    strings, stars = [], []
+    for n in ast.walk(node):
+        if isinstance(n, ast.JoinedStr) or (isinstance(n, ast.Constant) and isinstance(n.value, (str, bytes))):
+            strings.append((lines.offset(n.lineno, n.col_offset), _end(n, lines)))
+        elif isinstance(n, ast.keyword) and n.arg is None:
+            at = lines.offset(n.lineno, n.col_offset)
+            if text.startswith("**", at):
+                stars.append((at, at + 2))
+        else:
+            unpacked = [v for k, v in zip(n.keys, n.values) if k is None] if isinstance(n, ast.Dict) else []
+            if isinstance(n, ast.arguments) and n.kwarg is not None:
+                unpacked.append(n.kwarg)
+            for value in unpacked:
+                found = _stars_before(text, lines.offset(value.lineno, value.col_offset))
+                if found is not None:
+                    stars.append(found)
+    return strings, stars
+
+
+def _stars_before(text: str, at: int) -> Optional[Tuple[int, int]]:
+    """The `**` just before `at` (spaces between), if there (a parenthesised `**(d)` is not
+    found: its `**` is kept, which only keeps more)."""
+    i = at
+    while i > 0 and text[i - 1] in " \t":
+        i -= 1
+    return (i - 2, i) if text[i - 2 : i] == "**" else None
 
 
 def _end(node: ast.AST, lines: Lines) -> int:
@@ -86,8 +123,3 @@ def _bare_strings(node: ast.stmt) -> Iterator[ast.Expr]:
             block = getattr(current, name, None)
             if isinstance(block, list):
                 stack.extend(block)
-
-
-def _string_literals(node: ast.stmt) -> Iterator[ast.expr]:
-    return (n for n in ast.walk(node) if isinstance(n, ast.JoinedStr) or (isinstance(n, ast.Constant) and isinstance(n.value, (str, bytes))))
-

@@ -43,9 +43,10 @@ _IMPORT = re.compile(r"\bimport\b")
 
 
 class _Statement:
-    __slots__ = ("span", "text", "code", "maskable", "spare", "is_import", "words", "binds", "links")
+    __slots__ = ("node", "span", "text", "code", "maskable", "spare", "is_import", "words", "binds", "links", "_kinds")
 
     def __init__(self, node: ast.stmt, span: Tuple[int, int], text: str, code: str, maskable: bool, spare: bool) -> None:
+        self.node = node
         self.span = span
         self.text = text
         self.code = code  # `text` less its comments and docstrings: what the rules' tests read
@@ -55,6 +56,13 @@ class _Statement:
         self.words: Set[str] = set(_WORD.findall(code))
         self.binds = _bound_names(node, text)
         self.links = True  # set by `_groups`
+        self._kinds: Optional[Set[str]] = None
+
+    def kinds(self) -> Set[str]:
+        """The `ast` node types in the statement (walked once, when a rule's test asks)."""
+        if self._kinds is None:
+            self._kinds = {type(node).__name__ for node in ast.walk(self.node)}
+        return self._kinds
 
 
 def _bound_names(node: ast.stmt, text: str) -> Set[str]:
@@ -95,8 +103,9 @@ def unneeded(
     any_needed = False
     for group in groups:
         words = set().union(*(s.words for s in group))
-        seen = "\n".join([s.code for s in group] + [c.code for c in context if c.binds & words and c not in group])
-        if any(rule.could_fire(seen, index) for rule in rules):
+        read = group + [c for c in context if c.binds & words and c not in group]
+        seen = "\n".join(s.code for s in read)
+        if any(_can_fire(rule, seen, read, index) for rule in rules):
             any_needed = True
         elif group[0].links:
             masked.extend(s.span for s in group if s.maskable or s.spare)
@@ -105,6 +114,16 @@ def unneeded(
     if not any_needed:
         return None
     return masked + [s.span for s in _unread(statements, masked, unused)]
+
+
+def _can_fire(rule: Type[Rule], seen: str, read: List[_Statement], index: Optional[ProjectIndex]) -> bool:
+    """Whether `rule` can report in the code of `read` (a group and the context statements it
+    reads; `seen`, their bare code): its text test, then its test on their `ast` nodes."""
+    if not rule.could_fire(seen, index):
+        return False
+    if not rule.ast_kinds:
+        return True
+    return any(s.words & rule.ast_words or s.kinds() & rule.ast_kinds for s in read)
 
 
 def _unread(statements: List[_Statement], masked: List[Tuple[int, int]], unused: List[_Statement]) -> List[_Statement]:

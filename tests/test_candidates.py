@@ -210,3 +210,16 @@ def test_division_rules_need_a_true_division_or_a_div_call_in_the_tree():
             return torch.div(x, x.sum())
     """
     assert _kept_lines(code) == ["import torch", "def halves(x):", "def divided(x):"]
+
+
+def test_root_rules_need_a_power_or_a_root_call_in_the_tree():
+    code = """
+        import torch
+
+        def build(x, *args, **kwargs):
+            return x[:, None].sum(-1, **kwargs)
+
+        def dist(a, b):
+            return ((a[:, None] - b[None]) ** 2).sum(-1).sqrt()
+    """
+    assert _kept_lines(code) == ["import torch", "def dist(a, b):"]

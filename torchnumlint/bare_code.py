@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterator, List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple, Union
 
 from torchnumlint.prepass import Lines
 
@@ -72,7 +72,7 @@ def _strings_and_stars(node: ast.stmt, lines: Lines) -> Tuple[List[Tuple[int, in
             if text.startswith("**", at):
                 stars.append((at, at + 2))
         else:
-            unpacked = [v for k, v in zip(n.keys, n.values) if k is None] if isinstance(n, ast.Dict) else []
+            unpacked: List[Union[ast.expr, ast.arg]] = [v for k, v in zip(n.keys, n.values) if k is None] if isinstance(n, ast.Dict) else []
             if isinstance(n, ast.arguments) and n.kwarg is not None:
                 unpacked.append(n.kwarg)
             for value in unpacked:

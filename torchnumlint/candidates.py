@@ -49,7 +49,7 @@ class _Statement:
         self.node = node
         self.span = span
         self.text = text
-        self.code = code  # `text` less its comments and docstrings: what the rules' tests read
+        self.code = code  # `text` less comments, docstrings, unpacking `**` (`bare_code`): what the tests read
         self.maskable = maskable
         self.spare = spare  # not a function or class, yet masked like one when no rule needs it
         self.is_import = isinstance(node, (ast.Import, ast.ImportFrom))

@@ -14,13 +14,10 @@ test may need parts from several statements (`criterion = nn.BCELoss()` ...
 `criterion(predict(x), y)` where `predict` returns a sigmoid), and what a rule reads beyond the
 statement holding its finding it reaches by those names.
 
-Other top-level statements (assignments, calls, `if`/`try` blocks) are masked as well when no rule
-can fire in them and they bind no name the kept code uses, directly or through other such
-statements (`__all__`, a setting such as `torch.backends.cudnn.benchmark = True`, a registration
-call whose string arguments name no rule's words: a string argument is code). Never masked: the
-first statement (a module docstring places the imports a fix adds), one that says `import` (the
-names it binds resolve module-wide), one that shares a line with another. A file in which no
-statement is needed is not parsed by LibCST at all. `tests/test_prefilter_on_real_code.py` keeps
+Every other top-level statement (imports, assignments, `if`/`try` blocks) is always kept: they
+bind what names resolve to, and one beyond LibCST's reach (a 10,000-term sum) must still be named
+in a warning (`tests/test_unbreakable.py`). A file in which no statement is needed is not parsed
+by LibCST at all. `tests/test_prefilter_on_real_code.py` keeps
 proving, on real trees, that the findings are those of a full parse.
 """
 
@@ -43,15 +40,14 @@ _IMPORT = re.compile(r"\bimport\b")
 
 
 class _Statement:
-    __slots__ = ("node", "span", "text", "code", "maskable", "spare", "is_import", "words", "binds", "links", "_kinds")
+    __slots__ = ("node", "span", "text", "code", "maskable", "is_import", "words", "binds", "links", "_kinds")
 
-    def __init__(self, node: ast.stmt, span: Tuple[int, int], text: str, code: str, maskable: bool, spare: bool) -> None:
+    def __init__(self, node: ast.stmt, span: Tuple[int, int], text: str, code: str, maskable: bool) -> None:
         self.node = node
         self.span = span
         self.text = text
         self.code = code  # `text` less comments, docstrings, unpacking `**` (`bare_code`): what the tests read
         self.maskable = maskable
-        self.spare = spare  # not a function or class, yet masked like one when no rule needs it
         self.is_import = isinstance(node, (ast.Import, ast.ImportFrom))
         self.words: Set[str] = set(_WORD.findall(code))
         self.binds = _bound_names(node, text)
@@ -99,7 +95,6 @@ def unneeded(
     groups = _groups(statements)
     context = [s for s in statements if not s.links]
     masked: List[Tuple[int, int]] = []
-    unused: List[_Statement] = []  # spare context statements no rule can fire in
     any_needed = False
     for group in groups:
         words = set().union(*(s.words for s in group))
@@ -107,13 +102,9 @@ def unneeded(
         seen = "\n".join(s.code for s in read)
         if any(_can_fire(rule, seen, read, index) for rule in rules):
             any_needed = True
-        elif group[0].links:
-            masked.extend(s.span for s in group if s.maskable or s.spare)
-        elif group[0].spare:
-            unused.append(group[0])
-    if not any_needed:
-        return None
-    return masked + [s.span for s in _unread(statements, masked, unused)]
+        else:
+            masked.extend(s.span for s in group if s.maskable)
+    return masked if any_needed else None
 
 
 def _can_fire(rule: Type[Rule], seen: str, read: List[_Statement], index: Optional[ProjectIndex]) -> bool:
@@ -124,24 +115,6 @@ def _can_fire(rule: Type[Rule], seen: str, read: List[_Statement], index: Option
     if not rule.ast_kinds:
         return True
     return any(s.words & rule.ast_words or s.kinds() & rule.ast_kinds for s in read)
-
-
-def _unread(statements: List[_Statement], masked: List[Tuple[int, int]], unused: List[_Statement]) -> List[_Statement]:
-    """The statements of `unused` that bind no name the kept code uses, directly or through
-    other such statements (`EPS = 1e-8` kept for `FLOOR = EPS * 2` kept for a kept function)."""
-    gone = set(masked)
-    pending = {id(s) for s in unused}
-    binder: dict = {}
-    for statement in unused:
-        for name in statement.binds:
-            binder.setdefault(name, []).append(statement)
-    todo = [word for s in statements if s.span not in gone and id(s) not in pending for word in s.words]
-    while todo:
-        for statement in binder.pop(todo.pop(), ()):
-            if id(statement) in pending:
-                pending.discard(id(statement))
-                todo.extend(statement.words)
-    return [s for s in unused if id(s) in pending]
 
 
 def _groups(statements: List[_Statement]) -> List[List[_Statement]]:
@@ -180,9 +153,7 @@ def _groups(statements: List[_Statement]) -> List[List[_Statement]]:
 
 def _statements(text: str, tree: ast.Module, lines: Lines) -> List[_Statement]:
     """The top-level statements with their spans; one that shares a line with another is never
-    masked (masking replaces whole lines' worth of it), nor is the first (a module docstring
-    places the imports a fix adds), nor one that says `import` (the names it binds are
-    resolved module-wide)."""
+    masked (masking replaces whole lines' worth of it)."""
     spans = [lines.span(node) for node in tree.body]
     out = []
     for i, node in enumerate(tree.body):
@@ -190,11 +161,8 @@ def _statements(text: str, tree: ast.Module, lines: Lines) -> List[_Statement]:
         alone = (i == 0 or (tree.body[i - 1].end_lineno or tree.body[i - 1].lineno) < _first_line(node)) and (
             i + 1 == len(tree.body) or tree.body[i + 1].lineno > (node.end_lineno or node.lineno)
         )
-        text_of = text[start:end]
         code = bare_code(node, start, end, lines)
-        maskable = alone and isinstance(node, _MASKABLE)
-        spare = alone and i > 0 and not maskable and _IMPORT.search(text_of) is None
-        out.append(_Statement(node, (start, end), text_of, code, maskable, spare))
+        out.append(_Statement(node, (start, end), text[start:end], code, alone and isinstance(node, _MASKABLE)))
     return out
 
 

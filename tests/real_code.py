@@ -17,17 +17,43 @@ from torchnumlint.source import SourceError, read_source
 EXAMPLES = [example.bad for rule in registry().values() for example in rule.examples]
 
 
-def torch_files(count):
-    """`count` files of the installed torch, spread over it (a fixed choice), under 60 kB."""
+def _small_torch_files():
     top = os.path.dirname(torch.__file__)
-    files = sorted(
+    return sorted(
         os.path.join(folder, name)
         for folder, _, names in os.walk(top)
         for name in names
         if name.endswith(".py") and os.path.getsize(os.path.join(folder, name)) < 60_000
     )
+
+
+def torch_files(count):
+    """`count` files of the installed torch, spread over it (a fixed choice), under 60 kB."""
+    files = _small_torch_files()
     step = max(1, len(files) // count)
     return files[::step][:count]
+
+
+def docstring_share(text):
+    """The share of `text` inside triple-quoted strings (docstrings, mostly)."""
+    pieces = text.split('"""')
+    return sum(len(p) for p in pieces[1::2]) / max(len(text), 1)
+
+
+def class_count(text):
+    return text.count("\nclass ")
+
+
+def heaviest(count, score):
+    """The `count` torch files under 60 kB that `score` (of the text) ranks highest: where a
+    pre-pass decision is hardest (prose full of rule words, classes whose methods link)."""
+    scored = []
+    for path in _small_torch_files():
+        try:
+            scored.append((-score(read_source(path).text), path))
+        except SourceError:
+            continue
+    return [path for _, path in sorted(scored)[:count]]
 
 
 def with_example(text, example):
@@ -41,13 +67,14 @@ def with_example(text, example):
     return "\n".join(body) + "\n\n\n" + "\n\n\n".join(tail) + "\n"
 
 
-def real_texts(count):
-    """(path, text) of `count` torch files (fewer: those that cannot be read), each with an example."""
+def real_texts(count, files=None, first=0):
+    """(path, text) of `count` torch files (fewer: those that cannot be read), or of `files`, each
+    with an example (from the `first`-th on)."""
     out = []
-    for number, path in enumerate(torch_files(count)):
+    for number, path in enumerate(torch_files(count) if files is None else files):
         try:
             text = read_source(path).text
         except SourceError:
             continue
-        out.append((path, with_example(text, EXAMPLES[number % len(EXAMPLES)])))
+        out.append((path, with_example(text, EXAMPLES[(first + number) % len(EXAMPLES)])))
     return out

@@ -63,6 +63,27 @@ CROSS_STATEMENT = [
     def step(x, y):
         return criterion(torch.sigmoid(x), y)
     """,
+    # a module-level alias of a module-level loss, read through both
+    """
+    import torch
+    import torch.nn as nn
+
+    criterion = nn.BCELoss()
+    loss_fn = criterion
+    WIDTH = 3
+
+    def step(x, y):
+        return loss_fn(torch.sigmoid(x), y)
+    """,
+    # a division by a name imported under another name: the import's `div` keeps the function
+    """
+    import torch
+    from torch import div as quotient
+
+    def masked_mean(h, valid_mask):
+        n = valid_mask.sum(dim=1, keepdim=True)
+        return quotient((h * valid_mask).sum(dim=1, keepdim=True), n)
+    """,
     # a helper of the same file produces the sigmoid
     """
     import torch
@@ -83,3 +104,92 @@ def test_findings_that_read_another_statement_are_those_of_a_full_parse(code):
     whole = [(f.line, f.code, f.fix) for f in lint_text("m.py", text, RULES, partial=False)]
     assert whole, "the case must hold a finding"
     assert [(f.line, f.code, f.fix) for f in lint_text("m.py", text, RULES, partial=True)] == whole
+
+
+def _kept_lines(code, rules=RULES):
+    """The first lines of the top-level statements LibCST is given (None: no parse at all)."""
+    text = textwrap.dedent(code).lstrip("\n")
+    tree = ast.parse(text)
+    lines = prepass.Lines(text)
+    spans = candidates.unneeded(text, tree, lines, rules)
+    if spans is None:
+        return None
+    return [text[slice(*lines.span(n))].split("\n")[0] for n in tree.body if lines.span(n) not in spans]
+
+
+def test_words_in_docstrings_and_comments_keep_nothing():
+    code = '''
+        import torch
+
+        def describe(x):
+            """Takes exp(x) / x.sum(), the log of a softmax, a sqrt of the norm."""
+            # the hazard would be x / x.sum() here
+            return x.view(-1)
+
+        def loss(x):
+            return torch.log(torch.softmax(x, -1))
+    '''
+    assert _kept_lines(code) == ["import torch", "def loss(x):"]
+
+
+def test_a_noqa_comment_keeps_its_function_for_tnl900():
+    code = """
+        import torch
+
+        def shape(x):
+            y = x.view(-1)  # noqa: TNL201
+            return y
+
+        def loss(x):
+            return torch.log(torch.softmax(x, -1))
+    """
+    every = list(registry().values())
+    assert "def shape(x):" in _kept_lines(code, every)
+    assert "def shape(x):" not in _kept_lines(code)  # TNL900 is off by default: nothing reads it
+
+
+def test_module_level_statements_are_kept():
+    """They bind what names resolve to, and one beyond LibCST's reach must still be named in a
+    warning (`tests/test_unbreakable.py`)."""
+    code = """
+        import torch
+
+        __version__ = "1.0"
+        torch.backends.cudnn.benchmark = True
+
+        def shape(x):
+            return x.view(-1)
+
+        def loss(x):
+            return torch.log(torch.softmax(x, -1))
+    """
+    assert _kept_lines(code) == ["import torch", '__version__ = "1.0"', "torch.backends.cudnn.benchmark = True", "def loss(x):"]
+
+
+def test_division_rules_need_a_true_division_or_a_div_call_in_the_tree():
+    code = """
+        import torch
+
+        def paths(root, x):
+            return root + "/cache/" + str(x.sum() // 2)
+
+        def halves(x):
+            return x / x.sum()
+
+        def divided(x):
+            return torch.div(x, x.sum())
+    """
+    assert _kept_lines(code) == ["import torch", "def halves(x):", "def divided(x):"]
+
+
+def test_root_rules_need_a_power_or_a_root_call_in_the_tree():
+    code = """
+        import torch
+
+        def build(x, *args, **kwargs):
+            return x[:, None].sum(-1, **kwargs)
+
+        def dist(a, b):
+            return ((a[:, None] - b[None]) ** 2).sum(-1).sqrt()
+    """
+    assert _kept_lines(code) == ["import torch", "def dist(a, b):"]

@@ -5,18 +5,20 @@ most torch files do, since `exp`, `log` or `/` appear in nearly all of them. But
 one top-level statement, and what a rule reads around it is reached by name: an import alias
 (`from torch.nn.functional import softmax as sm`), a module-level helper or class it calls or
 inherits, the call sites of the function it is in. So a top-level function or class is kept when
-
-a rule can fire (`could_fire`, the same test as for the file) on the text of its *group*: the
-statements linked to it by name, transitively (one uses a name another binds: a helper, a base
-class, a module-level value, a caller), with the imports binding a name the group uses (`sm(x)`
-under the alias above). A rule's test may need parts from several statements
-(`criterion = nn.BCELoss()` ... `criterion(predict(x), y)` where `predict` returns a sigmoid), and
-what a rule reads beyond the statement holding its finding it reaches by those names.
+a rule can fire (`could_fire`, the same test as for the file) on the *bare code* of its group
+(`bare_code.py`: no docstrings, no comments but those saying noqa; no rule reports from prose,
+yet `/`, `exp` and `log` in it kept most of torch's files): the statements linked to it by name,
+transitively (one uses a name another binds: a helper, a base class, a module-level value, a
+caller), with the imports binding a name the group uses (`sm(x)` under the alias above). A rule's
+test may need parts from several statements (`criterion = nn.BCELoss()` ...
+`criterion(predict(x), y)` where `predict` returns a sigmoid), and what a rule reads beyond the
+statement holding its finding it reaches by those names.
 
 Every other top-level statement (imports, assignments, `if`/`try` blocks) is always kept: they
-bind what names resolve to, and they are few. A file in which no statement is needed is not
-parsed by LibCST at all. `tests/test_prefilter_on_real_code.py` keeps proving, on a large real
-tree, that the findings are those of a full parse.
+bind what names resolve to, and one beyond LibCST's reach (a 10,000-term sum) must still be named
+in a warning (`tests/test_unbreakable.py`). A file in which no statement is needed is not parsed
+by LibCST at all. `tests/test_prefilter_on_real_code.py` keeps
+proving, on real trees, that the findings are those of a full parse.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, List, Optional, Sequence, Set, Tuple, Type
 
+from torchnumlint.bare_code import bare_code
 from torchnumlint.prepass import Lines
 from torchnumlint.rules.base import Rule
 
@@ -37,16 +40,25 @@ _IMPORT = re.compile(r"\bimport\b")
 
 
 class _Statement:
-    __slots__ = ("span", "text", "maskable", "is_import", "words", "binds", "links")
+    __slots__ = ("node", "span", "text", "code", "maskable", "is_import", "words", "binds", "links", "_kinds")
 
-    def __init__(self, node: ast.stmt, span: Tuple[int, int], text: str, maskable: bool) -> None:
+    def __init__(self, node: ast.stmt, span: Tuple[int, int], text: str, code: str, maskable: bool) -> None:
+        self.node = node
         self.span = span
         self.text = text
+        self.code = code  # `text` less comments, docstrings, unpacking `**` (`bare_code`): what the tests read
         self.maskable = maskable
         self.is_import = isinstance(node, (ast.Import, ast.ImportFrom))
-        self.words: Set[str] = set(_WORD.findall(text))
+        self.words: Set[str] = set(_WORD.findall(code))
         self.binds = _bound_names(node, text)
         self.links = True  # set by `_groups`
+        self._kinds: Optional[Set[str]] = None
+
+    def kinds(self) -> Set[str]:
+        """The `ast` node types in the statement (walked once, when a rule's test asks)."""
+        if self._kinds is None:
+            self._kinds = {type(node).__name__ for node in ast.walk(self.node)}
+        return self._kinds
 
 
 def _bound_names(node: ast.stmt, text: str) -> Set[str]:
@@ -86,12 +98,23 @@ def unneeded(
     any_needed = False
     for group in groups:
         words = set().union(*(s.words for s in group))
-        seen = "\n".join([s.text for s in group] + [c.text for c in context if c.binds & words and c not in group])
-        if any(rule.could_fire(seen, index) for rule in rules):
+        read = group + [c for c in context if c.binds & words and c not in group]
+        seen = "\n".join(s.code for s in read)
+        if any(_can_fire(rule, seen, read, index) for rule in rules):
             any_needed = True
         else:
             masked.extend(s.span for s in group if s.maskable)
     return masked if any_needed else None
+
+
+def _can_fire(rule: Type[Rule], seen: str, read: List[_Statement], index: Optional[ProjectIndex]) -> bool:
+    """Whether `rule` can report in the code of `read` (a group and the context statements it
+    reads; `seen`, their bare code): its text test, then its test on their `ast` nodes."""
+    if not rule.could_fire(seen, index):
+        return False
+    if not rule.ast_kinds:
+        return True
+    return any(s.words & rule.ast_words or s.kinds() & rule.ast_kinds for s in read)
 
 
 def _groups(statements: List[_Statement]) -> List[List[_Statement]]:
@@ -138,7 +161,8 @@ def _statements(text: str, tree: ast.Module, lines: Lines) -> List[_Statement]:
         alone = (i == 0 or (tree.body[i - 1].end_lineno or tree.body[i - 1].lineno) < _first_line(node)) and (
             i + 1 == len(tree.body) or tree.body[i + 1].lineno > (node.end_lineno or node.lineno)
         )
-        out.append(_Statement(node, (start, end), text[start:end], alone and isinstance(node, _MASKABLE)))
+        code = bare_code(node, start, end, lines)
+        out.append(_Statement(node, (start, end), text[start:end], code, alone and isinstance(node, _MASKABLE)))
     return out
 
 

@@ -62,6 +62,12 @@ class Rule:
     # this rule (`rules/producers.py`): the pre-filter also keeps a text that names such a helper
     # of the project, which the index knows (a rule that sets this sets `needs_index`).
     produced: ClassVar[FrozenSet[str]] = frozenset()
+    # Candidate test on CPython's tree (`candidates.py`), after the text test: where set, the rule
+    # can report in a group of statements only if the tree of its code holds a node of one of these
+    # `ast` types (`Div`: the operator of `x / d` and `x /= d`) or its code one of `ast_words` as a
+    # word (`div`: `torch.div(x, d)`, `x.div(d)`, an import of it under another name).
+    ast_kinds: ClassVar[FrozenSet[str]] = frozenset()
+    ast_words: ClassVar[FrozenSet[str]] = frozenset()
     examples: ClassVar[Tuple[Example, ...]]
     good: ClassVar[Tuple[str, ...]]
 

@@ -488,6 +488,11 @@ class DivisionRule(Rule):
     `x.div_(d)`); a rule implements `division(node, x, d)`. The division family and TNL110
     (an exp over its own sum) see the same divisions."""
 
+    # what `division_operands` reads: a true division (not `//`: `ast.FloorDiv`), or a call of a
+    # DIV_METHODS op by name; a `/` in a path string or `//` keeps no group
+    ast_kinds = frozenset({"Div"})
+    ast_words = frozenset(DIV_METHODS)
+
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Divide):
             self.division(node, node.left, node.right)

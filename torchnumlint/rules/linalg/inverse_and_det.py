@@ -117,6 +117,7 @@ class InverseAndDet(Rule):
     )
     safety = Safety.SAFE
     needles = ("det", "inverse", "inv(")
+    pattern = r"\b(?:det|inverse|inv)\b"  # DET and INVERSE by name (not `detach`, `determine`)
     examples = (
         Example(
             bad=("import torch\n\n\ndef log_volume(cov):\n    return torch.log(torch.det(cov))\n"),

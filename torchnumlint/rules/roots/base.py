@@ -13,6 +13,10 @@ from torchnumlint.rules.shapes import root_of
 class RootRule(Rule):
     """Visits every root once; a rule implements `root`."""
 
+    # what `root_of` reads: a `**` power, or a call of sqrt, rsqrt, pow or pow_ by name
+    ast_kinds = frozenset({"Pow"})
+    ast_words = frozenset({"sqrt", "rsqrt", "pow", "pow_"})
+
     def visit_Call(self, node: cst.Call) -> None:
         self._visit(node)
 

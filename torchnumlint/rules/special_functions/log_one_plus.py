@@ -65,7 +65,8 @@ class LogOnePlus(Rule):
     )
     safety = Safety.SAFE
     needles = ("log",)
-    pattern = r"\b1\b|1\.|ones_like"
+    # a log by name (not `logger`, `logits`) and a one
+    pattern = r"\A(?=[\s\S]*?\blog\b)(?=[\s\S]*?(?:\b1\b|1\.|ones_like))"
     examples = (
         Example(
             bad=("import torch\n\n\ndef log_growth(rate):\n    return torch.log(1 + rate)\n"),

@@ -128,6 +128,7 @@ class LogitManual(Rule):
     )
     safety = Safety.UNSAFE
     needles = ("log",)
+    pattern = r"\blog(?:1p|it)?\b"  # a log, log1p or logit by name (not `logger`, `logits`)
     produced = frozenset({"sigmoid", "softmax"})
     needs_index = True
     examples = (

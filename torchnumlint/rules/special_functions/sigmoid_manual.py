@@ -235,6 +235,7 @@ class SigmoidManual(Rule):
     )
     safety = Safety.SAFE
     needles = ("exp",)
+    pattern = r"\bexp\b"  # the word: `exp_of` matches torch's exp by name (not `expand`, `expected`)
     needs_index = True  # the input is judged at callers in other modules (`rules/magnitudes.py`)
     examples = (
         Example(

@@ -46,7 +46,8 @@ class SoftplusManual(Rule):
     )
     safety = Safety.SAFE
     needles = ("exp",)
-    pattern = r"log"
+    # an exp and a log or log1p, each by name (not `expand`, `logger`)
+    pattern = r"\A(?=[\s\S]*?\bexp\b)(?=[\s\S]*?\blog(?:1p)?\b)"
     examples = (
         Example(
             bad=("import torch\nimport torch.nn.functional as F\n\n\ndef positive_scale(rho):\n    return torch.log(1 + torch.exp(rho))\n"),

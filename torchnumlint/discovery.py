@@ -18,12 +18,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
-
-import pathspec
+from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from torchnumlint.config import Config, Settings
 from torchnumlint.configfiles import SUFFIXES as CONFIG_SUFFIXES
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pathspec
 
 DEFAULT_EXCLUDE = [
     ".git",
@@ -68,7 +69,7 @@ class _GitIgnore:
             if os.path.isfile(gitignore):
                 try:
                     lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
-                    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+                    spec = _gitignore_spec(lines)
                 except OSError:
                     spec = None
             self._specs[folder] = spec
@@ -127,7 +128,7 @@ class _Walker:
         key = id(config)  # configs live as long as the Settings that hands them out
         if key not in self._specs:
             base = config.exclude if config.exclude is not None else DEFAULT_EXCLUDE
-            self._specs[key] = pathspec.GitIgnoreSpec.from_lines(base + config.extend_exclude)
+            self._specs[key] = _gitignore_spec(base + config.extend_exclude)
         return self._specs[key]
 
     def named_file_excluded(self, path: Path) -> bool:
@@ -184,6 +185,15 @@ class _Walker:
 
     def _unreadable(self, error: OSError) -> None:
         self.errors.append(f"{error.filename}: cannot read folder: {error.strerror or error}")
+
+
+def _gitignore_spec(lines: List[str]) -> pathspec.PathSpec:
+    """Patterns read as git reads a .gitignore. pathspec is imported here, on the first folder
+    walked or file matched: a run over files that need no project walk (a pre-commit hook on a
+    file that reads no project facts) never pays its import, about a third of start-up."""
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 def _excluded(spec: pathspec.PathSpec, path: Path, root: Path, is_dir: bool) -> bool:

@@ -56,3 +56,31 @@ def test_the_recorded_questions_replay_and_an_unwrapped_read_is_whole(tmp_path):
     other = Replay(build_index([(helpers, HELPERS + "\n\ndef probs(z):\n    return torch.tanh(z)\n")]), lambda path: None)
     assert not other.still_valid(reads)
     assert view.classes == index.classes and view.recorder.reads() is None  # read whole
+
+
+def test_whether_a_callee_runs_without_grad_is_a_recorded_question(tmp_path):
+    """`callee_no_grad` (a helper decorated `@torch.no_grad()` returns no gradient) is asked by the
+    gradient rules; read whole, it kept every file that asked it on the whole fingerprint (kornia:
+    6 files re-linted after any edit that changed a fact)."""
+    helpers, user = str(tmp_path / "helpers.py"), str(tmp_path / "user.py")
+    use = "import torch\nfrom helpers import post\n\n\ndef f(x):\n    return post(x)\n"
+    without_grad = "import torch\n\n\n@torch.no_grad()\ndef post(x):\n    return x\n"
+    view = recording(build_index([(helpers, without_grad), (user, use)]))()
+    assert view.summaries.callee_no_grad(user, None, ("fn", "post"))
+    reads = view.recorder.reads()
+    assert reads is not None and [question[0] for question, _ in reads] == ["callee_no_grad"]
+    assert Replay(build_index([(helpers, without_grad + "\n# note\n"), (user, use)]), lambda path: None).still_valid(reads)
+    with_grad = without_grad.replace("@torch.no_grad()\n", "")
+    assert not Replay(build_index([(helpers, with_grad), (user, use)]), lambda path: None).still_valid(reads)
+
+
+def test_which_class_an_instance_is_is_a_recorded_question(tmp_path):
+    helpers, user = str(tmp_path / "helpers.py"), str(tmp_path / "user.py")
+    use = "import torch\nfrom helpers import Head\n\nhead = Head()\n"
+    head = "import torch\n\n\nclass Head(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+    view = recording(build_index([(helpers, head), (user, use)]))()
+    assert view.summaries.instance_class(user, None, ("new", "Head")) == (helpers, "Head")
+    reads = view.recorder.reads()
+    assert reads is not None and [question[0] for question, _ in reads] == ["instance_class"]
+    assert Replay(build_index([(helpers, head + "\n# note\n"), (user, use)]), lambda path: None).still_valid(reads)
+    assert not Replay(build_index([(helpers, "import torch\n"), (user, use)]), lambda path: None).still_valid(reads)

@@ -58,6 +58,10 @@ def _ask(index: ProjectIndex, frames: Dict[str, Summaries], question: tuple) -> 
         return summaries.buffers.get(question[2])
     if what == "may_be_passed":
         return summaries.may_be_passed(question[2], frozenset(question[3]))
+    if what == "instance_class":
+        return summaries.instance_class(question[2], question[3], question[4])
+    if what == "callee_no_grad":
+        return summaries.callee_no_grad(question[2], question[3], question[4], question[5])
     raise ValueError(f"not a question of the project facts: {what!r}")
 
 
@@ -150,6 +154,12 @@ class _RecordingSummaries(Summaries):
     def callers(self, path: str, cls: Optional[str], name: str) -> List[CallerSite]:
         found = self._recorder.ask(("callers", self._frame, path, cls, name))
         return [site for site, _ in found]  # type: ignore[attr-defined]
+
+    def instance_class(self, path: str, instance: Optional[Instance], callee: Optional[tuple]) -> Optional[Instance]:
+        return self._recorder.ask(("instance_class", self._frame, path, instance, callee))  # type: ignore[return-value]
+
+    def callee_no_grad(self, path: str, instance: Optional[Instance], callee: Optional[tuple], depth: int = 0) -> bool:
+        return self._recorder.ask(("callee_no_grad", self._frame, path, instance, callee, depth))  # type: ignore[return-value]
 
     def may_be_passed(self, name: str, kinds: FrozenSet[str]) -> bool:
         return self._recorder.ask(("may_be_passed", self._frame, name, tuple(sorted(kinds))))  # type: ignore[return-value]

@@ -84,3 +84,15 @@ def test_which_class_an_instance_is_is_a_recorded_question(tmp_path):
     assert reads is not None and [question[0] for question, _ in reads] == ["instance_class"]
     assert Replay(build_index([(helpers, head + "\n# note\n"), (user, use)]), lambda path: None).still_valid(reads)
     assert not Replay(build_index([(helpers, "import torch\n"), (user, use)]), lambda path: None).still_valid(reads)
+
+
+def test_every_question_rules_ask_of_the_summaries_is_recorded():
+    """A public `Summaries` method the recorder does not wrap is read whole, which silently keeps
+    every file that asks it on the whole fingerprint: a new question must be wrapped (and replayed
+    by `fact_reads._ask`), or be one rules never ask (building, merging, the recorder's own)."""
+    from torchnumlint.fact_reads import _RecordingSummaries
+    from torchnumlint.summaries import Summaries
+
+    public = {name for name, value in vars(Summaries).items() if callable(value) and not name.startswith("_")}
+    not_asked_by_rules = {"absorb", "without", "producer_names", "producers_among"}
+    assert public - not_asked_by_rules <= set(vars(_RecordingSummaries))

@@ -27,6 +27,7 @@ from typing import Dict, Iterator, Optional, Tuple
 from torchnumlint.config import Settings
 from torchnumlint.discovery import project_files, project_root
 from torchnumlint.index import ProjectIndex, index_file
+from torchnumlint.project_tables import names_part
 from torchnumlint.source import SourceError, read_source
 
 # How many buffers' assembled indexes are kept (each holds a copy of the project's classes).
@@ -106,9 +107,13 @@ class ProjectFacts:
         index.absorb(rest[1], copy_classes=True)  # finalize() writes to each class: the kept ones stay as read
         index.absorb(own, copy_classes=True)
         if made is not None and made[1].summaries == own.summaries:
-            # only positions or AMP facts moved (summaries hold none): what the project's helpers
-            # produce is as it was, and the last index already worked much of it out
+            # only classes, functions, regions or their positions moved: what the project's
+            # helpers produce and who calls them is as it was, and the last index worked much of it out
             index.summaries = made[2].summaries
+        elif made is not None and _same_names(made[1], own, path):
+            # a call moved, was typed or went (every line below a new one moves its call sites):
+            # what the helpers produce reads none of that (`project_tables.names_part`)
+            index.summaries.keep_answers(made[2].summaries)
         index.finalize()
         self._made[path] = (self.generation, own, index)
         self._made.move_to_end(path)
@@ -116,6 +121,13 @@ class ProjectFacts:
             forgotten, _ = self._made.popitem(last=False)
             self._rest.pop(forgotten, None)
         return index
+
+
+def _same_names(before: ProjectIndex, after: ProjectIndex, path: str) -> bool:
+    """Whether `path`'s summaries in both facts agree in all that the summaries' answers about
+    producers read (`project_tables.names_part`)."""
+    old, new = before.summaries.files, after.summaries.files
+    return (path in old) == (path in new) and names_part(old.get(path)) == names_part(new.get(path))
 
 
 class Projects:

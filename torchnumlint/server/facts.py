@@ -9,11 +9,16 @@ against the others' kept facts and its own text's. A file's facts change only wh
 says so (a save, a watched file created, changed or deleted).
 
 Assembling the project's index for a buffer costs a pass over every file's facts, and a fresh
-index works out again, on first use, what the project's helpers produce (most of a lint's time
-when it is cold); so the index made for a buffer is kept with the buffer's own facts and reused as
-long as an edit leaves those facts as they were (a comment, a string, an expression that names no
-helper), and when only their positions moved (a line added above) the new index keeps the old
-one's answers about helpers, which the buffer's summary (unchanged: it holds no position) decides.
+index works out again, on first use, what the project's helpers produce (the rules' pre-filter
+asks it: most of a lint's time when it is cold, 0.3 s CPU measured on a diffusers file); so the
+index made for a buffer is kept with the buffer's own facts and reused as long as an edit leaves
+those facts as they were (a comment, a string, an expression that names no helper). When they
+changed but the buffer's summary agrees with the last one in all the answers about helpers read
+(`project_tables.names_part`: its functions, classes, values and imports, not its calls, whose
+positions move with every line added above them), the new index keeps the last one's answers
+(`Summaries.keep_answers`). A helper of the buffer that changes what it returns, or a file
+changed on disk, makes them be worked out again; the class kinds and fp16 reach
+(`ProjectIndex.finalize`) are worked out again whenever the buffer's facts changed.
 """
 
 from __future__ import annotations

@@ -1,23 +1,27 @@
 """How quickly the language server starts and answers an edit, measured through a real LSP client.
 
-    python benchmarks/server_latency.py [--project /tmp/corpus/huggingface__diffusers] [--edits 10]
+    python benchmarks/server_latency.py [--project /tmp/corpus/huggingface__diffusers] [--edits 10] [--skip-lsp]
 
 Start-up: the wall and CPU time of `python -c "import torchnumlint.server"` and of
 `...server.app` (what the editor's process imports before it can answer), and the wall time from
 starting `python -m torchnumlint server` to its answer to `initialize` (the lint process starts
 after that answer).
 
-Per change, on files of the project chosen by size (the smallest and the 50th, 90th and 100th
-percentiles of the files that read project facts): the file is opened, the project's facts are
+Per change, on files of the project chosen by size (the 25th, 50th and 90th percentiles of the
+files that read project facts, `--percentiles`): the file is opened, the project's facts are
 gathered (the server says so in a window/logMessage, with their count and time), then each edit is
 sent as a whole-document change with the debounce at 0, and the time from sending it to the
-diagnostics of that version is taken. Two kinds of edit: a comment appended at the end (the file's
-own facts stay as they were: the project index made for it is reused) and a line inserted at the
-top (every position below moves: its facts change, the index is made again from the kept facts).
+diagnostics of that version is taken. Three kinds of edit: a comment appended at the end (the
+file's own facts stay as they were: the project index made for it is reused), a line inserted at
+the top (every position below moves: its facts change, the index is made again from the kept
+facts) and a line with a call typed inside the function nearest the middle of the file (its
+calls change, the positions below it move).
 
 Then the same work in this process, in CPU seconds (what the lint process spends per change,
 without the transport and the machine's other load): the project index for the buffer from the
-kept facts, and the lint.
+kept facts, the lint, and the two together. To compare two versions of torchnumlint, run this
+script under each (`PYTHONPATH=<a checkout>`) with `--skip-lsp`, one after the other in the same
+shell, and compare ratios: the machine's load is printed before and after.
 
 Numbers depend on the machine and its load (printed); the script gives the median and the worst.
 """
@@ -25,6 +29,7 @@ Numbers depend on the machine and its load (printed); the script gives the media
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
 import gc
 import os
@@ -34,17 +39,32 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 
+def typed_in_function(text: str, i: int) -> str:
+    """A line with a call typed after the first statement of the function or method nearest the
+    middle of the file (`edit_3 = str(3)`): its calls change, every position below moves."""
+    tree = ast.parse(text)
+    functions = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if not functions:
+        return f"edit_{i} = str({i})\n" + text
+    middle = text.count("\n") // 2
+    first = min(functions, key=lambda node: abs(node.lineno - middle)).body[0]
+    rows = text.split("\n")
+    rows.insert(first.end_lineno or first.lineno, " " * first.col_offset + f"edit_{i} = str({i})")
+    return "\n".join(rows)
+
+
 # (what it is, the text after edit number i)
-EDITS = (
+EDITS: Sequence[Tuple[str, Callable[[str, int], str]]] = (
     ("comment appended (the file's own facts unchanged)", lambda text, i: text + f"\n# edit {i}\n"),
     # one line, then two, then one: every position below moves at each edit
     ("lines inserted at the top (its facts changed)", lambda text, i: "# edit\n" * (1 + i % 2) + text),
+    ("a line typed inside a function (its calls changed)", typed_in_function),
 )
 
 
@@ -117,9 +137,9 @@ async def start_times(runs: int) -> List[float]:
     return times
 
 
-def pick_files(project: Path) -> List[Path]:
-    """The files that read project facts (a rule that reads the index can fire in them), by size:
-    the smallest, the median, the 90th percentile, the largest."""
+def pick_files(project: Path, percentiles: Sequence[int]) -> List[Path]:
+    """The files that read project facts (a rule that reads the index can fire in them), at these
+    percentiles of their sizes."""
     from torchnumlint.config import Settings
     from torchnumlint.discovery import project_files
     from torchnumlint.runner import reads_project_index
@@ -137,7 +157,7 @@ def pick_files(project: Path) -> List[Path]:
         if reads_project_index(text, settings.rules_for(path)):
             reading.append((len(text), path))
     reading.sort()
-    picks = [reading[0], reading[len(reading) // 2], reading[len(reading) * 9 // 10], reading[-1]]
+    picks = [reading[min(len(reading) - 1, len(reading) * percentile // 100)] for percentile in percentiles]
     return [Path(path) for _, path in dict.fromkeys(picks)]
 
 
@@ -215,10 +235,11 @@ def in_process(project: Path, files: List[Path], count: int) -> None:
                 lint_text(str(path), new, rules, index, strict=strict)
                 index_times.append(indexed - started)
                 lint_times.append(time.process_time() - indexed)
+            total = [one + other for one, other in zip(index_times, lint_times)]
             print(
-                f"    {kind}: index median {1000 * statistics.median(index_times):.0f} ms "
-                f"(worst {1000 * max(index_times):.0f}), lint median {1000 * statistics.median(lint_times):.0f} ms "
-                f"(worst {1000 * max(lint_times):.0f}), CPU"
+                f"    {kind}: per change median {1000 * statistics.median(total):.0f} ms (worst {1000 * max(total):.0f}); "
+                f"index median {1000 * statistics.median(index_times):.0f} ms (worst {1000 * max(index_times):.0f}), "
+                f"lint median {1000 * statistics.median(lint_times):.0f} ms (worst {1000 * max(lint_times):.0f}), CPU"
             )
 
 
@@ -228,9 +249,18 @@ async def main() -> None:
     parser.add_argument("--edits", type=int, default=10)
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--skip-lsp", action="store_true", help="only the in-process measurement")
+    parser.add_argument("--percentiles", type=int, nargs="+", default=[25, 50, 90], help="of the files' sizes")
     parser.add_argument("--facts-timeout", type=float, default=900.0, help="seconds to wait for the project's facts")
     args = parser.parse_args()
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    import torchnumlint
+
+    print(f"torchnumlint from {Path(torchnumlint.__file__).parent}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    project = args.project.resolve()
+    files = pick_files(project, args.percentiles)
+    if args.skip_lsp:
+        in_process(project, files, args.edits)
+        print(f"load average {os.getloadavg()[0]:.1f}")
+        return
     # the package (what `torchnumlint server` names), and what the editor's process imports before
     # it answers initialize
     for module in ("torchnumlint.server", "torchnumlint.server.app"):
@@ -244,11 +274,8 @@ async def main() -> None:
         f"`torchnumlint server` start to the initialize answer: median {statistics.median(starts):.3f} s, "
         f"worst {max(starts):.3f} s over {args.starts} runs"
     )
-    project = args.project.resolve()
-    files = pick_files(project)
     print(f"{project}: per change, {len(files)} files")
-    if not args.skip_lsp:
-        await edits(project, files, args.edits, args.facts_timeout)
+    await edits(project, files, args.edits, args.facts_timeout)
     in_process(project, files, args.edits)
     print(f"load average {os.getloadavg()[0]:.1f}")
 

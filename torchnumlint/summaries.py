@@ -978,6 +978,10 @@ class CallerSite(NamedTuple):
     bound: bool
 
 
+def _passes(summary: Optional[FileSummary]) -> FrozenSet[Tuple[str, str]]:
+    return summary.passes if summary is not None else frozenset()
+
+
 class Summaries:
     """The summaries of a project's files, by path, and what their callables produce. Every file
     of the project has an entry, None for one that states no fact (it holds no call, or it does
@@ -1018,6 +1022,21 @@ class Summaries:
         self.buffers.update(other.buffers)
         self._stems = self._subclasses = None
         self._forget()
+
+    def keep_answers(self, old: "Summaries") -> None:
+        """Take over what `old` worked out from the names of its files' summaries: the producer
+        questions, what each producer gives, the resolved names and modules, the subclasses and
+        overrides. Only for an `old` with the same files whose summaries differ from these at most
+        in their calls, callers digest, no_grad and passes (`project_tables.names_part`), none of
+        which those answers read: an editor's buffer after a line moved or a call was typed (the
+        language server, `server/facts.py`). The tables shared stay valid for both. What calls
+        pass each name is gathered again unless no file's passes changed; the callers of a
+        function are worked out again."""
+        if old._named is not None:
+            same = all(_passes(summary) == _passes(old.files.get(path)) for path, summary in self.files.items())
+            self._named, self._passed = old._named, old._passed if same else self._gather_passed()
+        self._stems, self._subclasses = old._stems, old._subclasses
+        self._producers, self._resolved, self._modules, self._overrides = old._producers, old._resolved, old._modules, old._overrides
 
     def with_file(self, path: str, summary: Optional[FileSummary]) -> "Summaries":
         return Summaries({**self.files, path: summary}, {p: t for p, t in self.buffers.items() if p != path})
@@ -1068,13 +1087,20 @@ class Summaries:
         """(a name -> the producer questions of callables so named, a name called -> the kinds its
         calls' arguments show), built once."""
         if self._named is None:
-            self._named, self._passed = {}, {}
+            self._named = {}
             for path, summary in self.files.items():
                 for name, question in producer_questions(path, summary):
                     self._named.setdefault(name, []).append(question)
-                for name, kind in summary.passes if summary is not None else ():
-                    self._passed.setdefault(name, set()).add(kind)
+            self._passed = self._gather_passed()
         return self._named, self._passed
+
+    def _gather_passed(self) -> Dict[str, Set[str]]:
+        """A name called -> the kinds the arguments of its calls show, over every file."""
+        passed: Dict[str, Set[str]] = {}
+        for summary in self.files.values():
+            for name, kind in summary.passes if summary is not None else ():
+                passed.setdefault(name, set()).add(kind)
+        return passed
 
     def _produces(self, kinds: FrozenSet[str], word: str) -> bool:
         """Whether a project callable named `word` produces one of `kinds` (once per project)."""

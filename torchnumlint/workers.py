@@ -164,11 +164,12 @@ class _Pool:
         if weights is None:
             weights = [0] * len(items)
         large = [recycle_above is not None and w > recycle_above for w in weights]
-        rank = {position: turn for turn, position in enumerate(_order(weights, self.jobs))}
+        order = _order(weights, self.jobs)
+        rank = {position: turn for turn, position in enumerate(order)}
         # the large items and the others, each in the order they are sent: a large one waits
         # while another is in flight, the others never wait
         queues: Tuple[Deque[int], Deque[int]] = (collections.deque(), collections.deque())
-        for position in sorted(rank, key=rank.__getitem__):
+        for position in order:
             queues[large[position]].append(position)
         workers: List[_Worker] = []
         done: Dict[int, object] = {}

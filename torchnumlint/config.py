@@ -48,6 +48,9 @@ class Config:
     # Also report findings without evidence that the hazard is reached (rules/evidence.py).
     strict: bool = False
     max_file_size: int = 10_000_000  # bytes: a larger file is skipped, named (source.read_source)
+    # bytes: a larger file is given to no rule, named (`source.too_large`): LibCST's tree costs
+    # some 650 bytes of memory per byte of source; 0: no limit
+    max_file_bytes: int = 1_000_000
     root: Path = field(default_factory=Path.cwd)  # patterns are relative to this folder
     source: Optional[Path] = None
     # Why `source` could not be used (not UTF-8, bad TOML, a bad key): the files under it are not
@@ -67,7 +70,8 @@ class Config:
 
 _SELECTOR_KEYS = {"select", "extend-select", "ignore", "fixable", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes"}
 _LIST_KEYS = _SELECTOR_KEYS | {"exclude", "extend-exclude"}
-_KEYS = _LIST_KEYS | {"per-file-ignores", "unsafe-fixes", "strict", "extend", "max-file-size"}
+_SIZE_KEYS = {"max-file-size", "max-file-bytes"}
+_KEYS = _LIST_KEYS | _SIZE_KEYS | {"per-file-ignores", "unsafe-fixes", "strict", "extend"}
 
 
 def _read_toml(path: Path) -> dict:
@@ -150,15 +154,18 @@ class Overrides:
     per_file_ignores: Optional[Tuple[Tuple[str, Tuple[str, ...]], ...]] = None
     cwd: str = "."
     isolated: bool = False  # --isolated: read no config file at all
+    max_file_bytes: Optional[int] = None  # --max-file-bytes: replaces every config's
 
     def applied_to(self, config: Config) -> Config:
-        """`config` with the command line's excludes and per-file ignores on top, their globs
-        rebased from the working folder onto the config's folder."""
-        if not self.exclude and self.per_file_ignores is None:
+        """`config` with the command line's excludes, per-file ignores and file-size limit on top,
+        their globs rebased from the working folder onto the config's folder."""
+        if not self.exclude and self.per_file_ignores is None and self.max_file_bytes is None:
             return config
         changed = dataclasses.replace(config, extend_exclude=config.extend_exclude + [self._rebased(g, config.root) for g in self.exclude])
         if self.per_file_ignores is not None:
             changed.per_file_ignores = {self._rebased(g, config.root): list(c) for g, c in self.per_file_ignores}
+        if self.max_file_bytes is not None:
+            changed.max_file_bytes = self.max_file_bytes
         return changed
 
     def _rebased(self, glob: str, root: Path) -> str:
@@ -234,7 +241,9 @@ class Settings:
     def selection_key(self, path: str) -> tuple:
         """What decides `rules_for(path)`, without loading a rule (a cache key: the rules' own
         code is keyed apart): the command line's selection, the file's config's, the codes its
-        per-file-ignores switch off (for `fixed` settings, the rules given), and its fix settings."""
+        per-file-ignores switch off (for `fixed` settings, the rules given), its fix settings, and
+        the largest file given to the rules (a cached result of a file under it is no answer once
+        a lowered limit leaves the file out)."""
         config = self.config_of(path)
         if self._fixed is not None and id(config) in self._rules:
             chosen: tuple = tuple(rule.code for rule in self._rules[id(config)])
@@ -242,7 +251,7 @@ class Settings:
             wanted = self._overrides
             # (the working folder and excludes are no part of it: they decide which files, not what rules)
             chosen = (wanted.select, wanted.extend_select, wanted.ignore, config.select, config.extend_select, config.ignore)
-        return chosen, tuple(ignored_for(config, path)), config.fix_policy
+        return chosen, tuple(ignored_for(config, path)), config.fix_policy, config.max_file_bytes
 
     def rules_for(self, path: str) -> List[Type[Rule]]:
         """The rules enabled for the file at `path`: its config's selection with the command
@@ -283,6 +292,10 @@ def _validate(table: dict, path: Path) -> Config:
             if not (type(value) is int and value > 0):
                 raise ConfigError(f"{where}: must be a positive number of bytes")
             config.max_file_size = value
+        elif key == "max-file-bytes":
+            if not (type(value) is int and value >= 0):
+                raise ConfigError(f"{where}: must be a number of bytes (0: no limit)")
+            config.max_file_bytes = value
         else:  # per-file-ignores
             if not isinstance(value, dict) or not all(
                 isinstance(codes, list) and all(isinstance(c, str) for c in codes) for codes in value.values()

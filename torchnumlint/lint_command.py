@@ -90,6 +90,7 @@ def lint(
     statistics: bool = False,
     quiet: bool = False,
     jobs: Optional[int] = None,
+    max_file_bytes: Optional[int] = None,
     no_cache: bool = False,
     cache_dir: Optional[str] = None,
 ) -> None:
@@ -126,6 +127,7 @@ def lint(
             per_file_ignores=_per_file_ignores(per_file_ignores),
             cwd=os.getcwd(),
             isolated=isolated,
+            max_file_bytes=max_file_bytes,
         )
         for selector in (
             (overrides.select or ())

@@ -84,6 +84,20 @@ def _beyond_every_rule(text: str) -> bool:
     return "torch" not in text and _NOQA.search(text) is None
 
 
+def _too_large(source: SourceFile, limit: int) -> Optional[str]:
+    """Why `source` is given to no rule, as its one-line warning: it is over `limit` bytes (the
+    `max-file-bytes` setting; 0: no limit) and a rule could report in it, so it would reach LibCST,
+    whose tree costs some 650 bytes of memory per byte of source (a 1.4 MB file: 0.9 GB). A file
+    no rule can report in (`_beyond_every_rule`) costs a syntax check alone, whatever its size."""
+    size = len(source.raw)
+    if not limit or size <= limit or _beyond_every_rule(source.text):
+        return None
+    return (
+        f"{source.path}: not linted: {size:,} bytes, over the limit of {limit:,} (max-file-bytes: "
+        f"raise it with --max-file-bytes or `max-file-bytes` in [tool.torchnumlint], 0 for no limit)"
+    )
+
+
 def _lint_or_fix(source: SourceFile, rules: Sequence[Type[Rule]], index: ProjectIndex, options: Options) -> FileOutcome:
     path = source.path
     outcome = FileOutcome()
@@ -641,6 +655,8 @@ class _Project:
             own = file_options(self.options, self.settings, path)
             try:
                 source = self._source(path)
+                if _too_large(source, self.settings.config_of(path).max_file_bytes) is not None:
+                    continue  # already reported, and given to no rule
                 found = own.fix_policy.apply(
                     lint_text(path, source.text, [r for r in rules[path] if r.needs_index], fresh, strict=bool(own.strict))
                 )
@@ -674,6 +690,12 @@ class _Linter:
         options = file_options(project.options, project.settings, path)
         # a fix re-lints its own rewrites against the project (`ProjectIndex.with_file`): read whole
         fixing = options.fix or options.diff
+        limit = project.settings.config_of(path).max_file_bytes
+        too_large = _too_large(source, limit)
+        if too_large is not None:  # not cached: the next run says it again, and reads the file only
+            return _Linted(outcome=FileOutcome(errors=[too_large], cacheable=False))
+        if fixing and not rules and 0 < limit < len(source.raw):  # nothing to fix: syntax-checked as a lint does it
+            options = dataclasses.replace(options, fix=False, diff=False)
         index = self.recording() if self.recording is not None and rules and not fixing else None
         outcome = process_file(source, rules, index or self.index, options)
         if project.cache is not None and outcome.cacheable and outcome.text is None and not outcome.diff:

@@ -11,9 +11,12 @@ package's is (into a temporary `PYTHONPYCACHEPREFIX`, after one warm-up run), ev
 environment sets `PYTHONDONTWRITEBYTECODE`: compiling every module at each start is no user's cost.
 
 On a shared machine a time alone says little: the runs are interleaved (one of each per round)
-with `python -c pass` and with each `--variant` (another interpreter: a regular `pip install .`
-next to this editable one; or another checkout put first on `PYTHONPATH`: main), and each is also
-given as the median of its per-round ratio to this checkout's run, which the load moves less.
+with `python -c pass` of each interpreter and with each `--variant` (another interpreter: a
+regular `pip install .` next to this editable one; or another checkout put first on `PYTHONPATH`:
+main), and each is also given as the median of its per-round ratio to this checkout's run and of
+its per-round excess over its own interpreter's `python -c pass` (an editable install's import
+finder is loaded by `site`, so it is part of that interpreter's `-c pass` too), which the load
+moves less.
 """
 
 from __future__ import annotations
@@ -45,8 +48,10 @@ def main() -> int:
         env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
         argv = [sys.executable, "-m", "torchnumlint", "empty.py"]
-        cases = [("this checkout", argv, {}), ("python -c pass", [sys.executable, "-c", "pass"], {})]
-        cases += [_variant(text) for text in args.variant]
+        cases = [("this checkout", argv, {})] + [_variant(text) for text in args.variant]
+        pythons = list(dict.fromkeys(command[0] for _, command, _ in cases))
+        bare = {python: f"python -c pass ({python})" for python in pythons}
+        cases += [(bare[python], [python, "-c", "pass"], {}) for python in pythons]
         for _, command, extra in cases:  # writes the bytecode (and each variant's cache entry)
             subprocess.run(command, cwd=tmp, env={**env, **extra}, check=True, stdout=subprocess.DEVNULL)
         times: Dict[str, List[float]] = {label: [] for label, _, _ in cases}
@@ -61,9 +66,14 @@ def main() -> int:
         ours = times["this checkout"]
         print(f"load average {os.getloadavg()[0]:.2f} (1 min), {args.runs} interleaved rounds")
         print(f"torchnumlint on one empty file: median {statistics.median(ours):.3f} s of {args.runs} (min {min(ours):.3f} s)")
-        for label, _, _ in cases[1:]:
+        for label, command, _ in cases:
             ratio = statistics.median(other / mine for other, mine in zip(times[label], ours))
-            print(f"{label}: median {statistics.median(times[label]):.3f} s (min {min(times[label]):.3f} s), {ratio:.2f}x this checkout")
+            line = f"{label}: median {statistics.median(times[label]):.3f} s (min {min(times[label]):.3f} s), {ratio:.2f}x this checkout"
+            if label not in bare.values():
+                base = times[bare[command[0]]]
+                over = statistics.median(mine - other for mine, other in zip(times[label], base))
+                line += f"; over its python -c pass: median {over * 1000:.0f} ms, {statistics.median(m / o for m, o in zip(times[label], base)):.2f}x"
+            print(line)
         for row in slowest:
             print(f"  {int(row[1]) / 1000:7.1f} ms cumulative  {row[2].rstrip()}")
     return 0

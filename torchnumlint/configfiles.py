@@ -12,7 +12,8 @@ import re
 from typing import Tuple
 
 SUFFIXES = (".yaml", ".yml")
-_TARGET = re.compile(r"""^\s*-?\s*_target_\s*:\s*["']?([A-Za-z_][\w.]*)["']?\s*(?:#.*)?$""", re.M)
+# compiled by its first use (`re`'s own cache), not by every start-up that imports `SUFFIXES`
+_TARGET = r"""^\s*-?\s*_target_\s*:\s*["']?([A-Za-z_][\w.]*)["']?\s*(?:#.*)?$"""
 
 
 def is_config(path: str) -> bool:
@@ -23,4 +24,4 @@ def hydra_targets(text: str) -> Tuple[str, ...]:
     """The dotted names a config file gives as `_target_` (YAML `_target_: pkg.mod.Class`, quoted or
     not), in order; the file is read as text, not as YAML (no dependency, and interpolations such as
     `${model}` are not names)."""
-    return tuple(dict.fromkeys(m.group(1) for m in _TARGET.finditer(text)))
+    return tuple(dict.fromkeys(m.group(1) for m in re.finditer(_TARGET, text, re.M)))

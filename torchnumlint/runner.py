@@ -33,16 +33,13 @@ changed what they hold (then it builds the whole index, as before, and stores ne
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import gc
 import os
 import re
-import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 from torchnumlint import cache as caching
-from torchnumlint import notebook
 from torchnumlint.config import Config, Settings
 from torchnumlint.discovery import SUFFIXES, discover, project_files, project_root
 from torchnumlint.findings import Finding, fixable
@@ -74,6 +71,8 @@ def _size(path: str) -> int:
 
 def process_file(source: SourceFile, rules: Sequence[Type[Rule]], index: ProjectIndex, options: Options) -> FileOutcome:
     """Lint or fix one file; a notebook's findings and errors are located in its cells."""
+    from torchnumlint import notebook
+
     return notebook.locate(source, _lint_or_fix(source, rules, index, options))
 
 
@@ -126,6 +125,8 @@ def _lint_or_fix(source: SourceFile, rules: Sequence[Type[Rule]], index: Project
         outcome.errors.append(f"{path}: cannot parse: {exc}")
         return outcome
     except Exception as exc:  # a bug in torchnumlint: say so, keep going with other files
+        import traceback
+
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         outcome.errors.append(f"{path}: internal error in torchnumlint (please report it): {detail}")
         outcome.cacheable = False
@@ -134,6 +135,8 @@ def _lint_or_fix(source: SourceFile, rules: Sequence[Type[Rule]], index: Project
     outcome.errors.extend(f"{path}: {message}" for message in result.errors)
     if result.text != source.text:
         if options.diff:
+            from torchnumlint import notebook
+
             if isinstance(source, notebook.NotebookSource):
                 outcome.diff = notebook.diff(source, result.text)
             else:
@@ -152,6 +155,8 @@ def _lint_or_fix(source: SourceFile, rules: Sequence[Type[Rule]], index: Project
 
 def unified_diff(path: str, old: str, new: str) -> str:
     """A patch that `patch` applies, with the marker for a last line without a newline."""
+    import difflib
+
     lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=f"a/{path}", tofile=f"b/{path}")
     return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
 
@@ -644,6 +649,7 @@ class _Project:
         """Fixes in one file change what rules that read the project index report in another (a
         Function given `custom_fwd` is safe wherever it is called): report those rules' findings
         against the project as fixed (now on disk), not as it was."""
+        from torchnumlint import notebook
         from torchnumlint.engine import ParseError, lint_text
 
         self.digests, self.readable, self._paths, self._parsed = {}, dict.fromkeys(linted), None, {}

@@ -15,8 +15,12 @@ import os
 import stat
 import tokenize
 
-from torchnumlint import atomic_write, notebook
+import sys
+
 from torchnumlint.sourcefile import SourceError, SourceFile
+
+# `notebook` (regexes, two dataclasses, json's decoder) is imported by the first notebook read, and
+# `atomic_write` by the first write: a run over `.py` files that writes nothing loads neither.
 
 __all__ = ["SourceError", "SourceFile", "read_source", "decode", "encode", "write_source"]
 
@@ -63,6 +67,8 @@ def _kind(mode: int) -> str:
 
 def decode(path: str, raw: bytes) -> SourceFile:
     if path.endswith(".ipynb"):  # its code cells as one module (notebook.py)
+        from torchnumlint import notebook
+
         return notebook.decode(path, raw)
     if b"\x00" in raw:
         raise SourceError("cannot parse: source contains a NUL byte")
@@ -86,7 +92,8 @@ def decode(path: str, raw: bytes) -> SourceFile:
 
 
 def encode(source: SourceFile, text: str) -> bytes:
-    if isinstance(source, notebook.NotebookSource):  # the fixed cells spliced into its JSON
+    notebook = sys.modules.get("torchnumlint.notebook")  # loaded by the read of any notebook source
+    if notebook is not None and isinstance(source, notebook.NotebookSource):  # the fixed cells spliced into its JSON
         return notebook.encode(source, text)
     data = text.encode(source.encoding)
     return codecs.BOM_UTF8 + data if source.bom else data
@@ -103,6 +110,8 @@ def write_source(source: SourceFile, text: str) -> None:
     where that keeps what the file is: a file with other hard links, or whose owner we cannot give
     to a new file, is rewritten in place instead, so the links and the owner survive. The mode
     always does."""
+    from torchnumlint import atomic_write
+
     target = os.path.realpath(source.path)
     try:
         data = encode(source, text)

@@ -32,7 +32,6 @@ import collections
 import os
 import signal
 import time
-import traceback
 from typing import TYPE_CHECKING, Callable, Deque, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 if TYPE_CHECKING:
@@ -149,6 +148,8 @@ def _serve(function: Callable, conn: Connection) -> None:
         try:
             ok, value = True, function(task)
         except BaseException as exc:  # the item's failure, reported by the parent
+            import traceback  # (with textwrap and linecache behind it: no cost of a run where nothing fails)
+
             ok, value = False, "".join(traceback.format_exception_only(type(exc), exc)).strip()
         conn.send((ok, value, _resident() - start > GROWTH_LIMIT))
 

@@ -1,6 +1,6 @@
 """`max-file-bytes`: the largest file given to the rules (issue 22, item 5).
 
-LibCST's tree of a file costs 340-1,250 bytes of memory per byte of source (torch's largest
+LibCST's tree of a file costs 50-1,250 bytes of memory per byte of source (torch's largest
 files), so one 1.4 MB file lifted a run's peak by 0.7-0.9 GB. A file over the limit in which a rule could report is not linted
 and is named, with its size and the setting to change, in every output format, the way a
 statement the engine skips is; a file no rule can report in is syntax-checked whatever its size

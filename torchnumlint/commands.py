@@ -129,7 +129,7 @@ class _Torchnumlint(click.Command):
     "--max-file-bytes",
     type=click.IntRange(min=0),
     help="Lint no file larger than this many bytes; each one left out is named (default: the "
-    "config's max-file-bytes, else 1000000; 0: no limit). LibCST's tree of a file costs 300-1,300x its size in memory.",
+    "config's max-file-bytes, else 1000000; 0: no limit). LibCST's tree of a file costs 50-1,250x its size in memory.",
 )
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
 @click.option(

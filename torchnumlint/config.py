@@ -49,7 +49,7 @@ class Config:
     strict: bool = False
     max_file_size: int = 10_000_000  # bytes: a larger file is skipped, named (source.read_source)
     # bytes: a larger file is given to no rule, named (`source.too_large`): LibCST's tree costs
-    # 340-1,250 bytes of memory per byte of source (measured on torch's largest files); 0: no limit
+    # 50-1,250 bytes of memory per byte of source (measured on torch's largest files); 0: no limit
     max_file_bytes: int = 1_000_000
     root: Path = field(default_factory=Path.cwd)  # patterns are relative to this folder
     source: Optional[Path] = None

@@ -86,7 +86,7 @@ def _beyond_every_rule(text: str) -> bool:
 def _too_large(source: SourceFile, limit: int) -> Optional[str]:
     """Why `source` is given to no rule, as its one-line warning: it is over `limit` bytes (the
     `max-file-bytes` setting; 0: no limit) and a rule could report in it, so it would reach LibCST,
-    whose tree cost 340-1,250 bytes of memory per byte of source on torch's largest files (its
+    whose tree cost 50-1,250 bytes of memory per byte of source on torch's largest files (its
     1.4 MB `common_methods_invocations.py`: 0.71 GB). A file
     no rule can report in (`_beyond_every_rule`) costs a syntax check alone, whatever its size."""
     size = len(source.raw)

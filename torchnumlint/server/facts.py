@@ -32,6 +32,7 @@ from typing import Dict, Iterator, Optional, Tuple
 from torchnumlint.config import Settings
 from torchnumlint.discovery import project_files, project_root
 from torchnumlint.index import ProjectIndex, index_file
+from torchnumlint.moves import moved_index
 from torchnumlint.project_tables import names_part
 from torchnumlint.source import SourceError, read_source
 
@@ -101,16 +102,17 @@ class ProjectFacts:
         if made is not None and made[1] == own:
             self._made.move_to_end(path)
             return made[2]
-        rest = self._rest.get(path)
-        if rest is None or rest[0] != self.generation:
-            others = ProjectIndex.empty()
-            for other, part in self.parts.items():
-                if other != path:
-                    others.absorb(part)
-            rest = self._rest[path] = (self.generation, others)
-        index = ProjectIndex.empty()
-        index.absorb(rest[1], copy_classes=True)  # finalize() writes to each class: the kept ones stay as read
-        index.absorb(own, copy_classes=True)
+        rest = self._others(path)
+        # the buffer's classes, functions and regions moved at most: the last index, patched (`moves.py`)
+        index = moved_index(made[2], made[1], own, path) if made is not None else None
+        patched = index is not None
+        if index is None:
+            index = ProjectIndex.empty()
+            index.absorb(rest, copy_classes=True)  # finalize() writes to each class: the kept ones stay as read
+            index.absorb(own, copy_classes=True)
+        else:
+            index.summaries.absorb(rest.summaries)
+            index.summaries.absorb(own.summaries)
         if made is not None and made[1].summaries == own.summaries:
             # only classes, functions, regions or their positions moved: what the project's
             # helpers produce and who calls them is as it was, and the last index worked much of it out
@@ -119,7 +121,8 @@ class ProjectFacts:
             # a call moved, was typed or went (every line below a new one moves its call sites):
             # what the helpers produce reads none of that (`project_tables.names_part`)
             index.summaries.keep_answers(made[2].summaries)
-        index.finalize()
+        if not patched:
+            index.finalize()
         self._made[path] = (self.generation, own, index)
         self._made.move_to_end(path)
         while len(self._made) > KEPT_INDEXES:
@@ -127,6 +130,16 @@ class ProjectFacts:
             self._rest.pop(forgotten, None)
         return index
 
+    def _others(self, path: str) -> ProjectIndex:
+        """Every other file's facts, merged (not finalized), kept while no file's facts change."""
+        rest = self._rest.get(path)
+        if rest is None or rest[0] != self.generation:
+            others = ProjectIndex.empty()
+            for other, part in self.parts.items():
+                if other != path:
+                    others.absorb(part)
+            rest = self._rest[path] = (self.generation, others)
+        return rest[1]
 
 def _same_names(before: ProjectIndex, after: ProjectIndex, path: str) -> bool:
     """Whether `path`'s summaries in both facts agree in all that the summaries' answers about

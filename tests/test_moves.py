@@ -10,19 +10,17 @@ seed) from those a user makes: a line at the top, a comment line anywhere, a sta
 function; and a helper added, which must fall back.
 """
 
-import ast
 import random
 from pathlib import Path
 
 import pytest
 
+from tests import real_edits
 from tests.real_code import real_texts
 from tests.test_same_findings import _project
 from torchnumlint import project_tables
-from torchnumlint.index import ProjectIndex, index_file
-from torchnumlint.moves import moved_index, moves
-
-HELPER = "\n\ndef added_helper(x):\n    return x.softmax(-1)\n"
+from torchnumlint.index import FuncInfo, ProjectIndex, Site, index_file
+from torchnumlint.moves import _paired, moved_index, moves
 
 
 @pytest.fixture(scope="module")
@@ -35,45 +33,10 @@ def texts(tmp_path_factory):
     return found
 
 
-def _parses(text):
-    try:
-        ast.parse(text)
-    except SyntaxError:
-        return False
-    return True
-
-
-def _inside_function(text, rng):
-    """A statement added before the first statement of a function drawn at random (None: no function)."""
-    lines = text.split("\n")
-    found = [
-        node.body[0]
-        for node in ast.walk(ast.parse(text))
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body[0].lineno > node.lineno
-    ]
-    if not found:
-        return None
-    first = rng.choice(found)
-    at = first.lineno - 1
-    return "\n".join(lines[:at] + [" " * first.col_offset + "edited_here = 0"] + lines[at:])
-
-
-def _comment_anywhere(text, rng):
-    lines = text.split("\n")
-    for _ in range(20):
-        at = rng.randrange(len(lines) + 1)
-        edited = "\n".join(lines[:at] + ["# a note"] + lines[at:])
-        if _parses(edited):  # not after a line that ends in a backslash
-            return edited
-    return None
-
-
 def _edits(text, rng):
     """(what, edited text, whether it moves facts only) for one file."""
-    yield "a line at the top", "# a note\n" + text, True
-    yield "a comment line", _comment_anywhere(text, rng), True
-    yield "a statement inside a function", _inside_function(text, rng), False  # a local may shadow a name
-    yield "a helper added", text + HELPER, False
+    for edit in real_edits.MOVES + real_edits.CHANGES:  # a statement in a function: a local may shadow a name
+        yield edit.__name__, edit(text, rng), edit in real_edits.MOVES
 
 
 def _merged(parts, order):
@@ -113,7 +76,7 @@ def test_mapped_facts_are_a_fresh_finalize_after_random_real_edits(texts):
             moved = moves(path, before, after)
             if only_moves:
                 assert moved is not None, (what, path)
-            if what == "a helper added" and any(func.name == "added_helper" for func in after.functions.values()):
+            if what == "helper_added" and any(func.name == "added_helper" for func in after.functions.values()):
                 assert moved is None, path  # (a file the index's pre-filter skips has no functions)
                 helpers += 1
             if moved is None:
@@ -140,3 +103,31 @@ def test_mapped_facts_are_a_fresh_finalize_after_random_real_edits(texts):
             )
     assert mapped >= 80 and helpers >= 10 and fell_back >= helpers  # most edits map; every added helper falls back
     assert via_moved  # a builder's line moved, and the texts that cite it with it
+
+
+
+def _two_regions(first: int, second: int) -> ProjectIndex:
+    """A file's facts, written out: two autocast regions, at lines `first` and `second`, each
+    calling the module-level `g`. (From code, an edit that swaps two regions also reorders the
+    calls of the function holding them, which the comparison sees; the facts alone can differ in
+    the regions' order by position only.)"""
+    g = FuncInfo("m.py:1:g", "m.py", "g")
+    part = ProjectIndex(functions={g.key: g}, toplevel={"g": [g.key]})
+    for line in (first, second):
+        part.regions.append((Site("m.py", line), FuncInfo(f"m.py:{line}:<autocast>", "m.py", "<autocast>", refs=[("call", "g", None)])))
+    return part
+
+
+def test_regions_that_swap_their_order_by_position_are_not_mapped():
+    """The first region by position is the one that reaches `g` (what a finding cites): after
+    the swap it is the other one, which a mapping of positions would not see."""
+    before, after = _two_regions(5, 9), _two_regions(9, 5)
+    assert [_merged({"m.py": part}, ["m.py"]).reached["m.py:1:g"].line for part in (before, after)] == [5, 5]
+    assert moves("m.py", before, after) is None
+    assert moves("m.py", before, _two_regions(6, 10)) is not None
+
+
+def test_a_line_two_facts_share_is_mapped_only_while_they_share_one():
+    assert _paired([5, 5, 6], [7, 7, 8]) == {5: 7, 6: 8}
+    assert _paired([5, 5], [5, 6]) is None  # split onto two lines
+    assert _paired([5, 6], [7, 7]) is None  # joined onto one

@@ -98,12 +98,9 @@ def test_mapped_facts_are_a_fresh_finalize_after_random_real_edits(texts):
                 continue
             assert (updated.reached, updated.sites, updated.kinds) == (fresh_tables.reached, fresh_tables.sites, fresh_tables.kinds)
             back = {new: old for old, new in moved.keys.items()}
-            via_moved = via_moved or any(
-                site.via != last.reached[back.get(key, key)].via for key, site in fresh.reached.items()
-            )
+            via_moved = via_moved or any(site.via != last.reached[back.get(key, key)].via for key, site in fresh.reached.items())
     assert mapped >= 80 and helpers >= 10 and fell_back >= helpers  # most edits map; every added helper falls back
     assert via_moved  # a builder's line moved, and the texts that cite it with it
-
 
 
 def _two_regions(first: int, second: int) -> ProjectIndex:

@@ -141,6 +141,7 @@ class ProjectFacts:
             rest = self._rest[path] = (self.generation, others)
         return rest[1]
 
+
 def _same_names(before: ProjectIndex, after: ProjectIndex, path: str) -> bool:
     """Whether `path`'s summaries in both facts agree in all that the summaries' answers about
     producers read (`project_tables.names_part`)."""

@@ -17,8 +17,11 @@ changed but the buffer's summary agrees with the last one in all the answers abo
 (`project_tables.names_part`: its functions, classes, values and imports, not its calls, whose
 positions move with every line added above them), the new index keeps the last one's answers
 (`Summaries.keep_answers`). A helper of the buffer that changes what it returns, or a file
-changed on disk, makes them be worked out again; the class kinds and fp16 reach
-(`ProjectIndex.finalize`) are worked out again whenever the buffer's facts changed.
+changed on disk, makes them be worked out again. The class kinds and fp16 reach
+(`ProjectIndex.finalize`) are not worked out again when the buffer's classes, functions and
+regions only moved (a line added above them): the last index is patched for their new positions
+(`moves.moved_index`, which shares the other files' finalized classes); any other change to them
+finalizes the project's facts again.
 """
 
 from __future__ import annotations

@@ -1,17 +1,21 @@
 """The pre-commit case, side by side: one changed file passed alone (relative to the project's
 root, as pre-commit passes it) with a warm cache, this checkout against another one.
 
-    python benchmarks/one_file.py FOLDER --baseline CHECKOUT [--repeat N] [--file REL]
+    python benchmarks/one_file.py FOLDER --baseline CHECKOUT [--repeat N] [--file REL] [--edit append|top]
 
 FOLDER is copied to a temporary folder (given a `setup.py` when it has no project marker, so that
 it is one project). Each side gets its own cache folder, warmed by one run over the file (which
 stores every file's project facts and the manifest; the other files' lint entries play no part
-in a one-file run). Then, N times, a comment is appended to the file (so its lint entry misses and
-it is linted again, with the project's facts) and each side runs once, the side that goes first
+in a one-file run). Then, N times, the file is edited (so its lint entry misses and it is linted
+again, with the project's facts) and each side runs once, the side that goes first
 alternating (the machine may be shared). Each side runs as `python -m torchnumlint` with its
 checkout first on PYTHONPATH (`--this`: a copy, so that editing this one does not change the
 package's fingerprint, and so its cache, halfway). Printed: each side's wall times, their medians, the median of the
 per-repetition ratios, and the load average before and after. Times belong here, never in tests.
+
+The edit (`--edit`): `append`, a comment appended at the end (no line of the file moves: its facts
+keep their positions); `top`, a comment line inserted at the top (every line of the file moves, and
+with it each class, function and fp16 region the project's facts hold of it).
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ def main() -> int:
     parser.add_argument("--this", default=str(Path(__file__).resolve().parents[1]), help="the checkout measured (default: this one)")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--file", help="the file to change, relative to FOLDER (default: the first that imports torch)")
+    parser.add_argument("--edit", choices=("append", "top"), default="append", help="a comment appended, or a line at the top")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tnl-one-file-") as tmp:
         work = Path(tmp) / "project"
@@ -68,7 +73,7 @@ def main() -> int:
         commands = {
             name: [sys.executable, "-m", "torchnumlint", "-q", "--cache-dir", str(cache), rel] for name, (_, cache) in sides.items()
         }
-        print(f"{work.name}: {sum(1 for _ in work.rglob('*.py'))} .py files; the changed file: {rel}")
+        print(f"{work.name}: {sum(1 for _ in work.rglob('*.py'))} .py files; the changed file: {rel}; edit: {args.edit}")
         time.sleep(2.1)  # past the manifest's racy window for the copied files
         for name in sides:
             print(f"warming {name}: {timed(commands[name], work, envs[name]):.2f} s", flush=True)
@@ -77,8 +82,9 @@ def main() -> int:
         ratios: List[float] = []
         order = list(sides)
         for repetition in range(args.repeat):
-            with open(changed, "a", encoding="utf-8") as handle:
-                handle.write(f"\n# changed {repetition}\n")
+            text = changed.read_text(encoding="utf-8")
+            note = f"# changed {repetition}\n"
+            changed.write_text(note + text if args.edit == "top" else text + "\n" + note, encoding="utf-8")
             now: Dict[str, Optional[float]] = {}
             for name in order if repetition % 2 == 0 else reversed(order):
                 now[name] = timed(commands[name], work, envs[name])

@@ -4,12 +4,15 @@ file, to another file's facts, a file deleted or added, an fp16 region moved, th
 absolute or relative), and the lazy index answers every question as the whole index does."""
 
 import os
+import random
 import shutil
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from tests import real_edits
+from tests.real_code import real_texts
 from tests.test_runner import FUNCTION, STEP
 from tests.test_same_findings import _project
 from torchnumlint import project_tables, runner
@@ -185,16 +188,71 @@ def test_the_lazy_index_answers_as_the_whole_index(tmp_path):
 
 
 def test_tables_that_cannot_be_updated_give_way_to_the_whole_index(folder, whole):
-    """An edit that moves a line of a class or function changes what `finalize` gives: the
-    stored tables are not used, the whole index is built (and its tables stored)."""
+    """An edit that only moves the lines of a class or function is mapped onto the stored tables
+    (`moves.py`); one that adds a class changes what `finalize` gives: the stored tables are not
+    used, the whole index is built (and its tables stored)."""
     (folder / "heads.py").write_text("\n\n" + textwrap.dedent(HEADS).lstrip())
     _append(folder / "use.py", "# staged\n")
     whole.clear()
     run(["use.py"], Settings(), options=Options(cache=True))
-    assert whole == [1]
+    assert whole == []
+    _append(folder / "heads.py", "\n\nclass Late(torch.nn.Module):\n    def forward(self, x):\n        return x\n")
     _append(folder / "use.py", "# again\n")
+    whole.clear()
+    run(["use.py"], Settings(), options=Options(cache=True))
+    assert whole == [1]
+    _append(folder / "use.py", "# and again\n")
     whole.clear()
     run(["use.py"], Settings(), options=Options(cache=True))
     assert whole == []  # the tables stored by the run before hold
     assert os.path.isfile(folder / ".torchnumlint_cache" / "tables.sqlite")
     shutil.rmtree(folder / ".torchnumlint_cache")
+
+
+def test_random_real_edits_keep_the_tables_and_the_findings(tmp_path, monkeypatch, whole):
+    """A sequence of edits drawn at random on the YOLO-like model (its builder's line is cited by
+    the findings of the modules it reaches) and real torch files: after each, a one-file run
+    with the cache (over the edited file and the model's modules) gives the findings of
+    `--no-cache`; an edit that moves lines only is mapped onto the stored tables (the run reads
+    them, and builds no whole index), one that adds a helper or a file, or deletes one, may not be."""
+    root = _project(tmp_path)
+    (root / "torch_files").mkdir()
+    for number, (path, text) in enumerate(real_texts(12)):
+        (root / "torch_files" / f"f{number}_{Path(path).name}").write_text(text)
+    monkeypatch.chdir(root)
+    strict = Options(cache=True, strict=True)
+    run(["."], Settings(), options=strict)
+    lazy = []
+    real = runner._Project._lazy_index
+    monkeypatch.setattr(runner._Project, "_lazy_index", lambda self: lazy.append(real(self)) or lazy[-1])
+    rng = random.Random(22)
+    files = ["models/yolo.py", "train.py", "models/common.py"] + [f"torch_files/{p.name}" for p in sorted((root / "torch_files").iterdir())]
+    pending = True  # a change since the stored tables that they may not hold (none are stored yet)
+    mapped = cross_file = 0
+    for step in range(24):
+        name = files[step % 3] if step % 2 == 0 else rng.choice(files)
+        edit = rng.choice(real_edits.MOVES) if step % 4 else rng.choice(real_edits.CHANGES)
+        text = edit(Path(name).read_text(), rng)
+        if step in (9, 17):  # a file added, then deleted
+            edit, name, text = real_edits.helper_added, "models/added.py", ""
+            if step == 9:
+                (root / name).write_text("import torch\nfrom torch import nn\n" + real_edits.MODULE)
+            else:
+                (root / name).unlink()
+        elif text is None:
+            continue
+        else:
+            Path(name).write_text(text)
+        whole.clear()
+        lazy.clear()
+        paths = ["models/common.py"] + ([name] if name != "models/common.py" and os.path.exists(name) else [])
+        cached = run(paths, Settings(), options=strict)
+        built = len(whole)
+        fresh = run(paths, Settings(), options=Options(cache=False, strict=True))
+        assert _answer(cached) == _answer(fresh), (step, edit, name)
+        if edit in real_edits.MOVES and not pending and lazy:
+            assert lazy[-1] is not None and built == 0, (step, edit, name)
+            mapped += 1
+        pending = not built and (pending or edit not in real_edits.MOVES)  # a whole index stores new tables
+        cross_file += sum("models/yolo.py:" in f.message for f in fresh.findings)
+    assert mapped >= 6 and cross_file >= 24  # the builder's line is cited after every step

@@ -7,10 +7,16 @@ position moves), a call typed inside a function, a helper of the buffer whose re
 another file changed on disk (the editor says so: `Saved`), and positions moving again after that.
 """
 
+import random
 import textwrap
 from pathlib import Path
 
+from tests import real_edits
+from tests.real_code import real_texts
+from tests.test_same_findings import _project
+
 from torchnumlint.config import Settings
+from torchnumlint.index import ProjectIndex
 from torchnumlint.rules.registry import all_rules
 from torchnumlint.runner import Options, run
 from torchnumlint.server import messages
@@ -126,3 +132,56 @@ def test_kept_facts_and_answers_give_a_fresh_whole_lints_findings_after_each_edi
     assert answers[2]._producers is answers[1]._producers  # a call typed
     assert answers[3]._producers is not answers[2]._producers  # a helper's kind changed
     assert answers[5]._producers is answers[4]._producers
+
+
+def test_random_real_edits_of_a_buffer_map_the_last_index_and_keep_the_findings(tmp_path, monkeypatch):
+    """Edits drawn at random on buffers of the YOLO-like model (its modules are reached from the
+    fp16 region of `train.py` through the builder of `models/yolo.py`) and of real torch files,
+    with another file saved in between: the server's findings for the buffer after each are a fresh
+    whole run's, and an edit that moves the buffer's lines only is answered from the last index,
+    mapped (`moves.moved_index`), without finalizing the project's facts again."""
+    root = _project(tmp_path)
+    (root / "pyproject.toml").write_text("[tool.torchnumlint]\nstrict = true\n")  # the findings a region's reach gives
+    (root / "torch_files").mkdir()
+    for number, (path, text) in enumerate(real_texts(4)):
+        (root / "torch_files" / f"f{number}_{Path(path).name}").write_text(text)
+    worker = _Worker(_Pipe())  # type: ignore[arg-type]
+    common = root / "models" / "common.py"
+    facts = worker.projects.of(str(common))
+    assert facts is not None
+    while not facts.complete:
+        worker.gather(facts)
+    finalized = []
+    real = ProjectIndex.finalize
+    monkeypatch.setattr(ProjectIndex, "finalize", lambda self: finalized.append(1) or real(self))
+    rng = random.Random(22)
+    buffers = [common, root / "models" / "yolo.py", root / "train.py"] + sorted((root / "torch_files").iterdir())
+    last = {}  # buffer -> its text at its last answer
+    mapped = cross_file = 0
+    for step in range(16):
+        buffer = common if step % 3 else rng.choice(buffers)
+        if step == 9:  # another file saved: its facts change, every kept index goes
+            other = root / "train.py"
+            other.write_text("# saved\n" + other.read_text())
+            worker.handle(messages.Saved(str(other), other.read_text()))
+        edit = rng.choice(real_edits.CHANGES) if step % 5 == 4 else rng.choice(real_edits.MOVES)
+        text = edit(last.get(buffer, buffer.read_text()), rng)
+        if text is None:
+            continue
+        kept = facts._made.get(str(buffer))  # the index of the buffer's last answer, if one was made
+        finalized.clear()
+        served = worker.answer(messages.Lint(str(buffer), text, 60.0))
+        finals = len(finalized)
+        assert isinstance(served, messages.Linted), (step, served)
+        before = buffer.read_text()
+        buffer.write_text(text)  # the fresh run reads the buffer from disk
+        fresh = run([str(root)], Settings(), options=Options(cache=False))
+        buffer.write_text(before)  # the buffer is not saved: on disk the file is as it was
+        assert not fresh.errors
+        assert _found(served.findings, buffer) == _found(fresh.findings, buffer), (step, edit, buffer)
+        if edit in real_edits.MOVES and kept is not None and kept[0] == facts.generation:
+            assert finals == 0, (step, edit, buffer)
+            mapped += 1
+        last[buffer] = text
+        cross_file += sum("models/yolo.py:" in f.message for f in served.findings)
+    assert mapped >= 5 and cross_file >= 10

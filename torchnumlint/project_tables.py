@@ -18,10 +18,12 @@ when some differ (an edit), it compares each changed file's new facts with the o
 (`graph_part`: everything `finalize` reads, that is all but the summaries and the forwards' own
 facts) and so are the summaries' names and results (`names_part`: all but calls, the kinds
 calls pass, and no_grad), the finalized results and stored answers still hold and only the counts
-of the summaries change (the changed files' entries taken out and put back, `Counts.edit`); when
-they differ (a class, a call, a region, an alias or a line number of one of them moved, a helper
-returns another kind), or a file was added or deleted, the runner decodes every file's facts and
-finalizes them (`runner._whole_index`), and stores new tables.
+of the summaries change (the changed files' entries taken out and put back, `Counts.edit`). When
+the graph facts differ only in positions (a line added above a class, a function or a region moves
+every key and site below it), the finalized results are mapped to the new positions (`moves.py`).
+When they differ in more (a class, a call, a region or an alias added, removed or renamed, a
+helper returns another kind), or a file was added or deleted, the runner decodes every file's
+facts and finalizes them (`runner._whole_index`), and stores new tables.
 
 Anything else read of a `LazyIndex` (an attribute of the index the tables do not cover) builds
 the whole index then (`__getattr__`), as before: slower, never different.
@@ -34,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from torchnumlint.index import ClassInfo, FuncInfo, ProjectIndex, Site, _pick
+from torchnumlint.moves import moves
 from torchnumlint.summaries import CallFact, FileSummary, Instance, Summaries, call_names, producer_questions
 
 Load = Callable[[List[str]], Dict[str, ProjectIndex]]  # paths -> their facts (finalized kinds not applied)
@@ -151,17 +154,24 @@ def _answer(tables: Tables, summaries: Summaries) -> None:
 
 def updated(tables: Tables, keys: Sequence[str], old: Mapping[str, ProjectIndex], new: Mapping[str, ProjectIndex]) -> Optional[Tables]:
     """`tables` for the same files whose facts keys are now `keys`, the changed files' facts
-    being `old` then `new`; None when a change reaches what `finalize` gives (`graph_part`)."""
+    being `old` then `new`; None when a change reaches what `finalize` gives (`graph_part`) in
+    more than the positions of a file's facts (`moves.py`: those are mapped)."""
     if len(keys) != len(tables.keys):
         return None
     for at, (path, key) in enumerate(zip(tables.paths, keys)):
         if key == tables.keys[at]:
             continue
         before, after = old[path], new[path]
-        if graph_part(before) != graph_part(after) or (path in before.summaries.files) != (path in after.summaries.files):
+        if (path in before.summaries.files) != (path in after.summaries.files):
             return None
         if names_part(before.summaries.files.get(path)) != names_part(after.summaries.files.get(path)):
             return None
+        if graph_part(before) != graph_part(after):
+            moved = moves(path, before, after)
+            if moved is None:
+                return None
+            tables.reached = moved.reached(tables.reached)
+            tables.sites = [moved.site(site) for site in tables.sites]
         tables.counts = tables.counts.edit(at, path, before.summaries.files.get(path), -1).edit(
             at, path, after.summaries.files.get(path), +1
         )

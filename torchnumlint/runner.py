@@ -27,7 +27,9 @@ fingerprint): an edit that adds a helper re-lints the files that name it. A file
 cached by content in the project's one pack (`cache.py`). A run over part of a project (pre-commit)
 stores the project's finalized tables (`project_tables.py`) and its file list (`listing.py`); the
 next such run reads those and decodes only the facts its lint asks for, unless an edit since
-changed what they hold (then it builds the whole index, as before, and stores new tables).
+changed what they hold in more than positions (a line added above a class moves it: that is
+mapped, `moves.py`; a class or helper added, a file added or deleted: then it builds the whole
+index, as before, and stores new tables).
 """
 
 from __future__ import annotations

@@ -17,8 +17,11 @@ changed but the buffer's summary agrees with the last one in all the answers abo
 (`project_tables.names_part`: its functions, classes, values and imports, not its calls, whose
 positions move with every line added above them), the new index keeps the last one's answers
 (`Summaries.keep_answers`). A helper of the buffer that changes what it returns, or a file
-changed on disk, makes them be worked out again; the class kinds and fp16 reach
-(`ProjectIndex.finalize`) are worked out again whenever the buffer's facts changed.
+changed on disk, makes them be worked out again. The class kinds and fp16 reach
+(`ProjectIndex.finalize`) are not worked out again when the buffer's classes, functions and
+regions only moved (a line added above them): the last index is patched for their new positions
+(`moves.moved_index`, which shares the other files' finalized classes); any other change to them
+finalizes the project's facts again.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Dict, Iterator, Optional, Tuple
 from torchnumlint.config import Settings
 from torchnumlint.discovery import project_files, project_root
 from torchnumlint.index import ProjectIndex, index_file
+from torchnumlint.moves import moved_index
 from torchnumlint.project_tables import names_part
 from torchnumlint.source import SourceError, read_source
 
@@ -101,16 +105,17 @@ class ProjectFacts:
         if made is not None and made[1] == own:
             self._made.move_to_end(path)
             return made[2]
-        rest = self._rest.get(path)
-        if rest is None or rest[0] != self.generation:
-            others = ProjectIndex.empty()
-            for other, part in self.parts.items():
-                if other != path:
-                    others.absorb(part)
-            rest = self._rest[path] = (self.generation, others)
-        index = ProjectIndex.empty()
-        index.absorb(rest[1], copy_classes=True)  # finalize() writes to each class: the kept ones stay as read
-        index.absorb(own, copy_classes=True)
+        rest = self._others(path)
+        # the buffer's classes, functions and regions moved at most: the last index, patched (`moves.py`)
+        index = moved_index(made[2], made[1], own, path) if made is not None else None
+        patched = index is not None
+        if index is None:
+            index = ProjectIndex.empty()
+            index.absorb(rest, copy_classes=True)  # finalize() writes to each class: the kept ones stay as read
+            index.absorb(own, copy_classes=True)
+        else:
+            index.summaries.absorb(rest.summaries)
+            index.summaries.absorb(own.summaries)
         if made is not None and made[1].summaries == own.summaries:
             # only classes, functions, regions or their positions moved: what the project's
             # helpers produce and who calls them is as it was, and the last index worked much of it out
@@ -119,13 +124,25 @@ class ProjectFacts:
             # a call moved, was typed or went (every line below a new one moves its call sites):
             # what the helpers produce reads none of that (`project_tables.names_part`)
             index.summaries.keep_answers(made[2].summaries)
-        index.finalize()
+        if not patched:
+            index.finalize()
         self._made[path] = (self.generation, own, index)
         self._made.move_to_end(path)
         while len(self._made) > KEPT_INDEXES:
             forgotten, _ = self._made.popitem(last=False)
             self._rest.pop(forgotten, None)
         return index
+
+    def _others(self, path: str) -> ProjectIndex:
+        """Every other file's facts, merged (not finalized), kept while no file's facts change."""
+        rest = self._rest.get(path)
+        if rest is None or rest[0] != self.generation:
+            others = ProjectIndex.empty()
+            for other, part in self.parts.items():
+                if other != path:
+                    others.absorb(part)
+            rest = self._rest[path] = (self.generation, others)
+        return rest[1]
 
 
 def _same_names(before: ProjectIndex, after: ProjectIndex, path: str) -> bool:

@@ -25,6 +25,7 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Rule
 from torchnumlint.rules.boxes import box_divisor
+from torchnumlint.rules.candidate_tree import CandidateTree, may_divide_by_zero
 from torchnumlint.rules import count_sources
 from torchnumlint.rules.degrees import ISOLATED, degree, read_at_endpoints
 from torchnumlint.rules.edge_tests import edge_test
@@ -44,6 +45,7 @@ from torchnumlint.rules.shapes import reduced_square, root_hazard, root_of, sum_
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext, FixBuilder
+    from torchnumlint.index import ProjectIndex
     from torchnumlint.rules.base import Rule
 
 # The guard the unsafe fixes write. 1e-12 is F.normalize's own eps: the smallest floor whose
@@ -489,9 +491,14 @@ class DivisionRule(Rule):
     (an exp over its own sum) see the same divisions."""
 
     # what `division_operands` reads: a true division (not `//`: `ast.FloorDiv`), or a call of a
-    # DIV_METHODS op by name; a `/` in a path string or `//` keeps no group
+    # DIV_METHODS op by name; a `/` in a path string or `//` keeps no group, nor (`tree_test`) a
+    # division by a number written out
     ast_kinds = frozenset({"Div"})
     ast_words = frozenset(DIV_METHODS)
+
+    @classmethod
+    def tree_test(cls, tree: CandidateTree, index: Optional[ProjectIndex] = None) -> bool:
+        return may_divide_by_zero(tree, DIV_METHODS)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Divide):

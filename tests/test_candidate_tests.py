@@ -79,6 +79,27 @@ NEAR_MISSES = [
         "a whole power (`** 2`, `** -1`) is no root to `root_of`, and no root is named",
     ),
     (
+        "TNL204",
+        """
+        import torch
+
+        def spread(x):
+            return torch.sqrt(x.abs().sum(-1))
+        """,
+        "a root of a sum of no square (`shapes.square_base`: `x ** 2`, `x * x`, `pow`, `square`)",
+    ),
+    (
+        "TNL209",
+        """
+        import torch
+
+        def safe_log(x):
+            y = torch.log(x)
+            return torch.where(x > 0, y, torch.zeros_like(x))
+        """,
+        "the log is outside the `where` call: `enclosing_selection` reads the op's own expression",
+    ),
+    (
         "TNL206",
         """
         import torch
@@ -125,7 +146,86 @@ NEAR_MISSES = [
         """,
         "`visit_ClassDef` reports only inside a class whose own body defines `forward`",
     ),
+    (
+        "TNL207",
+        """
+        import logging
+        import math
+
+        import torch
+
+        log = logging.getLogger(__name__)
+
+        def bits(self, n):
+            log.info("log2 of %d", n)
+            self.log("entropy", n)
+            return math.log(n) / math.log(2) + math.log10(n)
+        """,
+        "a logger's methods, a module's own `self.log` and `math.log` are no call `match_call` takes for a log",
+    ),
+    (
+        "TNL106",
+        """
+        import math
+
+        import torch
+
+        def decay(step, log):
+            log.warning("step %d", step)
+            return math.log(1 + step)
+        """,
+        "`math.log` of an imported module is no torch log, and `log.warning` reads a logger",
+    ),
+    (
+        "TNL112",
+        """
+        import numpy as np
+
+        import torch
+
+        def odds(self, p):
+            self.log("p", p)
+            return np.log(p) - np.log(1 - p)
+        """,
+        "`np.log` is numpy's (`match_call` takes no attribute of an imported module), `self.log` a module's own",
+    ),
+    (
+        "TNL109",
+        """
+        import math
+
+        import torch
+
+        def scale(x):
+            return math.log(x.size(-1)) * torch.exp(x).sum(-1)
+        """,
+        "the log is `math.log` of a number: no log of a sum of exps to `log_input`",
+    ),
 ]
+
+
+# (rule, code where it reports in strict mode, through a form its tree test must keep)
+KEPT = [
+    ("TNL201", "import torch\n\n\ndef mean(x, mask):\n    n = mask.sum(-1)\n    return torch.div((x * mask).sum(-1), n)\n"),
+    ("TNL206", "import torch\n\n\ndef f(x):\n    return x.var(dim=-1, keepdim=True) ** -0.5\n"),
+    ("TNL204", "import torch\n\n\ndef f(x):\n    return (x ** 2).sum(-1) ** 0.5\n"),
+    ("TNL205", "import torch\n\n\ndef d(a):\n    return ((a.unsqueeze(1) - a.unsqueeze(0)) ** 2).sum(-1) ** 0.5\n"),
+    ("TNL205", "import torch\n\n\ndef d(a):\n    diff = a[:, None] - a[None]\n    return torch.sqrt((diff ** 2).sum(-1))\n"),
+    ("TNL207", "import torch as th\n\n\ndef f(p):\n    return th.log(p)\n"),
+    ("TNL207", "from torch import log as ln\n\n\ndef f(p):\n    return ln(p)\n"),
+    ("TNL207", "import torch\n\n\ndef f(self, p):\n    return self.p.log()\n"),
+    ("TNL207", "import torch\nfrom . import probs\n\n\ndef f():\n    return probs.log()\n"),
+    ("TNL207", "import torch\nfrom torch import special\n\n\ndef f(p):\n    return special.log2(p)\n"),
+]
+
+
+@pytest.mark.parametrize("code, text", KEPT, ids=[f"{c}-{i}" for i, (c, _) in enumerate(KEPT)])
+def test_a_form_the_tree_test_must_keep_is_kept(code, text):
+    rule = RULES[code]
+    whole = _findings(rule, "m.py", text, True, partial=False)
+    assert whole, "the case must hold a finding"
+    assert _kept(rule, text)
+    assert _findings(rule, "m.py", text, True, partial=True) == whole
 
 
 def _kept(rule, text):

@@ -35,6 +35,10 @@ class CandidateTree:
         for statement, _ in self._statements:
             yield from _by_type(statement).get(kind, ())  # type: ignore[misc]  # the list under `kind` holds only `kind`s
 
+    def statements(self) -> Iterator[ast.stmt]:
+        """The top-level statements themselves."""
+        return (statement for statement, _ in self._statements)
+
     def has_word(self, *words: str) -> bool:
         """Whether the bare code names one of `words` as a whole word."""
         return any(word in found for _, found in self._statements for word in words)
@@ -78,6 +82,12 @@ def half_power(exponent: ast.AST) -> bool:
     return isinstance(exponent, ast.Constant) and type(exponent.value) in (int, float) and exponent.value == 0.5
 
 
+def may_be_square_root(tree: CandidateTree) -> bool:
+    """Whether the code can hold a root `shapes.root_of` calls "sqrt": `sqrt(v)`, `pow(v, 0.5)`
+    (by name), or `v ** 0.5`."""
+    return tree.has_word("sqrt", "pow") or any(isinstance(node.op, ast.Pow) and half_power(node.right) for node in tree.nodes(ast.BinOp))
+
+
 def may_be_root(tree: CandidateTree, root_words: Sequence[str]) -> bool:
     """Whether the code can hold a root `shapes.root_of` finds: a call named by one of
     `root_words` (sqrt, rsqrt, pow, pow_; an import of one under another name names it too), or
@@ -98,3 +108,54 @@ def may_divide_by_zero(tree: CandidateTree, div_words: Sequence[str]) -> bool:
     if any(isinstance(node.op, ast.Div) and not numeric_literal(node.right) for node in tree.nodes(ast.BinOp)):
         return True
     return any(isinstance(node.op, ast.Div) and not numeric_literal(node.value) for node in tree.nodes(ast.AugAssign))
+
+
+def may_call(tree: CandidateTree, names: Sequence[str]) -> bool:
+    """Whether the code can call an op of `names` as `calls.match_call` matches one: by a name or
+    alias (`log(x)`, `from torch import log as ln`), as `torch.log(x)`, or as a tensor's method
+    (`x.log()`). An occurrence of the name that is none of those keeps nothing: a name read only
+    for its attributes (`log.info(...)`, a logger) or bound (`log = getLogger()`), and an attribute
+    of `self` (`self.log(...)`: a module's own) or of a module the code imports other than torch
+    (`math.log(x)`, `np.log(x)`: `ImportMap.is_module_ref`, and not torch's op by its qualname)."""
+    if not tree.has_word(*names):
+        return False
+    wanted = set(names)
+    other_modules = _imported_bases(tree)
+    if any(_named(alias, wanted) for alias in tree.nodes(ast.alias)):
+        return True
+    if not any((alias.asname or alias.name.split(".")[0]) == "self" for alias in tree.nodes(ast.alias)):
+        other_modules.add("self")  # `match_call` takes no `self.log(...)` for a tensor's method
+    bases = set()
+    for node in tree.nodes(ast.Attribute):
+        base = node.value
+        if isinstance(base, ast.Name) and base.id in wanted:
+            bases.add(id(base))
+        if node.attr in wanted and not (isinstance(base, ast.Name) and base.id in other_modules):
+            return True
+    return any(
+        node.id in wanted and isinstance(node.ctx, ast.Load) and id(node) not in bases for node in tree.nodes(ast.Name)
+    )
+
+
+def _named(alias: ast.alias, wanted: Set[str]) -> bool:
+    return bool(wanted.intersection(alias.name.split("."))) or alias.asname in wanted
+
+
+def _imported_bases(tree: CandidateTree) -> Set[str]:
+    """The names the code's module-level import statements bind to modules or objects other than
+    torch's (`import math`, `import numpy as np`), as `ImportMap` reads them; not one a relative
+    import or an import of torch's binds too. An import nested in a block or a function is left
+    out (it keeps its names' groups: not known here to be one `ImportMap` collects)."""
+    other: Set[str] = set()
+    kept: Set[str] = set()
+    for node in tree.statements():
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.split(".")[0]
+                (kept if alias.name.split(".")[0] == "torch" else other).add(local)
+        elif isinstance(node, ast.ImportFrom):
+            relative = bool(node.level) or node.module is None
+            for alias in node.names:
+                local = alias.asname or alias.name
+                (kept if relative or (node.module or "").split(".")[0] == "torch" else other).add(local)
+    return other - kept

@@ -10,7 +10,6 @@ such a root to this rule, `rules/ownership.py`).
 
 from __future__ import annotations
 
-import ast
 from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
@@ -20,7 +19,7 @@ from torchnumlint.rules.base import Example
 from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch, may_carry_grad
 from torchnumlint.rules.gradient_context import gradient_note
 from torchnumlint.rules.syntax import same_code, strip_parens
-from torchnumlint.rules.candidate_tree import half_power
+from torchnumlint.rules.candidate_tree import may_be_square_root
 from torchnumlint.rules.pairwise import may_pair_rows, pairwise_rows
 from torchnumlint.rules.roots.base import RootRule
 from torchnumlint.rules.shapes import sum_of_squares
@@ -60,9 +59,8 @@ class PairwiseDistanceManual(RootRule):
     def tree_test(cls, tree: "CandidateTree", index: "Optional[ProjectIndex]" = None) -> bool:
         # `root` takes a square root alone (`sqrt(v)`, `pow(v, 0.5)`, `v ** 0.5`; not `rsqrt`,
         # `v ** p`) of a sum over a difference of rows given new axes (`pairwise_rows`)
-        if not may_pair_rows(tree):
-            return False
-        return tree.has_word("sqrt", "pow") or any(isinstance(node.op, ast.Pow) and half_power(node.right) for node in tree.nodes(ast.BinOp))
+        return may_pair_rows(tree) and may_be_square_root(tree)
+
     examples = (
         Example(
             bad=(

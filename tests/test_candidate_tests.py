@@ -39,6 +39,19 @@ NEAR_MISSES = [
         "a denominator written as a number is a constant to `zero_kind`: never 0",
     ),
     (
+        "TNL201",
+        """
+        import math
+
+        import torch
+
+        def average(x, xs, d):
+            total = x.sum(dim=-1)
+            return total / len(xs) + total / x.size(0) + total / (x.shape[-1] * 2) + d / math.sqrt(x.shape[-1])
+        """,
+        "a Python number (`len`, `size`, `shape`, `math`) is a constant to `zero_kind`: never 0",
+    ),
+    (
         "TNL202",
         """
         import torch

@@ -3,9 +3,10 @@
 nodes of one type found in one walk however many rules ask, and the words of its bare code.
 
 Also the tree tests more than one rule shares, each named after the LibCST matcher whose forms it
-keeps (`shapes.root_of`, `divisors.zero_kind`). A test answers False only where that matcher
-cannot match: it reads the same code, and keeps any node it is unsure of. Only `ast` here: the
-candidate tests run before libcst is imported.
+keeps (`shapes.root_of`, `calls.match_call`); a test of one matcher's forms lives beside it
+(`divisors.may_divide_by_zero`, `shapes.may_square`, `pairwise.may_pair_rows`). A test answers
+False only where that matcher cannot match: it reads the same code, and keeps any node it is
+unsure of. Only `ast` here: `candidates.py` imports this module.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import ast
 import math
 import weakref
-from typing import Dict, Iterator, List, MutableMapping, Sequence, Set, Tuple, Type, TypeVar
+from typing import Dict, Iterator, List, MutableMapping, Optional, Sequence, Set, Tuple, Type, TypeVar
 
 N = TypeVar("N", bound=ast.AST)
 
@@ -54,15 +55,6 @@ def _by_type(statement: ast.stmt) -> Dict[type, List[ast.AST]]:
     return table
 
 
-def numeric_literal(node: ast.AST) -> bool:
-    """An int or float literal, signed or not (`2`, `-0.5`, `+1e-3`): `syntax.number_value`
-    reads one, and `number_kinds.is_python_number` a sign on it (a bool is not one: LibCST
-    sees `True` as a name)."""
-    while isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        node = node.operand
-    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
-
-
 def integral_literal(node: ast.AST) -> bool:
     """A literal exponent `shapes.root_of` never takes for a root: a number with one sign or none
     and no fraction (`2`, `-1`, `2.0`). A float too large to be finite is kept (not this)."""
@@ -98,16 +90,24 @@ def may_be_root(tree: CandidateTree, root_words: Sequence[str]) -> bool:
     return any(isinstance(node.op, ast.Pow) and not integral_literal(node.right) for node in tree.nodes(ast.BinOp))
 
 
-def may_divide_by_zero(tree: CandidateTree, div_words: Sequence[str]) -> bool:
-    """Whether the code can hold a division whose denominator a division rule reads: a call named
-    by one of `div_words`, or a true division (`x / d`, `x /= d`) whose denominator is not a
-    numeric literal (`divisors.zero_kind` takes a Python number for a constant, never 0; a
-    normalisation, a cosine or a softmax by hand divides by a norm or a sum)."""
-    if tree.has_word(*div_words):
-        return True
-    if any(isinstance(node.op, ast.Div) and not numeric_literal(node.right) for node in tree.nodes(ast.BinOp)):
-        return True
-    return any(isinstance(node.op, ast.Div) and not numeric_literal(node.value) for node in tree.nodes(ast.AugAssign))
+def import_targets(tree: CandidateTree) -> Optional[Dict[str, Set[str]]]:
+    """Each name the code's imports bind (at any depth, as `ImportMap` collects them), with what
+    they bind it to: a module or object, or "." for a relative import (`ImportMap` skips it, so
+    it names no module). None where the code holds a `match` statement, whose cases `ImportMap`
+    does not read."""
+    if any(True for _ in tree.nodes(ast.Match)):
+        return None
+    targets: Dict[str, Set[str]] = {}
+    for node in tree.nodes(ast.Import):
+        for alias in node.names:
+            local = alias.asname or alias.name.split(".")[0]
+            targets.setdefault(local, set()).add(alias.name if alias.asname else local)
+    for node in tree.nodes(ast.ImportFrom):
+        for alias in node.names:
+            if alias.name != "*":
+                target = "." if node.level or node.module is None else f"{node.module}.{alias.name}"
+                targets.setdefault(alias.asname or alias.name, set()).add(target)
+    return targets
 
 
 def may_call(tree: CandidateTree, names: Sequence[str]) -> bool:

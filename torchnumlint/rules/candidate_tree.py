@@ -102,10 +102,10 @@ def import_targets(tree: CandidateTree) -> Optional[Dict[str, Set[str]]]:
         for alias in node.names:
             local = alias.asname or alias.name.split(".")[0]
             targets.setdefault(local, set()).add(alias.name if alias.asname else local)
-    for node in tree.nodes(ast.ImportFrom):
-        for alias in node.names:
+    for found in tree.nodes(ast.ImportFrom):
+        for alias in found.names:
             if alias.name != "*":
-                target = "." if node.level or node.module is None else f"{node.module}.{alias.name}"
+                target = "." if found.level or found.module is None else f"{found.module}.{alias.name}"
                 targets.setdefault(alias.asname or alias.name, set()).add(target)
     return targets
 
@@ -132,9 +132,7 @@ def may_call(tree: CandidateTree, names: Sequence[str]) -> bool:
             bases.add(id(base))
         if node.attr in wanted and not (isinstance(base, ast.Name) and base.id in other_modules):
             return True
-    return any(
-        node.id in wanted and isinstance(node.ctx, ast.Load) and id(node) not in bases for node in tree.nodes(ast.Name)
-    )
+    return any(node.id in wanted and isinstance(node.ctx, ast.Load) and id(node) not in bases for node in tree.nodes(ast.Name))
 
 
 def _named(alias: ast.alias, wanted: Set[str]) -> bool:

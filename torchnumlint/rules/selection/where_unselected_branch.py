@@ -13,7 +13,7 @@ a norm, sum or count inside a `where` is TNL201's (`rules/ownership.py`).
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Optional, Set, Tuple
+from typing import TYPE_CHECKING, AbstractSet, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -87,6 +87,7 @@ class WhereUnselectedBranch(Rule):
             if any(_hazard(node, names) for branch in branches for node in ast.walk(branch)):
                 return True
         return False
+
     examples = (
         Example(
             bad=(
@@ -218,7 +219,7 @@ def _named(func: ast.expr, wheres: Set[str]) -> bool:
     return (isinstance(func, ast.Attribute) and func.attr == "where") or (isinstance(func, ast.Name) and func.id in wheres | {"where"})
 
 
-def _hazard(node: ast.AST, names: Set[str]) -> bool:
+def _hazard(node: ast.AST, names: AbstractSet[str]) -> bool:
     """An op `visit_Call` or `visit_BinaryOperation` may check: a call named (or aliased) as a
     log, reciprocal or root, a true division, or a `**` that is no whole power."""
     if isinstance(node, ast.Call):

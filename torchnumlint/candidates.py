@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Set, Tuple, Type
 from torchnumlint.bare_code import bare_code
 from torchnumlint.prepass import Lines
 from torchnumlint.rules.base import Rule
+from torchnumlint.rules.candidate_tree import CandidateTree
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.index import ProjectIndex
@@ -109,12 +110,13 @@ def unneeded(
 
 def _can_fire(rule: Type[Rule], seen: str, read: List[_Statement], index: Optional[ProjectIndex]) -> bool:
     """Whether `rule` can report in the code of `read` (a group and the context statements it
-    reads; `seen`, their bare code): its text test, then its test on their `ast` nodes."""
+    reads; `seen`, their bare code): its text test, then its tests on their `ast` nodes (the
+    node types or words of `ast_kinds`/`ast_words`, then its `tree_test`)."""
     if not rule.could_fire(seen, index):
         return False
-    if not rule.ast_kinds:
-        return True
-    return any(s.words & rule.ast_words or s.kinds() & rule.ast_kinds for s in read)
+    if rule.ast_kinds and not any(s.words & rule.ast_words or s.kinds() & rule.ast_kinds for s in read):
+        return False
+    return rule.tree_test(CandidateTree([(s.node, s.words) for s in read]), index)
 
 
 def _groups(statements: List[_Statement]) -> List[List[_Statement]]:

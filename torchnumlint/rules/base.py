@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from torchnumlint.context import FileContext, FixBuilder
     from torchnumlint.index import ProjectIndex
+    from torchnumlint.rules.candidate_tree import CandidateTree
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,15 @@ class Rule:
             compiled = re.compile(cls.pattern)
             setattr(cls, "_compiled", compiled)
         return compiled.search(text) is not None
+
+    @classmethod
+    def tree_test(cls, tree: "CandidateTree", index: "Optional[ProjectIndex]" = None) -> bool:
+        """The candidate test on CPython's tree of a group's code (`candidates._can_fire`), asked
+        after `could_fire` and `ast_kinds`/`ast_words` passed: False only where the rule cannot
+        report in that code, with the facts of `index` (a producer or caller in another file) and
+        under `--strict`. A rule overrides it with a test on the nodes its matchers read
+        (`rules/candidate_tree.py`); by default every group passes."""
+        return True
 
     def __init__(self, ctx: "FileContext") -> None:
         self.ctx = ctx

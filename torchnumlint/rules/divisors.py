@@ -17,6 +17,7 @@ the evidence that the zero is reached, and the floor a clamp of it needs.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
@@ -25,6 +26,7 @@ import libcst as cst
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Rule
 from torchnumlint.rules.boxes import box_divisor
+from torchnumlint.rules.candidate_tree import CandidateTree, import_targets
 from torchnumlint.rules import count_sources
 from torchnumlint.rules.degrees import ISOLATED, degree, read_at_endpoints
 from torchnumlint.rules.edge_tests import edge_test
@@ -33,7 +35,7 @@ from torchnumlint.rules.gradient_context import gradient_free
 from torchnumlint.rules.guarding import is_guarded
 from torchnumlint.rules.masks import is_mask
 from torchnumlint.rules.mask_origin import origin
-from torchnumlint.rules.number_kinds import is_constant, is_positive
+from torchnumlint.rules.number_kinds import is_constant, is_positive, python_number_tree
 from torchnumlint.rules.syntax import number_value, same_code, strip_parens
 from torchnumlint.rules.unions import union_parts
 from torchnumlint.rules.ways import branches, unless_asking, way_note
@@ -44,6 +46,7 @@ from torchnumlint.rules.shapes import reduced_square, root_hazard, root_of, sum_
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext, FixBuilder
+    from torchnumlint.index import ProjectIndex
     from torchnumlint.rules.base import Rule
 
 # The guard the unsafe fixes write. 1e-12 is F.normalize's own eps: the smallest floor whose
@@ -483,15 +486,37 @@ def clamp_fix(rule: "Rule", expr: cst.BaseExpression, floor: str = EPS) -> "FixB
     return rule.fix(floor_safety(floor)).replace(expr, with_clamp(expr, floor))
 
 
+def may_divide_by_zero(tree: CandidateTree) -> bool:
+    """The candidate test of `division_operands` and `zero_kind` on CPython's tree: a call of a
+    DIV_METHODS op by name, or a true division (`x / d`, `x /= d`) whose denominator is not a
+    Python number written out (`number_kinds.python_number_tree`: `zero_kind` takes it for a
+    constant, and a normalisation, a cosine or a softmax by hand divides by a norm or a sum)."""
+    if tree.has_word(*DIV_METHODS):
+        return True
+    modules = import_targets(tree)
+    if modules is None:
+        return any(isinstance(node.op, ast.Div) for node in tree.nodes(ast.BinOp)) or any(
+            isinstance(node.op, ast.Div) for node in tree.nodes(ast.AugAssign)
+        )
+    if any(isinstance(node.op, ast.Div) and not python_number_tree(node.right, modules) for node in tree.nodes(ast.BinOp)):
+        return True
+    return any(isinstance(node.op, ast.Div) and not python_number_tree(node.value, modules) for node in tree.nodes(ast.AugAssign))
+
+
 class DivisionRule(Rule):
     """Visits every division form once (`x / d`, `x /= d`, `torch.div(x, d)`, `x.div(d)`,
     `x.div_(d)`); a rule implements `division(node, x, d)`. The division family and TNL110
     (an exp over its own sum) see the same divisions."""
 
     # what `division_operands` reads: a true division (not `//`: `ast.FloorDiv`), or a call of a
-    # DIV_METHODS op by name; a `/` in a path string or `//` keeps no group
+    # DIV_METHODS op by name; a `/` in a path string or `//` keeps no group, nor (`tree_test`) a
+    # division by a Python number (`x / 2`, `x / len(xs)`, `x / x.size(0)`)
     ast_kinds = frozenset({"Div"})
     ast_words = frozenset(DIV_METHODS)
+
+    @classmethod
+    def tree_test(cls, tree: CandidateTree, index: Optional[ProjectIndex] = None) -> bool:
+        return may_divide_by_zero(tree)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Divide):

@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import ast
+from typing import TYPE_CHECKING, Dict, Set
 
 import libcst as cst
 
@@ -67,6 +68,36 @@ def _python_number(ctx: "FileContext", expr: cst.CSTNode) -> bool:
         if isinstance(func, cst.Attribute):
             return func.attr.value in _SHAPE_METHODS
     return False
+
+
+def python_number_tree(node: ast.expr, modules: Dict[str, Set[str]]) -> bool:
+    """`_python_number` on CPython's tree, for an expression in which no name's value is asked
+    (`every_way` follows a name's or `self.attr`'s assignments): numeric literals and their
+    arithmetic, `x.shape[i]`, `len(...)` and `_BUILTIN_NUMBERS` by a name no import binds,
+    `x.size(d)` and `_SHAPE_METHODS` of a value no import names (no qualname), and calls of an
+    attribute of `math`, `numpy`, `random` or `statistics`. `modules`: each name the code's imports
+    bind, with every module or object they bind it to (two: ambiguous, no qualname)."""
+    if isinstance(node, ast.Constant):
+        return type(node.value) in (int, float)
+    if isinstance(node, ast.UnaryOp):
+        return python_number_tree(node.operand, modules)
+    if isinstance(node, ast.BinOp):
+        return python_number_tree(node.left, modules) and python_number_tree(node.right, modules)
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.value, ast.Attribute) and node.value.attr in _SHAPE_ATTRS
+    if not isinstance(node, ast.Call):
+        return False
+    root = node.func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name):  # `x.view(-1).size(0)`: no qualname
+        return isinstance(node.func, ast.Attribute) and node.func.attr in _SHAPE_METHODS
+    targets = modules.get(root.id)
+    if targets is None:  # no import binds it: no qualname but torch's
+        if root.id == "torch":
+            return False
+        return node.func.attr in _SHAPE_METHODS if isinstance(node.func, ast.Attribute) else root.id in _BUILTIN_NUMBERS
+    return isinstance(node.func, ast.Attribute) and len(targets) == 1 and f"{next(iter(targets))}.".startswith(_NON_TORCH_MODULES)
 
 
 def is_constant(ctx: "FileContext", expr: cst.BaseExpression) -> bool:

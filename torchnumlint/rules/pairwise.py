@@ -10,6 +10,7 @@ axes), so that a root of such a sum can be rewritten as `cdist` (TNL205), and th
 
 from __future__ import annotations
 
+import ast
 from typing import TYPE_CHECKING, Optional, Tuple
 
 import libcst as cst
@@ -19,6 +20,7 @@ from torchnumlint.rules.calls import CallMatch
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext
+    from torchnumlint.rules.candidate_tree import CandidateTree
 
 # index patterns (`:` a whole axis, `N` a new one) of the two operands, by layout
 _ROWS = ({":N", ":N:"}, {"N", "N:", "N::"})  # a[:, None] - b[None]: N x M x D
@@ -92,3 +94,17 @@ def pairwise_rows(
         if found is not None and axis in _LAST_AXIS[found[0]]:
             return found[1], found[2]
     return None
+
+
+def may_pair_rows(tree: "CandidateTree") -> bool:
+    """The candidate test of `pairwise_rows` on CPython's tree: a subtraction of two operands
+    each given a new axis, as written (`_layout` follows no name to them): an index holding
+    `None`, or an `unsqueeze` call."""
+    return any(isinstance(node.op, ast.Sub) and _new_axis(node.left) and _new_axis(node.right) for node in tree.nodes(ast.BinOp))
+
+
+def _new_axis(node: ast.expr) -> bool:
+    if isinstance(node, ast.Subscript):
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        return any(isinstance(part, ast.Constant) and part.value is None for part in parts)
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "unsqueeze"

@@ -24,7 +24,7 @@ from torchnumlint.walk import Visitor
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext
 
-_MASKED_FILL = frozenset({"masked_fill", "masked_fill_"})
+MASKED_FILL_METHODS = frozenset({"masked_fill", "masked_fill_"})
 # expression nodes a branch's value passes through on its way to the selection
 _THROUGH = (
     cst.BinaryOperation,
@@ -69,7 +69,7 @@ def enclosing_selection(ctx: "FileContext") -> Optional[Selection]:
         if (
             isinstance(node, cst.Attribute)
             and node.value is child
-            and node.attr.value in _MASKED_FILL
+            and node.attr.value in MASKED_FILL_METHODS
             and isinstance(above, cst.Call)
             and above.args
         ):

@@ -24,6 +24,7 @@ them: `n.unsqueeze(-1)` is a norm wherever `n` is one.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
@@ -38,6 +39,7 @@ from torchnumlint.rules.bindings import is_plain
 from torchnumlint.rules.calls import CallMatch, match_call
 
 if TYPE_CHECKING:  # pragma: no cover
+    from torchnumlint.rules.candidate_tree import CandidateTree
     from torchnumlint.context import FileContext, FixBuilder
     from torchnumlint.rules.base import Rule
 
@@ -102,6 +104,25 @@ def square_base(ctx: "FileContext", expr: cst.BaseExpression) -> Optional[cst.Ba
         exponent = match.arg("exponent")
         return match.input if exponent is not None and number_value(exponent) == 2 else None
     return match.input if not match.args else None
+
+
+def may_square(tree: "CandidateTree") -> bool:
+    """The candidate test of `square_base` on CPython's tree: `x ** 2` (a literal 2, signed `+` or
+    not), `x * x` (one operand written twice), or a call of `pow` or `square` by name."""
+    if tree.has_word("pow", "square"):
+        return True
+    for node in tree.nodes(ast.BinOp):
+        if isinstance(node.op, ast.Pow) and _literal_two(node.right):
+            return True
+        if isinstance(node.op, ast.Mult) and ast.dump(node.left) == ast.dump(node.right):
+            return True
+    return False
+
+
+def _literal_two(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float) and node.value == 2
 
 
 def _fraction(expr: Optional[cst.BaseExpression]) -> Optional[float]:

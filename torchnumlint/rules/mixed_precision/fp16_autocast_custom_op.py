@@ -11,6 +11,7 @@ are handed to a training loop whose precision the linter cannot see.
 
 from __future__ import annotations
 
+import ast
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import libcst as cst
@@ -27,6 +28,7 @@ from torchnumlint.walk import Visitor
 
 if TYPE_CHECKING:
     from torchnumlint.index import ClassInfo, ProjectIndex
+    from torchnumlint.rules.candidate_tree import CandidateTree
 
 
 def custom_fwd_fix(rule: Rule, info: "ClassInfo", device: str):
@@ -111,6 +113,15 @@ class Fp16AutocastCustomOp(Rule):
     def could_fire(cls, text: str, index: Optional["ProjectIndex"] = None) -> bool:
         # a forward here, reached from an fp16 autocast region somewhere in the project
         return "forward" in text and (index is None or bool(index.reached))
+
+    @classmethod
+    def tree_test(cls, tree: "CandidateTree", index: Optional["ProjectIndex"] = None) -> bool:
+        # `visit_ClassDef` reports only inside a class whose own body defines `forward` (`find_method`)
+        return any(
+            isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == "forward"
+            for node in tree.nodes(ast.ClassDef)
+            for statement in node.body
+        )
 
     examples = (
         Example(

@@ -10,6 +10,8 @@ such a root to this rule, `rules/ownership.py`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Optional
+
 import libcst as cst
 
 from torchnumlint.findings import Safety
@@ -17,9 +19,14 @@ from torchnumlint.rules.base import Example
 from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch, may_carry_grad
 from torchnumlint.rules.gradient_context import gradient_note
 from torchnumlint.rules.syntax import same_code, strip_parens
-from torchnumlint.rules.pairwise import pairwise_rows
+from torchnumlint.rules.candidate_tree import may_be_square_root
+from torchnumlint.rules.pairwise import may_pair_rows, pairwise_rows
 from torchnumlint.rules.roots.base import RootRule
 from torchnumlint.rules.shapes import sum_of_squares
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchnumlint.index import ProjectIndex
+    from torchnumlint.rules.candidate_tree import CandidateTree
 
 # measured on torch 2.13 (CPU, float32): plain cdist takes the matrix-product route above 25 rows,
 # off by 0.086 from float64 at 26 rows of magnitude 100 (3.8e-5 with this mode)
@@ -47,6 +54,13 @@ class PairwiseDistanceManual(RootRule):
     safety = Safety.SAFE
     needles = ("None", "unsqueeze")
     pattern = r"sqrt|\*\*|pow"
+
+    @classmethod
+    def tree_test(cls, tree: "CandidateTree", index: "Optional[ProjectIndex]" = None) -> bool:
+        # `root` takes a square root alone (`sqrt(v)`, `pow(v, 0.5)`, `v ** 0.5`; not `rsqrt`,
+        # `v ** p`) of a sum over a difference of rows given new axes (`pairwise_rows`)
+        return may_pair_rows(tree) and may_be_square_root(tree)
+
     examples = (
         Example(
             bad=(

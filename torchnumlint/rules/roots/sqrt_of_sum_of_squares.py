@@ -4,16 +4,23 @@ the product of two, a cosine's denominator), whose gradient is NaN at a zero row
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Optional
+
 import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
+from torchnumlint.rules.candidate_tree import may_be_square_root
 from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch, is_torch_value, may_carry_grad, row_evidence, value_kind
 from torchnumlint.rules.gradient_context import gradient_note
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.pairwise import pairwise_rows
 from torchnumlint.rules.roots.base import RootRule
-from torchnumlint.rules.shapes import norms_of_squares, vector_norm_fix
+from torchnumlint.rules.shapes import may_square, norms_of_squares, vector_norm_fix
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchnumlint.index import ProjectIndex
+    from torchnumlint.rules.candidate_tree import CandidateTree
 
 
 class SqrtOfSumOfSquares(RootRule):
@@ -42,6 +49,12 @@ class SqrtOfSumOfSquares(RootRule):
     safety = Safety.SAFE
     needles = ("sum",)
     pattern = r"sqrt|\*\*|pow"  # a root of the sum
+
+    @classmethod
+    def tree_test(cls, tree: "CandidateTree", index: "Optional[ProjectIndex]" = None) -> bool:
+        # `root` takes a square root alone of a sum (`match_call`) of squares (`shapes.square_base`)
+        return tree.has_word("sum") and may_be_square_root(tree) and may_square(tree)
+
     examples = (
         Example(
             bad=(

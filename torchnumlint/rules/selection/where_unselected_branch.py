@@ -12,12 +12,14 @@ a norm, sum or count inside a `where` is TNL201's (`rules/ownership.py`).
 
 from __future__ import annotations
 
-from typing import Tuple
+import ast
+from typing import TYPE_CHECKING, AbstractSet, Optional, Set, Tuple
 
 import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
+from torchnumlint.rules.candidate_tree import integral_literal
 from torchnumlint.rules.divisors import zero_kind
 from torchnumlint.rules.evidence import is_not_torch, may_carry_grad
 from torchnumlint.rules.gradient_context import gradient_note
@@ -27,12 +29,18 @@ from torchnumlint.rules.syntax import strip_parens
 from torchnumlint.rules.calls import make_op, match_call
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.elementary import says_count
-from torchnumlint.rules.selections import Selection, edge_value, enclosing_selection, plain_condition
+from torchnumlint.rules.selections import MASKED_FILL_METHODS, Selection, edge_value, enclosing_selection, plain_condition
 from torchnumlint.rules.shapes import root_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchnumlint.index import ProjectIndex
+    from torchnumlint.rules.candidate_tree import CandidateTree
 
 _LOG_OPS = ("log", make_op("log2", {"torch.log2"}, "log2"), make_op("log10", {"torch.log10"}, "log10"))
 _RECIPROCAL = make_op("reciprocal", {"torch.reciprocal"}, "reciprocal")
 _MASSES = frozenset({"nelems", "weight", "weights", "mass", "total", "norm"})
+# the ops `visit_Call` checks, by the name `match_call` and `root_of` know them by
+_OP_NAMES = frozenset({"log", "log2", "log10", "reciprocal", "sqrt", "rsqrt", "pow", "pow_"})
 
 
 class WhereUnselectedBranch(Rule):
@@ -61,6 +69,25 @@ class WhereUnselectedBranch(Rule):
     safety = Safety.SAFE
     needles = ("where", "masked_fill")
     pattern = r"log|sqrt|reciprocal|/|\*\*|pow"
+
+    @classmethod
+    def tree_test(cls, tree: "CandidateTree", index: "Optional[ProjectIndex]" = None) -> bool:
+        # `enclosing_selection` reads the visited op's own expression: a `where` call (torch's,
+        # under any name) or `.masked_fill` whose branch or receiver holds the op
+        names = _OP_NAMES | {a.asname for a in tree.nodes(ast.alias) if a.asname and a.name.split(".")[-1] in _OP_NAMES}
+        wheres = {a.asname or a.name for a in tree.nodes(ast.alias) if a.name.split(".")[-1] == "where"}
+        for call in tree.nodes(ast.Call):
+            func = call.func
+            if isinstance(func, ast.Attribute) and func.attr in MASKED_FILL_METHODS and call.args:
+                branches = [func.value]
+            elif len(call.args) == 3 and _named(func, wheres):
+                branches = call.args[1:]
+            else:
+                continue
+            if any(_hazard(node, names) for branch in branches for node in ast.walk(branch)):
+                return True
+        return False
+
     examples = (
         Example(
             bad=(
@@ -186,3 +213,18 @@ def _bookkeeping(divisor: cst.BaseExpression) -> bool:
     if ident is None:
         return False
     return says_count(ident) or bool(set(ident.lower().split("_")) & _MASSES)
+
+
+def _named(func: ast.expr, wheres: Set[str]) -> bool:
+    return (isinstance(func, ast.Attribute) and func.attr == "where") or (isinstance(func, ast.Name) and func.id in wheres | {"where"})
+
+
+def _hazard(node: ast.AST, names: AbstractSet[str]) -> bool:
+    """An op `visit_Call` or `visit_BinaryOperation` may check: a call named (or aliased) as a
+    log, reciprocal or root, a true division, or a `**` that is no whole power."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        return (isinstance(func, ast.Attribute) and func.attr in names) or (isinstance(func, ast.Name) and func.id in names)
+    if isinstance(node, ast.BinOp):
+        return isinstance(node.op, ast.Div) or (isinstance(node.op, ast.Pow) and not integral_literal(node.right))
+    return False

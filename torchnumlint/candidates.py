@@ -24,12 +24,16 @@ proving, on real trees, that the findings are those of a full parse.
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from typing import TYPE_CHECKING, List, Optional, Sequence, Set, Tuple, Type
 
 from torchnumlint.bare_code import bare_code
+from torchnumlint import prepass
 from torchnumlint.prepass import Lines
 from torchnumlint.rules.base import Rule
+from torchnumlint.unit_names import UnitNames
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.index import ProjectIndex
@@ -37,28 +41,38 @@ if TYPE_CHECKING:  # pragma: no cover
 _MASKABLE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _WORD = re.compile(r"[^\W\d]\w*")
 _IMPORT = re.compile(r"\bimport\b")
+_DEF_NAME = re.compile(r"\b(?:def|class)\s+([^\W\d]\w*)")
 
 
 class _Statement:
-    __slots__ = ("node", "span", "text", "code", "maskable", "is_import", "words", "binds", "links", "_kinds")
+    __slots__ = ("node", "span", "text", "code", "alone", "maskable", "is_import", "words", "binds", "links", "_kinds", "_names")
 
-    def __init__(self, node: ast.stmt, span: Tuple[int, int], text: str, code: str, maskable: bool) -> None:
+    def __init__(self, node: ast.stmt, span: Tuple[int, int], text: str, code: str, alone: bool) -> None:
         self.node = node
         self.span = span
         self.text = text
         self.code = code  # `text` less comments, docstrings, unpacking `**` (`bare_code`): what the tests read
-        self.maskable = maskable
+        self.alone = alone  # on lines of its own: masking replaces whole lines' worth of it
+        self.maskable = alone and isinstance(node, _MASKABLE)
         self.is_import = isinstance(node, (ast.Import, ast.ImportFrom))
         self.words: Set[str] = set(_WORD.findall(code))
         self.binds = _bound_names(node, text)
         self.links = True  # set by `_groups`
         self._kinds: Optional[Set[str]] = None
+        self._names: Optional[UnitNames] = None
 
     def kinds(self) -> Set[str]:
         """The `ast` node types in the statement (walked once, when a rule's test asks)."""
         if self._kinds is None:
-            self._kinds = {type(node).__name__ for node in ast.walk(self.node)}
+            self._kinds = self._names.kinds if self._names is not None else {type(node).__name__ for node in ast.walk(self.node)}
         return self._kinds
+
+    def names(self) -> UnitNames:
+        """What the statement binds for those who would read it (`unit_names.py`; walked once)."""
+        if self._names is None:
+            self._names = UnitNames(self.node)
+            self._kinds = self._names.kinds
+        return self._names
 
 
 def _bound_names(node: ast.stmt, text: str) -> Set[str]:
@@ -87,24 +101,235 @@ def _bound_names(node: ast.stmt, text: str) -> Set[str]:
 
 
 def unneeded(
-    text: str, tree: ast.Module, lines: Lines, rules: Sequence[Type[Rule]], index: Optional[ProjectIndex] = None
+    text: str,
+    tree: ast.Module,
+    lines: Lines,
+    rules: Sequence[Type[Rule]],
+    index: Optional[ProjectIndex] = None,
+    deep: Sequence[Tuple[int, int]] = (),
 ) -> Optional[List[Tuple[int, int]]]:
-    """The spans of the top-level statements LibCST need not see (to be masked), or None where no
-    statement can hold a finding of `rules` (LibCST need not parse the file at all)."""
-    statements = _statements(text, tree, lines)
+    """The spans of the statements LibCST need not see (to be masked), or None where no
+    statement can hold a finding of `rules` (LibCST need not parse the file at all). `deep`: the
+    spans of the statements too deep for LibCST (`prepass.deep_statements`); a module-level
+    statement holding one is kept, so that the engine names it in a warning."""
+    statements = _statements(text, tree.body, lines)
     groups = _groups(statements)
     context = [s for s in statements if not s.links]
-    masked: List[Tuple[int, int]] = []
-    any_needed = False
+    fired: Set[int] = set()
     for group in groups:
-        words = set().union(*(s.words for s in group))
-        read = group + [c for c in context if c.binds & words and c not in group]
-        seen = "\n".join(s.code for s in read)
-        if any(_can_fire(rule, seen, read, index) for rule in rules):
-            any_needed = True
+        read = _with_context(group, context)
+        if any(_can_fire(rule, "\n".join(s.code for s in read), read, index) for rule in rules):
+            fired.update(id(s) for s in group)
+    if not fired:
+        return None
+    masked: List[Tuple[int, int]] = []
+    reach = _Reach()
+    undecided: List[_Statement] = []  # masked unless kept code reads them
+    for s in statements:
+        if id(s) not in fired and s.maskable:
+            masked.append(s.span)  # a function or class no rule can fire in, nor read (`_groups`)
+        elif id(s) not in fired and _may_mask_module_level(s, deep, lines):
+            undecided.append(s)
+        elif isinstance(s.node, ast.ClassDef) and s.maskable:
+            undecided.extend(_class_members(s, statements, lines, rules, index, reach))
         else:
-            masked.extend(s.span for s in group if s.maskable)
-    return masked if any_needed else None
+            reach.keep(s)
+    while True:  # what kept code reads is kept, and what that reads, until nothing more is
+        needed = [s for s in undecided if reach.needs(s)]
+        if not needed:
+            break
+        for s in needed:
+            reach.keep(s)
+        undecided = [s for s in undecided if s not in needed]
+    masked.extend(s.span for s in undecided)
+    return masked
+
+
+def _with_context(group: List[_Statement], context: List[_Statement]) -> List[_Statement]:
+    """`group` and the context statements (imports, module-level values) binding a name it uses:
+    what a rule reporting in it may read beyond it."""
+    words = set().union(*(s.words for s in group))
+    return group + [c for c in context if c.binds & words and c not in group]
+
+
+def _may_mask_module_level(s: _Statement, deep: Sequence[Tuple[int, int]], lines: Lines) -> bool:
+    """Whether a module-level statement other than a function or class may be masked where no
+    kept code reads it: not an import (nor holding one: `ImportMap` reads them all, and the fixes
+    place new imports after the last one), not a bare string (the module docstring places them
+    too), not sharing a line, not holding a statement too deep for LibCST nor a string it refuses
+    (each must be named in a warning: `tests/test_unbreakable.py`)."""
+    if not s.alone or s.is_import or _is_bare_string(s.node):
+        return False
+    start, end = s.span
+    if any(start <= a and b <= end for a, b in deep):
+        return False
+    names = s.names()
+    return not names.imports and not names.pinned and not any(_beyond_libcst(node, lines) for node in names.long_strings)
+
+
+def _beyond_libcst(node: ast.expr, lines: Lines) -> bool:
+    """Whether a string literal is an implicit concatenation of more than `prepass.MAX_DEPTH`
+    pieces: LibCST nests those one level a piece and refuses thousands of them, a refusal the
+    engine names in a warning (`engine._parse_masked`, `tests/test_unbreakable.py`), so a
+    module-level statement holding one is kept for LibCST to refuse."""
+    start, end = lines.offset(node.lineno, node.col_offset), lines.offset(node.end_lineno or node.lineno, node.end_col_offset or 0)
+    if end - start < 2 * prepass.MAX_DEPTH:  # a piece is two characters at least
+        return False
+    pieces = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO("(" + lines.text[start:end] + ")").readline):
+            pieces += token.type == tokenize.STRING or tokenize.tok_name[token.type] == "FSTRING_START"
+    except (tokenize.TokenError, SyntaxError):
+        return True
+    return pieces > prepass.MAX_DEPTH
+
+
+def _is_bare_string(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, (str, bytes))
+
+
+class _Reach:
+    """What the kept code names: its words, the functions and classes it defines, the attributes
+    it hands a function to (`unit_names.py`). An undecided statement is needed when kept code
+    names something it binds (a helper, an attribute it sets, an import), or when it names a
+    function kept code defines (it is a call site of it) or an attribute holding one."""
+
+    def __init__(self) -> None:
+        self.words: Set[str] = set()
+        self.defs: Set[str] = set()
+        self.handed: Set[str] = set()
+
+    def keep(self, s: _Statement) -> None:
+        self.words |= s.words
+        if s._names is not None:
+            self.defs |= s._names.defs
+            self.handed |= s._names.handed
+        else:  # not walked: its `def`/`class` names, read off its code (strings can only add some)
+            self.defs.update(_DEF_NAME.findall(s.code))
+            if isinstance(s.node, _MASKABLE):
+                self.defs.add(s.node.name)
+
+    def needs(self, s: _Statement) -> bool:
+        names = s.names()
+        bound = s.binds | names.bound if not isinstance(s.node, _MASKABLE) else names.bound
+        return names.pinned or bool(bound & self.words) or bool(s.words & self.defs) or bool(s.words & self.handed)
+
+
+# Methods the rules read by name wherever their class is kept: `__init__`'s parameter defaults
+# (`eps_below_fp16._param_default`), a module's `forward` and its Function's `backward`
+# (TNL301's `visit_ClassDef` and its fix). No rule reads `__call__`, `__new__` or
+# `__post_init__` by name: they are kept as any method is, for what they set or call.
+_READ_BY_NAME = frozenset({"__init__", "forward", "backward"})
+
+
+def _class_members(
+    cls: _Statement,
+    statements: List[_Statement],
+    lines: Lines,
+    rules: Sequence[Type[Rule]],
+    index: Optional[ProjectIndex],
+    reach: _Reach,
+) -> List[_Statement]:
+    """A kept class's methods (and classes nested at class level) in which no rule can fire and
+    that the rules do not read by name: those to mask unless kept code reads them (`_Reach`).
+    The class's other statements (its header, assignments at class level) are kept, and so are
+    the methods a rule can fire in, tested like top-level groups: with the methods linked to
+    them by name (their helpers, their callers in the class), the methods setting an attribute
+    they read, the class's own statements, and the top-level statements linked to those."""
+    node = cls.node
+    assert isinstance(node, ast.ClassDef)
+    body = _statements(lines.text, node.body, lines)
+    members = [m for m in body if m.maskable]
+    shell = _shell(cls, [m for m in body if not m.maskable], lines)
+    reach.keep(shell)
+    if not members:
+        return []
+    undecided = []
+    outside = [s for s in statements if s is not cls]
+    for group in _member_groups(members):
+        read = _member_reads(group, members, shell, outside)
+        forced = any(m.alone and m.node.name in _READ_BY_NAME for m in group)  # type: ignore[attr-defined]
+        if forced or any(_can_fire(rule, "\n".join(s.code for s in read), read, index) for rule in rules):
+            for m in group:
+                reach.keep(m)
+        else:
+            undecided.extend(group)
+    return undecided
+
+
+def _shell(cls: _Statement, others: List[_Statement], lines: Lines) -> _Statement:
+    """The class less its methods: its decorators and header (comments kept), and its other
+    statements' bare code."""
+    node = cls.node
+    assert isinstance(node, ast.ClassDef)
+    start = cls.span[0]
+    header = lines.text[start : lines.offset(node.body[0].lineno, node.body[0].col_offset)]
+    code = "\n".join([header] + [o.code for o in others])
+    shell = _Statement(node, cls.span, header, code, False)
+    parts: List[ast.AST] = [*node.decorator_list, *node.bases, *node.keywords, *(o.node for o in others)]
+    shell._kinds = {"ClassDef"}.union(*(o.kinds() for o in others), *({type(n).__name__ for n in ast.walk(p)} for p in parts))
+    return shell
+
+
+def _member_groups(members: List[_Statement]) -> List[List[_Statement]]:
+    """The methods linked by a name one defines or imports and the other uses (a helper and its
+    callers), transitively: as `_groups` links top-level statements."""
+    parent = list(range(len(members)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    binder: dict = {}
+    for i, m in enumerate(members):
+        for name in m.names().defs | m.names().imports:
+            binder.setdefault(name, []).append(i)
+    for i, m in enumerate(members):
+        for word in m.words & binder.keys():
+            for j in binder[word]:
+                parent[root(i)] = root(j)
+    groups: dict = {}
+    for i, m in enumerate(members):
+        groups.setdefault(root(i), []).append(m)
+    return list(groups.values())
+
+
+def _member_reads(
+    group: List[_Statement], members: List[_Statement], shell: _Statement, outside: List[_Statement]
+) -> List[_Statement]:
+    """What a rule reporting in a group of methods may read: the group, the methods setting an
+    attribute it reads (transitively: `self.a = self.b`), the class's own statements, and the
+    top-level statements that bind a name it uses or name a function it defines (a call site
+    through an instance: `model.encode(p)`), transitively through those that link (`_groups`)."""
+    read = list(group)
+    words = set().union(*(m.words for m in group)) | shell.words
+    found = True
+    while found:
+        found = False
+        for m in members:
+            if m not in read and m.names().stores & words:
+                read.append(m)
+                words |= m.words
+                found = True
+    defs = set().union(*(m.names().defs for m in read))
+    read.append(shell)
+    linked = set(map(id, read))
+    found = True
+    while found:
+        found = False
+        for s in outside:
+            if id(s) in linked:
+                continue
+            if s.binds & words or s.words & defs:
+                read.append(s)
+                linked.add(id(s))
+                found = True
+                words |= s.words
+                if s.links:
+                    defs |= s.binds
+    return read
 
 
 def _can_fire(rule: Type[Rule], seen: str, read: List[_Statement], index: Optional[ProjectIndex]) -> bool:
@@ -151,18 +376,18 @@ def _groups(statements: List[_Statement]) -> List[List[_Statement]]:
     return list(groups.values())
 
 
-def _statements(text: str, tree: ast.Module, lines: Lines) -> List[_Statement]:
-    """The top-level statements with their spans; one that shares a line with another is never
-    masked (masking replaces whole lines' worth of it)."""
-    spans = [lines.span(node) for node in tree.body]
+def _statements(text: str, body: List[ast.stmt], lines: Lines) -> List[_Statement]:
+    """The statements of a block (the module's, a class's) with their spans; one that shares a
+    line with another is never masked (masking replaces whole lines' worth of it)."""
+    spans = [lines.span(node) for node in body]
     out = []
-    for i, node in enumerate(tree.body):
+    for i, node in enumerate(body):
         start, end = spans[i]
-        alone = (i == 0 or (tree.body[i - 1].end_lineno or tree.body[i - 1].lineno) < _first_line(node)) and (
-            i + 1 == len(tree.body) or tree.body[i + 1].lineno > (node.end_lineno or node.lineno)
+        alone = (i == 0 or (body[i - 1].end_lineno or body[i - 1].lineno) < _first_line(node)) and (
+            i + 1 == len(body) or body[i + 1].lineno > (node.end_lineno or node.lineno)
         )
         code = bare_code(node, start, end, lines)
-        out.append(_Statement(node, (start, end), text[start:end], code, alone and isinstance(node, _MASKABLE)))
+        out.append(_Statement(node, (start, end), text[start:end], code, alone))
     return out
 
 

@@ -1,0 +1,94 @@
+"""What a statement the pre-filter may mask binds, for those who would read it (`candidates.py`).
+
+A method of a kept class, or a module-level statement, can be masked only if nothing LibCST is
+still given reads it. The rules read another part of their file by name, and only these ways
+(studied in `torchnumlint/rules/`):
+
+- a function or class by its name: its call sites (`callers.CallSites`, `self.f(...)` and
+  `f(...)`), how often its name is written and how many functions have it (`gradients.py`), the
+  methods a class defines (`magnitudes._submodule_call`): `defs`, every `def` and `class` at any
+  depth (two nested `def inner` of the same name are one name there);
+- an attribute by where it is set: `ctx.binding(self.x)` counts every `self.x = ...` of the
+  class, `attributes.assignments`, `mask_origin._self_assignments` and `masking.fills._buffers`
+  (`self.register_buffer("x", ...)`) read them all: `stores`, each attribute set (any target,
+  any depth) or registered by name;
+- an import by the name it binds (`ImportMap` is module-wide, and two imports of one name make
+  it ambiguous): `imports`;
+- a function handed to an attribute (`self.loss = kl` or `partial(kl, ...)`) is called through
+  it (`CallSites.kept`): `handed`, the attributes so set; their readers are its call sites.
+
+`global` and `nonlocal` bind names of other scopes: a statement with them is `pinned` (kept).
+One walk of CPython's tree gathers all of it, with the node types the rules' `ast_kinds` ask,
+and the string literals that may be implicit concatenations too long for LibCST (`long_strings`:
+those over several lines or `LONG` characters; `candidates.py` counts their pieces).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import List, Set
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+LONG = 3000  # characters of a one-line string literal worth counting the pieces of
+# calls that set an attribute named by a string: (callee name, index of the name argument)
+_REGISTERS = {"register_buffer": 0, "register_parameter": 0, "register_module": 0, "add_module": 0, "setattr": 1}
+
+
+class UnitNames:
+    """The names one statement binds or hands on, and its node types."""
+
+    __slots__ = ("defs", "imports", "stores", "handed", "kinds", "pinned", "long_strings")
+
+    def __init__(self, node: ast.AST) -> None:
+        self.defs: Set[str] = set()
+        self.imports: Set[str] = set()
+        self.stores: Set[str] = set()
+        self.handed: Set[str] = set()
+        self.kinds: Set[str] = set()
+        self.pinned = False
+        self.long_strings: List[ast.expr] = []
+        stack: List[ast.AST] = [node]
+        while stack:  # iterative: a statement may be deep
+            current = stack.pop()
+            self.kinds.add(type(current).__name__)
+            if isinstance(current, _DEFS):
+                self.defs.add(current.name)
+            elif isinstance(current, (ast.Import, ast.ImportFrom)):
+                self.imports.update((alias.asname or alias.name).partition(".")[0] for alias in current.names)
+            elif isinstance(current, ast.Attribute) and not isinstance(current.ctx, ast.Load):
+                self.stores.add(current.attr)
+            elif isinstance(current, ast.Call):
+                self._registered(current)
+            elif isinstance(current, ast.Assign) and _hands_on(current.value):
+                self.handed.update(t.attr for t in current.targets if isinstance(t, ast.Attribute))
+            elif isinstance(current, (ast.Global, ast.Nonlocal)):
+                self.pinned = True
+            elif isinstance(current, ast.JoinedStr) or (isinstance(current, ast.Constant) and isinstance(current.value, (str, bytes))):
+                if current.end_lineno != current.lineno or (current.end_col_offset or 0) - current.col_offset >= LONG:
+                    self.long_strings.append(current)
+            stack.extend(ast.iter_child_nodes(current))
+
+    @property
+    def bound(self) -> Set[str]:
+        """Every name through which another statement reaches this one."""
+        return self.defs | self.imports | self.stores
+
+    def _registered(self, call: ast.Call) -> None:
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        at = _REGISTERS.get(name or "")
+        if at is None or len(call.args) <= at:
+            return
+        arg = call.args[at]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):  # the rules read no computed name
+            self.stores.add(arg.value)
+
+
+def _hands_on(value: ast.expr) -> bool:
+    """`f` or `partial(f, ...)`: what `callers._handed` reads as a function handed on."""
+    if isinstance(value, ast.Name):
+        return True
+    if isinstance(value, ast.Call):
+        func = value.func
+        return (isinstance(func, ast.Name) and func.id == "partial") or (isinstance(func, ast.Attribute) and func.attr == "partial")
+    return False

@@ -27,7 +27,7 @@ import ast
 import io
 import re
 import tokenize
-from typing import TYPE_CHECKING, List, Optional, Sequence, Set, Tuple, Type
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Type
 
 from torchnumlint.bare_code import bare_code
 from torchnumlint import prepass
@@ -124,24 +124,25 @@ def unneeded(
         return None
     masked: List[Tuple[int, int]] = []
     reach = _Reach()
-    undecided: List[_Statement] = []  # masked unless kept code reads them
+    classes = _Classes(lines)
+    undecided: List[Tuple[_Statement, Optional[_Statement]]] = []  # (a statement, its class): masked unless kept code reads it
     for s in statements:
         if id(s) not in fired and s.maskable:
             masked.append(s.span)  # a function or class no rule can fire in, nor read (`_groups`)
         elif id(s) not in fired and _may_mask_module_level(s, deep, lines):
-            undecided.append(s)
+            undecided.append((s, None))
         elif isinstance(s.node, ast.ClassDef) and s.maskable:
-            undecided.extend(_class_members(s, statements, lines, rules, index, reach))
+            undecided.extend((m, s) for m in _class_members(s, statements, classes, rules, index, reach))
         else:
             reach.keep(s)
     while True:  # what kept code reads is kept, and what that reads, until nothing more is
-        needed = [s for s in undecided if reach.needs(s)]
+        needed = [(s, owner) for s, owner in undecided if reach.needs(s, owner)]
         if not needed:
             break
-        for s in needed:
-            reach.keep(s)
-        undecided = [s for s in undecided if s not in needed]
-    masked.extend(s.span for s in undecided)
+        for s, owner in needed:
+            reach.keep(s, owner)
+        undecided = [u for u in undecided if u not in needed]
+    masked.extend(s.span for s, _ in undecided)
     return masked
 
 
@@ -189,43 +190,79 @@ def _is_bare_string(node: ast.stmt) -> bool:
 
 
 class _Reach:
-    """What the kept code names: its words, the functions and classes it defines, the attributes
-    it hands a function to (`unit_names.py`). An undecided statement is needed when kept code
-    names something it binds (a helper, an attribute it sets, an import), or when it names a
-    function kept code defines (it is a call site of it) or an attribute holding one."""
+    """What the kept code names, and what it defines. Kept code reads an undecided statement
+    (`unit_names.py`) in these ways, which are the rules' (`unit_names.py` says where):
+
+    - it names an import the statement makes (`ImportMap` is the whole file's);
+    - for a module-level statement, it names a name the statement binds (`ctx.binding`);
+    - for a method, code kept in its class names the method (`self.f(...)`: the class's
+      methods, `magnitudes._submodule_call`) or an attribute it sets (`ctx.binding(self.x)`);
+    - it defines a function of the same name (`gradients.py` tells functions by their names);
+    - the statement names a function kept code defines (a call site, or a mention `gradients.py`
+      counts), or an attribute kept code of its class hands a function to (`self.loss(p, q)`
+      after `self.loss = kl`: `CallSites.kept`).
+
+    A name another class's code uses reaches no method by the method's name: the rules ask a
+    call through an instance the project's summaries, built from the whole text."""
 
     def __init__(self) -> None:
         self.words: Set[str] = set()
         self.defs: Set[str] = set()
-        self.handed: Set[str] = set()
+        self.in_class: Dict[int, Set[str]] = {}  # class -> words of its kept code
+        self.handed: Dict[int, Set[str]] = {}  # class -> attributes it hands a function to
 
-    def keep(self, s: _Statement) -> None:
+    def keep(self, s: _Statement, owner: Optional[_Statement] = None) -> None:
+        """`s` is kept (a method or the shell of class `owner`, or a module-level statement)."""
         self.words |= s.words
+        if owner is not None:
+            self.in_class.setdefault(id(owner), set()).update(s.words)
         if s._names is not None:
             self.defs |= s._names.defs
-            self.handed |= s._names.handed
+            if owner is not None:
+                self.handed.setdefault(id(owner), set()).update(s._names.handed)
         else:  # not walked: its `def`/`class` names, read off its code (strings can only add some)
             self.defs.update(_DEF_NAME.findall(s.code))
             if isinstance(s.node, _MASKABLE):
                 self.defs.add(s.node.name)
 
-    def needs(self, s: _Statement) -> bool:
+    def needs(self, s: _Statement, owner: Optional[_Statement]) -> bool:
         names = s.names()
-        bound = s.binds | names.bound if not isinstance(s.node, _MASKABLE) else names.bound
-        return names.pinned or bool(bound & self.words) or bool(s.words & self.defs) or bool(s.words & self.handed)
+        if names.pinned or names.imports & self.words or names.defs & self.defs or s.words & self.defs:
+            return True
+        if owner is None:
+            return bool(s.binds & self.words)
+        return bool((names.defs | names.stores) & self.in_class.get(id(owner), set()) or s.words & self.handed.get(id(owner), set()))
 
 
 # Methods the rules read by name wherever their class is kept: `__init__`'s parameter defaults
 # (`eps_below_fp16._param_default`), a module's `forward` and its Function's `backward`
-# (TNL301's `visit_ClassDef` and its fix). No rule reads `__call__`, `__new__` or
+# (TNL301's `visit_ClassDef` and its fix), a pipeline's `__call__` (`gradients._by_convention`;
+# it is called through instances, `pipe(x)`, never by its name). No rule reads `__new__` or
 # `__post_init__` by name: they are kept as any method is, for what they set or call.
-_READ_BY_NAME = frozenset({"__init__", "forward", "backward"})
+_READ_BY_NAME = frozenset({"__init__", "forward", "backward", "__call__"})
+
+
+class _Classes:
+    """The methods of the file's top-level classes, split once (`_class_members`)."""
+
+    def __init__(self, lines: Lines) -> None:
+        self.lines = lines
+        self._members: Dict[int, Tuple[List[_Statement], List[_Statement]]] = {}
+
+    def split(self, cls: _Statement) -> Tuple[List[_Statement], List[_Statement]]:
+        """(its methods and classes that may be masked, its other statements)."""
+        found = self._members.get(id(cls))
+        if found is None:
+            assert isinstance(cls.node, ast.ClassDef)
+            body = _statements(self.lines.text, cls.node.body, self.lines)
+            found = self._members[id(cls)] = ([m for m in body if m.maskable], [m for m in body if not m.maskable])
+        return found
 
 
 def _class_members(
     cls: _Statement,
     statements: List[_Statement],
-    lines: Lines,
+    classes: _Classes,
     rules: Sequence[Type[Rule]],
     index: Optional[ProjectIndex],
     reach: _Reach,
@@ -233,25 +270,21 @@ def _class_members(
     """A kept class's methods (and classes nested at class level) in which no rule can fire and
     that the rules do not read by name: those to mask unless kept code reads them (`_Reach`).
     The class's other statements (its header, assignments at class level) are kept, and so are
-    the methods a rule can fire in, tested like top-level groups: with the methods linked to
-    them by name (their helpers, their callers in the class), the methods setting an attribute
-    they read, the class's own statements, and the top-level statements linked to those."""
-    node = cls.node
-    assert isinstance(node, ast.ClassDef)
-    body = _statements(lines.text, node.body, lines)
-    members = [m for m in body if m.maskable]
-    shell = _shell(cls, [m for m in body if not m.maskable], lines)
-    reach.keep(shell)
-    if not members:
-        return []
+    the methods a rule can fire in, tested like top-level groups on what a rule reporting in
+    them may read (`_member_reads`)."""
+    members, others = classes.split(cls)
+    shell = _shell(cls, others, classes.lines)
+    reach.keep(shell, cls)
     undecided = []
-    outside = [s for s in statements if s is not cls]
     for group in _member_groups(members):
-        read = _member_reads(group, members, shell, outside)
-        forced = any(m.alone and m.node.name in _READ_BY_NAME for m in group)  # type: ignore[attr-defined]
-        if forced or any(_can_fire(rule, "\n".join(s.code for s in read), read, index) for rule in rules):
+        if any(m.node.name in _READ_BY_NAME for m in group):  # type: ignore[attr-defined]  # members are defs
+            fires = True
+        else:
+            read = _member_reads(group, members, shell, cls, statements, classes)
+            fires = any(_can_fire(rule, "\n".join(s.code for s in read), read, index) for rule in rules)
+        if fires:
             for m in group:
-                reach.keep(m)
+                reach.keep(m, cls)
         else:
             undecided.extend(group)
     return undecided
@@ -296,15 +329,31 @@ def _member_groups(members: List[_Statement]) -> List[List[_Statement]]:
     return list(groups.values())
 
 
+def _called_by_name(name: str) -> bool:
+    """A method called as `obj.name(...)`: not a dunder (`__init__` runs as `Cls(...)`,
+    `__getitem__` as `x[i]`)."""
+    return not (name.startswith("__") and name.endswith("__"))
+
+
 def _member_reads(
-    group: List[_Statement], members: List[_Statement], shell: _Statement, outside: List[_Statement]
+    group: List[_Statement],
+    members: List[_Statement],
+    shell: _Statement,
+    cls: _Statement,
+    statements: List[_Statement],
+    classes: _Classes,
 ) -> List[_Statement]:
-    """What a rule reporting in a group of methods may read: the group, the methods setting an
-    attribute it reads (transitively: `self.a = self.b`), the class's own statements, and the
-    top-level statements that bind a name it uses or name a function it defines (a call site
-    through an instance: `model.encode(p)`), transitively through those that link (`_groups`)."""
+    """What a rule reporting in a group of methods may read: the group; the methods of its class
+    setting an attribute it reads (`ctx.binding(self.x)`; transitively: `self.a = self.b`); the
+    class's own statements; and, transitively, the top-level statements binding a name it uses
+    (a helper, a module-level value, an import, a class it builds) or calling a method of it by
+    name (`model.encode(p)`: a call site the project's summaries give), where another class
+    counts by its methods of those names (a helper inherited from a base class in the file).
+    A function or value so read brings what it names in turn; a class does not, nor do the
+    class's header and own statements: the rules read a base class, a decorator, a class-level
+    value through the project index (`ast`), not LibCST's tree."""
     read = list(group)
-    words = set().union(*(m.words for m in group)) | shell.words
+    words = set().union(*(m.words for m in group))
     found = True
     while found:
         found = False
@@ -313,22 +362,27 @@ def _member_reads(
                 read.append(m)
                 words |= m.words
                 found = True
-    defs = set().union(*(m.names().defs for m in read))
+    called = {m.node.name for m in read if _called_by_name(m.node.name)}  # type: ignore[attr-defined]  # members are defs
     read.append(shell)
     linked = set(map(id, read))
     found = True
     while found:
         found = False
-        for s in outside:
-            if id(s) in linked:
+        for s in statements:
+            if id(s) in linked or s is cls:
                 continue
-            if s.binds & words or s.words & defs:
+            is_class = isinstance(s.node, ast.ClassDef)
+            if s.binds & words or (s.words & called and not is_class):
                 read.append(s)
                 linked.add(id(s))
                 found = True
-                words |= s.words
-                if s.links:
-                    defs |= s.binds
+                if not is_class:  # a helper's own helpers and values
+                    words |= s.words
+            elif s.maskable and isinstance(s.node, ast.ClassDef) and s.words & (words | called):
+                for m in classes.split(s)[0]:
+                    if id(m) not in linked and ({n for n in m.names().defs if _called_by_name(n)} & words or m.words & called):
+                        read.append(m)
+                        linked.add(id(m))
     return read
 
 

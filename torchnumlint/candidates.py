@@ -129,7 +129,7 @@ def unneeded(
     for s in statements:
         if id(s) not in fired and s.maskable:
             masked.append(s.span)  # a function or class no rule can fire in, nor read (`_groups`)
-        elif id(s) not in fired and _may_mask_module_level(s, deep, lines):
+        elif not s.maskable and _may_mask_module_level(s, deep, lines) and not (id(s) in fired and _fires_in(s, statements, rules, index)):
             undecided.append((s, None))
         elif isinstance(s.node, ast.ClassDef) and s.maskable:
             undecided.extend((m, s) for m in _class_members(s, statements, classes, rules, index, reach))
@@ -144,6 +144,25 @@ def unneeded(
         undecided = [u for u in undecided if u not in needed]
     masked.extend(s.span for s, _ in undecided)
     return masked
+
+
+def _fires_in(s: _Statement, statements: List[_Statement], rules: Sequence[Type[Rule]], index: Optional[ProjectIndex]) -> bool:
+    """Whether a rule can report in module-level statement `s` of a group that can fire: tested
+    on `s` and the statements binding a name it uses (transitively through all but classes: a
+    helper's helpers, not a class's methods, as `_member_reads`). Its group holds more (a
+    function naming a value `s` binds), but what is in the group alone is no finding in `s`."""
+    read = [s]
+    words = set(s.names().used)  # not the words of its strings: `__all__ = ["loss"]` reads no `loss`
+    found = True
+    while found:
+        found = False
+        for t in statements:
+            if t not in read and t.binds & words:
+                read.append(t)
+                found = True
+                if not isinstance(t.node, ast.ClassDef):
+                    words |= t.words
+    return any(_can_fire(rule, "\n".join(t.code for t in read), read, index) for rule in rules)
 
 
 def _with_context(group: List[_Statement], context: List[_Statement]) -> List[_Statement]:
@@ -227,11 +246,11 @@ class _Reach:
 
     def needs(self, s: _Statement, owner: Optional[_Statement]) -> bool:
         names = s.names()
-        if names.pinned or names.imports & self.words or names.defs & self.defs or s.words & self.defs:
+        if names.pinned or names.imports & self.words or names.defs & self.defs or names.used & self.defs:
             return True
         if owner is None:
             return bool(s.binds & self.words)
-        return bool((names.defs | names.stores) & self.in_class.get(id(owner), set()) or s.words & self.handed.get(id(owner), set()))
+        return bool((names.defs | names.stores) & self.in_class.get(id(owner), set()) or names.used & self.handed.get(id(owner), set()))
 
 
 # Methods the rules read by name wherever their class is kept: `__init__`'s parameter defaults

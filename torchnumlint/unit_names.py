@@ -14,6 +14,8 @@ still given reads it. The rules read another part of their file by name, and onl
   any depth) or registered by name;
 - an import by the name it binds (`ImportMap` is module-wide, and two imports of one name make
   it ambiguous): `imports`;
+- a function by the names written in code (`used`: names, attribute names; not the words of a
+  string, which no rule reads as a mention: `__all__ = ["loss"]` calls nothing);
 - a function handed to an attribute (`self.loss = kl` or `partial(kl, ...)`) is called through
   it (`CallSites.kept`): `handed`, the attributes so set; their readers are its call sites.
 
@@ -37,13 +39,14 @@ _REGISTERS = {"register_buffer": 0, "register_parameter": 0, "register_module": 
 class UnitNames:
     """The names one statement binds or hands on, and its node types."""
 
-    __slots__ = ("defs", "imports", "stores", "handed", "kinds", "pinned", "long_strings")
+    __slots__ = ("defs", "imports", "stores", "handed", "used", "kinds", "pinned", "long_strings")
 
     def __init__(self, node: ast.AST) -> None:
         self.defs: Set[str] = set()
         self.imports: Set[str] = set()
         self.stores: Set[str] = set()
         self.handed: Set[str] = set()
+        self.used: Set[str] = set()
         self.kinds: Set[str] = set()
         self.pinned = False
         self.long_strings: List[ast.expr] = []
@@ -51,12 +54,16 @@ class UnitNames:
         while stack:  # iterative: a statement may be deep
             current = stack.pop()
             self.kinds.add(type(current).__name__)
-            if isinstance(current, _DEFS):
+            if isinstance(current, ast.Name):
+                self.used.add(current.id)
+            elif isinstance(current, _DEFS):
                 self.defs.add(current.name)
             elif isinstance(current, (ast.Import, ast.ImportFrom)):
                 self.imports.update((alias.asname or alias.name).partition(".")[0] for alias in current.names)
-            elif isinstance(current, ast.Attribute) and not isinstance(current.ctx, ast.Load):
-                self.stores.add(current.attr)
+            elif isinstance(current, ast.Attribute):
+                self.used.add(current.attr)
+                if not isinstance(current.ctx, ast.Load):
+                    self.stores.add(current.attr)
             elif isinstance(current, ast.Call):
                 self._registered(current)
             elif isinstance(current, ast.Assign) and _hands_on(current.value):

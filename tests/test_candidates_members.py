@@ -128,7 +128,9 @@ def test_other_dunders_are_masked_when_nothing_reads_them():
 
 def test_a_method_with_the_name_of_a_kept_function_is_kept():
     """`gradients.py` tells functions by their names: a second `scores` is part of its facts."""
-    code = HEAD + """
+    code = (
+        HEAD
+        + """
 
 class Other:
     def scores(self, x):
@@ -140,6 +142,7 @@ class Other:
     def run(self, x):
         return torch.log(torch.softmax(x, -1))
 """
+    )
     assert _kept(code)[-3:] == ["class Other:", "  scores", "  run"]
 
 

@@ -1,24 +1,35 @@
-"""Which top-level statements of a file LibCST must see: the rest is masked (`prepass.mask`).
+"""Which statements of a file LibCST must see: the rest is masked (`prepass.mask`).
 
 A file reaches LibCST when a rule can fire somewhere in it (`Rule.could_fire` on the whole text);
 most torch files do, since `exp`, `log` or `/` appear in nearly all of them. But a finding sits in
-one top-level statement, and what a rule reads around it is reached by name: an import alias
+one statement, and what a rule reads around it is reached by name: an import alias
 (`from torch.nn.functional import softmax as sm`), a module-level helper or class it calls or
-inherits, the call sites of the function it is in. So a top-level function or class is kept when
-a rule can fire (`could_fire`, the same test as for the file) on the *bare code* of its group
-(`bare_code.py`: no docstrings, no comments but those saying noqa; no rule reports from prose,
-yet `/`, `exp` and `log` in it kept most of torch's files): the statements linked to it by name,
-transitively (one uses a name another binds: a helper, a base class, a module-level value, a
-caller), with the imports binding a name the group uses (`sm(x)` under the alias above). A rule's
-test may need parts from several statements (`criterion = nn.BCELoss()` ...
-`criterion(predict(x), y)` where `predict` returns a sigmoid), and what a rule reads beyond the
-statement holding its finding it reaches by those names.
+inherits, the call sites of the function it is in, the methods of its class that set an attribute
+it reads. So a top-level function or class is kept when a rule can fire (`could_fire`, the same
+test as for the file) on the *bare code* of its group (`bare_code.py`: no docstrings, no comments
+but those saying noqa; no rule reports from prose, yet `/`, `exp` and `log` in it kept most of
+torch's files): the statements linked to it by name, transitively (one uses a name another
+binds: a helper, a base class, a module-level value, a caller), with the imports binding a name
+the group uses (`sm(x)` under the alias above). A rule's test may need parts from several
+statements (`criterion = nn.BCELoss()` ... `criterion(predict(x), y)` where `predict` returns a
+sigmoid), and what a rule reads beyond the statement holding its finding it reaches by those
+names.
 
-Every other top-level statement (imports, assignments, `if`/`try` blocks) is always kept: they
-bind what names resolve to, and one beyond LibCST's reach (a 10,000-term sum) must still be named
-in a warning (`tests/test_unbreakable.py`). A file in which no statement is needed is not parsed
-by LibCST at all. `tests/test_prefilter_on_real_code.py` keeps
-proving, on real trees, that the findings are those of a full parse.
+Two finer cuts follow, each a statement no rule can fire in and no kept code reads (`_Reach`
+says how code reads another part of its file, as the rules do):
+
+- the methods (and classes nested at class level) of a kept class: most torch files are one or
+  two large classes, and one method a rule can fire in kept every other. A method is tested with
+  what a rule reporting in it may read (`_member_reads`); `__init__`, `forward`, `backward` and
+  `__call__` are kept with their class (the rules read them by name); the class's other
+  statements are kept;
+- module-level statements other than imports (tables, `__all__`, constants only masked code
+  uses). One holding a statement too deep for LibCST, or a string it refuses, is kept, so that
+  the engine names it in a warning (`tests/test_unbreakable.py`).
+
+A file in which no statement is needed is not parsed by LibCST at all.
+`tests/test_prefilter_on_real_code.py` keeps proving, on real trees, that the findings are those
+of a full parse; `tests/test_candidates_members.py` pins each reason a statement is kept.
 """
 
 from __future__ import annotations
@@ -315,7 +326,7 @@ def _shell(cls: _Statement, others: List[_Statement], lines: Lines) -> _Statemen
     node = cls.node
     assert isinstance(node, ast.ClassDef)
     start = cls.span[0]
-    header = lines.text[start : lines.offset(node.body[0].lineno, node.body[0].col_offset)]
+    header = lines.text[start : lines.span(node.body[0])[0]]  # up to the first statement's decorators
     code = "\n".join([header] + [o.code for o in others])
     shell = _Statement(node, cls.span, header, code, False)
     parts: List[ast.AST] = [*node.decorator_list, *node.bases, *node.keywords, *(o.node for o in others)]

@@ -119,7 +119,7 @@ def test_methods_the_rules_read_by_name_are_kept(name):
 def test_other_dunders_are_masked_when_nothing_reads_them():
     assert _methods("""
         def __repr__(self):
-            return "Net()"
+            return "a network"
 
         def __post_init__(self):
             pass

@@ -40,11 +40,11 @@ import re
 import tokenize
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Type
 
-from torchnumlint.bare_code import bare_code
+from torchnumlint import bare_code
 from torchnumlint import prepass
 from torchnumlint.prepass import Lines
 from torchnumlint.rules.base import Rule
-from torchnumlint.unit_names import UnitNames
+from torchnumlint.unit_names import Expressions, UnitNames
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.index import ProjectIndex
@@ -56,7 +56,22 @@ _DEF_NAME = re.compile(r"\b(?:def|class)\s+([^\W\d]\w*)")
 
 
 class _Statement:
-    __slots__ = ("node", "span", "text", "code", "alone", "maskable", "is_import", "words", "binds", "links", "_kinds", "_names")
+    __slots__ = (
+        "node",
+        "span",
+        "text",
+        "code",
+        "alone",
+        "maskable",
+        "is_import",
+        "words",
+        "binds",
+        "links",
+        "cuts",
+        "_kinds",
+        "_names",
+        "_expressions",
+    )
 
     def __init__(self, node: ast.stmt, span: Tuple[int, int], text: str, code: str, alone: bool) -> None:
         self.node = node
@@ -69,21 +84,29 @@ class _Statement:
         self.words: Set[str] = set(_WORD.findall(code))
         self.binds = _bound_names(node, text)
         self.links = True  # set by `_groups`
+        self.cuts: Optional[List[Tuple[int, int]]] = None
         self._kinds: Optional[Set[str]] = None
         self._names: Optional[UnitNames] = None
+        self._expressions: Optional[Expressions] = None
 
     def kinds(self) -> Set[str]:
         """The `ast` node types in the statement (walked once, when a rule's test asks)."""
         if self._kinds is None:
-            self._kinds = self._names.kinds if self._names is not None else {type(node).__name__ for node in ast.walk(self.node)}
+            self._kinds = self._expressions.kinds if self._expressions is not None else {type(n).__name__ for n in ast.walk(self.node)}
         return self._kinds
 
     def names(self) -> UnitNames:
-        """What the statement binds for those who would read it (`unit_names.py`; walked once)."""
+        """What the statement binds for those who would read it (`unit_names.py`; once)."""
         if self._names is None:
-            self._names = UnitNames(self.node)
-            self._kinds = self._names.kinds
+            self._names = UnitNames(self.node, self.text)
         return self._names
+
+    def expressions(self) -> Expressions:
+        """The names its expressions use, its long strings, its node types (walked once)."""
+        if self._expressions is None:
+            self._expressions = Expressions(self.node)
+            self._kinds = self._expressions.kinds
+        return self._expressions
 
 
 def _bound_names(node: ast.stmt, text: str) -> Set[str]:
@@ -163,7 +186,7 @@ def _fires_in(s: _Statement, statements: List[_Statement], rules: Sequence[Type[
     helper's helpers, not a class's methods, as `_member_reads`). Its group holds more (a
     function naming a value `s` binds), but what is in the group alone is no finding in `s`."""
     read = [s]
-    words = set(s.names().used)  # not the words of its strings: `__all__ = ["loss"]` reads no `loss`
+    words = set(s.expressions().used)  # not the words of its strings: `__all__ = ["loss"]` reads no `loss`
     found = True
     while found:
         found = False
@@ -195,7 +218,7 @@ def _may_mask_module_level(s: _Statement, deep: Sequence[Tuple[int, int]], lines
     if any(start <= a and b <= end for a, b in deep):
         return False
     names = s.names()
-    return not names.imports and not names.pinned and not any(_beyond_libcst(node, lines) for node in names.long_strings)
+    return not names.imports and not names.pinned and not any(_beyond_libcst(node, lines) for node in s.expressions().long_strings)
 
 
 def _beyond_libcst(node: ast.expr, lines: Lines) -> bool:
@@ -257,11 +280,12 @@ class _Reach:
 
     def needs(self, s: _Statement, owner: Optional[_Statement]) -> bool:
         names = s.names()
-        if names.pinned or names.imports & self.words or names.defs & self.defs or names.used & self.defs:
+        used = s.expressions().used if owner is None else s.words  # a method's words: no second walk
+        if names.pinned or names.imports & self.words or names.defs & self.defs or used & self.defs:
             return True
         if owner is None:
             return bool(s.binds & self.words)
-        return bool((names.defs | names.stores) & self.in_class.get(id(owner), set()) or names.used & self.handed.get(id(owner), set()))
+        return bool((names.defs | names.stores) & self.in_class.get(id(owner), set()) or used & self.handed.get(id(owner), set()))
 
 
 # Methods the rules read by name wherever their class is kept: `__init__`'s parameter defaults
@@ -284,7 +308,7 @@ class _Classes:
         found = self._members.get(id(cls))
         if found is None:
             assert isinstance(cls.node, ast.ClassDef)
-            body = _statements(self.lines.text, cls.node.body, self.lines)
+            body = _statements(self.lines.text, cls.node.body, self.lines, cls.cuts)
             found = self._members[id(cls)] = ([m for m in body if m.maskable], [m for m in body if not m.maskable])
         return found
 
@@ -460,9 +484,10 @@ def _groups(statements: List[_Statement]) -> List[List[_Statement]]:
     return list(groups.values())
 
 
-def _statements(text: str, body: List[ast.stmt], lines: Lines) -> List[_Statement]:
+def _statements(text: str, body: List[ast.stmt], lines: Lines, cuts: Optional[List[Tuple[int, int]]] = None) -> List[_Statement]:
     """The statements of a block (the module's, a class's) with their spans; one that shares a
-    line with another is never masked (masking replaces whole lines' worth of it)."""
+    line with another is never masked (masking replaces whole lines' worth of it). `cuts`: what
+    `bare_code` leaves out of the block's statement (a class's), else found per statement."""
     spans = [lines.span(node) for node in body]
     out = []
     for i, node in enumerate(body):
@@ -470,8 +495,11 @@ def _statements(text: str, body: List[ast.stmt], lines: Lines) -> List[_Statemen
         alone = (i == 0 or (body[i - 1].end_lineno or body[i - 1].lineno) < _first_line(node)) and (
             i + 1 == len(body) or body[i + 1].lineno > (node.end_lineno or node.lineno)
         )
-        code = bare_code(node, start, end, lines)
-        out.append(_Statement(node, (start, end), text[start:end], code, alone))
+        own = bare_code.cuts(node, start, end, lines) if cuts is None else cuts
+        statement = _Statement(node, (start, end), text[start:end], bare_code.cut(text, start, end, own), alone)
+        if isinstance(node, ast.ClassDef):
+            statement.cuts = own  # its methods' bare code, cut from these (`_Classes`)
+        out.append(statement)
     return out
 
 

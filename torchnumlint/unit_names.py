@@ -20,65 +20,78 @@ still given reads it. The rules read another part of their file by name, and onl
   it (`CallSites.kept`): `handed`, the attributes so set; their readers are its call sites.
 
 `global` and `nonlocal` bind names of other scopes: a statement with them is `pinned` (kept).
-One walk of CPython's tree gathers all of it, with the node types the rules' `ast_kinds` ask,
-and the string literals that may be implicit concatenations too long for LibCST (`long_strings`:
-those over several lines or `LONG` characters; `candidates.py` counts their pieces).
+`UnitNames` reads all of it but `used` off the statements and their targets; `Expressions`
+walks a statement whole, for `used` and what else the pre-filter asks of a module-level one.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from typing import List, Set
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 LONG = 3000  # characters of a one-line string literal worth counting the pieces of
 # calls that set an attribute named by a string: (callee name, index of the name argument)
 _REGISTERS = {"register_buffer": 0, "register_parameter": 0, "register_module": 0, "add_module": 0, "setattr": 1}
+_REGISTER_WORDS = re.compile(r"\b(?:" + "|".join(_REGISTERS) + r")\b")
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")  # where statements hold statements
 
 
 class UnitNames:
-    """The names one statement binds or hands on, and its node types."""
+    """The names one statement binds or hands on. Read off its statements and their targets
+    alone (a walk of every expression costs more than CPython's parse); a call's string argument
+    only where the text names a call that registers one."""
 
-    __slots__ = ("defs", "imports", "stores", "handed", "used", "kinds", "pinned", "long_strings")
+    __slots__ = ("defs", "imports", "stores", "handed", "pinned")
 
-    def __init__(self, node: ast.AST) -> None:
+    def __init__(self, node: ast.stmt, text: str) -> None:
         self.defs: Set[str] = set()
         self.imports: Set[str] = set()
         self.stores: Set[str] = set()
         self.handed: Set[str] = set()
-        self.used: Set[str] = set()
-        self.kinds: Set[str] = set()
         self.pinned = False
-        self.long_strings: List[ast.expr] = []
         stack: List[ast.AST] = [node]
         while stack:  # iterative: a statement may be deep
             current = stack.pop()
-            self.kinds.add(type(current).__name__)
-            if isinstance(current, ast.Name):
-                self.used.add(current.id)
-            elif isinstance(current, _DEFS):
+            if isinstance(current, _DEFS):
                 self.defs.add(current.name)
             elif isinstance(current, (ast.Import, ast.ImportFrom)):
                 self.imports.update((alias.asname or alias.name).partition(".")[0] for alias in current.names)
-            elif isinstance(current, ast.Attribute):
-                self.used.add(current.attr)
-                if not isinstance(current.ctx, ast.Load):
-                    self.stores.add(current.attr)
-            elif isinstance(current, ast.Call):
-                self._registered(current)
-            elif isinstance(current, ast.Assign) and _hands_on(current.value):
-                self.handed.update(t.attr for t in current.targets if isinstance(t, ast.Attribute))
+            elif isinstance(current, ast.Assign):
+                self._targets(current.targets)
+                if _hands_on(current.value):
+                    self.handed.update(t.attr for t in current.targets if isinstance(t, ast.Attribute))
+            elif isinstance(current, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+                self._targets([current.target])
+            elif isinstance(current, (ast.With, ast.AsyncWith)):
+                self._targets([item.optional_vars for item in current.items if item.optional_vars is not None])
+            elif isinstance(current, ast.Delete):
+                self._targets(current.targets)
             elif isinstance(current, (ast.Global, ast.Nonlocal)):
                 self.pinned = True
-            elif isinstance(current, ast.JoinedStr) or (isinstance(current, ast.Constant) and isinstance(current.value, (str, bytes))):
-                if current.end_lineno != current.lineno or (current.end_col_offset or 0) - current.col_offset >= LONG:
-                    self.long_strings.append(current)
-            stack.extend(ast.iter_child_nodes(current))
+            for block in _BLOCKS:
+                stack.extend(getattr(current, block, ()))
+        if _REGISTER_WORDS.search(text):
+            for call in ast.walk(node):
+                if isinstance(call, ast.Call):
+                    self._registered(call)
 
     @property
     def bound(self) -> Set[str]:
         """Every name through which another statement reaches this one."""
         return self.defs | self.imports | self.stores
+
+    def _targets(self, targets: List[ast.expr]) -> None:
+        stack = list(targets)
+        while stack:
+            target = stack.pop()
+            if isinstance(target, ast.Attribute):
+                self.stores.add(target.attr)
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                stack.extend(target.elts)
+            elif isinstance(target, ast.Starred):
+                stack.append(target.value)
 
     def _registered(self, call: ast.Call) -> None:
         func = call.func
@@ -89,6 +102,29 @@ class UnitNames:
         arg = call.args[at]
         if isinstance(arg, ast.Constant) and isinstance(arg.value, str):  # the rules read no computed name
             self.stores.add(arg.value)
+
+
+class Expressions:
+    """What a module-level statement's expressions hold, walked whole (the pre-filter asks it of
+    the few statements it may mask there): the names written (`used`), the string literals that
+    may be implicit concatenations too long for LibCST (`long_strings`: over several lines or
+    `LONG` characters; `candidates.py` counts their pieces), and the node types."""
+
+    __slots__ = ("used", "long_strings", "kinds")
+
+    def __init__(self, node: ast.stmt) -> None:
+        self.used: Set[str] = set()
+        self.long_strings: List[ast.expr] = []
+        self.kinds: Set[str] = set()
+        for current in ast.walk(node):
+            self.kinds.add(type(current).__name__)
+            if isinstance(current, ast.Name):
+                self.used.add(current.id)
+            elif isinstance(current, ast.Attribute):
+                self.used.add(current.attr)
+            elif isinstance(current, ast.JoinedStr) or (isinstance(current, ast.Constant) and isinstance(current.value, (str, bytes))):
+                if current.end_lineno != current.lineno or (current.end_col_offset or 0) - current.col_offset >= LONG:
+                    self.long_strings.append(current)
 
 
 def _hands_on(value: ast.expr) -> bool:

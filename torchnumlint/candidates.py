@@ -38,7 +38,7 @@ import ast
 import io
 import re
 import tokenize
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Type
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Set, Tuple, Type
 
 from torchnumlint import bare_code
 from torchnumlint import prepass
@@ -140,12 +140,13 @@ def unneeded(
     lines: Lines,
     rules: Sequence[Type[Rule]],
     index: Optional[ProjectIndex] = None,
-    deep: Sequence[Tuple[int, int]] = (),
+    deep: Callable[[], Sequence[Tuple[int, int]]] = tuple,
 ) -> Optional[List[Tuple[int, int]]]:
     """The spans of the statements LibCST need not see (to be masked), or None where no
-    statement can hold a finding of `rules` (LibCST need not parse the file at all). `deep`: the
-    spans of the statements too deep for LibCST (`prepass.deep_statements`); a module-level
-    statement holding one is kept, so that the engine names it in a warning."""
+    statement can hold a finding of `rules` (LibCST need not parse the file at all). `deep`: gives
+    the spans of the statements too deep for LibCST (`prepass.deep_statements`), asked only where
+    a statement is needed; a module-level statement holding one is kept, so that the engine
+    names it in a warning."""
     statements = _statements(text, tree.body, lines)
     groups = _groups(statements)
     context = [s for s in statements if not s.links]
@@ -156,6 +157,7 @@ def unneeded(
             fired.update(id(s) for s in group)
     if not fired:
         return None
+    too_deep = deep()
     masked: List[Tuple[int, int]] = []
     reach = _Reach()
     classes = _Classes(lines)
@@ -163,7 +165,11 @@ def unneeded(
     for s in statements:
         if id(s) not in fired and s.maskable:
             masked.append(s.span)  # a function or class no rule can fire in, nor read (`_groups`)
-        elif not s.maskable and _may_mask_module_level(s, deep, lines) and not (id(s) in fired and _fires_in(s, statements, rules, index)):
+        elif (
+            not s.maskable
+            and _may_mask_module_level(s, too_deep, lines)
+            and not (id(s) in fired and _fires_in(s, statements, rules, index))
+        ):
             undecided.append((s, None))
         elif isinstance(s.node, ast.ClassDef) and s.maskable:
             undecided.extend((m, s) for m in _class_members(s, statements, classes, rules, index, reach))

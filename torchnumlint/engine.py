@@ -151,15 +151,21 @@ def _masked(
     statement inside a function or method masked for want of a rule is not named (as none
     would be were the function deleted); the pre-filter keeps module-level ones to be named."""
     lines = prepass.Lines(text)
-    deep = [(stmt, depth, lines.span(stmt)) for stmt, depth in prepass.deep_statements(tree)]
+    found: List[List[Tuple[ast.stmt, int, Tuple[int, int]]]] = []
+
+    def deep() -> List[Tuple[ast.stmt, int, Tuple[int, int]]]:  # walked once, and not for a file LibCST never sees
+        if not found:
+            found.append([(stmt, depth, lines.span(stmt)) for stmt, depth in prepass.deep_statements(tree)])
+        return found[0]
+
     spans: List[Tuple[int, int]] = []
     if active:
-        unneeded = candidates.unneeded(text, tree, lines, active, index, [span for _, _, span in deep])
+        unneeded = candidates.unneeded(text, tree, lines, active, index, lambda: [span for _, _, span in deep()])
         if unneeded is None:
             return None, []
         spans = unneeded
     warnings = []
-    for stmt, depth, (start, end) in deep:
+    for stmt, depth, (start, end) in deep():
         if not any(a <= start and end <= b for a, b in spans):  # not already masked: needs saying
             spans.append((start, end))
             warnings.append((stmt.lineno, f"statement nested too deeply to analyse (depth {depth} > {prepass.MAX_DEPTH})"))

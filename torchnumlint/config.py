@@ -184,6 +184,9 @@ class Settings:
             self._fixed = overrides.applied_to(Config(root=Path(os.path.abspath(overrides.cwd))))
         self._default = overrides.applied_to(Config())
         self._by_folder: Dict[Path, Config] = {}
+        # (working folder, a path's folder as spelled) -> its Config: `config_of` is asked once or
+        # more per file, and building an absolute `Path` each time was 16 % of a warm run's profile
+        self._by_spelling: Dict[Tuple[str, str], Config] = {}
         self._rules: Dict[int, List[Type[Rule]]] = {}  # id() of a Config (each is kept here) -> rules
 
     @classmethod
@@ -212,9 +215,20 @@ class Settings:
 
     def config_of(self, path: str) -> Config:
         """The Config of the file at `path`; ConfigError when the config that governs it cannot be used."""
-        config = self.config_for(Path(os.path.abspath(path)).parent)
+        config = self._config_of_folder(path)
         if config.error is not None:
             raise ConfigError(config.error)
+        return config
+
+    def _config_of_folder(self, path: str) -> Config:
+        """`config_for` the folder of `path`, looked up by the folder as spelled (and the working
+        folder, which a relative spelling depends on): no `Path` is built for a folder seen before."""
+        if self._fixed is not None:
+            return self._fixed
+        spelled = (os.getcwd(), os.path.dirname(path))
+        config = self._by_spelling.get(spelled)
+        if config is None:
+            config = self._by_spelling[spelled] = self.config_for(Path(os.path.abspath(path)).parent)
         return config
 
     def usable(self, files: Sequence[str]) -> Tuple[List[str], List[str]]:
@@ -223,7 +237,7 @@ class Settings:
         kept: List[str] = []
         left_out: Dict[str, int] = {}
         for path in files:
-            error = self.config_for(Path(os.path.abspath(path)).parent).error
+            error = self._config_of_folder(path).error
             if error is None:
                 kept.append(path)
             else:

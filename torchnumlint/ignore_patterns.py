@@ -3,8 +3,9 @@
 Why: pathspec matches a path by searching every pattern in turn (and a walk asks twice per file:
 its path from the config's folder and its name): on a warm run over 1,086 files, 21 default
 excludes made 52,000 searches, a third of the walk. Nearly every path matches no pattern, and one
-expression made of all of them (`union`) says so in one search; a path it matches is asked of
-the spec itself, which alone decides negations (`!keep`) and directory patterns (`build/`).
+expression made of its including patterns (`union`) says so in one search: a path no including
+pattern matches is not matched, whatever the negations (`!keep`) say. A path it matches is asked
+of the spec itself, which alone decides negations and directory patterns (`build/`).
 """
 
 from __future__ import annotations
@@ -31,19 +32,20 @@ class Patterns:
         from pathspec.util import normalize_file
 
         if self._any is not None and self._any.search(normalize_file(path)) is None:
-            return False  # no pattern matches it, negated or not: the spec would say the same
+            return False  # no including pattern matches it: the spec would say the same
         return bool(self.spec.match_file(path))
 
 
 def union(spec: pathspec.PathSpec) -> Optional[re.Pattern[str]]:
-    """One expression that matches a path wherever any of `spec`'s patterns does (a no-op
-    pattern, a comment or a blank line, matches nothing); None when it cannot be built exactly:
+    """One expression that matches a path wherever any of `spec`'s including patterns does
+    (negated ones only take a match back, and a no-op, a comment or a blank line, matches
+    nothing); None when it cannot be built exactly:
     a pattern that is not a regular expression of text, one that refers back to a group by name,
     patterns compiled with different flags."""
     parts: List[str] = []
     flags: Set[int] = set()
     for pattern in spec.patterns:
-        if pattern.include is None:
+        if not pattern.include:
             continue
         regex = getattr(pattern, "regex", None)
         if not isinstance(regex, re.Pattern) or not isinstance(regex.pattern, str) or "(?P=" in regex.pattern:

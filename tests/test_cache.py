@@ -255,3 +255,22 @@ def test_reading_the_facts_pack_leaves_the_collector_as_it_found_it(tmp_path):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_projects_results_are_read_in_one_query_and_equal_records_decoded_once(tmp_path, monkeypatch):
+    store = caching.Cache(str(tmp_path / "cache"))
+    empty, found = (None, [], [], None), (None, [], ["m.py: cannot parse: x"], None)
+    store.put_records("lint", [("a", caching.record_of(empty)), ("b", caching.record_of(empty)), ("c", caching.record_of(found))])
+    store.put_records("lint", [("torn", caching.record_of(found)[:-1])])
+    queries, decoded = [], []
+    monkeypatch.setattr(caching.Cache, "records", lambda self, kind, keys: queries.append(keys) or real_records(self, kind, keys))
+    monkeypatch.setattr(caching.Cache, "decode", staticmethod(lambda kind, data: decoded.append(data) or real_decode(kind, data)))
+    rows = caching.Rows(store, "lint")
+    rows.want(["a", "b", "c", "torn", "absent"])
+    assert [rows.get(key) for key in ("a", "b", "c", "torn", "absent")] == [empty, empty, found, None, None]
+    assert queries == [["a", "b", "c", "torn", "absent"]] and len(decoded) == 3  # a and b: one decode
+    assert rows.get("later") is None and queries[-1] == ["later"]
+
+
+real_records = caching.Cache.records
+real_decode = caching.Cache.decode

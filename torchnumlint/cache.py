@@ -296,13 +296,15 @@ def record_of(value: object) -> bytes:
 
 class Rows:
     """One kind's records for a project, read from its pack in one query for the keys `want`ed,
-    decoded one by one when `get` asks (most of a warm run's files are never decoded twice, and a
-    key asked for only later costs one query of its own)."""
+    decoded when `get` asks (a key asked for only later costs one query of its own). Records of
+    the same bytes are decoded once (most files' results are the same: no finding, no error), so
+    a value `get` gives may be another key's too: it is read, never changed."""
 
     def __init__(self, cache: Cache, kind: str) -> None:
         self.cache = cache
         self.kind = kind
         self._read: Dict[str, Optional[bytes]] = {}
+        self._values: Dict[bytes, Optional[object]] = {}
 
     def want(self, keys: Sequence[str]) -> None:
         """Read the records of those of `keys` not read yet, in one query."""
@@ -316,7 +318,11 @@ class Rows:
         if key not in self._read:
             self.want([key])
         data = self._read[key]
-        return None if data is None else self.cache.decode(self.kind, data)
+        if data is None:
+            return None
+        if data not in self._values:
+            self._values[data] = self.cache.decode(self.kind, data)
+        return self._values[data]
 
 
 def _record(payload: bytes) -> bytes:

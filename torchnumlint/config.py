@@ -188,6 +188,7 @@ class Settings:
         # more per file, and building an absolute `Path` each time was 16 % of a warm run's profile
         self._by_spelling: Dict[Tuple[str, str], Config] = {}
         self._rules: Dict[int, List[Type[Rule]]] = {}  # id() of a Config (each is kept here) -> rules
+        self._selections: Dict[int, tuple] = {}  # id() of a Config without per-file-ignores -> `selection_key`
 
     @classmethod
     def fixed(cls, config: Config, rules: Sequence[Type[Rule]] = ()) -> "Settings":
@@ -250,13 +251,18 @@ class Settings:
         code is keyed apart): the command line's selection, the file's config's, the codes its
         per-file-ignores switch off (for `fixed` settings, the rules given), and its fix settings."""
         config = self.config_of(path)
+        if not config.per_file_ignores and id(config) in self._selections:
+            return self._selections[id(config)]  # the same for every file of the config (asked once per file)
         if self._fixed is not None and id(config) in self._rules:
             chosen: tuple = tuple(rule.code for rule in self._rules[id(config)])
         else:
             wanted = self._overrides
             # (the working folder and excludes are no part of it: they decide which files, not what rules)
             chosen = (wanted.select, wanted.extend_select, wanted.ignore, config.select, config.extend_select, config.ignore)
-        return chosen, tuple(ignored_for(config, path)), config.fix_policy
+        key = chosen, tuple(ignored_for(config, path)), config.fix_policy
+        if not config.per_file_ignores:
+            self._selections[id(config)] = key
+        return key
 
     def rules_for(self, path: str) -> List[Type[Rule]]:
         """The rules enabled for the file at `path`: its config's selection with the command

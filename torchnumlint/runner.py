@@ -434,7 +434,7 @@ class _Project:
             self.hits_read_index = True
         if (self.options.fix or self.options.diff) and any(fixable(finding, self._unsafe_fixes(path)) for finding in findings):
             return None
-        return FileOutcome(findings=findings, errors=errors)
+        return FileOutcome(findings=list(findings), errors=list(errors))  # (the entry's lists may be another file's too)
 
     def _answers_hold(self, reads: fact_reads.Reads) -> bool:
         """Whether the questions a cached result asked of the facts have the same answers now."""

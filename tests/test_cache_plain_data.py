@@ -115,8 +115,11 @@ def test_a_finding_with_a_fix_survives_the_round_trip():
     entry = (None, [finding], ["p.py: a warning"], None)
     assert plaindata.loads(plaindata.dumps(entry), caching.entry_type("lint")) == entry
     asked = [(("lookup", "Model", None, "p.py"), "00ff"), (("callee_kind", "", "p.py", ("p.py", "Net"), ("name", "f"), 0, None), "11")]
-    entry = ("fingerprint", [finding], [], asked + [(("producers", "", (("log_softmax", "softmax"),), "0a0b0c0d"), "22")])
+    asked += [(("producers", "", (("log_softmax", "softmax"),), "0a0b0c0d"), "22")]
+    entry = ("fingerprint", [finding], [], caching.reads_text(asked))
     assert plaindata.loads(plaindata.dumps(entry), caching.entry_type("lint")) == entry
+    assert caching.reads_of(entry[3]) == asked  # the questions, kept as their own text, read only when asked
+    assert caching.reads_of('[["x"]]') is None and caching.reads_of("[") is None  # not of their type: a miss
 
 
 def test_project_facts_survive_the_round_trip():

@@ -59,8 +59,11 @@ _HEADER = struct.Struct(">6sQ16s")  # magic, payload length, payload digest
 RACY_SECONDS = 2.0
 
 Stat = Tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
-# project fingerprint or None, findings, errors, the questions asked of the facts (`fact_reads.py`)
-LintEntry = Tuple[Optional[str], List[Finding], List[str], Optional[List[Tuple[tuple, str]]]]
+# project fingerprint or None, findings, errors, the questions asked of the facts (`fact_reads.py`),
+# these as their own JSON text (`reads_text`): read only when the fingerprint differs, they are most
+# of an entry's bytes (kornia: 2.3 KB of an entry's 2.7 on average), and a string costs no decoding
+LintEntry = Tuple[Optional[str], List[Finding], List[str], Optional[str]]
+Reads = List[Tuple[tuple, str]]
 ManifestRecords = Dict[str, Tuple[Stat, str, bool]]
 
 
@@ -287,6 +290,19 @@ def _canonical(value: object) -> object:
     if custom is None:
         raise TypeError(f"the cache cannot store a {type(value).__name__}")
     return [type(value).__name__, _canonical(custom[0](value))]
+
+
+def reads_text(reads: Optional[Reads]) -> Optional[str]:
+    """The questions a result asked of the facts, as a lint entry holds them."""
+    return None if reads is None else plaindata.dumps(reads).decode("utf-8")
+
+
+def reads_of(text: str) -> Optional[Reads]:
+    """The questions a lint entry holds (`reads_text`); None when they are not of their type."""
+    try:
+        return plaindata.loads(text.encode("utf-8", "surrogatepass"), Reads)
+    except plaindata.Mismatch:
+        return None
 
 
 def record_of(value: object) -> bytes:

@@ -25,13 +25,14 @@ class Patterns:
     """`spec` (a `pathspec.GitIgnoreSpec`), with the same `match_file` answers."""
 
     def __init__(self, spec: pathspec.PathSpec) -> None:
-        self.spec = spec
-        self._any = union(spec)
-
-    def match_file(self, path: str) -> bool:
         from pathspec.util import normalize_file
 
-        if self._any is not None and self._any.search(normalize_file(path)) is None:
+        self.spec = spec
+        self._any = union(spec)
+        self._normalized = normalize_file  # the path as the spec's patterns see it
+
+    def match_file(self, path: str) -> bool:
+        if self._any is not None and self._any.search(self._normalized(path)) is None:
             return False  # no including pattern matches it: the spec would say the same
         return bool(self.spec.match_file(path))
 

@@ -427,7 +427,8 @@ class _Project:
         fingerprint, findings, errors, reads = entry
         if fingerprint is not None:
             if fingerprint != self.fingerprint():
-                if reads is None or not self._answers_hold(reads):
+                asked = None if reads is None else caching.reads_of(reads)
+                if asked is None or not self._answers_hold(asked):
                     return None
                 key = self._key(path, known[0])
                 self._store([(key, caching.record_of((self.fingerprint(), findings, errors, reads)))], self._BATCH)
@@ -724,7 +725,7 @@ class _Linter:
             reads = bool(rules) and reads_project_index(source.text, rules)
             if not reads or self.fingerprint is not None:
                 asked = index.recorder.reads() if reads and index is not None else None
-                entry = (self.fingerprint if reads else None, outcome.findings, outcome.errors, asked)
+                entry = (self.fingerprint if reads else None, outcome.findings, outcome.errors, caching.reads_text(asked))
                 row = (project._key(path, caching.digest(source.raw)), caching.record_of(entry))
         return _Linted(outcome=outcome, row=row)
 

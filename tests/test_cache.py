@@ -2,6 +2,7 @@
 invalidates it, a torn entry reads as a miss, two runs at once leave only valid entries, and a
 fully cached run never imports libcst."""
 
+import contextlib
 import subprocess
 import sys
 import textwrap
@@ -136,17 +137,49 @@ def test_fix_uses_an_entry_only_when_there_is_nothing_to_fix(tmp_path, linted):
 
 
 def entries(folder):
-    return [p for p in (folder / caching.FOLDER_NAME / "lint").rglob("*") if p.is_file()]
+    """key -> record of each lint entry in the project's results pack."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(folder / caching.FOLDER_NAME / "lint.sqlite")) as connection:
+        return dict(connection.execute("SELECT key, data FROM entries").fetchall())
+
+
+def rewrite_entries(folder, change):
+    """Each lint entry's record replaced by `change(number, record)`, in place in the pack."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(folder / caching.FOLDER_NAME / "lint.sqlite")) as connection, connection:
+        for number, (key, data) in enumerate(sorted(entries(folder).items())):
+            connection.execute("UPDATE entries SET data = ? WHERE key = ?", (change(number, data), key))
 
 
 def test_a_torn_or_foreign_entry_reads_as_a_miss(tmp_path, linted):
     folder = project(tmp_path, a=BAD)
     cold = lint(folder)
-    for number, entry in enumerate(entries(folder)):
-        data = entry.read_bytes()
-        entry.write_bytes(data[: len(data) // 2] if number % 2 else data[:-1] + bytes([data[-1] ^ 1]))
+    assert len(entries(folder)) == 2  # a.py and setup.py: the results of a project are one pack's rows
+    rewrite_entries(folder, lambda number, data: data[: len(data) // 2] if number % 2 else data[:-1] + bytes([data[-1] ^ 1]))
     linted.clear()
     assert lint(folder).findings == cold.findings and sorted(linted) == ["a.py", "setup.py"]
+    linted.clear()
+    assert lint(folder).findings == cold.findings and linted == []  # stored whole again
+
+
+def test_a_run_stopped_midway_keeps_the_entries_it_stored(tmp_path, monkeypatch, linted):
+    folder = project(tmp_path, **{f"m{i}": BAD for i in range(5)})
+    monkeypatch.setattr(runner._Project, "_BATCH", 2)
+    real = runner.process_file
+    count = []
+
+    def stop_at_the_fifth(source, *args):
+        count.append(source.path)
+        if len(count) == 5:
+            raise KeyboardInterrupt
+        return real(source, *args)
+
+    monkeypatch.setattr(runner, "process_file", stop_at_the_fifth)
+    with pytest.raises(KeyboardInterrupt):
+        lint(folder)
+    assert len(entries(folder)) == 4  # two batches of two, each its own transaction
 
 
 def test_a_write_that_dies_before_its_rename_leaves_no_entry(tmp_path, monkeypatch):
@@ -170,9 +203,8 @@ def test_two_runs_at_once_leave_only_valid_entries(tmp_path):
     outputs = [proc.communicate(timeout=600) for proc in runs]
     serial = subprocess.run(command + ["--no-cache"], capture_output=True, cwd=ROOT, timeout=600)
     assert outputs[0] == outputs[1] == (serial.stdout, serial.stderr)
-    store = caching.Cache(str(folder / caching.FOLDER_NAME))
     found = entries(folder)
-    assert len(found) == 41 and all(store.get("lint", p.parent.name + p.name) is not None for p in found)
+    assert len(found) == 41 and all(caching.Cache.decode("lint", record) is not None for record in found.values())
     warm = subprocess.run(command, capture_output=True, cwd=ROOT, timeout=600)
     assert (warm.stdout, warm.stderr) == (serial.stdout, serial.stderr)
 
@@ -193,7 +225,7 @@ def test_no_cache_writes_nothing(tmp_path):
     run([str(folder)], Settings(), options=Options())
     assert not (folder / caching.FOLDER_NAME).exists()
     lint(folder, cache_dir=str(tmp_path / "elsewhere"))
-    assert not (folder / caching.FOLDER_NAME).exists() and (tmp_path / "elsewhere" / "lint").is_dir()
+    assert not (folder / caching.FOLDER_NAME).exists() and (tmp_path / "elsewhere" / "lint.sqlite").is_file()
 
 
 def test_one_file_after_an_edit_to_another_files_facts_gives_what_no_cache_gives(tmp_path):
@@ -223,3 +255,22 @@ def test_reading_the_facts_pack_leaves_the_collector_as_it_found_it(tmp_path):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_projects_results_are_read_in_one_query_and_equal_records_decoded_once(tmp_path, monkeypatch):
+    store = caching.Cache(str(tmp_path / "cache"))
+    empty, found = (None, [], [], None), (None, [], ["m.py: cannot parse: x"], None)
+    store.put_records("lint", [("a", caching.record_of(empty)), ("b", caching.record_of(empty)), ("c", caching.record_of(found))])
+    store.put_records("lint", [("torn", caching.record_of(found)[:-1])])
+    queries, decoded = [], []
+    monkeypatch.setattr(caching.Cache, "records", lambda self, kind, keys: queries.append(keys) or real_records(self, kind, keys))
+    monkeypatch.setattr(caching.Cache, "decode", staticmethod(lambda kind, data: decoded.append(data) or real_decode(kind, data)))
+    rows = caching.Rows(store, "lint")
+    rows.want(["a", "b", "c", "torn", "absent"])
+    assert [rows.get(key) for key in ("a", "b", "c", "torn", "absent")] == [empty, empty, found, None, None]
+    assert queries == [["a", "b", "c", "torn", "absent"]] and len(decoded) == 3  # a and b: one decode
+    assert rows.get("later") is None and queries[-1] == ["later"]
+
+
+real_records = caching.Cache.records
+real_decode = caching.Cache.decode

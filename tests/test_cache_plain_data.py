@@ -1,9 +1,11 @@
 """The cache holds plain data only: a planted entry never runs code, and an entry of the wrong
 shape is a miss, through the installed command as a user runs it (issue 21, item 3)."""
 
+import contextlib
 import hashlib
 import math
 import pickle
+import sqlite3
 from typing import Dict
 
 import pytest
@@ -59,6 +61,24 @@ def _cache_files(folder):
     return [p for p in (folder / caching.FOLDER_NAME).rglob("*") if p.is_file() and p.parent != folder / caching.FOLDER_NAME]
 
 
+def _pack_rows(folder):
+    """(pack, key) of every row of the cache's packs (lint results, facts, ...)."""
+    rows = []
+    for pack in (folder / caching.FOLDER_NAME).glob("*.sqlite"):
+        with contextlib.closing(sqlite3.connect(pack)) as connection:
+            rows += [(pack, key) for (key,) in connection.execute("SELECT key FROM entries")]
+    return rows
+
+
+def _plant(folder, record):
+    """`record` in place of every entry: each entry file and each row of each pack."""
+    for path in _cache_files(folder):
+        path.write_bytes(record)
+    for pack, key in _pack_rows(folder):
+        with contextlib.closing(sqlite3.connect(pack)) as connection, connection:
+            connection.execute("UPDATE entries SET data = ? WHERE key = ?", (record, key))
+
+
 @pytest.fixture
 def linted_once(tmp_path):
     (tmp_path / "setup.py").write_text("")
@@ -66,15 +86,14 @@ def linted_once(tmp_path):
     (tmp_path / "ops.py").write_text(MODULE)
     cold = run(".", cwd=tmp_path)
     assert cold.returncode == 1 and "TNL101" in cold.stdout, cold.stderr
-    assert _cache_files(tmp_path)
+    assert {pack.name for pack, _ in _pack_rows(tmp_path)} >= {"lint.sqlite", "facts.sqlite"}
     return tmp_path, cold
 
 
 def test_a_planted_pickle_in_every_entry_never_runs_and_reads_as_a_miss(linted_once):
     folder, cold = linted_once
     marker = folder / "ran"
-    for path in _cache_files(folder):
-        path.write_bytes(_entry(pickle.dumps(_Planted(str(marker)))))
+    _plant(folder, _entry(pickle.dumps(_Planted(str(marker)))))
     warm = run(".", cwd=folder)
     assert not marker.exists()
     assert (warm.returncode, warm.stdout) == (cold.returncode, cold.stdout), warm.stderr
@@ -84,8 +103,7 @@ def test_a_planted_pickle_in_every_entry_never_runs_and_reads_as_a_miss(linted_o
 @pytest.mark.parametrize("payload", [b'["x"]', b"[null, 3, []]", b'{"a": 1}', b"[" * 100000, b"\xff\xfe"])
 def test_a_well_formed_entry_of_the_wrong_shape_is_a_miss_not_a_crash(linted_once, payload):
     folder, cold = linted_once
-    for path in _cache_files(folder):
-        path.write_bytes(_entry(payload))
+    _plant(folder, _entry(payload))
     warm = run(".", cwd=folder)
     assert (warm.returncode, warm.stdout, warm.stderr) == (cold.returncode, cold.stdout, cold.stderr)
 
@@ -97,8 +115,11 @@ def test_a_finding_with_a_fix_survives_the_round_trip():
     entry = (None, [finding], ["p.py: a warning"], None)
     assert plaindata.loads(plaindata.dumps(entry), caching.entry_type("lint")) == entry
     asked = [(("lookup", "Model", None, "p.py"), "00ff"), (("callee_kind", "", "p.py", ("p.py", "Net"), ("name", "f"), 0, None), "11")]
-    entry = ("fingerprint", [finding], [], asked + [(("producers", "", (("log_softmax", "softmax"),), "0a0b0c0d"), "22")])
+    asked += [(("producers", "", (("log_softmax", "softmax"),), "0a0b0c0d"), "22")]
+    entry = ("fingerprint", [finding], [], caching.reads_text(asked))
     assert plaindata.loads(plaindata.dumps(entry), caching.entry_type("lint")) == entry
+    assert caching.reads_of(entry[3]) == asked  # the questions, kept as their own text, read only when asked
+    assert caching.reads_of('[["x"]]') is None and caching.reads_of("[") is None  # not of their type: a miss
 
 
 def test_project_facts_survive_the_round_trip():

@@ -147,3 +147,15 @@ def test_a_tool_key_that_is_not_a_table_is_an_error_not_a_traceback(tmp_path):
     path = write(tmp_path, "tool = 3\n", "c.toml")
     with pytest.raises(ConfigError, match="tool.torchnumlint.tool: unknown setting"):
         load_config(str(path))
+
+
+def test_a_relative_path_takes_the_config_of_the_working_folder_it_is_read_from(tmp_path, monkeypatch):
+    for name, code in (("a", "TNL101"), ("b", "TNL102")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "pyproject.toml").write_text(f'[tool.torchnumlint]\nignore = ["{code}"]\n')
+    settings = Settings()
+    monkeypatch.chdir(tmp_path / "a")
+    assert settings.config_of("x.py").ignore == ["TNL101"]
+    monkeypatch.chdir(tmp_path / "b")
+    assert settings.config_of("x.py").ignore == ["TNL102"]  # the same spelling, another folder
+    assert settings.usable(["x.py"]) == (["x.py"], [])

@@ -97,3 +97,14 @@ def test_project_files_leave_out_nested_projects_and_what_discovery_skips(tmp_pa
     assert files == ["pkg/utils.py", "train.py"]
     # linting a folder goes into nested projects: they are linted, as their own projects
     assert found(tmp_path)[0] == ["pkg/utils.py", "sub/m.py", "sub/setup.py", "train.py"]
+
+
+def test_a_file_reached_by_two_spellings_or_a_link_is_linted_once(tmp_path):
+    tree(tmp_path, "pkg/a.py", "pkg/b.py", "other/c.py")
+    (tmp_path / "pkg" / "link.py").symlink_to(tmp_path / "other" / "c.py")  # a link to a file walked too
+    (tmp_path / "alias").symlink_to(tmp_path / "pkg", target_is_directory=True)  # a folder by another name
+    paths = [str(tmp_path), str(tmp_path / "alias" / "a.py"), str(tmp_path / "pkg" / ".." / "pkg" / "b.py")]
+    files, _ = discover(paths, fixed(Config(root=tmp_path)))
+    assert sorted(Path(f).relative_to(tmp_path).as_posix() for f in files) == ["other/c.py", "pkg/a.py", "pkg/b.py"]
+    files, _ = discover([str(tmp_path / "other" / "c.py"), str(tmp_path / "pkg" / "link.py")], fixed(Config(root=tmp_path)))
+    assert [Path(f).relative_to(tmp_path).as_posix() for f in files] == ["other/c.py"]

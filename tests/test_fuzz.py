@@ -21,10 +21,12 @@ until its share is spent, so a longer budget searches further, never differently
 """
 
 import ast
+import contextlib
 import hashlib
 import json
 import os
 import random
+import sqlite3
 import time
 import warnings
 import xml.etree.ElementTree as ET
@@ -205,6 +207,28 @@ def _json_mutation(rng: random.Random, tree):
     return rng.choice([None, True, 0, -1, 1.5, "", "Finding", "x", [], [None], {"a": 1}, [tree], 2**70])
 
 
+def _entries(folder: Path) -> dict:
+    """(file, key) -> record of every cache entry: each entry file (key "") and each row of each
+    SQLite pack (the lint results, the facts, ...)."""
+    found = {}
+    for path in folder.rglob("*"):
+        if path.suffix == ".sqlite":
+            with contextlib.closing(sqlite3.connect(path)) as connection:
+                found.update(((path, key), bytes(data)) for key, data in connection.execute("SELECT key, data FROM entries"))
+        elif path.is_file() and path.name not in ("CACHEDIR.TAG", ".gitignore") and "journal" not in path.name:
+            found[path, ""] = path.read_bytes()
+    return found
+
+
+def _write_entries(records: dict) -> None:
+    for (path, key), data in records.items():
+        if not key:
+            path.write_bytes(data)
+            continue
+        with contextlib.closing(sqlite3.connect(path)) as connection, connection:
+            connection.execute("UPDATE entries SET data = ? WHERE key = ?", (data, key))
+
+
 def test_corrupted_cache_entries_give_the_clean_result(tmp_path):
     """Torn and flipped entries fail their checksum: the clean result. A re-signed entry of the
     wrong shape is the typed reader's to refuse: no crash, no internal error (one of the right
@@ -220,24 +244,26 @@ def test_corrupted_cache_entries_give_the_clean_result(tmp_path):
     folder = project / caching.FOLDER_NAME
     warm = run([str(project)], Settings(), options=Options(cache=True))
     assert (warm.findings, warm.errors) == expected
-    pristine = {path: path.read_bytes() for path in folder.rglob("*") if path.is_file() and path.name not in ("CACHEDIR.TAG", ".gitignore")}
+    pristine = _entries(folder)
+    assert {where[0].name for where in pristine} >= {"lint.sqlite", "facts.sqlite"}
     rng = random.Random(SEED)
     for case in _until("cache"):
-        for path, data in pristine.items():
-            path.write_bytes(data)
+        _write_entries(pristine)
         resigned = False
-        for path in rng.sample(sorted(pristine), k=rng.randint(1, len(pristine))):
-            data = pristine[path]
+        changed = {}
+        for where in rng.sample(sorted(pristine), k=rng.randint(1, len(pristine))):
+            data = pristine[where]
             kind = rng.randrange(3)
             if kind == 0:
-                path.write_bytes(data[: rng.randrange(len(data))])
+                changed[where] = data[: rng.randrange(len(data))]
             elif kind == 1:
                 at = rng.randrange(len(data))
-                path.write_bytes(data[:at] + bytes([data[at] ^ (1 << rng.randrange(8))]) + data[at + 1 :])
+                changed[where] = data[:at] + bytes([data[at] ^ (1 << rng.randrange(8))]) + data[at + 1 :]
             else:
                 resigned = True
                 tree = json.loads(data[caching._HEADER.size :])
-                path.write_bytes(_entry(json.dumps(_json_mutation(rng, tree)).encode("utf-8")))
+                changed[where] = _entry(json.dumps(_json_mutation(rng, tree)).encode("utf-8"))
+        _write_entries(changed)
         result = run([str(project)], Settings(), options=Options(cache=True))
         where = f"cache case {case} (seed {SEED})"
         assert not any("internal error" in error for error in result.errors), where

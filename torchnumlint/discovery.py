@@ -26,6 +26,8 @@ from torchnumlint.configfiles import SUFFIXES as CONFIG_SUFFIXES
 if TYPE_CHECKING:  # pragma: no cover
     import pathspec
 
+    from torchnumlint.ignore_patterns import Patterns
+
 DEFAULT_EXCLUDE = [
     ".git",
     ".hg",
@@ -59,10 +61,10 @@ class _GitIgnore:
     once, so a file costs one match per .gitignore above it, not a walk up its folders."""
 
     def __init__(self) -> None:
-        self._specs: Dict[Path, Optional[pathspec.PathSpec]] = {}
-        self._chains: Dict[Path, Tuple[Tuple[str, pathspec.PathSpec], ...]] = {}
+        self._specs: Dict[Path, Optional[Patterns]] = {}
+        self._chains: Dict[Path, Tuple[Tuple[str, Patterns], ...]] = {}
 
-    def _spec(self, folder: Path) -> Optional[pathspec.PathSpec]:
+    def _spec(self, folder: Path) -> Optional[Patterns]:
         if folder not in self._specs:
             spec = None
             gitignore = folder / ".gitignore"
@@ -75,7 +77,7 @@ class _GitIgnore:
             self._specs[folder] = spec
         return self._specs[folder]
 
-    def _chain(self, folder: Path) -> Tuple[Tuple[str, pathspec.PathSpec], ...]:
+    def _chain(self, folder: Path) -> Tuple[Tuple[str, Patterns], ...]:
         """(folder as a posix string, its spec) for `folder` and its ancestors up to the repo root
         (the first holding .git) or the file system's root, nearest first."""
         if folder not in self._chains:
@@ -86,8 +88,16 @@ class _GitIgnore:
         return self._chains[folder]
 
     def ignored(self, path: Path, is_dir: bool) -> bool:
-        target = path.as_posix()
-        for base, spec in self._chain(path.parent):
+        return self.ignored_in(self._chain(path.parent), path.as_posix(), is_dir)
+
+    def chain(self, folder: Path) -> Tuple[Tuple[str, Patterns], ...]:
+        """The (folder, spec) chain of `folder`: what `ignored_in` matches its entries against."""
+        return self._chain(folder)
+
+    @staticmethod
+    def ignored_in(chain: Tuple[Tuple[str, Patterns], ...], target: str, is_dir: bool) -> bool:
+        """Whether `target` (a posix path in the folder `chain` belongs to) is ignored by it."""
+        for base, spec in chain:
             rel = target[len(base) :].lstrip("/") + ("/" if is_dir else "")
             if spec.match_file(rel):
                 return True
@@ -120,10 +130,10 @@ class _Walker:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.gitignore = _GitIgnore()
-        self._specs: Dict[int, pathspec.PathSpec] = {}
+        self._specs: Dict[int, Patterns] = {}
         self.errors: List[str] = []  # folders that could not be read, one line each
 
-    def spec(self, config: Config) -> pathspec.PathSpec:
+    def spec(self, config: Config) -> Patterns:
         """`config`'s exclude patterns."""
         key = id(config)  # configs live as long as the Settings that hands them out
         if key not in self._specs:
@@ -135,7 +145,7 @@ class _Walker:
         """Whether the excludes or a .gitignore leave out `path` or a folder above it (asked of
         a file named explicitly only under `force_exclude`)."""
         config = self.settings.config_for(path.parent)
-        return _excluded(self.spec(config), path, config.root, False) or self.gitignore.ignored(path, False)
+        return _excluded(self.spec(config), path.as_posix(), config.root.as_posix(), False) or self.gitignore.ignored(path, False)
 
     def walk(
         self,
@@ -152,32 +162,36 @@ class _Walker:
         listed (no permission) is named in `errors` and the walk goes on. `looked`, when given, gets
         every folder whose listing or contents decided what the walk gave (True: entered; False: a
         child left out for what it holds, a marker or a virtualenv): what `listing.py` watches."""
+        # Entries are matched as plain strings (a folder's posix path + "/" + name): one `Path`
+        # per folder, none per file (`Path` parses were most of a warm run's walk).
         for folder, dirnames, filenames in os.walk(top, onerror=self._unreadable):
             here = Path(os.path.abspath(folder))
             if looked is not None:
                 looked[here] = True
             config = self.settings.config_for(here)
             spec = self.spec(config)
+            chain = self.gitignore.chain(here)
+            base, root = here.as_posix().rstrip("/") + "/", config.root.as_posix()
             keep = []
             for name in sorted(dirnames):
-                child = here / name
-                if name.startswith(".") or _excluded(spec, child, config.root, True):
+                if name.startswith(".") or _excluded(spec, base + name, root, True):
                     continue
+                child = here / name
                 if looked is not None:
                     looked.setdefault(child, False)
-                if self.gitignore.ignored(child, True) or os.path.exists(child / "pyvenv.cfg"):  # a virtualenv
+                if self.gitignore.ignored_in(chain, base + name, True) or os.path.exists(child / "pyvenv.cfg"):  # a virtualenv
                     continue
                 if into_projects or not is_project_root(child):
                     keep.append(name)
             dirnames[:] = keep
+            spelled = os.path.normpath(folder)
             for name in sorted(filenames):
                 wanted = name.endswith(suffixes)
                 if not (wanted or (configs is not None and name.endswith(CONFIG_SUFFIXES))):
                     continue
-                child = here / name
-                if _excluded(spec, child, config.root, False) or self.gitignore.ignored(child, False):
+                if _excluded(spec, base + name, root, False) or self.gitignore.ignored_in(chain, base + name, False):
                     continue
-                path = os.path.normpath(os.path.join(folder, name))
+                path = name if spelled == "." else os.path.join(spelled, name)
                 if wanted:
                     yield path
                 elif configs is not None:
@@ -187,22 +201,25 @@ class _Walker:
         self.errors.append(f"{error.filename}: cannot read folder: {error.strerror or error}")
 
 
-def _gitignore_spec(lines: List[str]) -> pathspec.PathSpec:
+def _gitignore_spec(lines: List[str]) -> Patterns:
     """Patterns read as git reads a .gitignore. pathspec is imported here, on the first folder
     walked or file matched: a run over files that need no project walk (a pre-commit hook on a
     file that reads no project facts) never pays its import, about a third of start-up."""
     import pathspec
 
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+    from torchnumlint.ignore_patterns import Patterns
+
+    return Patterns(pathspec.GitIgnoreSpec.from_lines(lines))
 
 
-def _excluded(spec: pathspec.PathSpec, path: Path, root: Path, is_dir: bool) -> bool:
+def _excluded(spec: Patterns, path: str, root: str, is_dir: bool) -> bool:
+    """Whether the exclude `spec` matches `path` (absolute, posix) relative to the config's `root`
+    (its name alone when outside it), or its name alone."""
     suffix = "/" if is_dir else ""
-    try:
-        rel = path.relative_to(root).as_posix()
-    except ValueError:
-        rel = path.name
-    return spec.match_file(rel + suffix) or spec.match_file(path.name + suffix)
+    name = path[path.rfind("/") + 1 :]
+    inside = root.rstrip("/") + "/"
+    rel = path[len(inside) :] if path.startswith(inside) else name
+    return spec.match_file(rel + suffix) or spec.match_file(name + suffix)
 
 
 def discover(
@@ -216,6 +233,7 @@ def discover(
     files: List[str] = []
     errors: List[str] = []
     seen = set()
+    real_folders: Dict[str, str] = {}
     for given in paths:
         try:
             os.stat(given)
@@ -228,11 +246,24 @@ def discover(
         else:
             found = walker.walk(given, into_projects=True, configs=configs)
         for file in found:
-            key = os.path.realpath(file)
+            key = _real_path(file, real_folders)
             if key not in seen:
                 seen.add(key)
                 files.append(file)
     return files, errors + walker.errors
+
+
+def _real_path(path: str, real_folders: Dict[str, str]) -> str:
+    """`os.path.realpath(path)`, resolving each folder once (`real_folders`): a path that is no
+    link itself is its folder's real path and its name, which costs one `lstat`, where `realpath`
+    costs one per component of the path."""
+    if os.path.islink(path):
+        return os.path.realpath(path)
+    folder, name = os.path.split(path)
+    real = real_folders.get(folder)
+    if real is None:
+        real = real_folders[folder] = os.path.realpath(folder)
+    return os.path.join(real, name)
 
 
 def project_files(root: str, settings: Settings, looked: Optional[Dict[Path, bool]] = None) -> Iterator[str]:

@@ -185,8 +185,12 @@ def run(
     walked = [os.path.abspath(p) for p in paths if os.path.isdir(p)]
     roots: Dict[Path, Optional[Path]] = {}
     projects: Dict[Optional[Path], List[Tuple[int, str]]] = {}
+    by_folder: Dict[str, Optional[Path]] = {}  # a folder as spelled -> its project (one `Path` per folder)
     for position, path in enumerate(files):
-        projects.setdefault(project_root(Path(os.path.abspath(path)).parent, roots), []).append((position, path))
+        folder = os.path.dirname(path)
+        if folder not in by_folder:
+            by_folder[folder] = project_root(Path(os.path.abspath(path)).parent, roots)
+        projects.setdefault(by_folder[folder], []).append((position, path))
     tally = _Tally(len(files), progress or Progress(None))
     tally.progress.start(len(files))
     configs_of: Dict[Optional[Path], List[str]] = {}
@@ -256,6 +260,7 @@ class _Linted:
 
     outcome: Optional[FileOutcome] = None
     read_error: Optional[str] = None
+    row: Optional[Tuple[str, bytes]] = None  # its cache entry (key, record), which the parent stores
 
 
 class _Project:
@@ -279,10 +284,14 @@ class _Project:
         self.configs = list(configs)  # its config files met by that walk (Hydra's `_target_`s)
         self.cache: Optional[caching.Cache] = None
         self.manifest: Optional[caching.Manifest] = None
+        self._entries: Optional[caching.Rows] = None  # the lint results' rows, read at once
         if options.cache:
             folder = options.cache_dir or os.path.join(str(root) if root else os.getcwd(), caching.FOLDER_NAME)
             self.cache = caching.Cache(folder)
             self.manifest = caching.Manifest(self.cache, str(root) if root else f"files below {os.getcwd()}")
+            self._entries = caching.Rows(self.cache, "lint")
+        self._unstored: List[Tuple[str, bytes]] = []  # lint entries to store (`_store`)
+        self._keys: Dict[Tuple[str, str], str] = {}  # (path, digest) -> its lint entry's key
         self.readable: Dict[str, None] = {}  # the passed files that could be read, in order
         self.digests: Dict[str, Tuple[str, bool]] = {}  # path -> (digest, can hold facts)
         self._paths: Optional[List[str]] = None
@@ -395,30 +404,60 @@ class _Project:
             self.cache.put_encoded("facts", new)
 
     def _key(self, path: str, raw: str) -> str:
-        strict = bool(file_options(self.options, self.settings, path).strict)
-        return caching.digest(caching.package_fingerprint(), "lint", path, raw, self.settings.selection_key(path), strict)
+        key = self._keys.get((path, raw))
+        if key is None:
+            strict = bool(self.options.strict if self.options.strict is not None else self.settings.config_of(path).strict)
+            key = caching.digest(caching.package_fingerprint(), "lint", path, raw, self.settings.selection_key(path), strict)
+            self._keys[path, raw] = key
+        return key
+
+    def _unsafe_fixes(self, path: str) -> bool:
+        """`file_options(...).unsafe_fixes` of `path`, without copying the options."""
+        unsafe = self.options.unsafe_fixes
+        return bool(self.settings.config_of(path).unsafe_fixes if unsafe is None else unsafe)
+
+    def _entry(self, path: str, raw: str) -> Optional[object]:
+        """The file's lint entry in the cache, as stored (a torn or foreign one: None)."""
+        assert self._entries is not None
+        return self._entries.get(self._key(path, raw))
+
+    def _want_entries(self) -> None:
+        """Read the lint entries of the passed files that the manifest vouches for, in one query."""
+        if self._entries is not None:
+            known = [(path, self._known(path)) for _, path in self.members]
+            self._entries.want([self._key(path, digest[0]) for path, digest in known if digest is not None])
+
+    def _store(self, rows: Sequence[Tuple[str, bytes]], at_least: int = 1) -> None:
+        """Queue lint entries, and store the queue in one transaction once it holds `at_least`."""
+        self._unstored.extend(rows)
+        if self.cache is not None and self._unstored and len(self._unstored) >= at_least:
+            self.cache.put_records("lint", self._unstored)
+            self._unstored = []
+
+    # Lint entries stored per transaction while a project is linted (a run stopped midway keeps
+    # those stored; a transaction per file would cost a journal write each).
+    _BATCH = 256
 
     def _cached(self, path: str) -> Optional[FileOutcome]:
         """The file's outcome from the cache, when its entry is valid and there is nothing to fix."""
         known = self._known(path)
         if self.cache is None or known is None:
             return None
-        key = self._key(path, known[0])
-        entry = self.cache.get("lint", key)
+        entry = self._entry(path, known[0])
         if not isinstance(entry, tuple) or len(entry) != 4:
             return None
         fingerprint, findings, errors, reads = entry
         if fingerprint is not None:
             if fingerprint != self.fingerprint():
-                if reads is None or not self._answers_hold(reads):
+                asked = None if reads is None else caching.reads_of(reads)
+                if asked is None or not self._answers_hold(asked):
                     return None
-                self.cache.put("lint", key, (self.fingerprint(), findings, errors, reads))
+                key = self._key(path, known[0])
+                self._store([(key, caching.record_of((self.fingerprint(), findings, errors, reads)))], self._BATCH)
             self.hits_read_index = True
-        if self.options.fix or self.options.diff:
-            unsafe = bool(file_options(self.options, self.settings, path).unsafe_fixes)
-            if any(fixable(finding, unsafe) for finding in findings):
-                return None
-        return FileOutcome(findings=findings, errors=errors)
+        if (self.options.fix or self.options.diff) and any(fixable(finding, self._unsafe_fixes(path)) for finding in findings):
+            return None
+        return FileOutcome(findings=list(findings), errors=list(errors))  # (the entry's lists may be another file's too)
 
     def _answers_hold(self, reads: fact_reads.Reads) -> bool:
         """Whether the questions a cached result asked of the facts have the same answers now."""
@@ -448,6 +487,7 @@ class _Project:
     # -- the run --------------------------------------------------------------------------------
     def run(self, result: RunResult, tally: _Tally) -> None:
         reads_index: Dict[str, bool] = {}  # of the files read here: whether their rules read the index
+        self._want_entries()
         for position, path in self.members:  # every passed file's digest first: the fingerprint reads them
             if self._known(path) is None:
                 try:
@@ -456,12 +496,12 @@ class _Project:
                     tally.read_errors[position] = f"{path}: {exc}"
                     tally.progress.advance()
                     continue
-                if self.cache is None or self.cache.get("lint", self._key(path, self.digests[path][0])) is None:
+                if self.cache is None or self._entry(path, self.digests[path][0]) is None:
                     reads_index[path] = self._reads_index(path, source.text)  # a miss
                 del source  # streamed: the worker that lints it reads it again
             self.readable[path] = None
             tally.readable += 1
-            tally.unsafe.append(bool(file_options(self.options, self.settings, path).unsafe_fixes))
+            tally.unsafe.append(self._unsafe_fixes(path))
         outcomes: Dict[int, FileOutcome] = {}
         todo: List[Tuple[int, str]] = []
         for position, path in self.members:
@@ -502,11 +542,14 @@ class _Project:
                 else:
                     assert linted.outcome is not None  # a file that was read was linted
                     outcomes[position] = linted.outcome
+                if linted.row is not None:
+                    self._store([linted.row], self._BATCH)
                 tally.progress.advance()
             del index, lint
             self._built = self._replay = None
             if frozen:
                 gc.unfreeze()  # back in the collector's care: what nothing holds now is freed
+        self._store([])
         if self.manifest is not None:
             self.manifest.save()
         self._report(outcomes, needs_index, result, tally)
@@ -677,7 +720,8 @@ class _Project:
 
 class _Linter:
     """Lints one file by path (in a worker: the settings and index are inherited at the fork),
-    and stores its result in the cache, with the questions it asked of the facts when it read them."""
+    and encodes its cache entry (which the parent stores), with the questions it asked of the facts
+    when it read them."""
 
     def __init__(self, project: _Project, index: ProjectIndex, fingerprint: Optional[str]) -> None:
         self.project = project
@@ -707,13 +751,14 @@ class _Linter:
             options = dataclasses.replace(options, fix=False, diff=False)
         index = self.recording() if self.recording is not None and rules and not fixing else None
         outcome = process_file(source, rules, index or self.index, options)
+        row = None
         if project.cache is not None and outcome.cacheable and outcome.text is None and not outcome.diff:
             reads = bool(rules) and reads_project_index(source.text, rules)
             if not reads or self.fingerprint is not None:
                 asked = index.recorder.reads() if reads and index is not None else None
-                entry = (self.fingerprint if reads else None, outcome.findings, outcome.errors, asked)
-                project.cache.put("lint", project._key(path, caching.digest(source.raw)), entry)
-        return _Linted(outcome=outcome)
+                entry = (self.fingerprint if reads else None, outcome.findings, outcome.errors, caching.reads_text(asked))
+                row = (project._key(path, caching.digest(source.raw)), caching.record_of(entry))
+        return _Linted(outcome=outcome, row=row)
 
 
 def _as_passed(walked: List[str], passed: List[str]) -> Dict[str, str]:

@@ -24,8 +24,6 @@ from torchnumlint.config import Config, Settings
 from torchnumlint.configfiles import SUFFIXES as CONFIG_SUFFIXES
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pathspec
-
     from torchnumlint.ignore_patterns import Patterns
 
 DEFAULT_EXCLUDE = [

@@ -126,10 +126,10 @@ class _Torchnumlint(click.Command):
 @click.option("-q", "--quiet", is_flag=True, help="Findings only: no summary, no progress.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: every CPU).")
 @click.option(
-    "--max-file-bytes",
+    "--max-lint-size",
     type=click.IntRange(min=0),
     help="Lint no file larger than this many bytes; each one left out is named (default: the "
-    "config's max-file-bytes, else 1000000; 0: no limit). LibCST's tree of a file costs 50-1,250x its size in memory.",
+    "config's max-lint-size, else 1000000; 0: no limit). LibCST's tree of a file costs 50-1,250x its size in memory.",
 )
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
 @click.option(

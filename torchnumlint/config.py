@@ -50,7 +50,7 @@ class Config:
     max_file_size: int = 10_000_000  # bytes: a larger file is skipped, named (source.read_source)
     # bytes: a larger file is given to no rule, named (`source.too_large`): LibCST's tree costs
     # 50-1,250 bytes of memory per byte of source (measured on torch's largest files); 0: no limit
-    max_file_bytes: int = 1_000_000
+    max_lint_size: int = 1_000_000
     root: Path = field(default_factory=Path.cwd)  # patterns are relative to this folder
     source: Optional[Path] = None
     # Why `source` could not be used (not UTF-8, bad TOML, a bad key): the files under it are not
@@ -70,7 +70,7 @@ class Config:
 
 _SELECTOR_KEYS = {"select", "extend-select", "ignore", "fixable", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes"}
 _LIST_KEYS = _SELECTOR_KEYS | {"exclude", "extend-exclude"}
-_SIZE_KEYS = {"max-file-size", "max-file-bytes"}
+_SIZE_KEYS = {"max-file-size", "max-lint-size"}
 _KEYS = _LIST_KEYS | _SIZE_KEYS | {"per-file-ignores", "unsafe-fixes", "strict", "extend"}
 
 
@@ -154,18 +154,18 @@ class Overrides:
     per_file_ignores: Optional[Tuple[Tuple[str, Tuple[str, ...]], ...]] = None
     cwd: str = "."
     isolated: bool = False  # --isolated: read no config file at all
-    max_file_bytes: Optional[int] = None  # --max-file-bytes: replaces every config's
+    max_lint_size: Optional[int] = None  # --max-lint-size: replaces every config's
 
     def applied_to(self, config: Config) -> Config:
         """`config` with the command line's excludes, per-file ignores and file-size limit on top,
         their globs rebased from the working folder onto the config's folder."""
-        if not self.exclude and self.per_file_ignores is None and self.max_file_bytes is None:
+        if not self.exclude and self.per_file_ignores is None and self.max_lint_size is None:
             return config
         changed = dataclasses.replace(config, extend_exclude=config.extend_exclude + [self._rebased(g, config.root) for g in self.exclude])
         if self.per_file_ignores is not None:
             changed.per_file_ignores = {self._rebased(g, config.root): list(c) for g, c in self.per_file_ignores}
-        if self.max_file_bytes is not None:
-            changed.max_file_bytes = self.max_file_bytes
+        if self.max_lint_size is not None:
+            changed.max_lint_size = self.max_lint_size
         return changed
 
     def _rebased(self, glob: str, root: Path) -> str:
@@ -268,7 +268,7 @@ class Settings:
             wanted = self._overrides
             # (the working folder and excludes are no part of it: they decide which files, not what rules)
             chosen = (wanted.select, wanted.extend_select, wanted.ignore, config.select, config.extend_select, config.ignore)
-        key = chosen, tuple(ignored_for(config, path)), config.fix_policy, config.max_file_bytes
+        key = chosen, tuple(ignored_for(config, path)), config.fix_policy, config.max_lint_size
         if not config.per_file_ignores:
             self._selections[id(config)] = key
         return key
@@ -312,10 +312,10 @@ def _validate(table: dict, path: Path) -> Config:
             if not (type(value) is int and value > 0):
                 raise ConfigError(f"{where}: must be a positive number of bytes")
             config.max_file_size = value
-        elif key == "max-file-bytes":
+        elif key == "max-lint-size":
             if not (type(value) is int and value >= 0):
                 raise ConfigError(f"{where}: must be a number of bytes (0: no limit)")
-            config.max_file_bytes = value
+            config.max_lint_size = value
         else:  # per-file-ignores
             if not isinstance(value, dict) or not all(
                 isinstance(codes, list) and all(isinstance(c, str) for c in codes) for codes in value.values()

@@ -90,7 +90,7 @@ def lint(
     statistics: bool = False,
     quiet: bool = False,
     jobs: Optional[int] = None,
-    max_file_bytes: Optional[int] = None,
+    max_lint_size: Optional[int] = None,
     no_cache: bool = False,
     cache_dir: Optional[str] = None,
 ) -> None:
@@ -127,7 +127,7 @@ def lint(
             per_file_ignores=_per_file_ignores(per_file_ignores),
             cwd=os.getcwd(),
             isolated=isolated,
-            max_file_bytes=max_file_bytes,
+            max_lint_size=max_lint_size,
         )
         for selector in (
             (overrides.select or ())

@@ -87,7 +87,7 @@ def _beyond_every_rule(text: str) -> bool:
 
 def _too_large(source: SourceFile, limit: int) -> Optional[str]:
     """Why `source` is given to no rule, as its one-line warning: it is over `limit` bytes (the
-    `max-file-bytes` setting; 0: no limit) and a rule could report in it, so it would reach LibCST,
+    `max-lint-size` setting; 0: no limit) and a rule could report in it, so it would reach LibCST,
     whose tree cost 50-1,250 bytes of memory per byte of source on torch's largest files (its
     1.4 MB `common_methods_invocations.py`: 0.71 GB). A file
     no rule can report in (`_beyond_every_rule`) costs a syntax check alone, whatever its size."""
@@ -95,8 +95,8 @@ def _too_large(source: SourceFile, limit: int) -> Optional[str]:
     if not limit or size <= limit or _beyond_every_rule(source.text):
         return None
     return (
-        f"{source.path}: not linted: {size:,} bytes, over the limit of {limit:,} (max-file-bytes: "
-        f"raise it with --max-file-bytes or `max-file-bytes` in [tool.torchnumlint], 0 for no limit)"
+        f"{source.path}: not linted: {size:,} bytes, over the limit of {limit:,} (max-lint-size: "
+        f"raise it with --max-lint-size or `max-lint-size` in [tool.torchnumlint], 0 for no limit)"
     )
 
 
@@ -707,7 +707,7 @@ class _Project:
             own = file_options(self.options, self.settings, path)
             try:
                 source = self._source(path)
-                if _too_large(source, self.settings.config_of(path).max_file_bytes) is not None:
+                if _too_large(source, self.settings.config_of(path).max_lint_size) is not None:
                     continue  # already reported, and given to no rule
                 found = own.fix_policy.apply(
                     lint_text(path, source.text, [r for r in rules[path] if r.needs_index], fresh, strict=bool(own.strict))
@@ -743,7 +743,7 @@ class _Linter:
         options = file_options(project.options, project.settings, path)
         # a fix re-lints its own rewrites against the project (`ProjectIndex.with_file`): read whole
         fixing = options.fix or options.diff
-        limit = project.settings.config_of(path).max_file_bytes
+        limit = project.settings.config_of(path).max_lint_size
         too_large = _too_large(source, limit)
         if too_large is not None:  # not cached: the next run says it again, and reads the file only
             return _Linted(outcome=FileOutcome(errors=[too_large], cacheable=False))

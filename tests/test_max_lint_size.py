@@ -1,4 +1,4 @@
-"""`max-file-bytes`: the largest file given to the rules (issue 22, item 5).
+"""`max-lint-size`: the largest file given to the rules (issue 22, item 5).
 
 LibCST's tree of a file costs 50-1,250 bytes of memory per byte of source (torch's largest
 files), so one 1.4 MB file lifted a run's peak by 0.7-0.9 GB. A file over the limit in which a rule could report is not linted
@@ -20,7 +20,7 @@ from torchnumlint.runner import Options, run
 FLAGGED = "import torch\n\n\ndef f(x):\n    return torch.log(torch.softmax(x, -1))\n"
 PADDING = "# " + "padding " * 200 + "\n"
 BIG = FLAGGED + PADDING  # 1,671 bytes
-WARNING = f"big.py: not linted: {len(BIG):,} bytes, over the limit of 1,000 (max-file-bytes"
+WARNING = f"big.py: not linted: {len(BIG):,} bytes, over the limit of 1,000 (max-lint-size"
 
 
 @pytest.fixture
@@ -32,14 +32,14 @@ def project(tmp_path, monkeypatch):
 
 
 def lint(limit=None, **options):
-    return run(["."], Settings(Overrides(max_file_bytes=limit), None), options=Options(**options))
+    return run(["."], Settings(Overrides(max_lint_size=limit), None), options=Options(**options))
 
 
 def test_a_file_over_the_limit_is_named_with_its_size_and_the_setting_and_the_rest_is_linted(project):
     result = lint(1000)
     assert [finding.path for finding in result.findings] == ["small.py"]
     assert len(result.errors) == 1 and result.errors[0].startswith(WARNING)
-    assert "--max-file-bytes" in result.errors[0] and "[tool.torchnumlint]" in result.errors[0]
+    assert "--max-lint-size" in result.errors[0] and "[tool.torchnumlint]" in result.errors[0]
     assert "\n" not in result.errors[0]
     assert result.files == 2  # read, and counted as such: only not given to the rules
 
@@ -51,12 +51,12 @@ def test_at_the_limit_and_with_no_limit_the_file_is_linted(project):
 
 
 def test_the_default_is_a_million_bytes(project):
-    assert Settings().config_of("big.py").max_file_bytes == 1_000_000
+    assert Settings().config_of("big.py").max_lint_size == 1_000_000
     (project / "big.py").write_bytes(FLAGGED.encode() + b"x = 1\n" * 166_700)  # 1,000,268 bytes
     result = lint()
     assert result.errors == [
-        "big.py: not linted: 1,000,268 bytes, over the limit of 1,000,000 (max-file-bytes: raise it with "
-        "--max-file-bytes or `max-file-bytes` in [tool.torchnumlint], 0 for no limit)"
+        "big.py: not linted: 1,000,268 bytes, over the limit of 1,000,000 (max-lint-size: raise it with "
+        "--max-lint-size or `max-lint-size` in [tool.torchnumlint], 0 for no limit)"
     ]
 
 
@@ -72,7 +72,7 @@ def test_a_file_no_rule_can_report_in_is_syntax_checked_whatever_its_size(projec
 def test_the_warning_is_in_every_machine_format(project, name):
     """(text and concise print it on stderr, as every file's error: the command-line test below)"""
     output = FORMATS[name](lint(1000), Options())
-    assert "big.py" in output and "max-file-bytes" in output
+    assert "big.py" in output and "max-lint-size" in output
 
 
 def test_a_fix_leaves_a_file_over_the_limit_as_it_is(project):
@@ -92,11 +92,11 @@ def test_a_lowered_limit_is_not_answered_from_the_cache(project):
 
 
 def test_the_setting_in_the_config_and_the_command_line_over_it(project):
-    (project / "pyproject.toml").write_text("[tool.torchnumlint]\nmax-file-bytes = 1000\n")
+    (project / "pyproject.toml").write_text("[tool.torchnumlint]\nmax-lint-size = 1000\n")
     done = command("--no-cache", ".", cwd=project)
     assert done.returncode == 2 and WARNING in done.stderr and "small.py:5:" in done.stdout
-    done = command("--no-cache", "--max-file-bytes", "0", ".", cwd=project)
-    assert done.returncode == 1 and "big.py:5:" in done.stdout and "max-file-bytes" not in done.stderr
+    done = command("--no-cache", "--max-lint-size", "0", ".", cwd=project)
+    assert done.returncode == 1 and "big.py:5:" in done.stdout and "max-lint-size" not in done.stderr
     done = command("--no-cache", "--output-format", "json", ".", cwd=project)
     rows = json.loads(done.stdout)
     assert [row["filename"] for row in rows if row["code"] is None] == ["big.py"]
@@ -104,11 +104,11 @@ def test_the_setting_in_the_config_and_the_command_line_over_it(project):
 
 @pytest.mark.parametrize("value", [-1, "big", 1.5, True])
 def test_a_bad_value_names_the_setting(tmp_path, value):
-    (tmp_path / "pyproject.toml").write_text(f"[tool.torchnumlint]\nmax-file-bytes = {json.dumps(value)}\n")
-    with pytest.raises(ConfigError, match="max-file-bytes: must be a number of bytes"):
+    (tmp_path / "pyproject.toml").write_text(f"[tool.torchnumlint]\nmax-lint-size = {json.dumps(value)}\n")
+    with pytest.raises(ConfigError, match="max-lint-size: must be a number of bytes"):
         load_config(str(tmp_path / "pyproject.toml"))
 
 
 def test_a_negative_limit_on_the_command_line_is_a_usage_error(project):
-    done = command("--max-file-bytes", "-1", ".", cwd=project)
-    assert done.returncode == 2 and "--max-file-bytes" in done.stderr
+    done = command("--max-lint-size", "-1", ".", cwd=project)
+    assert done.returncode == 2 and "--max-lint-size" in done.stderr

@@ -4,11 +4,9 @@
 
 For each FOLDER (default: the installed torch package's sources), every N-th `.py` file (sorted by
 path) goes through what the engine does before LibCST: the syntax check, `engine.candidate_rules`
-(the rules' text pre-filter on the whole file), `candidates.unneeded` and `prepass.deep_statements`
-(the statements no rule can fire in and nothing kept reads: top-level functions and classes,
-methods of kept classes, module-level statements; masked), with the default rules and no project
-facts. It prints how many files and bytes LibCST is given, and the time of the pre-pass against
-`ast.parse` of the same files.
+(the rules' text pre-filter on the whole file) and `candidates.unneeded` (the statements no rule
+can fire in, masked), with the default rules and no project facts. It prints how many files and
+bytes LibCST is given, and the time of the pre-pass against `ast.parse` of the same files.
 
 With --per-rule it also prints, for each rule, the bytes it keeps among others (LibCST would
 parse them were it the only rule) and alone (they would be masked without it: what cutting that
@@ -38,14 +36,9 @@ def files_of(folder: Path, every: int) -> List[Path]:
 
 
 def parsed_bytes(text: str, tree: ast.Module, rules: Sequence[Type[Rule]]) -> int:
-    """The characters LibCST is given (0 where it does not parse the file): as `engine._masked`,
-    the statements too deep for LibCST are found where a statement is needed (the pre-filter
-    keeps module-level ones)."""
+    """The characters LibCST is given (0 where it does not parse the file)."""
     active = candidate_rules(text, rules)
-    if not active:
-        return 0
-    lines = prepass.Lines(text)
-    masked = candidates.unneeded(text, tree, lines, active, None, lambda: [lines.span(stmt) for stmt, _ in prepass.deep_statements(tree)])
+    masked = candidates.unneeded(text, tree, prepass.Lines(text), active) if active else None
     return 0 if masked is None else len(text) - sum(end - start for start, end in masked)
 
 

@@ -36,35 +36,23 @@ _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 def bare_code(node: ast.stmt, start: int, end: int, lines: Lines) -> str:
     """The text of top-level statement `node` (`lines.text[start:end]`) less its docstrings, its
     comments (those saying noqa stay) and its unpacking `**`."""
-    return cut(lines.text, start, end, cuts(node, start, end, lines))
-
-
-def cuts(node: ast.stmt, start: int, end: int, lines: Lines) -> List[Tuple[int, int]]:
-    """The spans `bare_code` leaves out of `node`, sorted and disjoint (no comment is inside a
-    string, no `**` in either): a statement inside `node` is cut where they fall in it, with no
-    second walk (`candidates.py` cuts a class's methods so)."""
     text = lines.text
-    found = [(lines.offset(s.lineno, s.col_offset), _end(s, lines)) for s in _bare_strings(node)]
+    cuts = [(lines.offset(s.lineno, s.col_offset), _end(s, lines)) for s in _bare_strings(node)]
     hashes = _hashes(text, start, end)
     if hashes or text.find("**", start, end) != -1:
         strings, stars = _strings_and_stars(node, lines)
-        found.extend(stars)
+        cuts.extend(stars)
         for at in hashes:
             if any(a <= at < b for a, b in strings):  # docstrings included
                 continue
             stop = _line_end(text, at, end)
             if _NOQA.search(text, at, stop) is None:
-                found.append((at, stop))
-    return sorted(found)
-
-
-def cut(text: str, start: int, end: int, spans: List[Tuple[int, int]]) -> str:
-    """`text[start:end]` less those of the sorted, disjoint `spans` that lie in it."""
+                cuts.append((at, stop))
+    if not cuts:
+        return text[start:end]
     parts: List[str] = []
     at = start
-    for a, b in spans:
-        if a < start or b > end:
-            continue
+    for a, b in sorted(cuts):  # disjoint: no comment is inside a string, no `**` in either
         parts.append(text[at:a])
         at = b
     parts.append(text[at:end])

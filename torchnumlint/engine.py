@@ -146,26 +146,18 @@ def _masked(
     text: str, tree: ast.Module, active: Sequence[Type[Rule]], index: Optional[ProjectIndex]
 ) -> Tuple[Optional[str], List[Tuple[int, str]]]:
     """`text` with the statements LibCST need not see masked (`prepass.mask`): those too deep
-    for it, with (line, why) for each, and, given `active` rules, those no rule can fire in and
-    nothing kept reads (`candidates.py`). None where no statement can hold a finding. A deep
-    statement inside a function or method masked for want of a rule is not named (as none
-    would be were the function deleted); the pre-filter keeps module-level ones to be named."""
+    for it, with (line, why) for each, and, given `active` rules, the top-level ones no rule can
+    fire in. None where no statement can hold a finding."""
     lines = prepass.Lines(text)
-    found: List[List[Tuple[ast.stmt, int, Tuple[int, int]]]] = []
-
-    def deep() -> List[Tuple[ast.stmt, int, Tuple[int, int]]]:  # walked once, and not for a file LibCST never sees
-        if not found:
-            found.append([(stmt, depth, lines.span(stmt)) for stmt, depth in prepass.deep_statements(tree)])
-        return found[0]
-
     spans: List[Tuple[int, int]] = []
     if active:
-        unneeded = candidates.unneeded(text, tree, lines, active, index, lambda: [span for _, _, span in deep()])
+        unneeded = candidates.unneeded(text, tree, lines, active, index)
         if unneeded is None:
             return None, []
         spans = unneeded
     warnings = []
-    for stmt, depth, (start, end) in deep():
+    for stmt, depth in prepass.deep_statements(tree):
+        start, end = lines.span(stmt)
         if not any(a <= start and end <= b for a, b in spans):  # not already masked: needs saying
             spans.append((start, end))
             warnings.append((stmt.lineno, f"statement nested too deeply to analyse (depth {depth} > {prepass.MAX_DEPTH})"))

@@ -7,8 +7,7 @@ depth). So every file is parsed here first, and LibCST is given a *masked* copy 
 
 - statements nested deeper than `MAX_DEPTH` are replaced by `pass` (each one skipped is named
   in a warning, file and line; the rest of the file is linted);
-- statements in which no enabled rule can fire and that no kept code reads (top-level functions
-  and classes, methods of kept classes, module-level statements) are replaced too (see
+- top-level functions and classes in which no enabled rule can fire are replaced too (see
   `candidates.py`), so LibCST parses only what can match.
 
 A masked statement keeps its length and its line breaks (`pass`, then spaces), so every offset,

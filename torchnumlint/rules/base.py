@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Dict, FrozenSet, Optional, Tuple, Type
 
 from torchnumlint.findings import Safety
+from torchnumlint.rules.candidate_tree import CandidateTree, may_call
 
 if TYPE_CHECKING:  # pragma: no cover
     import libcst as cst
 
     from torchnumlint.context import FileContext, FixBuilder
     from torchnumlint.index import ProjectIndex
-    from torchnumlint.rules.candidate_tree import CandidateTree
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,11 @@ class Rule:
     # word (`div`: `torch.div(x, d)`, `x.div(d)`, an import of it under another name).
     ast_kinds: ClassVar[FrozenSet[str]] = frozenset()
     ast_words: ClassVar[FrozenSet[str]] = frozenset()
+    # Candidate test for a rule that reports only at a call of one of these ops, in the forms
+    # `calls.match_call` takes (`log(x)`, `torch.log(x)`, `x.log()`, an alias): the default
+    # `tree_test` keeps a group only if its tree may hold one (`candidate_tree.may_call`: not
+    # `log.info(...)`, `self.log(...)`, `math.log(x)`).
+    ast_calls: ClassVar[Tuple[str, ...]] = ()
     examples: ClassVar[Tuple[Example, ...]]
     good: ClassVar[Tuple[str, ...]]
 
@@ -101,8 +106,9 @@ class Rule:
         after `could_fire` and `ast_kinds`/`ast_words` passed: False only where the rule cannot
         report in that code, with the facts of `index` (a producer or caller in another file) and
         under `--strict`. A rule overrides it with a test on the nodes its matchers read
-        (`rules/candidate_tree.py`); by default every group passes."""
-        return True
+        (`rules/candidate_tree.py`); by default a group passes unless `ast_calls` names ops it
+        cannot call."""
+        return not cls.ast_calls or may_call(tree, cls.ast_calls)
 
     def __init__(self, ctx: "FileContext") -> None:
         self.ctx = ctx

@@ -20,13 +20,12 @@ Fixes (SAFE): `torch.logsumexp(x, d)` keeping `keepdim`; for a mean over one int
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, List, Optional
+from typing import List, Optional
 
 import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example
-from torchnumlint.rules.candidate_tree import may_call
 from torchnumlint.rules.evidence import is_not_torch
 from torchnumlint.rules.gradient_context import in_reference_implementation
 from torchnumlint.rules.syntax import number_value, strip_parens
@@ -36,10 +35,6 @@ from torchnumlint.rules.log_domain.unreached import on_empty_input, selected_at_
 from torchnumlint.rules.bindings import is_plain
 from torchnumlint.rules.calls import CallMatch, match_call
 from torchnumlint.rules.rewrite import Build
-
-if TYPE_CHECKING:  # pragma: no cover
-    from torchnumlint.index import ProjectIndex
-    from torchnumlint.rules.candidate_tree import CandidateTree
 
 _COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
 # where a difference may stand without parentheses
@@ -137,12 +132,8 @@ class LogsumexpManual(LogRule):
     safety = Safety.SAFE
     needles = ("exp",)
     pattern = r"\blog\b"
-
-    @classmethod
-    def tree_test(cls, tree: "CandidateTree", index: "Optional[ProjectIndex]" = None) -> bool:
-        # it reports only at a call of log (`LogSites.log_input`): not `log.info(...)`, `self.log(...)`, `math.log(x)`
-        return may_call(tree, ("log",))
-
+    # a call of log only (`LogSites.log_input`)
+    ast_calls = ("log",)
     examples = (
         Example(
             bad=("import torch\n\n\ndef free_energy(energies):\n    return -torch.log(torch.exp(-energies).sum(dim=-1))\n"),

@@ -12,13 +12,12 @@ only ranked (`argmax`, `topk` with no gradient) are meant, and never reported.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
-from torchnumlint.rules.candidate_tree import may_call
 from torchnumlint.rules.divisors import clamp_fix
 from torchnumlint.rules.elementary import one_plus
 from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch, is_torch_value, may_carry_grad, value_kind
@@ -34,10 +33,6 @@ from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.uses import only_ranked, uses_of
 from torchnumlint.rules.selections import enclosing_selection, mentions
 from torchnumlint.rules.zeros import element_zero, kept_positive
-
-if TYPE_CHECKING:  # pragma: no cover
-    from torchnumlint.index import ProjectIndex
-    from torchnumlint.rules.candidate_tree import CandidateTree
 
 _LOG2 = make_op("log2", {"torch.log2", "torch.special.log2"}, "log2")
 _LOG10 = make_op("log10", {"torch.log10"}, "log10")
@@ -74,12 +69,7 @@ class UnguardedLog(Rule):
     safety = Safety.UNSAFE
     needles = ("log",)
     pattern = r"\blog(2|10)?\b"
-
-    @classmethod
-    def tree_test(cls, tree: "CandidateTree", index: "Optional[ProjectIndex]" = None) -> bool:
-        # it reports only at a call of log, log2 or log10 (`match_call`): not `log.info(...)`, `self.log(...)`, `math.log(x)`
-        return may_call(tree, ("log", "log2", "log10"))
-
+    ast_calls = ("log", "log2", "log10")
     examples = (
         Example(
             bad=(

@@ -20,13 +20,12 @@ values around it: reported only under `--strict`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional
+from typing import List, Optional
 
 import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
-from torchnumlint.rules.candidate_tree import may_call
 from torchnumlint.rules.elementary import is_integer_valued, is_random_draw, one_plus, overflowing_exp
 from torchnumlint.rules.evidence import is_not_torch
 from torchnumlint.rules.guarding import is_guarded
@@ -37,10 +36,6 @@ from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.rewrite import negated
 from torchnumlint.rules.special_functions.placing import method, placed, read_only_at, torch_function
 from torchnumlint.walk import Visitor
-
-if TYPE_CHECKING:  # pragma: no cover
-    from torchnumlint.index import ProjectIndex
-    from torchnumlint.rules.candidate_tree import CandidateTree
 
 _CHAIN = 4
 
@@ -72,12 +67,7 @@ class LogOnePlus(Rule):
     needles = ("log",)
     # a log by name (not `logger`, `logits`) and a one
     pattern = r"\A(?=[\s\S]*?\blog\b)(?=[\s\S]*?(?:\b1\b|1\.|ones_like))"
-
-    @classmethod
-    def tree_test(cls, tree: "CandidateTree", index: "Optional[ProjectIndex]" = None) -> bool:
-        # it reports only at a call of log (`match_call`): not `log.info(...)`, `self.log(...)`, `math.log(x)`
-        return may_call(tree, ("log",))
-
+    ast_calls = ("log",)
     examples = (
         Example(
             bad=("import torch\n\n\ndef log_growth(rate):\n    return torch.log(1 + rate)\n"),

@@ -21,13 +21,12 @@ The fix is `torch.logit(p, eps=1e-6)`: it clamps `p` to [1e-6, 1 - 1e-6] (logits
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import libcst as cst
 
 from torchnumlint.findings import Safety
 from torchnumlint.rules.base import Example, Rule
-from torchnumlint.rules.candidate_tree import may_call
 from torchnumlint.rules.divisors import division_operands
 from torchnumlint.rules.elementary import is_random_draw, one_plus
 from torchnumlint.rules.evidence import STRICT_WHY, is_not_torch
@@ -39,10 +38,6 @@ from torchnumlint.rules.calls import make_op, match_call
 from torchnumlint.rules.ownership import owned_elsewhere
 from torchnumlint.rules.rewrite import keyword_arg, with_keyword
 from torchnumlint.rules.special_functions.placing import placed
-
-if TYPE_CHECKING:  # pragma: no cover
-    from torchnumlint.index import ProjectIndex
-    from torchnumlint.rules.candidate_tree import CandidateTree
 
 _LOGIT = make_op("logit", {"torch.logit", "torch.special.logit"}, "logit", ("eps",))
 _CHAIN = 4
@@ -134,13 +129,8 @@ class LogitManual(Rule):
     safety = Safety.UNSAFE
     needles = ("log",)
     pattern = r"\blog(?:1p|it)?\b"  # a log, log1p or logit by name (not `logger`, `logits`)
-
-    @classmethod
-    def tree_test(cls, tree: "CandidateTree", index: "Optional[ProjectIndex]" = None) -> bool:
-        # it reports only at a call of logit, or of log (alone or the first of `log(p) - log1p(-p)`):
-        # not `log.info(...)`, `self.log(...)`, `math.log(x)`
-        return may_call(tree, ("log", "logit"))
-
+    # a call of logit, or of log (alone or the first of `log(p) - log1p(-p)`)
+    ast_calls = ("log", "logit")
     produced = frozenset({"sigmoid", "softmax"})
     needs_index = True
     examples = (

@@ -128,7 +128,16 @@ def tree(tmp_path):
     root = tmp_path / "project"
     for folder in ("pkg/sub", "pkg/data", "tools", "vendor/lib", "env"):
         (root / folder).mkdir(parents=True)
-    for name in ("pkg/__init__.py", "pkg/a.py", "pkg/sub/b.py", "pkg/sub/c.py", "pkg/data/conf.yaml", "tools/run.py", "vendor/lib/v.py", "env/e.py"):
+    for name in (
+        "pkg/__init__.py",
+        "pkg/a.py",
+        "pkg/sub/b.py",
+        "pkg/sub/c.py",
+        "pkg/data/conf.yaml",
+        "tools/run.py",
+        "vendor/lib/v.py",
+        "env/e.py",
+    ):
         (root / name).write_text("x = 1\n")
     (root / "setup.py").write_text("")
     (root / "vendor" / "setup.py").write_text("")  # a nested project: left out

@@ -55,7 +55,11 @@ def project_files_listed(top: str, settings: Settings, cache: caching.Cache) -> 
     if walk.relisted == 0 and isinstance(stored, Listing) and known:
         return stored.files
     entered = [folder.path for folder in walk.folders if folder.entered]
-    watched = [(str(path), _stamp(str(path))) for folder in entered + [str(p) for p in Path(os.path.abspath(top)).parents] for path in decided_by(Path(folder))]
+    watched = [
+        (str(path), _stamp(str(path)))
+        for folder in entered + [str(p) for p in Path(os.path.abspath(top)).parents]
+        for path in decided_by(Path(folder))
+    ]
     listing = Listing(walk.files, walk.folders, [(folder, excludes.of(folder)) for folder in entered], watched)
     now = time.time()
     times = [folder.mtime for folder in listing.folders] + [stamp[1] for _, stamp in watched if stamp is not None]
@@ -117,7 +121,12 @@ class _Relisting:
         spells it from the top, so the files' paths are those of a walk)."""
         path = os.path.abspath(folder)
         old = self.known.get(path)
-        if old is not None and old.entered and self._holds(path) and all(self._holds(os.path.join(path, name)) for name in old.kept + old.left):
+        if (
+            old is not None
+            and old.entered
+            and self._holds(path)
+            and all(self._holds(os.path.join(path, name)) for name in old.kept + old.left)
+        ):
             entry = old
         else:
             fresh = self._list(folder, path)

@@ -28,6 +28,7 @@ LAZY = (
     "multiprocessing",  # workers
     "dataclasses",  # (the start path's classes are `record.Record`s and named tuples: it imports `inspect`)
     "inspect",
+    "tokenize",  # the first file read (source.decode)
 )
 
 _CODE = """import sys

@@ -26,6 +26,9 @@ LAZY = (
     "hashlib",  # (cache.digest takes blake2b without hashlib's OpenSSL)
     "tempfile",  # a cache write
     "multiprocessing",  # workers
+    "dataclasses",  # (the start path's classes are `record.Record`s and named tuples: it imports `inspect`)
+    "inspect",
+    "tokenize",  # the first file read (source.decode)
 )
 
 _CODE = """import sys

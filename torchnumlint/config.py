@@ -14,14 +14,13 @@ line is still linted). `extend-exclude` is the same, for configs written for ruf
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, Dict, List, NamedTuple, Optional, Sequence, Tuple, Type
 
 from torchnumlint.fix_policy import FixPolicy
+from torchnumlint.record import Record
 
 if TYPE_CHECKING:
     from torchnumlint.rules.base import Rule
@@ -31,31 +30,80 @@ class ConfigError(Exception):
     """A bad setting: the message names the file, the key and what is wrong."""
 
 
-@dataclass
-class Config:
-    select: Optional[List[str]] = None
-    extend_select: List[str] = field(default_factory=list)
-    ignore: List[str] = field(default_factory=list)
-    exclude: Optional[List[str]] = None
-    extend_exclude: List[str] = field(default_factory=list)
-    per_file_ignores: Dict[str, List[str]] = field(default_factory=dict)
+class Config(Record):
+    __slots__ = _fields = (
+        "select",
+        "extend_select",
+        "ignore",
+        "exclude",
+        "extend_exclude",
+        "per_file_ignores",
+        "fixable",
+        "unfixable",
+        "extend_safe_fixes",
+        "extend_unsafe_fixes",
+        "unsafe_fixes",
+        "strict",
+        "max_file_size",
+        "max_lint_size",
+        "root",
+        "source",
+        "error",
+    )
+    select: Optional[List[str]]
+    extend_select: List[str]
+    ignore: List[str]
+    exclude: Optional[List[str]]
+    extend_exclude: List[str]
+    per_file_ignores: Dict[str, List[str]]
     # ruff's fix settings: which codes' fixes are offered, and which change their safety
-    fixable: Optional[List[str]] = None  # None: every code
-    unfixable: List[str] = field(default_factory=list)
-    extend_safe_fixes: List[str] = field(default_factory=list)
-    extend_unsafe_fixes: List[str] = field(default_factory=list)
-    unsafe_fixes: bool = False
+    fixable: Optional[List[str]]  # None: every code
+    unfixable: List[str]
+    extend_safe_fixes: List[str]
+    extend_unsafe_fixes: List[str]
+    unsafe_fixes: bool
     # Also report findings without evidence that the hazard is reached (rules/evidence.py).
-    strict: bool = False
-    max_file_size: int = 10_000_000  # bytes: a larger file is skipped, named (source.read_source)
+    strict: bool
+    max_file_size: int  # bytes: a larger file is skipped, named (source.read_source)
     # bytes: a larger file is given to no rule, named (`source.too_large`): LibCST's tree costs
     # 50-1,250 bytes of memory per byte of source (measured on torch's largest files); 0: no limit
-    max_lint_size: int = 1_000_000
-    root: Path = field(default_factory=Path.cwd)  # patterns are relative to this folder
-    source: Optional[Path] = None
+    max_lint_size: int
+    root: Path  # patterns are relative to this folder
+    source: Optional[Path]
     # Why `source` could not be used (not UTF-8, bad TOML, a bad key): the files under it are not
     # linted and this is their error; folders are still walked with the default excludes.
-    error: Optional[str] = None
+    error: Optional[str]
+
+    def __init__(
+        self,
+        select: Optional[List[str]] = None,
+        extend_select: Optional[List[str]] = None,
+        ignore: Optional[List[str]] = None,
+        exclude: Optional[List[str]] = None,
+        extend_exclude: Optional[List[str]] = None,
+        per_file_ignores: Optional[Dict[str, List[str]]] = None,
+        fixable: Optional[List[str]] = None,
+        unfixable: Optional[List[str]] = None,
+        extend_safe_fixes: Optional[List[str]] = None,
+        extend_unsafe_fixes: Optional[List[str]] = None,
+        unsafe_fixes: bool = False,
+        strict: bool = False,
+        max_file_size: int = 10_000_000,
+        max_lint_size: int = 1_000_000,
+        root: Optional[Path] = None,  # None: the working folder
+        source: Optional[Path] = None,
+        error: Optional[str] = None,
+    ) -> None:
+        self.select, self.extend_select = select, [] if extend_select is None else extend_select
+        self.ignore, self.exclude = [] if ignore is None else ignore, exclude
+        self.extend_exclude = [] if extend_exclude is None else extend_exclude
+        self.per_file_ignores = {} if per_file_ignores is None else per_file_ignores
+        self.fixable, self.unfixable = fixable, [] if unfixable is None else unfixable
+        self.extend_safe_fixes = [] if extend_safe_fixes is None else extend_safe_fixes
+        self.extend_unsafe_fixes = [] if extend_unsafe_fixes is None else extend_unsafe_fixes
+        self.unsafe_fixes, self.strict, self.max_file_size, self.max_lint_size = unsafe_fixes, strict, max_file_size, max_lint_size
+        self.root = Path.cwd() if root is None else root
+        self.source, self.error = source, error
 
     @property
     def fix_policy(self) -> FixPolicy:
@@ -141,8 +189,7 @@ def _pyproject_config(folder: Path) -> Optional[Config]:
     return _validate(_extended(tool["torchnumlint"], candidate, ()), candidate)
 
 
-@dataclass(frozen=True)
-class Overrides:
+class Overrides(NamedTuple):
     """Rule selection from the command line, applied on top of every file's config."""
 
     select: Optional[Tuple[str, ...]] = None
@@ -161,7 +208,7 @@ class Overrides:
         their globs rebased from the working folder onto the config's folder."""
         if not self.exclude and self.per_file_ignores is None and self.max_lint_size is None:
             return config
-        changed = dataclasses.replace(config, extend_exclude=config.extend_exclude + [self._rebased(g, config.root) for g in self.exclude])
+        changed = config.replace(extend_exclude=config.extend_exclude + [self._rebased(g, config.root) for g in self.exclude])
         if self.per_file_ignores is not None:
             changed.per_file_ignores = {self._rebased(g, config.root): list(c) for g, c in self.per_file_ignores}
         if self.max_lint_size is not None:

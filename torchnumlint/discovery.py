@@ -16,9 +16,8 @@ whichever of its files were passed.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
 from torchnumlint.config import Config, Settings
 from torchnumlint.configfiles import SUFFIXES as CONFIG_SUFFIXES
@@ -50,6 +49,7 @@ DEFAULT_EXCLUDE = [
     ".ipynb_checkpoints",
 ]
 SUFFIXES = (".py", ".pyi", ".ipynb")
+_PROJECT_SUFFIXES = SUFFIXES + CONFIG_SUFFIXES  # what a project's facts are read from
 
 
 class _GitIgnore:
@@ -151,49 +151,73 @@ class _Walker:
         into_projects: bool,
         suffixes: Tuple[str, ...] = SUFFIXES,
         configs: Optional[List[str]] = None,
-        looked: Optional[Dict[Path, bool]] = None,
     ) -> Iterator[str]:
         """The Python files (or those ending in `suffixes`) under `top`, paths joined onto `top` as
         given; below `top`, folders that are project roots are entered only with `into_projects`.
         The config files met on the way (`CONFIG_SUFFIXES`) are added to `configs` when given: the
         same walk finds the files a run lints and those its project facts read. A folder that cannot be
-        listed (no permission) is named in `errors` and the walk goes on. `looked`, when given, gets
-        every folder whose listing or contents decided what the walk gave (True: entered; False: a
-        child left out for what it holds, a marker or a virtualenv): what `listing.py` watches."""
+        listed (no permission) is named in `errors` and the walk goes on."""
+        for folder, dirnames, filenames in os.walk(top, onerror=self._unreadable):
+            yield from self.level(folder, dirnames, filenames, into_projects, suffixes, configs)
+
+    def level(
+        self,
+        folder: str,
+        dirnames: List[str],
+        filenames: List[str],
+        into_projects: bool,
+        suffixes: Tuple[str, ...] = SUFFIXES,
+        configs: Optional[List[str]] = None,
+        looked: Optional[Dict[Path, bool]] = None,
+    ) -> List[str]:
+        """One folder of `walk` (an `os.walk` step): the files it gives, `dirnames` cut in place
+        to the children to enter. Apart so that `listing.py` can list one folder again alone.
+        `looked`, when given, gets the folder (True: entered) and each child whose contents decide
+        whether it is entered (False unless entered later: a marker, a virtualenv, a .gitignore)."""
         # Entries are matched as plain strings (a folder's posix path + "/" + name): one `Path`
         # per folder, none per file (`Path` parses were most of a warm run's walk).
-        for folder, dirnames, filenames in os.walk(top, onerror=self._unreadable):
-            here = Path(os.path.abspath(folder))
+        here = Path(os.path.abspath(folder))
+        if looked is not None:
+            looked[here] = True
+        config = self.settings.config_for(here)
+        spec = self.spec(config)
+        chain = self.gitignore.chain(here)
+        base, root = here.as_posix().rstrip("/") + "/", config.root.as_posix()
+        keep = []
+        for name in sorted(dirnames):
+            if name.startswith(".") or _excluded(spec, base + name, root, True):
+                continue
+            child = here / name
             if looked is not None:
-                looked[here] = True
-            config = self.settings.config_for(here)
-            spec = self.spec(config)
-            chain = self.gitignore.chain(here)
-            base, root = here.as_posix().rstrip("/") + "/", config.root.as_posix()
-            keep = []
-            for name in sorted(dirnames):
-                if name.startswith(".") or _excluded(spec, base + name, root, True):
-                    continue
-                child = here / name
-                if looked is not None:
-                    looked.setdefault(child, False)
-                if self.gitignore.ignored_in(chain, base + name, True) or os.path.exists(child / "pyvenv.cfg"):  # a virtualenv
-                    continue
-                if into_projects or not is_project_root(child):
-                    keep.append(name)
-            dirnames[:] = keep
-            spelled = os.path.normpath(folder)
-            for name in sorted(filenames):
-                wanted = name.endswith(suffixes)
-                if not (wanted or (configs is not None and name.endswith(CONFIG_SUFFIXES))):
-                    continue
-                if _excluded(spec, base + name, root, False) or self.gitignore.ignored_in(chain, base + name, False):
-                    continue
-                path = name if spelled == "." else os.path.join(spelled, name)
-                if wanted:
-                    yield path
-                elif configs is not None:
-                    configs.append(path)
+                looked.setdefault(child, False)
+            if self.gitignore.ignored_in(chain, base + name, True) or os.path.exists(child / "pyvenv.cfg"):  # a virtualenv
+                continue
+            if into_projects or not is_project_root(child):
+                keep.append(name)
+        dirnames[:] = keep
+        spelled = os.path.normpath(folder)
+        found = []
+        for name in sorted(filenames):
+            wanted = name.endswith(suffixes)
+            if not (wanted or (configs is not None and name.endswith(CONFIG_SUFFIXES))):
+                continue
+            if _excluded(spec, base + name, root, False) or self.gitignore.ignored_in(chain, base + name, False):
+                continue
+            path = name if spelled == "." else os.path.join(spelled, name)
+            if wanted:
+                found.append(path)
+            elif configs is not None:
+                configs.append(path)
+        return found
+
+    def project_folder(self, folder: str, looked: Dict[Path, bool]) -> Optional[Tuple[List[str], List[str]]]:
+        """One folder of `project_files`' walk alone: (the files it gives, the children it
+        enters); None when it cannot be listed (named in `errors`). `looked`: see `level`."""
+        step = next(os.walk(folder, onerror=self._unreadable), None)
+        if step is None:
+            return None
+        _, dirnames, filenames = step
+        return self.level(folder, dirnames, filenames, False, _PROJECT_SUFFIXES, None, looked), dirnames
 
     def _unreadable(self, error: OSError) -> None:
         self.errors.append(f"{error.filename}: cannot read folder: {error.strerror or error}")
@@ -264,25 +288,36 @@ def _real_path(path: str, real_folders: Dict[str, str]) -> str:
     return os.path.join(real, name)
 
 
-def project_files(root: str, settings: Settings, looked: Optional[Dict[Path, bool]] = None) -> Iterator[str]:
+def project_files(root: str, settings: Settings) -> Iterator[str]:
     """Every file of the project at `root` that its facts come from (lazily), leaving out nested
     projects: the Python files and notebooks, and the config files that can name classes
-    (`configfiles.py`: Hydra's `_target_`s), which are read, never linted. `looked`: see `walk`."""
-    return _Walker(settings).walk(root, into_projects=False, suffixes=SUFFIXES + CONFIG_SUFFIXES, looked=looked)
+    (`configfiles.py`: Hydra's `_target_`s), which are read, never linted."""
+    return _Walker(settings).walk(root, into_projects=False, suffixes=_PROJECT_SUFFIXES)
 
 
 Stamp = Optional[Tuple[int, int, int]]  # size, mtime_ns, inode; None: absent
 
 
-@dataclass
-class Listing:
+class Folder(NamedTuple):
+    """One folder as a walk left it, kept by `listing.py` so that a later walk lists again only
+    the folders whose entries changed (their mtime did) and reuses what it knew of the others."""
+
+    path: str  # absolute
+    mtime: int  # st_mtime_ns
+    entered: bool  # False: a child looked at and left out (a nested project, a virtualenv, ignored)
+    files: List[str]  # the names of the files the walk gave in it, in its order
+    kept: List[str]  # the children entered (or, a link, kept but not followed), in order
+    left: List[str]  # the children looked at and left out for what they hold
+
+
+class Listing(NamedTuple):
     """A walk's files and what decided them, as `listing.py` keeps it in the cache (here, so that
     the cache reads it without importing `listing.py`, which imports the cache)."""
 
-    files: List[str] = field(default_factory=list)
-    folders: List[Tuple[str, int]] = field(default_factory=list)  # every folder looked at, its mtime_ns
-    excludes: List[Tuple[str, str]] = field(default_factory=list)  # each entered folder, its config's excludes
-    watched: List[Tuple[str, Stamp]] = field(default_factory=list)  # .gitignore and pyproject.toml files
+    files: List[str]
+    folders: List[Folder]  # every folder looked at, parents before their children
+    excludes: List[Tuple[str, str]]  # each entered folder, its config's excludes
+    watched: List[Tuple[str, Stamp]]  # .gitignore and pyproject.toml files
 
 
 def decided_by(folder: Path) -> Iterator[Path]:

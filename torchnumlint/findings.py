@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from typing import NamedTuple, Optional, Tuple
+
+from torchnumlint.record import Record
 
 
 class Safety(str, enum.Enum):
@@ -20,8 +21,7 @@ class Safety(str, enum.Enum):
     GUIDE = "guide"
 
 
-@dataclass(frozen=True)
-class Edit:
+class Edit(NamedTuple):
     """Replace text[start:end] (character offsets) with `content`; rows/columns are 1-based."""
 
     start: int
@@ -31,14 +31,14 @@ class Edit:
     end_location: Tuple[int, int] = (0, 0)
 
 
-@dataclass(frozen=True)
-class Fix:
+class Fix(NamedTuple):
     edits: Tuple[Edit, ...]
     safety: Safety
 
 
-@dataclass
-class Finding:
+class Finding(Record):
+    __slots__ = _fields = ("code", "name", "message", "path", "line", "col", "end_line", "end_col", "fix", "noqa_lines", "cell")
+    _hidden = ("noqa_lines",)
     code: str
     name: str
     message: str
@@ -47,12 +47,30 @@ class Finding:
     col: int
     end_line: int
     end_col: int
-    fix: Optional[Fix] = None
+    fix: Optional[Fix]
     # Lines whose noqa comment suppresses this finding (its own, and the first and last
-    # line of the statement that holds it).
-    noqa_lines: Tuple[int, ...] = field(default=(), compare=False, repr=False)
+    # line of the statement that holds it): neither compared nor shown.
+    noqa_lines: Tuple[int, ...]
     # In a notebook, the 1-based number of the cell; rows (here and in the fix) are the cell's.
-    cell: Optional[int] = None
+    cell: Optional[int]
+
+    def __init__(
+        self,
+        code: str,
+        name: str,
+        message: str,
+        path: str,
+        line: int,
+        col: int,
+        end_line: int,
+        end_col: int,
+        fix: Optional[Fix] = None,
+        noqa_lines: Tuple[int, ...] = (),
+        cell: Optional[int] = None,
+    ) -> None:
+        self.code, self.name, self.message, self.path = code, name, message, path
+        self.line, self.col, self.end_line, self.end_col = line, col, end_line, end_col
+        self.fix, self.noqa_lines, self.cell = fix, noqa_lines, cell
 
     @property
     def sort_key(self) -> Tuple[str, int, int, int, str]:

@@ -7,8 +7,7 @@ findings whose fixes already say what `--fix` will do with them.
 
 from __future__ import annotations
 
-import dataclasses
-from typing import List, Optional, Sequence, Tuple
+from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 from torchnumlint.findings import Finding, Safety
 
@@ -17,8 +16,7 @@ def _covers(selectors: Sequence[str], code: str) -> bool:
     return any(s == "ALL" or code.startswith(s) for s in selectors)
 
 
-@dataclasses.dataclass(frozen=True)
-class FixPolicy:
+class FixPolicy(NamedTuple):
     """Selectors (codes or prefixes, `ALL`): `fixable` None means every code."""
 
     fixable: Optional[Tuple[str, ...]] = None
@@ -38,9 +36,9 @@ class FixPolicy:
         if fix is None or fix.safety is Safety.GUIDE:
             return finding
         if (self.fixable is not None and not _covers(self.fixable, finding.code)) or _covers(self.unfixable, finding.code):
-            return dataclasses.replace(finding, fix=None)
+            return finding.replace(fix=None)
         if fix.safety is Safety.UNSAFE and _covers(self.safe, finding.code):
-            return dataclasses.replace(finding, fix=dataclasses.replace(fix, safety=Safety.SAFE))
+            return finding.replace(fix=fix._replace(safety=Safety.SAFE))
         if fix.safety is Safety.SAFE and _covers(self.unsafe, finding.code):
-            return dataclasses.replace(finding, fix=dataclasses.replace(fix, safety=Safety.UNSAFE))
+            return finding.replace(fix=fix._replace(safety=Safety.UNSAFE))
         return finding

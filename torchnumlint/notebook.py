@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import bisect
 import codecs
-import dataclasses
 import difflib
 import io
 import json
@@ -76,12 +75,19 @@ class Cell:
     span: Optional[Tuple[int, int]]  # the `source` value in the JSON text; None when absent
 
 
-@dataclass(frozen=True)
 class NotebookSource(SourceFile):
     """A notebook read as a source file: `text` is the virtual module, `raw` the file's bytes."""
 
-    document: str = ""  # the file's JSON text
-    cells: Tuple[Cell, ...] = ()
+    __slots__ = ("document", "cells")
+    _fields = SourceFile._fields + __slots__
+    document: str  # the file's JSON text
+    cells: Tuple[Cell, ...]
+
+    def __init__(
+        self, path: str, raw: bytes, text: str, encoding: str, bom: bool, document: str = "", cells: Tuple[Cell, ...] = ()
+    ) -> None:
+        super().__init__(path, raw, text, encoding, bom)
+        self.document, self.cells = document, cells
 
     def cell(self, number: int) -> Cell:
         for cell in self.cells:
@@ -322,8 +328,7 @@ def _cell_at(source: NotebookSource, line: int) -> Cell:
 
 def _edit_in(cell: Cell, edit: Edit) -> Edit:
     shift = cell.first_line - 1
-    return dataclasses.replace(
-        edit,
+    return edit._replace(
         start=edit.start - cell.offset,
         end=edit.end - cell.offset,
         location=(edit.location[0] - shift, edit.location[1]),
@@ -344,8 +349,7 @@ def locate_findings(source: SourceFile, findings: Iterable[Finding]) -> List[Fin
         if fix is not None:
             fix = Fix(tuple(_edit_in(cell, edit) for edit in fix.edits), fix.safety)
         located.append(
-            dataclasses.replace(
-                finding,
+            finding.replace(
                 cell=cell.number,
                 line=finding.line - shift,
                 end_line=finding.end_line - shift,

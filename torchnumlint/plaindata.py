@@ -2,13 +2,13 @@
 
 Why: a cache folder may be shared or checked out, so whoever can write it must not be able to run
 code in the next `torchnumlint` (a pickle can). An entry is JSON, and it is read back *against the
-type the reader expects*: every value is checked against its declared type (dataclass fields and
-named-tuple fields through their annotations, `List`, `Tuple`, `Dict`, `FrozenSet`, `Optional`,
+type the reader expects*: every value is checked against its declared type (dataclass fields,
+`record.Record` fields and named-tuple fields through their annotations, `List`, `Tuple`, `Dict`, `FrozenSet`, `Optional`,
 `Union`, enums, and the plain `tuple` facts of `summaries.py`), and only the classes those types
 name are ever built. Anything else (a wrong shape, a foreign tag, a missing field) raises
 `Mismatch`, which the cache reads as a miss.
 
-The encoding: a dataclass or a named tuple is `[tag, field, ...]` (the tag is its class name: a
+The encoding: a dataclass, a `Record` or a named tuple is `[tag, field, ...]` (the tag is its class name: a
 `Union` of named tuples of one shape, `Unary` and `Item`, needs it); a tuple, list or set is a
 list; a dict is a list of `[key, value]` pairs (its keys need not be strings); an enum is its
 value; `summaries.Summaries` is its `files`. Readers of each type are built once per type.
@@ -16,12 +16,13 @@ value; `summaries.Summaries` is its `files`. Readers of each type are built once
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import functools
 import json
 import typing
 from typing import Any, Callable, Dict, List, Tuple, cast
+
+from torchnumlint.record import Record
 
 Reader = Callable[[Any], Any]
 
@@ -53,8 +54,8 @@ def _encode(value: object) -> object:
         return value.value
     if isinstance(value, _PLAIN):
         return value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return [type(value).__name__] + [_encode(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init]
+    if isinstance(value, Record) or _is_dataclass(type(value)):
+        return [type(value).__name__] + [_encode(getattr(value, name)) for name in record_fields(type(value))]
     if isinstance(value, tuple) and hasattr(value, "_fields"):
         return [type(value).__name__] + [_encode(item) for item in value]
     if isinstance(value, (tuple, list, set, frozenset)):
@@ -98,15 +99,9 @@ def reader(expected: object) -> Reader:
     if isinstance(expected, type):
         if issubclass(expected, enum.Enum):
             return functools.partial(_enum, expected)
-        if _is_record(expected):
+        if is_record(expected):
             hints = typing.get_type_hints(expected)
-            keywords = dataclasses.is_dataclass(expected)
-            names = (
-                [f.name for f in dataclasses.fields(expected) if f.init]
-                if dataclasses.is_dataclass(expected)
-                else list(cast(Any, expected)._fields)
-            )
-            return _record(expected, [(name, reader(hints[name])) for name in names], keywords)
+            return _record(expected, [reader(hints[name]) for name in record_fields(expected)])
         custom = _custom_codecs().get(expected)
         if custom is not None:
             plain = reader(custom[2])
@@ -161,7 +156,7 @@ def _plain_item(item: Any) -> Any:
 
 
 def _union(readers: List[Reader], args: Tuple[object, ...]) -> Reader:
-    tagged = {cast(type, arg).__name__: read for arg, read in zip(args, readers) if _is_record(arg)}
+    tagged = {cast(type, arg).__name__: read for arg, read in zip(args, readers) if is_record(arg)}
 
     def read(tree: Any) -> Any:
         if tagged and type(tree) is list and tree and type(tree[0]) is str and tree[0] in tagged:
@@ -176,13 +171,44 @@ def _union(readers: List[Reader], args: Tuple[object, ...]) -> Reader:
     return read
 
 
-def _is_record(kind: object) -> bool:
-    return isinstance(kind, type) and (dataclasses.is_dataclass(kind) or (issubclass(kind, tuple) and hasattr(kind, "_fields")))
+def is_record(kind: object) -> bool:
+    """Whether `kind` is stored as `[tag, field, ...]`: a `Record`, a dataclass or a named tuple."""
+    return isinstance(kind, type) and (
+        issubclass(kind, Record) or _is_dataclass(kind) or (issubclass(kind, tuple) and hasattr(kind, "_fields"))
+    )
+
+
+def _is_dataclass(kind: type) -> bool:
+    """`dataclasses.is_dataclass`, without importing `dataclasses` (and `inspect`): a run whose
+    classes are all `Record`s or named tuples never loads them."""
+    return hasattr(kind, "__dataclass_fields__")
+
+
+def record_fields(kind: type) -> List[str]:
+    """The fields a record of class `kind` is stored by, in its constructor's order."""
+    if _is_dataclass(kind):
+        import dataclasses  # loaded already: `kind` was made by it
+
+        return [f.name for f in dataclasses.fields(kind) if f.init]
+    return list(cast(Any, kind)._fields)
 
 
 def _sequence(origin: type, args: Tuple[object, ...]) -> Reader:
     if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
         items = [reader(arg) for arg in args]
+        kinds_of = [getattr(read, "kinds", None) for read in items]
+        if None not in kinds_of:  # (`Tuple[int, str]`: most tuples stored)
+            scalars = cast(List[Tuple[type, ...]], kinds_of)
+
+            def plain(tree: Any) -> tuple:
+                if type(tree) is not list or len(tree) != len(scalars):
+                    raise Mismatch(f"expected a list of {len(scalars)}")
+                for kinds, item in zip(scalars, tree):
+                    if type(item) not in kinds:
+                        raise Mismatch(f"expected {kinds[0].__name__}")
+                return tuple(tree)
+
+            return plain
 
         def fixed(tree: Any) -> tuple:
             if type(tree) is not list or len(tree) != len(items):
@@ -208,6 +234,19 @@ def _sequence(origin: type, args: Tuple[object, ...]) -> Reader:
 
 
 def _mapping(key: Reader, value: Reader) -> Reader:
+    keys, values = getattr(key, "kinds", None), getattr(value, "kinds", None)
+    if keys is not None and values is not None:  # (`Dict[str, int]`: the scalars checked inline)
+
+        def plain(tree: Any) -> dict:
+            if type(tree) is not list:
+                raise Mismatch("expected a list of pairs")
+            for pair in tree:
+                if type(pair) is not list or len(pair) != 2 or type(pair[0]) not in keys or type(pair[1]) not in values:
+                    raise Mismatch("expected a [key, value] pair of scalars")
+            return dict(tree)
+
+        return plain
+
     def read(tree: Any) -> dict:
         if type(tree) is not list:
             raise Mismatch("expected a list of pairs")
@@ -228,11 +267,12 @@ def _enum(kind: type, tree: Any) -> Any:
         raise Mismatch(f"not a {kind.__name__}") from None
 
 
-def _record(kind: type, fields: List[Tuple[str, Reader]], keywords: bool) -> Reader:
+def _record(kind: type, fields: List[Reader]) -> Reader:
+    """A reader of `[tag, field, ...]`, which builds `kind` from its fields in order: a record's
+    constructor takes them positionally in that order (`record_fields`)."""
     tag = kind.__name__
     size = len(fields) + 1
-    names = [name for name, _ in fields]
-    steps = [(getattr(read, "kinds", None), read) for _, read in fields]
+    steps = [(getattr(read, "kinds", None), read) for read in fields]
 
     def read(tree: Any) -> Any:
         if type(tree) is not list or len(tree) != size or tree[0] != tag:
@@ -245,6 +285,6 @@ def _record(kind: type, fields: List[Tuple[str, Reader]], keywords: bool) -> Rea
                 values.append(item)
             else:
                 raise Mismatch(f"a field of {tag}: expected {kinds[0].__name__}")
-        return kind(**dict(zip(names, values))) if keywords else kind(*values)
+        return kind(*values)
 
     return read

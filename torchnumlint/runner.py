@@ -34,7 +34,7 @@ index, as before, and stores new tables).
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import gc
 import os
 import re
@@ -211,27 +211,25 @@ def _is_within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-@dataclasses.dataclass
 class _Tally:
     """What a serial run used to learn while reading every file first: the read errors (reported
     before any other, in the files' order), how many files could be read, their unsafe-fixes."""
 
-    files: int
-    progress: Progress
-    read_errors: List[Optional[str]] = dataclasses.field(default_factory=list)
-    readable: int = 0
-    unsafe: List[bool] = dataclasses.field(default_factory=list)
-    project_errors: List[str] = dataclasses.field(default_factory=list)
+    __slots__ = ("files", "progress", "read_errors", "readable", "unsafe", "project_errors")
 
-    def __post_init__(self) -> None:
-        self.read_errors = [None] * self.files
+    def __init__(self, files: int, progress: Progress) -> None:
+        self.files = files
+        self.progress = progress
+        self.read_errors: List[Optional[str]] = [None] * files
+        self.readable = 0
+        self.unsafe: List[bool] = []
+        self.project_errors: List[str] = []
 
 
 def file_options(options: Options, settings: Settings, path: str) -> Options:
     """`options` with what the command line left open taken from the file's own config."""
     config = settings.config_of(path)
-    return dataclasses.replace(
-        options,
+    return options.replace(
         unsafe_fixes=config.unsafe_fixes if options.unsafe_fixes is None else options.unsafe_fixes,
         strict=config.strict if options.strict is None else options.strict,
         fix_policy=config.fix_policy,
@@ -254,13 +252,17 @@ def _can_hold_facts(text: str) -> bool:
     return index.could_matter(text) or summaries.could_matter(text)
 
 
-@dataclasses.dataclass
 class _Linted:
     """What linting one file gave a worker: the outcome, or why the file could not be read."""
 
-    outcome: Optional[FileOutcome] = None
-    read_error: Optional[str] = None
-    row: Optional[Tuple[str, bytes]] = None  # its cache entry (key, record), which the parent stores
+    __slots__ = ("outcome", "read_error", "row")
+
+    def __init__(
+        self, outcome: Optional[FileOutcome] = None, read_error: Optional[str] = None, row: Optional[Tuple[str, bytes]] = None
+    ) -> None:
+        self.outcome = outcome
+        self.read_error = read_error
+        self.row = row  # its cache entry (key, record), which the parent stores
 
 
 class _Project:
@@ -297,6 +299,7 @@ class _Project:
         self._paths: Optional[List[str]] = None
         self._fingerprint: Optional[str] = None
         self._checks: Dict[str, str] = {}  # facts key -> the digest of those facts
+        self._fact_keys: Dict[Tuple[str, str], str] = {}  # (path, digest) -> its facts' key (`_facts_key`)
         self._parsed: Dict[str, ProjectIndex] = {}  # facts parsed in this run, not yet merged
         self._built: Optional[ProjectIndex] = None  # the project's index, once built in this run
         self._replay: Optional[fact_reads.Replay] = None  # cached results' questions asked of it
@@ -687,9 +690,13 @@ class _Project:
             tables = project_tables.make(merged, list(keys.values()), parts, index)
             self.cache.put_many("tables", [(self._tables_key(), tables)])  # type: ignore[union-attr]
 
-    @staticmethod
-    def _facts_key(path: str, raw: str) -> str:
-        return caching.digest(caching.package_fingerprint(), "facts", path, raw)
+    def _facts_key(self, path: str, raw: str) -> str:
+        """The key of the file's facts in the pack (asked of each project file by the fingerprint
+        and again by the index: worked out once per file and digest)."""
+        key = self._fact_keys.get((path, raw))
+        if key is None:
+            key = self._fact_keys[path, raw] = _facts_digest()(path, raw)
+        return key
 
     def _relint_cross_file(self, findings: List[Finding], linted: List[str]) -> List[Finding]:
         """Fixes in one file change what rules that read the project index report in another (a
@@ -748,7 +755,7 @@ class _Linter:
         if too_large is not None:  # not cached: the next run says it again, and reads the file only
             return _Linted(outcome=FileOutcome(errors=[too_large], cacheable=False))
         if fixing and not rules and 0 < limit < len(source.raw):  # nothing to fix: syntax-checked as a lint does it
-            options = dataclasses.replace(options, fix=False, diff=False)
+            options = options.replace(fix=False, diff=False)
         index = self.recording() if self.recording is not None and rules and not fixing else None
         outcome = process_file(source, rules, index or self.index, options)
         row = None
@@ -759,6 +766,12 @@ class _Linter:
                 entry = (self.fingerprint if reads else None, outcome.findings, outcome.errors, caching.reads_text(asked))
                 row = (project._key(path, caching.digest(source.raw)), caching.record_of(entry))
         return _Linted(outcome=outcome, row=row)
+
+
+@functools.lru_cache(maxsize=None)
+def _facts_digest() -> Callable[..., str]:
+    """`caching.digest(package_fingerprint(), "facts", ...)`, its prefix hashed once per process."""
+    return caching.digester(caching.package_fingerprint(), "facts")
 
 
 def _as_passed(walked: List[str], passed: List[str]) -> Dict[str, str]:

@@ -9,7 +9,6 @@ Nothing is written and the cache is not used: the text given is not the file on 
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 from typing import Optional, Tuple
@@ -37,7 +36,7 @@ def run_stdin(raw: bytes, path: str, settings: Settings, options: Options) -> Tu
         return result, None
     result.files = 1
     rules = settings.rules_for(path)
-    options = dataclasses.replace(runner.file_options(options, settings, path), write=False, cache=False)
+    options = runner.file_options(options, settings, path).replace(write=False, cache=False)
     index = _index(path, source.text, settings) if runner.reads_project_index(source.text, rules) else ProjectIndex.empty()
     outcome = runner.process_file(source, rules, index, options)
     result.findings = sorted(outcome.findings, key=lambda f: f.sort_key)

@@ -54,8 +54,10 @@ TRAIN = textwrap.dedent(
         return normalise(x[keep], keep.sum())
     """
 )
-# the caller in the other file passes a plain number now: `normalise`'s division has no evidence
-TRAIN_CHANGED = TRAIN.replace("normalise(x[keep], keep.sum())", "normalise(x[keep], 4.0)")
+# the caller in the other file passes a plain number now, a line lower: `normalise`'s division has
+# no evidence, and the call site moved
+TRAIN_CHANGED = TRAIN.replace("    return normalise(x[keep], keep.sum())", "    scale = 4.0\n    return normalise(x[keep], scale)")
+assert TRAIN_CHANGED != TRAIN
 
 
 class _Pipe:

@@ -17,7 +17,7 @@ from torchnumlint import engine
 from torchnumlint.config import Settings
 from torchnumlint.index import ProjectIndex
 from torchnumlint.runner import Options, run
-from torchnumlint.server import messages
+from torchnumlint.server import facts as facts_module, messages
 from torchnumlint.server.worker import _Worker
 from torchnumlint.summaries import Summaries
 
@@ -147,6 +147,8 @@ def test_a_save_keeps_the_saved_buffers_index_and_drops_the_others(tmp_path, mon
     real_finalize, real_lint = ProjectIndex.finalize, engine.lint_text
     monkeypatch.setattr(ProjectIndex, "finalize", lambda self: finalized.append(1) or real_finalize(self))
     monkeypatch.setattr(engine, "lint_text", lambda *a, **k: linted.append(a[0]) or real_lint(*a, **k))
+    read, real_read = [], facts_module.index_file
+    monkeypatch.setattr(facts_module, "index_file", lambda path, text: read.append(path) or real_read(path, text))
     # both buffers open, each edited (lines above) and linted
     train_text = "# a note\n" + TRAIN_CHANGED
     served, fresh = _lint(worker, tmp_path, train, train_text)
@@ -155,26 +157,34 @@ def test_a_save_keeps_the_saved_buffers_index_and_drops_the_others(tmp_path, mon
     served, fresh = _lint(worker, tmp_path, losses, losses_text)
     assert served == fresh and any("train.py:8" in message for _, _, _, message in served)
     # train.py's buffer is saved (its caller passes a plain number now), then linted again, as the
-    # editor does: its own index is kept and its last findings answer
+    # editor does: its facts are those its last lint read, its own index is kept and its last
+    # findings answer
     train.write_text(train_text)
+    read.clear()
     worker.handle(messages.Saved(str(train), train_text))
-    kept = facts._made[str(train)][2]
+    kept = facts._made[str(train)][3]
     finalized.clear(), linted.clear()
     again = worker.answer(messages.Lint(str(train), train_text, 60.0))
     assert isinstance(again, messages.Linted)
-    assert facts.index_for(str(train), train_text) is kept and finalized == [] and linted == []
+    assert facts.index_for(str(train), train_text) is kept and finalized == [] and linted == [] and read == []
     # losses.py's index read train.py's facts as they were: it goes, and its findings follow the save
     served, fresh = _lint(worker, tmp_path, losses, losses_text)
     assert served == fresh and not any("train.py" in message for _, _, _, message in served)
     assert finalized and str(losses) in linted
     # a save that changes no fact (a comment) leaves every kept index as it was
-    made = {path: entry[2] for path, entry in facts._made.items()}
+    made = {path: entry[3] for path, entry in facts._made.items()}
     generation = facts.generation
     train.write_text(train_text + "# saved\n")
     worker.handle(messages.Saved(str(train), train_text + "# saved\n"))
     assert facts.generation == generation
     assert facts.index_for(str(losses), losses_text) is made[str(losses)]
     assert facts.index_for(str(train), train_text) is made[str(train)]
+    # a save of another text than the one last linted (the editor saved a later version): its
+    # facts are read from the text saved
+    train.write_text(TRAIN)
+    worker.handle(messages.Saved(str(train), TRAIN))
+    served, fresh = _lint(worker, tmp_path, losses, losses_text)
+    assert served == fresh and any("train.py:8" in message for _, _, _, message in served)
 
 
 def test_the_last_findings_answer_only_the_same_text_rules_and_index(tmp_path, monkeypatch):

@@ -63,7 +63,8 @@ class ProjectFacts:
         # the generation at which each file's facts last changed (None: every file's, once gathered)
         self._changed: Dict[Optional[str], int] = {}
         self._rest: Dict[str, Tuple[int, ProjectIndex, OtherCalls]] = {}  # path -> every other file's facts
-        self._made: "OrderedDict[str, Tuple[int, ProjectIndex, ProjectIndex]]" = OrderedDict()
+        # path -> (generation, the buffer's text, its facts, the index made for it)
+        self._made: "OrderedDict[str, Tuple[int, str, ProjectIndex, ProjectIndex]]" = OrderedDict()
 
     def step(self, settings: Settings, files: int = 1) -> bool:
         """Gather the facts of up to `files` more files; True once every file's are known."""
@@ -94,7 +95,8 @@ class ProjectFacts:
             if self.parts.pop(path, None) is None:
                 return
         else:
-            facts = index_file(path, text)
+            made = self._made.get(path)
+            facts = made[2] if made is not None and made[1] == text else index_file(path, text)  # a buffer saved as linted
             if self.parts.get(path) == facts:  # no index made from them can differ
                 return
             self.parts[path] = facts
@@ -119,16 +121,20 @@ class ProjectFacts:
 
     def index_for(self, path: str, text: str) -> ProjectIndex:
         """The project's index with `text` standing for `path`'s file."""
-        own = index_file(path, text)
         made = self._made.get(path)
         if made is not None and self._stale(path, made[0]):
             made = None
-        if made is not None and made[1] == own:
+        if made is not None and made[1] == text:  # linted again as it was (a save, a reopened file)
             self._made.move_to_end(path)
-            return made[2]
+            return made[3]
+        own = index_file(path, text)
+        if made is not None and made[2] == own:
+            self._made[path] = (made[0], text, own, made[3])
+            self._made.move_to_end(path)
+            return made[3]
         rest, other_calls = self._others(path)
         # the buffer's classes, functions and regions moved at most: the last index, patched (`moves.py`)
-        index = moved_index(made[2], made[1], own, path) if made is not None else None
+        index = moved_index(made[3], made[2], own, path) if made is not None else None
         patched = index is not None
         if index is None:
             index = ProjectIndex.empty()
@@ -137,19 +143,19 @@ class ProjectFacts:
         else:
             index.summaries.absorb(rest.summaries)
             index.summaries.absorb(own.summaries)
-        if made is not None and made[1].summaries == own.summaries:
+        if made is not None and made[2].summaries == own.summaries:
             # only classes, functions, regions or their positions moved: what the project's
             # helpers produce and who calls them is as it was, and the last index worked much of it out
-            index.summaries = made[2].summaries
-        elif made is not None and _same_names(made[1], own, path):
+            index.summaries = made[3].summaries
+        elif made is not None and _same_names(made[2], own, path):
             # a call moved, was typed or went (every line below a new one moves its call sites):
             # what the helpers produce reads none of that (`project_tables.names_part`)
-            index.summaries.keep_answers(made[2].summaries)
+            index.summaries.keep_answers(made[3].summaries)
         if not patched:
             index.finalize()
         if index.summaries._calls is None:  # not the last index's summaries, whose table is made
             index.summaries._calls = BufferCalls(other_calls, path, index.summaries.files.get(path))  # type: ignore[assignment]
-        self._made[path] = (self.generation, own, index)
+        self._made[path] = (self.generation, text, own, index)
         self._made.move_to_end(path)
         while len(self._made) > KEPT_INDEXES:
             forgotten, _ = self._made.popitem(last=False)

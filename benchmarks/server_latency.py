@@ -241,10 +241,10 @@ class _Pipe:
         pass
 
 
-def publish_seconds(text: str, findings: list) -> float:
+def publish_seconds(text: str, findings: list, converter) -> float:
     """CPU seconds the editor's process spends publishing `findings` of `text`: LSP diagnostics
-    (`lsp.py`) and the JSON-RPC message pygls writes."""
-    from pygls.protocol import default_converter
+    (`lsp.py`) and the JSON-RPC message pygls writes with its `converter` (made once per session,
+    as the server's is)."""
     from pygls.workspace.position_codec import PositionCodec
 
     from torchnumlint.server import lsp
@@ -253,7 +253,7 @@ def publish_seconds(text: str, findings: list) -> float:
     lines = lsp.Lines(text, PositionCodec())
     diagnostics = [lsp.diagnostic(lines, finding, None) for finding in findings]
     params = types.PublishDiagnosticsParams(uri="file:///x.py", diagnostics=diagnostics, version=1)
-    message = {"jsonrpc": "2.0", "method": types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, "params": default_converter().unstructure(params)}
+    message = {"jsonrpc": "2.0", "method": types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, "params": converter.unstructure(params)}
     json.dumps(message)
     return time.process_time() - started
 
@@ -276,10 +276,13 @@ def in_process(project: Path, files: List[Path], count: int, profile: bool, reco
     its answer to the lint request (`_Worker.answer`), and publishing its findings."""
     import cProfile
 
+    from pygls.protocol import default_converter
+
     from torchnumlint.server import messages
     from torchnumlint.server.worker import _Worker
 
     worker = _Worker(_Pipe())  # type: ignore[arg-type]
+    converter = default_converter()
     facts = worker.projects.of(str(files[0]))
     assert facts is not None
     cpu, wall = time.process_time(), time.perf_counter()
@@ -316,7 +319,7 @@ def in_process(project: Path, files: List[Path], count: int, profile: bool, reco
                 if profiler is not None:
                     profiler.disable()
                 times.append(time.process_time() - started)
-                published.append(publish_seconds(new, findings))
+                published.append(publish_seconds(new, findings, converter))
             if record is not None:
                 record.setdefault(f"{path.relative_to(project)} ({len(text):,} characters)", {})[kind] = times
             print(

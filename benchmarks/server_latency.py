@@ -18,10 +18,17 @@ facts) and a line with a call typed inside the function nearest the middle of th
 calls change, the positions below it move).
 
 Then the same work in this process, in CPU seconds (what the lint process spends per change,
-without the transport and the machine's other load): the project index for the buffer from the
-kept facts, the lint, and the two together. To compare two versions of torchnumlint, run this
-script under each (`PYTHONPATH=<a checkout>`) with `--skip-lsp`, one after the other in the same
-shell, and compare ratios: the machine's load is printed before and after.
+without the transport and the machine's other load), through the lint process's own answer
+(`worker._Worker.answer`: configuration, syntax check, the project index for the buffer from the
+kept facts, the lint), plus what the editor's process spends publishing the findings (LSP
+diagnostics and their JSON-RPC encoding). Besides the three edits above: a helper added at the
+end (what the buffer's helpers produce changes: the answers about producers are worked out again)
+and a save (the buffer saved as edited, then linted again, as editors do). `--breakdown` profiles
+each kind and prints where its CPU went (cumulative, so the caller lookups are inside the rule
+walk; profiled times are inflated, the shares are what to read). To compare two versions of
+torchnumlint, run this script under each (`PYTHONPATH=<a checkout>`) with `--skip-lsp`,
+alternating, and compare ratios: the machine's load is printed before and after. `--json FILE`
+writes the per-change CPU times.
 
 Numbers depend on the machine and its load (printed); the script gives the median and the worst.
 """
@@ -31,7 +38,7 @@ from __future__ import annotations
 import argparse
 import ast
 import asyncio
-import gc
+import json
 import os
 import resource
 import statistics
@@ -59,12 +66,39 @@ def typed_in_function(text: str, i: int) -> str:
     return "\n".join(rows)
 
 
+def helper_added(text: str, i: int) -> str:
+    """A helper returning a softmax added at the end (a new name each time): what the buffer's
+    helpers produce changes."""
+    return text + f"\n\ndef edit_helper_{i}(x):\n    return x.softmax(-1)\n"
+
+
 # (what it is, the text after edit number i)
 EDITS: Sequence[Tuple[str, Callable[[str, int], str]]] = (
     ("comment appended (the file's own facts unchanged)", lambda text, i: text + f"\n# edit {i}\n"),
     # one line, then two, then one: every position below moves at each edit
     ("lines inserted at the top (its facts changed)", lambda text, i: "# edit\n" * (1 + i % 2) + text),
     ("a line typed inside a function (its calls changed)", typed_in_function),
+    ("a helper added at the end (what its helpers produce changed)", helper_added),
+)
+SAVED = "saved as edited (lines at the top), then linted again"
+
+# where the lint process's CPU goes (`--breakdown`): (what, module file, function), cumulative
+PARTS: Sequence[Tuple[str, str, str]] = (
+    ("configuration and excludes", "config.py", "rules_for"),
+    ("syntax checks (ast)", "prepass.py", "check_syntax"),
+    ("the project index for the buffer", "facts.py", "index_for"),
+    ("the buffer's own facts (in the index and a save)", "index.py", "index_file"),
+    ("moves mapped (in the index)", "moves.py", "moved_index"),
+    ("finalize (in the index)", "index.py", "finalize"),
+    ("candidate rules (pre-filter)", "engine.py", "candidate_rules"),
+    ("masking unneeded groups", "engine.py", "_masked"),
+    ("LibCST parse of the buffer", "engine.py", "_parse_masked"),
+    ("rule walk", "walk.py", "walk"),
+    ("caller lookups (in the walk)", "callers.py", "callers"),
+    ("the project's call sites indexed (in the lookups)", "summaries.py", "_named_calls"),
+    ("the same, the server's table (in the lookups)", "calls.py", "named_calls"),
+    ("positions", "engine.py", "_to_findings"),
+    ("noqa filter", "directives.py", "filter_findings"),
 )
 
 
@@ -200,47 +234,100 @@ async def edits(project: Path, files: List[Path], count: int, facts_timeout: flo
         await client.stop()
 
 
-def in_process(project: Path, files: List[Path], count: int) -> None:
-    """The lint process's work per change without the transport, in CPU seconds of this process:
-    the project index for the buffer (`ProjectFacts.index_for`) and the lint."""
-    from torchnumlint.config import Settings
-    from torchnumlint.engine import lint_text
-    from torchnumlint.runner import file_options
-    from torchnumlint.results import Options
-    from torchnumlint.server.facts import ProjectFacts
+class _Pipe:
+    """What the lint process would say to the server unasked (facts gathered), dropped."""
 
-    settings = Settings()
-    facts = ProjectFacts(project)
-    cpu, wall = time.process_time(), time.perf_counter()
-    while not facts.step(settings):
+    def send(self, message: object) -> None:
         pass
-    gc.collect()  # as the lint process does once the facts are gathered
-    gc.freeze()
+
+
+def publish_seconds(text: str, findings: list, converter) -> float:
+    """CPU seconds the editor's process spends publishing `findings` of `text`: LSP diagnostics
+    (`lsp.py`) and the JSON-RPC message pygls writes with its `converter` (made once per session,
+    as the server's is)."""
+    from pygls.workspace.position_codec import PositionCodec
+
+    from torchnumlint.server import lsp
+
+    started = time.process_time()
+    lines = lsp.Lines(text, PositionCodec())
+    diagnostics = [lsp.diagnostic(lines, finding, None) for finding in findings]
+    params = types.PublishDiagnosticsParams(uri="file:///x.py", diagnostics=diagnostics, version=1)
+    message = {"jsonrpc": "2.0", "method": types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, "params": converter.unstructure(params)}
+    json.dumps(message)
+    return time.process_time() - started
+
+
+def breakdown(profile) -> str:
+    """Where the profiled CPU went, by `PARTS`, as shares of the whole."""
+    import pstats
+
+    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    total = sum(entry[2] for entry in stats.values())
+    rows = []
+    for what, module, function in PARTS:
+        spent = sum(entry[3] for (file, _, name), entry in stats.items() if file.endswith(module) and name == function)
+        rows.append(f"{what} {100 * spent / total:.0f} %")
+    return "; ".join(rows)
+
+
+def in_process(project: Path, files: List[Path], count: int, profile: bool, record: Optional[dict]) -> None:
+    """The lint process's work per change without the transport, in CPU seconds of this process:
+    its answer to the lint request (`_Worker.answer`), and publishing its findings."""
+    import cProfile
+
+    from pygls.protocol import default_converter
+
+    from torchnumlint.server import messages
+    from torchnumlint.server.worker import _Worker
+
+    worker = _Worker(_Pipe())  # type: ignore[arg-type]
+    converter = default_converter()
+    facts = worker.projects.of(str(files[0]))
+    assert facts is not None
+    cpu, wall = time.process_time(), time.perf_counter()
+    while not facts.complete:
+        worker.gather(facts)  # as the lint process does, `gc.freeze()` at the end included
     print(
         f"in process: facts of {len(facts.parts):,} files gathered in {time.process_time() - cpu:.1f} s CPU "
         f"({time.perf_counter() - wall:.1f} s wall)"
     )
+
+    def answer(path: Path, text: str) -> list:
+        served = worker.answer(messages.Lint(str(path), text, 120.0))
+        assert isinstance(served, messages.Linted), served
+        return served.findings
+
     for path in files:
         text = path.read_text(encoding="utf-8")
-        rules = settings.rules_for(str(path))
-        strict = bool(file_options(Options(), settings, str(path)).strict)
         print(f"  {path.relative_to(project)} ({len(text):,} characters)")
-        for kind, edit in EDITS:
-            index_times, lint_times = [], []
+        answer(path, text)  # as opened
+        kinds = list(EDITS) + [(SAVED, EDITS[1][1])]
+        for kind, edit in kinds:
+            times, published = [], []
+            profiler = cProfile.Profile() if profile else None
             for i in range(count):
                 new = edit(text, i)
+                if kind == SAVED:
+                    answer(path, new)  # the edit, linted before the save
                 started = time.process_time()
-                index = facts.index_for(str(path), new)
-                indexed = time.process_time()
-                lint_text(str(path), new, rules, index, strict=strict)
-                index_times.append(indexed - started)
-                lint_times.append(time.process_time() - indexed)
-            total = [one + other for one, other in zip(index_times, lint_times)]
+                if profiler is not None:
+                    profiler.enable()
+                if kind == SAVED:
+                    worker.handle(messages.Saved(str(path), new))
+                findings = answer(path, new)
+                if profiler is not None:
+                    profiler.disable()
+                times.append(time.process_time() - started)
+                published.append(publish_seconds(new, findings, converter))
+            if record is not None:
+                record.setdefault(f"{path.relative_to(project)} ({len(text):,} characters)", {})[kind] = times
             print(
-                f"    {kind}: per change median {1000 * statistics.median(total):.0f} ms (worst {1000 * max(total):.0f}); "
-                f"index median {1000 * statistics.median(index_times):.0f} ms (worst {1000 * max(index_times):.0f}), "
-                f"lint median {1000 * statistics.median(lint_times):.0f} ms (worst {1000 * max(lint_times):.0f}), CPU"
+                f"    {kind}: per change median {1000 * statistics.median(times):.0f} ms (worst {1000 * max(times):.0f}), "
+                f"publishing {1000 * statistics.median(published):.1f} ms, CPU; {len(findings)} findings"
             )
+            if profiler is not None:
+                print(f"      profiled: {breakdown(profiler)}")
 
 
 async def main() -> None:
@@ -251,15 +338,20 @@ async def main() -> None:
     parser.add_argument("--skip-lsp", action="store_true", help="only the in-process measurement")
     parser.add_argument("--percentiles", type=int, nargs="+", default=[25, 50, 90], help="of the files' sizes")
     parser.add_argument("--facts-timeout", type=float, default=900.0, help="seconds to wait for the project's facts")
+    parser.add_argument("--breakdown", action="store_true", help="profile the in-process changes: where the CPU went")
+    parser.add_argument("--json", type=Path, help="write the in-process CPU seconds per change here")
     args = parser.parse_args()
+    record: Optional[dict] = {} if args.json else None
     import torchnumlint
 
     print(f"torchnumlint from {Path(torchnumlint.__file__).parent}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     project = args.project.resolve()
     files = pick_files(project, args.percentiles)
     if args.skip_lsp:
-        in_process(project, files, args.edits)
+        in_process(project, files, args.edits, args.breakdown, record)
         print(f"load average {os.getloadavg()[0]:.1f}")
+        if args.json:
+            args.json.write_text(json.dumps(record, indent=1))
         return
     # the package (what `torchnumlint server` names), and what the editor's process imports before
     # it answers initialize
@@ -276,8 +368,10 @@ async def main() -> None:
     )
     print(f"{project}: per change, {len(files)} files")
     await edits(project, files, args.edits, args.facts_timeout)
-    in_process(project, files, args.edits)
+    in_process(project, files, args.edits, args.breakdown, record)
     print(f"load average {os.getloadavg()[0]:.1f}")
+    if args.json:
+        args.json.write_text(json.dumps(record, indent=1))
 
 
 if __name__ == "__main__":

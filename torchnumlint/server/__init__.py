@@ -22,7 +22,7 @@ server gives the buffer up, says so (window/showMessage) and keeps its last diag
 
 The pieces: `app.py` (the editor's side: documents, debounce, publishing, code actions, hover),
 `lsp.py` (findings in LSP terms), `linter.py` and `worker.py` (the lint process, which holds the
-facts), `messages.py` (what they say to each other), `rule_docs.py` (the docs links). This
+facts: `facts.py`, with the other files' call sites in `calls.py`), `messages.py` (what they say to each other), `rule_docs.py` (the docs links). This
 package imports neither pygls nor libcst until asked: the lint process imports `worker.py` alone.
 """
 

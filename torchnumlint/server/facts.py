@@ -22,6 +22,12 @@ changed on disk, makes them be worked out again. The class kinds and fp16 reach
 regions only moved (a line added above them): the last index is patched for their new positions
 (`moves.moved_index`, which shares the other files' finalized classes); any other change to them
 finalizes the project's facts again.
+
+A buffer's index reads every file's facts but its own file's on disk, so a save of the buffer
+(its facts read again from the text saved) leaves its kept index valid and makes only the other
+buffers' go; a save whose facts are those already kept (a comment, a string) makes none go. The
+other files' call sites, indexed by callee name for the caller lookups, are kept with their merged
+facts (`calls.py`).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from torchnumlint.discovery import project_files, project_root
 from torchnumlint.index import ProjectIndex, index_file
 from torchnumlint.moves import moved_index
 from torchnumlint.project_tables import names_part
+from torchnumlint.server.calls import BufferCalls, OtherCalls
 from torchnumlint.source import SourceError, read_source
 
 # How many buffers' assembled indexes are kept (each holds a copy of the project's classes).
@@ -53,8 +60,11 @@ class ProjectFacts:
         self.complete = False
         self.seconds = 0.0  # spent gathering
         self.generation = 0  # bumped whenever a file's facts change
-        self._rest: Dict[str, Tuple[int, ProjectIndex]] = {}  # path -> every other file's facts
-        self._made: "OrderedDict[str, Tuple[int, ProjectIndex, ProjectIndex]]" = OrderedDict()
+        # the generation at which each file's facts last changed (None: every file's, once gathered)
+        self._changed: Dict[Optional[str], int] = {}
+        self._rest: Dict[str, Tuple[int, ProjectIndex, OtherCalls]] = {}  # path -> every other file's facts
+        # path -> (generation, the buffer's text, its facts, the index made for it)
+        self._made: "OrderedDict[str, Tuple[int, str, ProjectIndex, ProjectIndex]]" = OrderedDict()
 
     def step(self, settings: Settings, files: int = 1) -> bool:
         """Gather the facts of up to `files` more files; True once every file's are known."""
@@ -68,7 +78,7 @@ class ProjectFacts:
                 path = next(self._todo, None)
                 if path is None:
                     self.complete = True
-                    self.generation += 1
+                    self._bump(None)
                     return True
                 if path not in self.parts:  # a buffer saved meanwhile is newer than what is read now
                     try:
@@ -85,8 +95,21 @@ class ProjectFacts:
             if self.parts.pop(path, None) is None:
                 return
         else:
-            self.parts[path] = index_file(path, text)
+            made = self._made.get(path)
+            facts = made[2] if made is not None and made[1] == text else index_file(path, text)  # a buffer saved as linted
+            if self.parts.get(path) == facts:  # no index made from them can differ
+                return
+            self.parts[path] = facts
+        self._bump(path)
+
+    def _bump(self, path: Optional[str]) -> None:
         self.generation += 1
+        self._changed[path] = self.generation
+
+    def _stale(self, path: str, generation: int) -> bool:
+        """Whether a file other than `path` changed its facts after `generation` (what `path`'s
+        index was made from: every file's facts but its own on disk)."""
+        return any(when > generation for changed, when in self._changed.items() if changed != path)
 
     def refresh(self, path: str) -> None:
         """Read `path` again from disk (a watched file changed)."""
@@ -98,16 +121,20 @@ class ProjectFacts:
 
     def index_for(self, path: str, text: str) -> ProjectIndex:
         """The project's index with `text` standing for `path`'s file."""
-        own = index_file(path, text)
         made = self._made.get(path)
-        if made is not None and made[0] != self.generation:
+        if made is not None and self._stale(path, made[0]):
             made = None
-        if made is not None and made[1] == own:
+        if made is not None and made[1] == text:  # linted again as it was (a save, a reopened file)
             self._made.move_to_end(path)
-            return made[2]
-        rest = self._others(path)
+            return made[3]
+        own = index_file(path, text)
+        if made is not None and made[2] == own:
+            self._made[path] = (made[0], text, own, made[3])
+            self._made.move_to_end(path)
+            return made[3]
+        rest, other_calls = self._others(path)
         # the buffer's classes, functions and regions moved at most: the last index, patched (`moves.py`)
-        index = moved_index(made[2], made[1], own, path) if made is not None else None
+        index = moved_index(made[3], made[2], own, path) if made is not None else None
         patched = index is not None
         if index is None:
             index = ProjectIndex.empty()
@@ -116,33 +143,36 @@ class ProjectFacts:
         else:
             index.summaries.absorb(rest.summaries)
             index.summaries.absorb(own.summaries)
-        if made is not None and made[1].summaries == own.summaries:
+        if made is not None and made[2].summaries == own.summaries:
             # only classes, functions, regions or their positions moved: what the project's
             # helpers produce and who calls them is as it was, and the last index worked much of it out
-            index.summaries = made[2].summaries
-        elif made is not None and _same_names(made[1], own, path):
+            index.summaries = made[3].summaries
+        elif made is not None and _same_names(made[2], own, path):
             # a call moved, was typed or went (every line below a new one moves its call sites):
             # what the helpers produce reads none of that (`project_tables.names_part`)
-            index.summaries.keep_answers(made[2].summaries)
+            index.summaries.keep_answers(made[3].summaries)
         if not patched:
             index.finalize()
-        self._made[path] = (self.generation, own, index)
+        if index.summaries._calls is None:  # not the last index's summaries, whose table is made
+            index.summaries._calls = BufferCalls(other_calls, path, index.summaries.files.get(path))  # type: ignore[assignment]
+        self._made[path] = (self.generation, text, own, index)
         self._made.move_to_end(path)
         while len(self._made) > KEPT_INDEXES:
             forgotten, _ = self._made.popitem(last=False)
             self._rest.pop(forgotten, None)
         return index
 
-    def _others(self, path: str) -> ProjectIndex:
-        """Every other file's facts, merged (not finalized), kept while no file's facts change."""
+    def _others(self, path: str) -> Tuple[ProjectIndex, OtherCalls]:
+        """Every other file's facts, merged (not finalized), and their call sites, kept while
+        none of those files' facts change."""
         rest = self._rest.get(path)
-        if rest is None or rest[0] != self.generation:
+        if rest is None or self._stale(path, rest[0]):
             others = ProjectIndex.empty()
             for other, part in self.parts.items():
                 if other != path:
                     others.absorb(part)
-            rest = self._rest[path] = (self.generation, others)
-        return rest[1]
+            rest = self._rest[path] = (self.generation, others, OtherCalls(others.summaries.files))
+        return rest[1], rest[2]
 
 
 def _same_names(before: ProjectIndex, after: ProjectIndex, path: str) -> bool:

@@ -7,6 +7,11 @@ runs past its time limit on a huge buffer can be stopped, memory and all, by end
 
 Requests (`messages.py`) come one at a time; between them, while no request waits, the facts of a
 project are gathered a file at a time, so a lint never waits for more than one file's worth.
+
+A lint of the text last linted for a path, with the same rules, strictness and the very index
+object (`facts.py` hands back the same one while nothing it was made from changed), is answered
+with the last findings: an editor lints a buffer again when it is saved, and on a save the
+buffer's kept index stays valid (a 60 KB diffusers file: ~1 s of CPU saved per save).
 """
 
 from __future__ import annotations
@@ -14,10 +19,14 @@ from __future__ import annotations
 import gc
 import os
 import time
+from collections import OrderedDict
 from multiprocessing.connection import Connection
 from typing import Tuple, cast
+
 from torchnumlint.server import messages
-from torchnumlint.server.facts import Projects
+from torchnumlint.server.facts import KEPT_INDEXES, Projects
+
+KEPT_ANSWERS = KEPT_INDEXES  # the last findings of as many buffers as indexes are kept
 
 
 def serve(conn: Connection) -> None:
@@ -44,6 +53,8 @@ class _Worker:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
         self.projects = Projects()
+        # path -> (what its last lint was given: text, rules, strict, facts; the index; its answer)
+        self._linted: "OrderedDict[str, Tuple[tuple, object, messages.Linted]]" = OrderedDict()
 
     def gather(self, facts) -> None:
         from torchnumlint.config import ConfigError, Settings
@@ -114,10 +125,19 @@ class _Worker:
             else:
                 project = facts is None  # a file in no project is its own project
         started = time.monotonic()
+        given = (text, tuple(rules), bool(options.strict), project)
         try:
             if isinstance(request, messages.Lint):
+                last = self._linted.get(path)
+                if last is not None and last[0] == given and last[1] is index:
+                    return last[2]
                 found = lint_text(path, text, rules, index, strict=bool(options.strict), time_limit=request.time_limit)
-                return messages.Linted(found, project)
+                linted = messages.Linted(found, project)
+                self._linted[path] = (given, index, linted)
+                self._linted.move_to_end(path)
+                if len(self._linted) > KEPT_ANSWERS:
+                    self._linted.popitem(last=False)
+                return linted
             fixed = fix_text(path, text, rules, index, unsafe=bool(options.unsafe_fixes), strict=bool(options.strict))
             return messages.Fixed(fixed.text, fixed.applied, bool(options.unsafe_fixes))
         except ParseError as exc:

@@ -1,0 +1,237 @@
+"""What the lint process keeps between changes beyond the index itself, and that it never changes a
+finding: the other files' call sites by callee name (`server/calls.py`), a buffer's index kept
+across a save of that buffer while the other buffers' go (`ProjectFacts._stale`), a save that
+changes no fact (nothing goes), and the last findings of a text linted again with the same index
+(`_Worker._linted`). After every edit the server's findings for the buffer are compared with a
+fresh whole run without the cache over the project as it would be on disk with the buffer saved.
+"""
+
+import random
+import textwrap
+from pathlib import Path
+
+from tests import real_edits
+from tests.real_code import real_texts
+
+from torchnumlint import engine
+from torchnumlint.config import Settings
+from torchnumlint.index import ProjectIndex
+from torchnumlint.runner import Options, run
+from torchnumlint.server import facts as facts_module, messages
+from torchnumlint.server.worker import _Worker
+from torchnumlint.summaries import Summaries
+
+# the buffer: a function whose divisor is a count only its callers in another file show, and a
+# method whose divisor only a call through an instance in the buffer itself shows
+LOSSES = textwrap.dedent(
+    """\
+    import torch
+
+
+    def normalise(loss, count):
+        return loss.sum() / count
+
+
+    class Reducer:
+        def mean(self, loss, count):
+            return loss.sum() / count
+
+
+    def use(x):
+        reducer = Reducer()
+        return reducer.mean(x, (x > 2).sum())
+    """
+)
+TRAIN = textwrap.dedent(
+    """\
+    import torch
+
+    from losses import normalise
+
+
+    def step(x):
+        keep = x > 0.5
+        return normalise(x[keep], keep.sum())
+    """
+)
+# the caller in the other file passes a plain number now, a line lower: `normalise`'s division has
+# no evidence, and the call site moved
+TRAIN_CHANGED = TRAIN.replace("    return normalise(x[keep], keep.sum())", "    scale = 4.0\n    return normalise(x[keep], scale)")
+assert TRAIN_CHANGED != TRAIN
+
+
+class _Pipe:
+    def __init__(self) -> None:
+        self.said: list = []
+
+    def send(self, message: object) -> None:
+        self.said.append(message)
+
+
+def _found(findings, path: Path):
+    return sorted((f.line, f.col, f.code, f.message) for f in findings if Path(f.path).resolve() == path.resolve())
+
+
+def _sites(table, names):
+    return {name: sorted(table.get(name, ())) for name in names}
+
+
+def _served_worker(root: Path, buffer: Path) -> _Worker:
+    worker = _Worker(_Pipe())  # type: ignore[arg-type]
+    facts = worker.projects.of(str(buffer))
+    assert facts is not None
+    while not facts.complete:
+        worker.gather(facts)
+    return worker
+
+
+def _lint(worker: _Worker, root: Path, buffer: Path, text: str):
+    """The server's findings for `buffer` holding `text`, and a fresh whole run's."""
+    served = worker.answer(messages.Lint(str(buffer), text, 60.0))
+    assert isinstance(served, messages.Linted), served
+    before = buffer.read_text()
+    buffer.write_text(text)
+    fresh = run([str(root)], Settings(), options=Options(cache=False))
+    buffer.write_text(before)
+    assert not fresh.errors
+    return _found(served.findings, buffer), _found(fresh.findings, buffer)
+
+
+def _same_calls(worker: _Worker, buffer: Path, text: str) -> None:
+    """The call sites the kept table gives are those a fresh `Summaries` of the same files indexes."""
+    facts = worker.projects.of(str(buffer))
+    assert facts is not None
+    summaries = facts.index_for(str(buffer), text).summaries
+    fresh = Summaries(dict(summaries.files))._named_calls()
+    kept = summaries._named_calls()
+    names = set(fresh) | set(kept)
+    assert _sites(kept, names) == _sites(fresh, names)
+
+
+def test_callers_in_other_files_and_in_the_buffer_give_a_whole_lints_findings(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    losses, train = tmp_path / "losses.py", tmp_path / "train.py"
+    losses.write_text(LOSSES)
+    train.write_text(TRAIN)
+    worker = _served_worker(tmp_path, losses)
+    moved = "# a note\n" + LOSSES
+    typed = moved.replace("    reducer = Reducer()\n", "    scale = float(3)\n    reducer = Reducer()\n")
+    helper = typed + "\n\ndef added(x):\n    return normalise(x, 3.0)\n"
+    steps = [("as opened", LOSSES), ("a line above", moved), ("a call typed", typed), ("a helper added", helper)]
+    for what, text in steps:
+        served, fresh = _lint(worker, tmp_path, losses, text)
+        assert served == fresh, what
+        _same_calls(worker, losses, text)
+    messages_now = [message for _, _, code, message in served if code == "TNL201"]
+    # evidence from the other file's caller, and from a call through an instance in the buffer
+    assert any("train.py:8)" in message for message in messages_now), messages_now
+    assert any("to `mean` by the call (line" in message for message in messages_now), messages_now
+    # the other file changes on disk: its call sites are indexed again
+    train.write_text(TRAIN_CHANGED)
+    worker.handle(messages.Saved(str(train), TRAIN_CHANGED))
+    served, fresh = _lint(worker, tmp_path, losses, helper)
+    assert served == fresh
+    assert not any("train.py" in message for _, _, _, message in served)
+    _same_calls(worker, losses, helper)
+
+
+def test_a_save_keeps_the_saved_buffers_index_and_drops_the_others(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    losses, train = tmp_path / "losses.py", tmp_path / "train.py"
+    losses.write_text(LOSSES)
+    train.write_text(TRAIN)
+    worker = _served_worker(tmp_path, losses)
+    facts = worker.projects.of(str(losses))
+    assert facts is not None
+    finalized, linted = [], []
+    real_finalize, real_lint = ProjectIndex.finalize, engine.lint_text
+    monkeypatch.setattr(ProjectIndex, "finalize", lambda self: finalized.append(1) or real_finalize(self))
+    monkeypatch.setattr(engine, "lint_text", lambda *a, **k: linted.append(a[0]) or real_lint(*a, **k))
+    read, real_read = [], facts_module.index_file
+    monkeypatch.setattr(facts_module, "index_file", lambda path, text: read.append(path) or real_read(path, text))
+    # both buffers open, each edited (lines above) and linted
+    train_text = "# a note\n" + TRAIN_CHANGED
+    served, fresh = _lint(worker, tmp_path, train, train_text)
+    assert served == fresh
+    losses_text = "# a note\n" + LOSSES
+    served, fresh = _lint(worker, tmp_path, losses, losses_text)
+    assert served == fresh and any("train.py:8" in message for _, _, _, message in served)
+    # train.py's buffer is saved (its caller passes a plain number now), then linted again, as the
+    # editor does: its facts are those its last lint read, its own index is kept and its last
+    # findings answer
+    train.write_text(train_text)
+    read.clear()
+    worker.handle(messages.Saved(str(train), train_text))
+    kept = facts._made[str(train)][3]
+    finalized.clear(), linted.clear()
+    again = worker.answer(messages.Lint(str(train), train_text, 60.0))
+    assert isinstance(again, messages.Linted)
+    assert facts.index_for(str(train), train_text) is kept and finalized == [] and linted == [] and read == []
+    # losses.py's index read train.py's facts as they were: it goes, and its findings follow the save
+    served, fresh = _lint(worker, tmp_path, losses, losses_text)
+    assert served == fresh and not any("train.py" in message for _, _, _, message in served)
+    assert finalized and str(losses) in linted
+    # a save that changes no fact (a comment) leaves every kept index as it was
+    made = {path: entry[3] for path, entry in facts._made.items()}
+    generation = facts.generation
+    train.write_text(train_text + "# saved\n")
+    worker.handle(messages.Saved(str(train), train_text + "# saved\n"))
+    assert facts.generation == generation
+    assert facts.index_for(str(losses), losses_text) is made[str(losses)]
+    assert facts.index_for(str(train), train_text) is made[str(train)]
+    # a save of another text than the one last linted (the editor saved a later version): its
+    # facts are read from the text saved
+    train.write_text(TRAIN)
+    worker.handle(messages.Saved(str(train), TRAIN))
+    served, fresh = _lint(worker, tmp_path, losses, losses_text)
+    assert served == fresh and any("train.py:8" in message for _, _, _, message in served)
+
+
+def test_the_last_findings_answer_only_the_same_text_rules_and_index(tmp_path, monkeypatch):
+    """A text linted again gets its last findings only while the index is the very one it was linted
+    with: the same text after another file changed on disk is linted again, to new findings."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    losses, train = tmp_path / "losses.py", tmp_path / "train.py"
+    losses.write_text(LOSSES)
+    train.write_text(TRAIN)
+    worker = _served_worker(tmp_path, losses)
+    first, fresh = _lint(worker, tmp_path, losses, LOSSES)
+    assert first == fresh and any("train.py:8" in message for _, _, _, message in first)
+    train.write_text(TRAIN_CHANGED)
+    worker.handle(messages.Saved(str(train), TRAIN_CHANGED))
+    second, fresh = _lint(worker, tmp_path, losses, LOSSES)
+    assert second == fresh and second != first
+    # another file's rules: a file excluded from TNL201 by per-file-ignores gets no TNL201
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n[tool.torchnumlint.per-file-ignores]\n"losses.py" = ["TNL201"]\n')
+    third, fresh = _lint(worker, tmp_path, losses, LOSSES)
+    assert third == fresh and not any(code == "TNL201" for _, _, code, _ in third)
+
+
+def test_random_real_edits_keep_the_call_sites_and_findings_of_a_whole_lint(tmp_path):
+    """Edits drawn at random on real torch files (each with a rule example) beside the callers'
+    project, with a file saved in between: after each, the buffer's findings are a fresh whole
+    run's and the kept call table lists the call sites a fresh `Summaries` indexes."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n[tool.torchnumlint]\nstrict = true\n')
+    (tmp_path / "losses.py").write_text(LOSSES)
+    (tmp_path / "train.py").write_text(TRAIN)
+    for number, (path, text) in enumerate(real_texts(4)):
+        (tmp_path / f"f{number}_{Path(path).name}").write_text(text)
+    buffers = sorted(tmp_path.glob("*.py"))
+    worker = _served_worker(tmp_path, buffers[0])
+    rng = random.Random(6)
+    last = {}
+    for step in range(12):
+        buffer = rng.choice(buffers)
+        if step == 6:  # a buffer saved: its index stays, the others' go
+            saved = rng.choice(buffers)
+            text = last.get(saved, saved.read_text())
+            saved.write_text(text)
+            worker.handle(messages.Saved(str(saved), text))
+        edit = rng.choice(real_edits.MOVES + real_edits.CHANGES)
+        text = edit(last.get(buffer, buffer.read_text()), rng)
+        if text is None:
+            continue
+        served, fresh = _lint(worker, tmp_path, buffer, text)
+        assert served == fresh, (step, edit, buffer)
+        _same_calls(worker, buffer, text)
+        last[buffer] = text

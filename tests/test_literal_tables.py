@@ -22,7 +22,10 @@ RULES = list(registry().values())  # every rule, default or not
 
 def _rows(count, indent="        "):
     """`count` lines of a generated table of launch parameters: tuple keys, tuple values."""
-    return "".join(f"{indent}({16 * (i % 9 + 1)}, {i * 7 % 512}, -{i % 5}): ({i % 4 + 1}, {i % 3}, 0.{i % 10}, {i % 2 * 1e-3}),\n" for i in range(count))
+    return "".join(
+        f"{indent}({16 * (i % 9 + 1)}, {i * 7 % 512}, -{i % 5}): ({i % 4 + 1}, {i % 3}, 0.{i % 10}, {i % 2 * 1e-3}),\n"
+        for i in range(count)
+    )
 
 
 TUNED = (
@@ -85,7 +88,11 @@ def test_the_large_constant_dicts_are_found_through_dict_values_and_classes():
 
 def test_the_constant_values_of_a_table_keyed_by_functions_are_emptied():
     rows = "".join(f'    torch.fn{i}: [{{"name": "self", "type": "Tensor", "default": {i % 3}}}, (1, {i})],\n' for i in range(300))
-    text = "import torch\n\nARGS = {\n" + rows + '    torch.last: {"name": {"nested": [1, -2.5, None]}, "alias": torch.other},\n}\n\n\ndef f(x):\n    return torch.log(x)\n'
+    text = (
+        "import torch\n\nARGS = {\n"
+        + rows
+        + '    torch.last: {"name": {"nested": [1, -2.5, None]}, "alias": torch.other},\n}\n\n\ndef f(x):\n    return torch.log(x)\n'
+    )
     emptied = [text[a:b] for a, b in _displays(text)]
     assert len(emptied) == 301 and emptied[0].startswith('[{"name"') and emptied[-1] == '{"nested": [1, -2.5, None]}'
     with_tables = _findings(text)
@@ -205,4 +212,3 @@ def test_the_rules_read_no_dict_items():
         readers += [os.path.join(folder, n) for n in names if n.endswith(".py")]
     found = [p for p in readers for word in ("cst.Dict", "DictElement", "StarredDictElement") if word in open(p).read()]
     assert len(readers) > 50 and found == []
-

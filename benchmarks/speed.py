@@ -8,7 +8,8 @@ that the cache lives there and one file can be changed; a folder without a proje
 command line in a fresh process and reports its wall time, files/s, the ratio to a one-core
 `ast.parse` of the same files (measured in the same run) and the peak memory of the whole process
 tree (the sum over the process and its workers, sampled every 20 ms: RSS, and PSS, which counts
-pages shared between forked workers once).
+pages shared between forked workers once), and its CPU time (user and system, workers included:
+on a shared machine the steadier measure of work than wall time).
 
 Measurements (names for --skip): ast (ast.parse, one core), libcst (a bare parse_module, one
 core), cold-1 (empty cache, -j 1), cold (empty cache, all jobs), warm (nothing changed), comment, helper (the
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -107,18 +109,29 @@ class TreeMemory:
         return self.rss, self.pss
 
 
-def command(argv: List[str], cwd: Path) -> Tuple[float, float, float, int]:
-    """(seconds, peak tree RSS MB, peak tree PSS MB, exit code) of one command."""
+Measured = Tuple[float, float, float, int, float]  # seconds, peak RSS MB, peak PSS MB, exit code, CPU seconds
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user and system) of this process's descendants that have ended: a command
+    and the workers it waited for."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def command(argv: List[str], cwd: Path) -> Measured:
+    """(seconds, peak tree RSS MB, peak tree PSS MB, exit code, CPU seconds of the tree) of one command."""
+    cpu = _children_cpu()
     start = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     memory = TreeMemory(proc.pid)
     code = proc.wait()
     seconds = time.perf_counter() - start
     rss, pss = memory.stop()
-    return seconds, rss, pss, code
+    return seconds, rss, pss, code, _children_cpu() - cpu
 
 
-def in_process(kind: str, files: List[Path], cwd: Path) -> Tuple[float, float, float, int]:
+def in_process(kind: str, files: List[Path], cwd: Path) -> Measured:
     """A one-core parse of every file, in a fresh interpreter, timed inside it."""
     code = (
         "import ast, sys, time\n" + ("import libcst\n" if kind == "libcst" else "") + "paths = sys.stdin.read().split('\\n')\n"
@@ -131,11 +144,12 @@ def in_process(kind: str, files: List[Path], cwd: Path) -> Tuple[float, float, f
         "        pass\n"
         "print(time.perf_counter() - start)\n"
     )
+    cpu = _children_cpu()
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     memory = TreeMemory(proc.pid)
     out, _ = proc.communicate("\n".join(map(str, files)))
     rss, pss = memory.stop()
-    return float(out.strip()), rss, pss, proc.returncode
+    return float(out.strip()), rss, pss, proc.returncode, _children_cpu() - cpu
 
 
 REACH = """
@@ -199,12 +213,12 @@ def main() -> int:
         print(
             f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs ({args.jobs} jobs), load average {os.getloadavg()[0]:.2f} at the start"
         )
-        rows: List[Tuple[str, int, Tuple[float, float, float, int]]] = []
+        rows: List[Tuple[str, int, Measured]] = []
 
         def measure(name: str, label: str, count: int, run) -> None:
             if name not in skip:
                 rows.append((label, count, run()))
-                seconds, rss, pss, code = rows[-1][2]
+                seconds, rss, pss, code, _ = rows[-1][2]
                 print(f"  ... {label}: {seconds:.2f} s (exit {code})", file=sys.stderr, flush=True)
 
         measure("ast", "ast.parse, one core", len(files), lambda: in_process("ast", files, work))
@@ -260,11 +274,11 @@ def main() -> int:
                 lambda: command([str(bin_dir / "torchfix"), "-j", str(args.jobs), "."], work),
             )
         base = next((r[2][0] for r in rows if r[0].startswith("ast.parse")), None)
-        print(f"{'measurement':<58} {'seconds':>8} {'files/s':>8} {'x ast':>7} {'RSS MB':>7} {'PSS MB':>7}")
-        for label, count, (seconds, rss, pss, _) in rows:
+        print(f"{'measurement':<58} {'seconds':>8} {'files/s':>8} {'x ast':>7} {'CPU s':>8} {'RSS MB':>7} {'PSS MB':>7}")
+        for label, count, (seconds, rss, pss, _, cpu) in rows:
             rate = f"{count / seconds:8.0f}" if count else f"{'':>8}"
             ratio = f"{seconds / base:7.2f}" if base else f"{'':>7}"
-            print(f"{label:<58} {seconds:8.2f} {rate} {ratio} {rss:7.0f} {pss:7.0f}")
+            print(f"{label:<58} {seconds:8.2f} {rate} {ratio} {cpu:8.2f} {rss:7.0f} {pss:7.0f}")
         print(f"load average {os.getloadavg()[0]:.2f} at the end")
     return 0
 

@@ -175,3 +175,17 @@ def test_a_worker_that_grew_past_the_limit_is_replaced(monkeypatch):
     pids = list(workers.run_all(_keep, [1, 2, 3, 4], 1, lambda item, why: (item, why)))
     assert [item for item, _ in pids] == [1, 2, 3, 4]
     assert pids[0][1] == pids[1][1] != pids[2][1] == pids[3][1]  # a fresh worker after item 2
+
+
+def test_items_in_flight_stay_within_the_budget_and_light_ones_run_beside_heavy_ones():
+    from torchnumlint.workers import run_all
+
+    items = [("heavy", 0), ("heavy", 1), ("small", 2), ("heavy", 3), ("small", 4), ("small", 5), ("small", 6)]
+    weights = {"heavy": 60, "small": 10}
+    spans = list(run_all(_span, items, 2, lambda item, why: why, weight=lambda item: weights[item[0]], budget=80))
+    assert [item for item, _, _ in spans] == items  # in order, whatever order they ran in
+    for item, start, end in spans:  # at each start, what was in flight then fits the budget
+        in_flight = sum(weights[other[0]] for other, s, e in spans if s <= start < e)
+        assert in_flight <= 80, (item, in_flight)
+    heavy = [(s, e) for item, s, e in spans if item[0] == "heavy"]
+    assert any(s < e2 and s2 < e for item, s, e in spans if item[0] == "small" for s2, e2 in heavy)  # side by side

@@ -27,6 +27,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, List, Optional, Sequence, Set, Tuple, Type
 
+from torchnumlint import literal_tables
 from torchnumlint.bare_code import bare_code
 from torchnumlint.prepass import Lines
 from torchnumlint.rules.base import Rule
@@ -90,8 +91,9 @@ def _bound_names(node: ast.stmt, text: str) -> Set[str]:
 def unneeded(
     text: str, tree: ast.Module, lines: Lines, rules: Sequence[Type[Rule]], index: Optional[ProjectIndex] = None
 ) -> Optional[List[Tuple[int, int]]]:
-    """The spans of the top-level statements LibCST need not see (to be masked), or None where no
-    statement can hold a finding of `rules` (LibCST need not parse the file at all)."""
+    """The spans of the top-level statements LibCST need not see (to be masked), and of the large
+    constant dicts it is given as `{}` (`literal_tables.py`, a `prepass.Display` each), or None
+    where no statement can hold a finding of `rules` (LibCST need not parse the file at all)."""
     statements = _statements(text, tree, lines)
     groups = _groups(statements)
     context = [s for s in statements if not s.links]
@@ -105,7 +107,10 @@ def unneeded(
             any_needed = True
         else:
             masked.extend(s.span for s in group if s.maskable)
-    return masked if any_needed else None
+    if not any_needed:
+        return None
+    gone = set(masked)
+    return masked + literal_tables.tables([s.node for s in statements if s.span not in gone], lines)
 
 
 def _can_fire(rule: Type[Rule], seen: str, read: List[_Statement], index: Optional[ProjectIndex]) -> bool:

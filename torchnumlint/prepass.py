@@ -23,7 +23,7 @@ import sys
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator, List, Optional, Tuple
+from typing import Iterator, List, NamedTuple, Optional, Tuple
 
 # Deepest expression (in `ast` levels below its statement) handed to LibCST. LibCST's parse of a
 # 1,500-deep sum takes ~0.4 s and its walk needs ~10,000 Python frames; the native parser
@@ -142,10 +142,19 @@ def _nested_statements(stmt: ast.stmt) -> Iterator[ast.stmt]:
     return (node for node in ast.walk(stmt) if isinstance(node, ast.stmt))  # iterative
 
 
+class Display(NamedTuple):
+    """The span of a dict display that `mask` empties (`literal_tables.py`), not a statement."""
+
+    start: int
+    end: int
+
+
 def mask(text: str, spans: List[Tuple[int, int]]) -> str:
     """`text` with each span replaced by `pass`, its later lines by comments (`#` and spaces),
-    line breaks kept: same length, same lines. Spans must not overlap and each must start where a
-    statement may.
+    line breaks kept: same length, same lines. Spans must not overlap, except that a span inside
+    another is dropped (a table inside a statement masked whole); each must start where a
+    statement may, except a `Display`, which becomes `{}` (its first and last characters kept,
+    comments between).
 
     Later lines are comments, not blanks, because LibCST does not reprint whitespace-only lines
     at the end of a file exactly (it keeps one of `"   \n   \n"`): a masked last statement made
@@ -153,9 +162,15 @@ def mask(text: str, spans: List[Tuple[int, int]]) -> str:
     import that a fix left unused kept its finding and lost its fix)."""
     parts: List[str] = []
     at = 0
-    for start, end in sorted(spans):
+    for span in sorted(spans):
+        start, end = span
+        if start < at:  # inside the span before it: masked with it
+            continue
         parts.append(text[at:start])
-        parts.append(_blank(text[start:end], ends_line=text[end : end + 1] in ("", "\n", "\r")))
+        if isinstance(span, Display):
+            parts.append(_empty_display(text[start:end]))
+        else:
+            parts.append(_blank(text[start:end], ends_line=text[end : end + 1] in ("", "\n", "\r")))
         at = end
     parts.append(text[at:])
     return "".join(parts)
@@ -169,4 +184,22 @@ def _blank(segment: str, ends_line: bool) -> str:
     last = len(rows) - 1
     for i in range(2, len(rows), 2):  # a whole line: a comment; the last one only if nothing follows it
         rows[i] = "#".ljust(len(rows[i])) if rows[i] and (i < last or ends_line) else " " * len(rows[i])
+    return "".join(rows)
+
+
+def _empty_display(segment: str) -> str:
+    """A display (`{...}`) as its brackets, spaces on their rows and a comment on each whole line
+    between: an empty display of the same length and lines."""
+    rows = _NEWLINE.split(segment)
+    last = len(rows) - 1
+    for i in range(0, len(rows), 2):
+        row = rows[i]
+        if i == 0 and i == last:
+            rows[i] = row[0] + " " * (len(row) - 2) + row[-1]
+        elif i == 0:
+            rows[i] = row[0].ljust(len(row))
+        elif i == last:
+            rows[i] = row[-1].rjust(len(row))
+        else:
+            rows[i] = "#".ljust(len(row)) if row else row
     return "".join(rows)

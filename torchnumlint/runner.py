@@ -62,6 +62,11 @@ _NOQA = re.compile("noqa", re.IGNORECASE)  # as `directives` finds a noqa commen
 # (`workers.run_all`'s `recycle_above`): LibCST's tree of such a file lifts a worker's memory by
 # hundreds of MB for good. Files are weighed by their size (`_size`: the heaviest go first).
 LARGE_FILE = 500_000
+# The most bytes of source being linted at once, all workers together (`run_all`'s `budget`): the
+# heaviest files are sent first, so two ~400 KB files (torch's `_inductor/ir.py`, `scheduler.py`)
+# were parsed at once, two trees of ~0.4-0.5 GB (at ~1,000-1,300 bytes of tree per byte); now a
+# light file is linted beside a heavy one. A file over it runs with nothing beside it.
+IN_FLIGHT = LARGE_FILE
 
 
 def _size(path: str) -> int:
@@ -538,7 +543,7 @@ class _Project:
             lint = _Linter(self, index, fingerprint)
             paths = [path for _, path in todo]
             for (position, path), linted in zip(
-                todo, run_all(lint, paths, self.options.jobs, _failed, self.options.timeout, _size, LARGE_FILE)
+                todo, run_all(lint, paths, self.options.jobs, _failed, self.options.timeout, _size, LARGE_FILE, IN_FLIGHT)
             ):
                 if linted.read_error is not None:
                     tally.read_errors[position] = linted.read_error

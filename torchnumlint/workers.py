@@ -19,7 +19,10 @@ item heavier than `recycle_above` (a very large file: LibCST's tree of a 1.4 MB 
 fresh one forked for the next item: the memory that item raised the worker's high-water mark to
 goes back to the system, not on to every later item (CPython's allocator keeps its arenas), and
 two of them never stack up in two workers. A worker that grew by more than `GROWTH_LIMIT` since
-it was forked (a few files of a few hundred KB) is replaced the same way, whatever the item. Results
+it was forked (a few files of a few hundred KB) is replaced the same way, whatever the item. With a
+`budget`, an item is sent only while the weights of the items in flight and its own fit it, or
+when nothing is in flight: the next item that fits goes instead (a light one beside a heavy one),
+so the trees built at once are bounded, not only each one. Results
 are still given in the items' order; those of the items sent first wait for the ones before them
 (a few items: each is a sizeable share).
 
@@ -73,18 +76,21 @@ def run_all(
     timeout: Optional[float] = None,
     weight: Optional[Callable[[T], int]] = None,
     recycle_above: Optional[int] = None,
+    budget: Optional[int] = None,
 ) -> Iterator[R]:
     """`function(item)` for each item, in order. With `jobs`, in that many worker processes: a
     worker that dies or exceeds `timeout` seconds on an item gives `on_failure(item, why)`. An
     exception raised by `function` in a worker is that item's failure too. With `weight`, the
-    heaviest items are sent first, and an item heavier than `recycle_above` runs alone among such
-    items, in a worker stopped after it."""
+    heaviest items are sent first, an item heavier than `recycle_above` runs alone among such
+    items, in a worker stopped after it, and with `budget` an item is sent only while the
+    weights in flight and its own stay within it (or nothing else is in flight): the next item
+    that fits goes instead, a light one beside a heavy one."""
     if jobs is None or not can_fork():
         for item in items:
             yield function(item)
         return
     weights = [weight(item) for item in items] if weight is not None else None
-    yield from _Pool(function, max(1, jobs), on_failure, timeout).map(items, weights, recycle_above)
+    yield from _Pool(function, max(1, jobs), on_failure, timeout, budget).map(items, weights, recycle_above)
 
 
 def _order(weights: Optional[List[int]], jobs: int) -> List[int]:
@@ -155,11 +161,12 @@ def _serve(function: Callable, conn: Connection) -> None:
 
 
 class _Pool:
-    def __init__(self, function: Callable, jobs: int, on_failure: Failure, timeout: Optional[float]) -> None:
+    def __init__(self, function: Callable, jobs: int, on_failure: Failure, timeout: Optional[float], budget: Optional[int] = None) -> None:
         self.function = function
         self.jobs = jobs
         self.on_failure = on_failure
         self.timeout = timeout
+        self.budget = budget
 
     def map(self, items: Sequence, weights: Optional[List[int]], recycle_above: Optional[int]) -> Iterator:
         if weights is None:
@@ -177,7 +184,7 @@ class _Pool:
         emitted = 0
         try:
             while True:
-                self._dispatch(workers, items, queues, rank, large)
+                self._dispatch(workers, items, queues, rank, large, weights)
                 while emitted in done:
                     yield done.pop(emitted)
                     emitted += 1
@@ -197,25 +204,48 @@ class _Pool:
                 worker.stop(kill=worker.task is not None)
 
     def _dispatch(
-        self, workers: List[_Worker], items: Sequence, queues: Tuple[Deque[int], Deque[int]], rank: Dict[int, int], large: List[bool]
+        self,
+        workers: List[_Worker],
+        items: Sequence,
+        queues: Tuple[Deque[int], Deque[int]],
+        rank: Dict[int, int],
+        large: List[bool],
+        weights: List[int],
     ) -> None:
-        """Give the next items to the idle workers (forking up to `jobs`), the large ones one at a time."""
+        """Give the next items to the idle workers (forking up to `jobs`), the large ones one at a
+        time, each while it fits the budget (`_fitting`)."""
         others, larges = queues
-        large_busy = any(w.task is not None and large[w.task[0]] for w in workers)
+        busy = [w.task[0] for w in workers if w.task is not None]
+        large_busy = any(large[p] for p in busy)
+        in_flight = sum(weights[p] for p in busy)
         while others or (larges and not large_busy):
             worker = next((w for w in workers if w.task is None), None)
+            if worker is None and len(workers) == self.jobs:
+                return
+            options = [q for q in ((larges,) if not large_busy else ()) + (others,) if q]
+            found = [(rank[q[at]], q, at) for q in options for at in [self._fitting(q, weights, in_flight)] if at is not None]
+            if not found:
+                return  # nothing fits beside what is in flight: wait for it
+            _, queue, at = min(found, key=lambda f: f[0])
+            position = queue[at]
+            del queue[at]
+            large_busy = large_busy or large[position]
+            in_flight += weights[position]
             if worker is None:
-                if len(workers) == self.jobs:
-                    return
                 worker = _Worker(self.function)
                 workers.append(worker)
-            if larges and not large_busy and (not others or rank[larges[0]] < rank[others[0]]):
-                position = larges.popleft()
-                large_busy = True
-            else:
-                position = others.popleft()
             worker.task = (position, items[position], time.monotonic())
             worker.conn.send(items[position])
+
+    def _fitting(self, queue: Deque[int], weights: List[int], in_flight: int) -> Optional[int]:
+        """Where in `queue` the first item that fits the budget beside `in_flight` is (any
+        item fits when nothing is in flight)."""
+        if self.budget is None or in_flight == 0:
+            return 0
+        for at, position in enumerate(queue):
+            if in_flight + weights[position] <= self.budget:
+                return at
+        return None
 
     def _settle(self, busy: List[_Worker]) -> List[_Worker]:
         """Wait for at least one busy worker to finish, fail or time out; store what each gave

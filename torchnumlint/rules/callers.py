@@ -10,10 +10,7 @@ In the function's own file a module-level function is called by its bare name, a
 `self.`/`cls.` inside its class (`CallSites`). From other files (and through instances in its
 own), the calls recorded in the project's `ast` summaries (`Summaries.callers`: imported names,
 module attributes, relative imports, instances of project classes, `self.attr` modules) are
-found in the caller's file, parsed with LibCST once per process (`_parsed`, a bounded cache):
-only the part of it that holds the call (its top-level group, `_part_of`), the functions and
-classes a question there cannot reach masked, so a pre-commit run does not parse every caller
-whole.
+found in the caller's file, parsed with LibCST once per process (`_parsed`, a bounded cache).
 A function handed on instead of called counts as called where it is called later, with that
 call's arguments (`CallSites.through`, in its own file): passed to a module-level function of the
 file and called there through the parameter (`run(loss_fn=my_kl)` ... `loss_fn(p, q)`), kept in
@@ -33,18 +30,14 @@ file that reads the project index by the fingerprint of all the files that can h
 
 from __future__ import annotations
 
-import ast
-import bisect
 import functools
 import tokenize
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from torchnumlint import candidates, prepass
 from torchnumlint.positions import Spans
-from torchnumlint.prepass import Lines
 from torchnumlint.rules.bindings import all_params
 from torchnumlint.walk import Visitor
 
@@ -221,7 +214,7 @@ def callers(ctx: "FileContext", elsewhere: bool = True) -> List[Caller]:
     for site in sites:
         if len(others) >= MAX_ELSEWHERE:
             break
-        other = _context_of(ctx, site.path, site.line, site.col)
+        other = _context_of(ctx, site.path)
         if other is None:
             continue
         found = _pick(other[1].get((site.line, site.col), []), site.bound)
@@ -243,26 +236,18 @@ def _pick(paths: List[Tuple[cst.CSTNode, ...]], bound: bool) -> Optional[Tuple[c
     return None
 
 
-def _context_of(
-    ctx: "FileContext", path: str, line: int, col: int
-) -> Optional[Tuple["FileContext", Dict[Tuple[int, int], List[Tuple[cst.CSTNode, ...]]]]]:
-    """A context of the project file `path` for a call at (`line`, `col`: `ast`'s), with the
-    calls of the part it parsed by `ast` position (`_part_of`); None when the file cannot be read
-    or parsed. Once per part per file linted."""
-    texts: Dict[str, Optional[str]] = ctx.per_file("caller-texts", lambda c: {})
-    if path not in texts:
-        text = ctx.text if path == ctx.path else ctx.index.summaries.buffers.get(path)
-        texts[path] = text if text is not None else _read(path)
-    text = texts[path]
-    if text is None:
-        return None
-    # the file's own text is parsed here too: the linted tree may lack the caller (`candidates.py`)
-    part = _part_of(path, text, line, col)
+def _context_of(ctx: "FileContext", path: str) -> Optional[Tuple["FileContext", Dict[Tuple[int, int], List[Tuple[cst.CSTNode, ...]]]]]:
+    """A context of the project file `path`, with its calls by `ast` position; None when it
+    cannot be read or parsed. Once per file linted."""
     contexts = ctx.per_file("caller-files", lambda c: {})
-    if (path, part) not in contexts:
-        parsed = _parsed(path, text, part)
-        contexts[(path, part)] = (ctx.sibling(path, text, parsed[0]), parsed[1]) if parsed is not None else None
-    return contexts[(path, part)]
+    if path not in contexts:
+        text = ctx.text if path == ctx.path else ctx.index.summaries.buffers.get(path)
+        if text is None:
+            text = _read(path)
+        parsed = _parsed(path, text) if text is not None else None
+        # the file's own text is parsed whole too: the linted tree may lack the caller (`candidates.py`)
+        contexts[path] = (ctx.sibling(path, text, parsed[0]), parsed[1]) if text is not None and parsed is not None else None
+    return contexts[path]
 
 
 def _read(path: str) -> Optional[str]:
@@ -275,61 +260,12 @@ def _read(path: str) -> Optional[str]:
     return text if len(text) <= _MAX_BYTES else None
 
 
-class _Parts(NamedTuple):
-    """A caller's file cut into the parts a question at a call site can read (`_part_of`)."""
-
-    lines: Lines
-    starts: List[int]  # each top-level statement's first character, in order
-    group: List[int]  # each statement's group (`candidates._groups`)
-    masked: List[List[Tuple[int, int]]]  # per group: the spans of the functions and classes outside it
-
-
-WHOLE = -1  # the part that is the whole file
-
-
 @functools.lru_cache(maxsize=32)
-def _parts(path: str, text: str) -> Optional[_Parts]:
-    """The top-level groups of a caller's file (`candidates._groups`: statements linked by the
-    names they use, transitively); None where the file is parsed whole: `ast` refuses it, or a
-    statement nests beyond LibCST (the whole file failed to parse before, so its callers were not
-    judged: they still are not)."""
+def _parsed(path: str, text: str) -> Optional[Tuple[cst.Module, Dict[Tuple[int, int], List[Tuple[cst.CSTNode, ...]]]]]:
+    """A caller's file parsed, with its calls by position: the same file is asked about by many
+    files of the project (a training script calls every helper)."""
     try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    if not tree.body or prepass.deep_statements(tree):
-        return None
-    lines = Lines(text)
-    statements = candidates._statements(text, tree, lines)
-    groups = candidates._groups(statements)
-    number = {id(statement): at for at, group in enumerate(groups) for statement in group}
-    masked = [[s.span for s in statements if s.maskable and number[id(s)] != at] for at in range(len(groups))]
-    return _Parts(lines, [s.span[0] for s in statements], [number[id(s)] for s in statements], masked)
-
-
-def _part_of(path: str, text: str, line: int, col: int) -> int:
-    """The group of top-level statements a question at the call at (`line`, `col`) can read:
-    the one holding the call. What a rule asks there it reaches by name (the enclosing function
-    or class, the module-level helpers, classes and values it uses, the callers of its function
-    in the file: each names the next, so all are in the group), or reads of every top-level
-    statement that is not a function or class (imports, constants), which each part keeps.
-    `WHOLE` where the file is not cut (`_parts`) or the call is in no statement."""
-    parts = _parts(path, text)
-    if parts is None or line > len(parts.lines.starts):
-        return WHOLE
-    at = bisect.bisect_right(parts.starts, parts.lines.offset(line, col)) - 1
-    return parts.group[at] if at >= 0 and parts.masked[parts.group[at]] else WHOLE
-
-
-@functools.lru_cache(maxsize=32)
-def _parsed(path: str, text: str, part: int) -> Optional[Tuple[cst.Module, Dict[Tuple[int, int], List[Tuple[cst.CSTNode, ...]]]]]:
-    """A part of a caller's file (`_part_of`) parsed, the functions and classes outside it masked
-    as `candidates.py` masks them (same lines and columns), with its calls by position: the same
-    file is asked about by many files of the project (a training script calls every helper), and
-    a pre-commit run parses only the parts its callers' sites are in."""
-    parts = _parts(path, text) if part != WHOLE else None
-    try:
-        module = cst.parse_module(prepass.mask(text, parts.masked[part]) if parts is not None else text)
+        module = cst.parse_module(text)
     except (cst.ParserSyntaxError, RecursionError, ValueError):
         return None
     return module, _calls(module, text, Spans(module, text))

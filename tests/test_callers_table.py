@@ -1,9 +1,10 @@
 """The stored callers table (`project_tables.Tables.called`): a one-file run reads the callers of
 a function from the files the table names and the files edited since, never from every file
-with a call of that name. After any sequence of edits that keeps the tables (calls added,
-removed, moved to another function or file; `project_tables.updated` holds), and in a file's
-frame (`Summaries.with_file`), `Summaries.callers` must give what the whole index gives for
-every function and method of the project.
+with a call of that name. After any sequence of edits that keeps the tables (module-level calls
+added, removed or changed, lines moved: `project_tables.updated` holds; a call added inside a
+function changes the call graph, and the whole index is built again), and in a file's frame
+(`Summaries.with_file`), `Summaries.callers` must give what the whole index gives for every
+function and method of the project.
 
 The project: every rule's examples and the YOLO-like model (`test_same_findings._project`), and
 a small package whose call sites the edits move around: by an imported name, through an

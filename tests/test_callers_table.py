@@ -121,7 +121,12 @@ def test_the_stored_callers_answer_as_the_whole_index_after_edits(tmp_path):
     parts = _parts(texts)
     made = _whole(parts, paths)
     tables = project_tables.make(paths, paths, parts, made)
-    assert _same_callers(project_tables.LazyIndex(tables, lambda wanted: _parts({p: texts[p] for p in wanted}), lambda: made).summaries, made.summaries) > 0
+    assert (
+        _same_callers(
+            project_tables.LazyIndex(tables, lambda wanted: _parts({p: texts[p] for p in wanted}), lambda: made).summaries, made.summaries
+        )
+        > 0
+    )
     rng = random.Random(6)
     keys = list(paths)
     stored_calls = 0

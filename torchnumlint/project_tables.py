@@ -8,8 +8,10 @@ and the summaries' questions) needs, besides a few files' facts, only what `Proj
 derives from all of them and a few name tables. `Tables` holds exactly that: the finalized
 results (each class's kind, what the fp16 regions reach, the sites), and, per name, the files
 whose facts can answer a question about it (classes, aliases, module-level functions; for the
-summaries, the calls by callee name), and the summaries' answers that read every file (what
-each producer name gives, each class's resolved subclasses). `LazyIndex` answers from the
+summaries, the calls by callee name), the files whose calls resolve to each project function or
+method (`Tables.called`: a one-file run decodes only those, not every file that calls some
+`forward`), and the summaries' answers that read every file (what each producer name gives, each
+class's resolved subclasses). `LazyIndex` answers from the
 tables, decoding a file's facts on first need.
 
 Tables are stored per project and path form in the pack (kind `tables`), with the facts key of
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Callable, Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from torchnumlint.index import ClassInfo, FuncInfo, ProjectIndex, Site, _pick
 from torchnumlint.moves import moves
@@ -63,6 +65,14 @@ class Tables:
     produce: Dict[str, List[str]] = field(default_factory=dict)
     children: Dict[Tuple[int, str], List[Tuple[int, str]]] = field(default_factory=dict)
     members: Dict[Tuple[int, str], List[str]] = field(default_factory=dict)
+    # Who calls each project function or method: (its file, its class or "", its name) -> the
+    # files (positions) with a call `Summaries._call_target` resolves to it. What a call resolves
+    # to reads the other files' names only (`names_part`), which tables that still hold share, so
+    # the entries stay true for every file whose facts are those the tables were made from; the
+    # files changed since (`edited`) are asked by name (`Counts.calls`). A one-file run reads
+    # the callers of its functions without decoding every file that calls a `forward`.
+    called: Dict[Tuple[int, str, str], List[int]] = field(default_factory=dict)
+    edited: List[int] = field(default_factory=list)  # positions whose facts changed since `make`
 
 
 @dataclass
@@ -130,6 +140,7 @@ def make(paths: Sequence[str], keys: Sequence[str], parts: Mapping[str, ProjectI
             tables.summarised.append(at)
             tables.counts = tables.counts.edit(at, path, part.summaries.files[path], +1)
     _answer(tables, index.summaries)
+    _resolve_calls(tables, index.summaries)
     return tables
 
 
@@ -150,6 +161,18 @@ def _answer(tables: Tables, summaries: Summaries) -> None:
                     if (at[path], cls_name) not in children:
                         children.append((at[path], cls_name))
                     tables.members[(at[path], cls_name)] = sorted({*info.methods, *info.attrs})
+
+
+def _resolve_calls(tables: Tables, summaries: Summaries) -> None:
+    """`Tables.called`: every call fact of the project resolved to what it calls."""
+    at = {path: position for position, path in enumerate(tables.paths)}
+    for path, summary in summaries.files.items():
+        for fact in summary.calls if summary is not None else ():
+            target = summaries._call_target(path, fact)
+            if target is not None:
+                files = tables.called.setdefault((at[target[0]], target[1] or "", target[2]), [])
+                if not files or files[-1] != at[path]:
+                    files.append(at[path])
 
 
 def updated(tables: Tables, keys: Sequence[str], old: Mapping[str, ProjectIndex], new: Mapping[str, ProjectIndex]) -> Optional[Tables]:
@@ -176,6 +199,8 @@ def updated(tables: Tables, keys: Sequence[str], old: Mapping[str, ProjectIndex]
             at, path, after.summaries.files.get(path), +1
         )
         tables.keys[at] = key
+        if at not in tables.edited:
+            tables.edited.append(at)
     return tables
 
 
@@ -224,32 +249,6 @@ class _Passed(Mapping[str, Set[str]]):
         return len(self._passes)
 
 
-class _Calls(Mapping[str, List[Tuple[str, CallFact]]]):
-    """`Summaries._named_calls()`, read from the files the counts name for each callee name."""
-
-    def __init__(self, summaries: "LazySummaries") -> None:
-        self._summaries = summaries
-
-    def __getitem__(self, name: str) -> List[Tuple[str, CallFact]]:
-        files = self._summaries.files
-        found = []
-        for at in self._summaries.counts.calls[name]:
-            path = self._summaries.index.paths[at]
-            summary = files[path]
-            assert summary is not None  # the counts name files with calls
-            found += [(path, fact) for fact in summary.calls if name in call_names(summary, fact)]
-        return found
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._summaries.counts.calls
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._summaries.counts.calls)
-
-    def __len__(self) -> int:
-        return len(self._summaries.counts.calls)
-
-
 class LazySummaries(Summaries):
     """`Summaries` over the project's files, each decoded when a question reaches it, with the
     answers that read every file from the tables; a frame (`with_file`) shares the decoded files
@@ -270,10 +269,24 @@ class LazySummaries(Summaries):
         """The names only (`producer_names`, `_among`): what they produce is `_produces`'s."""
         return self.counts.producers, _Passed(self.counts.passes)  # type: ignore[return-value]
 
-    def _named_calls(self) -> Dict[str, List[Tuple[str, CallFact]]]:
-        if self._calls is None:
-            self._calls = _Calls(self)  # type: ignore[assignment]
-        return self._calls  # type: ignore[return-value]
+    def _calls_named(self, path: str, cls: Optional[str], name: str) -> Iterable[Tuple[str, CallFact]]:
+        """As `Summaries._calls_named`, from the files that can call `name` of `path`: those the
+        tables found calling it, and those changed since (edited, or this frame's own) with a call
+        of that name; the others' calls cannot reach it (`Tables.called`)."""
+        files = self.counts.calls.get(name)
+        if not files:
+            return ()
+        callee = self.index.at.get(path)
+        stored = self.index.called.get((callee, cls or "", name), ()) if callee is not None else ()
+        fresh = self.index.edited.union(self.index.at[p] for p in self.files._over if p in self.index.at)  # type: ignore[attr-defined]
+        wanted = set(files).intersection(fresh.union(stored))
+        found: List[Tuple[str, CallFact]] = []
+        for at in sorted(wanted):
+            where = self.index.paths[at]
+            summary = self.files[where]
+            assert summary is not None  # the counts name files with calls
+            found += [(where, fact) for fact in summary.calls if name in call_names(summary, fact)]
+        return found
 
     def _produces(self, kinds: FrozenSet[str], word: str) -> bool:
         return not kinds.isdisjoint(self.index.produce.get(word, ()))
@@ -328,6 +341,8 @@ class LazyIndex(ProjectIndex):
         self.produce = {name: frozenset(kinds) for name, kinds in tables.produce.items()}
         self.children = {(paths[at], cls): [(paths[sub], name) for sub, name in found] for (at, cls), found in tables.children.items()}
         self.members = {(paths[at], cls): frozenset(names) for (at, cls), names in tables.members.items()}
+        self.called = tables.called
+        self.edited = frozenset(tables.edited)
         self.summaries = LazySummaries(self, tables.counts, {})
         self.reached = tables.reached
 

@@ -1339,11 +1339,16 @@ class Summaries:
         if key not in self._callers:
             found = {
                 CallerSite(where, fact[3], fact[4], fact[0] != "name")
-                for where, fact in self._named_calls().get(name, ())
-                if self._calls_target(where, fact, path, cls, name)
+                for where, fact in self._calls_named(path, cls, name)
+                if self._call_target(where, fact) == key
             }
             self._callers[key] = sorted(found)
         return self._callers[key]
+
+    def _calls_named(self, path: str, cls: Optional[str], name: str) -> Iterable[Tuple[str, CallFact]]:
+        """The call facts that may call `name` of `path` (a method of `cls`): every one whose
+        `call_names` hold `name` (a lazy project's reads only the files that can call it)."""
+        return self._named_calls().get(name, ())
 
     def _named_calls(self) -> Dict[str, List[Tuple[str, CallFact]]]:
         """Every call fact of the project by the name of what it may call (`call_names`)."""
@@ -1357,27 +1362,31 @@ class Summaries:
                         self._calls.setdefault(one, []).append((where, fact))
         return self._calls
 
-    def _calls_target(self, where: str, fact: CallFact, path: str, cls: Optional[str], name: str) -> bool:
-        """Whether the call `fact` of the file `where` calls `name` of `path` (a method of `cls`)."""
+    def _call_target(self, where: str, fact: CallFact) -> Optional[Tuple[str, Optional[str], str]]:
+        """What the call `fact` of the file `where` calls: (path, class or None, name) of a project
+        function or method, None when unknown. A function is never its own file's (its calls by
+        name are `rules/callers.py`'s), nor a method called through `self` in its own class."""
         form, owner, member = fact[:3]
         if form == "name":
-            return cls is None and where != path and self._resolve(where, owner, 0) == ("function", path, name)
-        if cls is None:
-            return False
+            named = self._resolve(where, owner, 0)
+            return (named[1], None, named[2]) if named is not None and named[0] == "function" and named[1] != where else None
         if form == "attr":
             holder, _, attr = owner.partition(".")
             at = self._owner((where, holder), attr, 0)
             if at is None:
-                return False
+                return None
             info = self.files[at[0]].classes[at[1]]  # type: ignore[union-attr]
             if attr in info.methods:  # `self.helper(x)`: one in its own class is seen in that file
-                return member == "forward" and attr == name and at == (path, cls) and (where, holder) != (path, cls)
+                return (at[0], at[1], attr) if member == "forward" and (where, holder) != at else None
             callee = info.attrs.get(attr)
             if callee is None or callee[0] != "new":
-                return False
+                return None
             where, owner = at[0], callee[1]
         found = self._resolve(where, owner, 0)
-        return found is not None and found[0] == "class" and member == name and self._owner((found[1], found[2]), member, 0) == (path, cls)
+        if found is None or found[0] != "class":
+            return None
+        method = self._owner((found[1], found[2]), member, 0)
+        return (method[0], method[1], member) if method is not None else None
 
     # -- names -------------------------------------------------------------------------------------
     def _resolve(self, path: str, dotted: str, depth: int) -> Optional[Tuple[str, str, str]]:

@@ -13,11 +13,11 @@ instance of a class, an inherited method on a subclass, and a module held in `se
 
 import random
 import textwrap
-from pathlib import Path
 
+from tests.test_moves import _merged
 from tests.test_same_findings import _project
 from torchnumlint import project_tables
-from torchnumlint.index import ProjectIndex, index_file
+from torchnumlint.index import index_file
 
 HEADS = """
     import torch
@@ -79,14 +79,6 @@ def _parts(texts):
     return {path: index_file(path, text) for path, text in texts.items()}
 
 
-def _whole(parts, paths):
-    index = ProjectIndex.empty()
-    for path in paths:
-        index.absorb(parts[path], copy_classes=True)
-    index.finalize()
-    return index
-
-
 def _callees(summaries):
     """(path, class or None, name) of every function and method of the project."""
     for path, summary in summaries.files.items():
@@ -119,7 +111,7 @@ def test_the_stored_callers_answer_as_the_whole_index_after_edits(tmp_path):
     root, texts = _project_texts(tmp_path)
     paths = list(texts)
     parts = _parts(texts)
-    made = _whole(parts, paths)
+    made = _merged(parts, paths)
     tables = project_tables.make(paths, paths, parts, made)
     assert (
         _same_callers(
@@ -139,7 +131,7 @@ def test_the_stored_callers_answer_as_the_whole_index_after_edits(tmp_path):
         assert project_tables.updated(tables, keys, {path: before}, {path: after}) is tables, step  # calls only: the tables hold
         fresh = _parts(texts)
         lazy = project_tables.LazyIndex(tables, lambda wanted: {p: fresh[p] for p in wanted}, lambda: None)
-        whole = _whole(fresh, paths)
+        whole = _merged(fresh, paths)
         stored_calls += _same_callers(lazy.summaries, whole.summaries)
         # the frame of a file linted, its calls changed again since the tables were updated
         own = str(root / rng.choice(CALLERS))
@@ -155,7 +147,7 @@ def test_the_table_names_only_the_files_that_call(tmp_path):
     texts[str(root / "use.py")] = _caller("Head()(x)")
     paths = list(texts)
     parts = _parts(texts)
-    made = _whole(parts, paths)
+    made = _merged(parts, paths)
     tables = project_tables.make(paths, paths, parts, made)
     decoded = []
 

@@ -61,7 +61,7 @@ import functools
 import posixpath
 import re
 import sys
-from typing import AbstractSet, Dict, FrozenSet, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple, Union
+from typing import AbstractSet, Callable, Dict, FrozenSet, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Set, Tuple, Union
 
 from torchnumlint.rules import vocabulary
 
@@ -955,6 +955,18 @@ def passed_kinds(call: ast.Call, plain: Dict[str, ast.AST]) -> FrozenSet[str]:
 Instance = Tuple[str, str]  # (path, class name): the class of `self`
 
 
+def named_calls(files: Mapping[str, Optional[FileSummary]]) -> Dict[str, List[Tuple[str, CallFact]]]:
+    """Every call fact of `files` by the names it may call (`call_names`), in the files' order."""
+    table: Dict[str, List[Tuple[str, CallFact]]] = {}
+    for where, summary in files.items():
+        if summary is None:
+            continue
+        for fact in summary.calls:
+            for name in call_names(summary, fact):
+                table.setdefault(name, []).append((where, fact))
+    return table
+
+
 def call_names(summary: FileSummary, fact: CallFact) -> Set[str]:
     """The names a call fact of `summary`'s file may call (`Summaries.callers` looks calls up by
     them): a function's own name (past an import alias), a method's, and for `self.attr(...)`
@@ -1005,7 +1017,7 @@ class Summaries:
         self._resolved: Dict[Tuple[str, str, int], Optional[Tuple[str, str, str]]] = {}
         self._modules: Dict[Tuple[str, str], Optional[str]] = {}
         self._overrides: Dict[Tuple[Instance, str], bool] = {}
-        self._calls: Optional[Dict[str, List[Tuple[str, CallFact]]]] = None  # a callee's name -> sites
+        self._calls: Optional[Mapping[str, List[Tuple[str, CallFact]]]] = None  # a callee's name -> sites
         self._callers: Dict[Tuple[str, Optional[str], str], List[CallerSite]] = {}
 
     def __getstate__(self):
@@ -1350,17 +1362,17 @@ class Summaries:
         `call_names` hold `name` (a lazy project's reads only the files that can call it)."""
         return self._named_calls().get(name, ())
 
-    def _named_calls(self) -> Dict[str, List[Tuple[str, CallFact]]]:
+    def _named_calls(self) -> Mapping[str, List[Tuple[str, CallFact]]]:
         """Every call fact of the project by the name of what it may call (`call_names`)."""
         if self._calls is None:
-            self._calls = {}
-            for where, summary in self.files.items():
-                if summary is None:
-                    continue
-                for fact in summary.calls:
-                    for one in call_names(summary, fact):
-                        self._calls.setdefault(one, []).append((where, fact))
+            self._calls = named_calls(self.files)
         return self._calls
+
+    def use_calls(self, make: Callable[[], Mapping[str, List[Tuple[str, CallFact]]]]) -> None:
+        """Take what `make` gives as `_named_calls()` unless that is made already: the server keeps
+        the other files' part between changes (`server/calls.py`); a call's names read its own file only."""
+        if self._calls is None:
+            self._calls = make()
 
     def _call_target(self, where: str, fact: CallFact) -> Optional[Tuple[str, Optional[str], str]]:
         """What the call `fact` of the file `where` calls: (path, class or None, name) of a project

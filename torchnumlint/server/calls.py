@@ -15,21 +15,9 @@ from __future__ import annotations
 
 from typing import Dict, Iterator, List, Mapping, Optional, Tuple
 
-from torchnumlint.summaries import CallFact, FileSummary, call_names
+from torchnumlint.summaries import CallFact, FileSummary, named_calls
 
 Sites = List[Tuple[str, CallFact]]
-
-
-def named_calls(files: Mapping[str, Optional[FileSummary]]) -> Dict[str, Sites]:
-    """Every call fact of `files` by the names it may call, as `Summaries._named_calls` lists them."""
-    table: Dict[str, Sites] = {}
-    for where, summary in files.items():
-        if summary is None:
-            continue
-        for fact in summary.calls:
-            for name in call_names(summary, fact):
-                table.setdefault(name, []).append((where, fact))
-    return table
 
 
 class OtherCalls:

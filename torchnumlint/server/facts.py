@@ -153,8 +153,8 @@ class ProjectFacts:
             index.summaries.keep_answers(made[3].summaries)
         if not patched:
             index.finalize()
-        if index.summaries._calls is None:  # not the last index's summaries, whose table is made
-            index.summaries._calls = BufferCalls(other_calls, path, index.summaries.files.get(path))  # type: ignore[assignment]
+        # (the last index's summaries, kept, have made their table already)
+        index.summaries.use_calls(lambda: BufferCalls(other_calls, path, index.summaries.files.get(path)))
         self._made[path] = (self.generation, text, own, index)
         self._made.move_to_end(path)
         while len(self._made) > KEPT_INDEXES:

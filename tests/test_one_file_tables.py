@@ -144,8 +144,11 @@ def test_absolute_and_relative_paths(folder):
         assert found and all(f[0] == paths[0] for f in found)
 
 
-def test_the_lazy_index_answers_as_the_whole_index(tmp_path):
-    """Every question a rule asks, over a project of every rule's examples and a YOLO-like model."""
+@pytest.mark.parametrize("stored", [False, True], ids=["made", "stored"])
+def test_the_lazy_index_answers_as_the_whole_index(tmp_path, stored):
+    """Every question a rule asks, over a project of every rule's examples and a YOLO-like model;
+    with the tables as made, and as read back from the pack (their seldom-read fields decoded
+    only when asked: `project_tables.loads`)."""
     root = _project(tmp_path)
     paths = sorted(str(path) for path in root.rglob("*.py"))
     parts = {path: index_file(path, Path(path).read_text()) for path in paths}
@@ -154,6 +157,12 @@ def test_the_lazy_index_answers_as_the_whole_index(tmp_path):
         whole.absorb(parts[path])
     whole.finalize()
     tables = project_tables.make(paths, paths, parts, whole)
+    if stored:
+        made = tables
+        tables = project_tables.loads(project_tables.dumps(made))
+        assert {"members", "children", "classes"}.isdisjoint(vars(tables))  # not decoded yet
+        assert tables == made  # (every field read, so decoded, and equal)
+        tables = project_tables.loads(project_tables.dumps(made))
     fresh = {path: index_file(path, Path(path).read_text()) for path in paths}  # not finalized: the tables' kinds are applied
     lazy = project_tables.LazyIndex(tables, lambda wanted: {path: fresh[path] for path in wanted}, lambda: whole)
     assert whole.classes and whole.reached and whole.summaries.producer_names()
@@ -256,3 +265,15 @@ def test_random_real_edits_keep_the_tables_and_the_findings(tmp_path, monkeypatc
         pending = not built and (pending or edit not in real_edits.MOVES)  # a whole index stores new tables
         cross_file += sum("models/yolo.py:" in f.message for f in fresh.findings)
     assert mapped >= 6 and cross_file >= 24  # the builder's line is cited after every step
+
+
+def test_a_tables_row_of_another_shape_is_a_miss():
+    """The tables' payload is sections (`project_tables.dumps`): a row that is not one of them (the
+    plain encoding, a cut payload, lengths that do not add up, not JSON) reads as a miss."""
+    from torchnumlint import cache as caching, plaindata
+
+    made = project_tables.Tables(paths=["a.py"], keys=["k"], classes={"Net": [0]}, kinds=[[("module", False)]])
+    assert caching.Cache.decode("tables", caching._record(project_tables.dumps(made))) == made
+    payload = project_tables.dumps(made)
+    for wrong in (plaindata.dumps(made), payload[:-1], b"[1, 2]\n{}", b"not json\n" + payload):
+        assert caching.Cache.decode("tables", caching._record(wrong)) is None

@@ -88,6 +88,19 @@ def entry_type(kind: str) -> object:
     return {"lint": LintEntry, "manifest": ManifestRecords}[kind]
 
 
+@functools.lru_cache(maxsize=None)
+def _codec(kind: str) -> Tuple[Callable[[object], bytes], Callable[[bytes], object]]:
+    """How an entry of `kind` is written and read: JSON read against its type (`plaindata`), but
+    a project's tables, in sections that are decoded when a run reads them (`project_tables.loads`:
+    a one-file run reads few of them)."""
+    if kind == "tables":
+        from torchnumlint import project_tables
+
+        return project_tables.dumps, project_tables.loads  # type: ignore[return-value]
+    expected = entry_type(kind)
+    return plaindata.dumps, lambda payload: plaindata.loads(payload, expected)
+
+
 def digest(*parts: object) -> str:
     """A hex digest of `parts` (bytes as they are, anything else by its repr)."""
     h = blake2b(digest_size=16)
@@ -172,7 +185,8 @@ class Cache:
     def put_many(self, kind: str, items: Sequence[Tuple[str, object]]) -> Dict[str, str]:
         """Store `items` in the kind's pack, in one transaction (silently not when it cannot be
         written); key -> the digest of each one's payload, as `checks` gives it."""
-        rows = [(key, *encode(value)) for key, value in items]
+        write = _codec(kind)[0]
+        rows = [(key, _record(write(value)), canonical_digest(value)) for key, value in items]
         self.put_encoded(kind, rows)
         return {key: check for key, _, check in rows}
 
@@ -224,7 +238,7 @@ class Cache:
         if magic != _MAGIC or length != len(payload) or blake2b(payload, digest_size=16).digest() != check:
             return None
         try:
-            return plaindata.loads(payload, entry_type(kind))
+            return _codec(kind)[1](payload)
         except plaindata.Mismatch:
             return None
 
@@ -232,7 +246,7 @@ class Cache:
         """Store `value` atomically; a cache that cannot be written is silently not written."""
         import tempfile  # a run that writes nothing (a warm one) does not load it
 
-        data = _record(plaindata.dumps(value))
+        data = _record(_codec(kind)[0](value))
         target = self._path(kind, key)
         try:
             self._prepare()

@@ -67,6 +67,17 @@ LARGE_FILE = 500_000
 # were parsed at once, two trees of ~0.4-0.5 GB (at ~1,000-1,300 bytes of tree per byte); now a
 # light file is linted beside a heavy one. A file over it runs with nothing beside it.
 IN_FLIGHT = LARGE_FILE
+# A run whose one item (the changed file's facts, then its lint) is a file this large or smaller
+# runs it in this process, not in a forked worker (`workers.run_all`'s `alone_up_to`), still
+# stopped after `Options.timeout`. Why that is safe: the one crash a worker was there for,
+# LibCST's native parser on a statement nested 5,000-10,000 levels deep, cannot happen in the
+# file's own lint (the pre-pass masks every statement deeper than `prepass.MAX_DEPTH`), and a
+# caller's file that another rule parses whole is checked the same way first, the item going to
+# a worker when one is that deep (`rules/callers._beyond_the_prepass`). What a native call cannot be stopped in
+# is LibCST's parse, which on the most nested statements the pre-pass lets through (1,500-deep
+# call chains, 200-deep brackets) took at most ~0.33 ms per byte (measured at load 9): at most
+# ~33 s for a file this size, so a file still cannot run more than that past the limit.
+ALONE = 100_000
 
 
 def _size(path: str) -> int:
@@ -398,7 +409,9 @@ class _Project:
         stored = self.cache is not None
         read = lambda path: _facts_of(path, self.settings.config_of(path).max_file_size, stored)  # noqa: E731
         new = []
-        for path, facts in zip(paths, run_all(read, paths, self.options.jobs, _no_facts, self.options.timeout, _size, LARGE_FILE)):
+        for path, facts in zip(
+            paths, run_all(read, paths, self.options.jobs, _no_facts, self.options.timeout, _size, LARGE_FILE, alone_up_to=ALONE)
+        ):
             if facts is None:
                 continue
             raw, matters, part, row = facts
@@ -543,7 +556,7 @@ class _Project:
             lint = _Linter(self, index, fingerprint)
             paths = [path for _, path in todo]
             for (position, path), linted in zip(
-                todo, run_all(lint, paths, self.options.jobs, _failed, self.options.timeout, _size, LARGE_FILE, IN_FLIGHT)
+                todo, run_all(lint, paths, self.options.jobs, _failed, self.options.timeout, _size, LARGE_FILE, IN_FLIGHT, ALONE)
             ):
                 if linted.read_error is not None:
                     tally.read_errors[position] = linted.read_error

@@ -27,11 +27,22 @@ are still given in the items' order; those of the items sent first wait for the 
 (a few items: each is a sizeable share).
 
 Where `fork` is not available, or `jobs` is None, items are processed here, one after another.
+
+A run of one light item (`alone_up_to`: a pre-commit run computes the changed file's facts, then
+lints it) is processed here too, with the same guarantees, since forking a worker for it cost
+more than the item (0.05-0.1 s of the two, against 0.02 s for a small file's lint): an exception
+is the item's failure as in a worker, and past `timeout` an alarm (SIGALRM) stops it and makes it
+the item's failure. What a worker guards against beyond that is a crash of native code (LibCST's
+parser), which the caller rules out (`runner.ALONE`), and which code that is about to call it on
+an input it cannot vouch for asks about (`processing_here`): it raises `NeedsWorker`, and the item
+is run again from its start in a worker, as before. Where this process cannot take the alarm (not
+its main thread, or its host handles SIGALRM or runs a timer of its own), a worker runs the item.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import signal
 import time
@@ -52,6 +63,7 @@ TAIL = 8  # an item over 1/TAIL of a worker's share of the work is sent first (`
 # item: LibCST's tree of a 300 KB file leaves a worker hundreds of MB larger for good (the
 # allocator keeps its arenas), and each worker would keep the high-water mark of its largest file.
 GROWTH_LIMIT = 200_000_000
+INTERNAL = "internal error in torchnumlint (please report it)"  # how a failure that is a bug begins
 
 
 def default_jobs() -> int:
@@ -77,6 +89,7 @@ def run_all(
     weight: Optional[Callable[[T], int]] = None,
     recycle_above: Optional[int] = None,
     budget: Optional[int] = None,
+    alone_up_to: Optional[int] = None,
 ) -> Iterator[R]:
     """`function(item)` for each item, in order. With `jobs`, in that many worker processes: a
     worker that dies or exceeds `timeout` seconds on an item gives `on_failure(item, why)`. An
@@ -84,13 +97,108 @@ def run_all(
     heaviest items are sent first, an item heavier than `recycle_above` runs alone among such
     items, in a worker stopped after it, and with `budget` an item is sent only while the
     weights in flight and its own stay within it (or nothing else is in flight): the next item
-    that fits goes instead, a light one beside a heavy one."""
-    if jobs is None or not can_fork():
+    that fits goes instead, a light one beside a heavy one. With `alone_up_to`, a lone item
+    that weighs at most that is processed here, its failures and timeout as in a worker (see
+    the module)."""
+    if jobs is None:
         for item in items:
             yield function(item)
         return
     weights = [weight(item) for item in items] if weight is not None else None
+    if (
+        alone_up_to is not None
+        and len(items) == 1
+        and (weights is None or weights[0] <= alone_up_to)
+        and (timeout is None or _can_time_here())
+    ):
+        try:
+            yield _here(function, items[0], on_failure, timeout)
+            return
+        except NeedsWorker:
+            pass  # run again in a worker, from its start
+    if not can_fork():
+        for item in items:
+            yield function(item)
+        return
     yield from _Pool(function, max(1, jobs), on_failure, timeout, budget).map(items, weights, recycle_above)
+
+
+class NeedsWorker(BaseException):
+    """Raised by an item processed here (`processing_here`) that is about to do what only a worker
+    survives (LibCST's native parser on a statement too deeply nested): it is run in a worker."""
+
+
+_processing_here = False
+
+
+def processing_here() -> bool:
+    """Whether the item being processed runs in this process (`alone_up_to`), where a crash of
+    native code would end the run, not cost the item."""
+    return _processing_here
+
+
+class _TimeUp(BaseException):
+    """What the alarm of an item processed here raises (`_here`): not an `Exception`, so that no
+    `except Exception` in the code it stops takes it for a failure of that code."""
+
+
+def _time_up(signum: int, frame: object) -> None:
+    raise _TimeUp
+
+
+def _can_time_here() -> bool:
+    """Whether this process can stop an item with SIGALRM: where the platform has it, in the main
+    thread (the only one a signal handler runs in), with no handler or timer of the host's own."""
+    if not hasattr(signal, "setitimer"):  # pragma: no cover - not POSIX
+        return False
+    import threading  # (LibCST loads it too)
+
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    return signal.getsignal(signal.SIGALRM) == signal.SIG_DFL and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+@contextlib.contextmanager
+def _alarm(seconds: Optional[float]) -> Iterator[None]:
+    """`_TimeUp` raised in the block after `seconds` (never with None); the alarm is off after it."""
+    if seconds is None:
+        yield
+        return
+    signal.signal(signal.SIGALRM, _time_up)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-6))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+
+def _here(function: Callable[[T], R], item: T, on_failure: Failure, timeout: Optional[float]) -> R:
+    """`function(item)` in this process, failing as in a worker: an exception, or `timeout`
+    seconds passed (`_alarm`: checked between bytecodes, so a native call ends first), gives
+    `on_failure(item, why)` in the words the pool uses. `NeedsWorker` goes to the caller."""
+    global _processing_here
+    outer, _processing_here = _processing_here, True
+    try:
+        with _alarm(timeout):
+            return function(item)
+    except _TimeUp:
+        return on_failure(item, _gave_up(timeout))
+    except Exception as exc:
+        return on_failure(item, f"{INTERNAL}: {_exception_line(exc)}")
+    finally:
+        _processing_here = outer
+
+
+def _exception_line(exc: BaseException) -> str:
+    """The exception as the last line of its traceback says it."""
+    import traceback  # (with textwrap and linecache behind it: no cost of a run where nothing fails)
+
+    return "".join(traceback.format_exception_only(type(exc), exc)).strip()
+
+
+def _gave_up(timeout: Optional[float]) -> str:
+    return f"gave up after {timeout:g} s (the time limit per file)"
 
 
 def _order(weights: Optional[List[int]], jobs: int) -> List[int]:
@@ -142,7 +250,9 @@ def _resident() -> int:
 def _serve(function: Callable, conn: Connection) -> None:
     """A worker's loop: items in, (ok, result or traceback, whether it grew past GROWTH_LIMIT)
     out, until told to stop."""
+    global _processing_here
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills us
+    _processing_here = False  # (forked while the parent processed an item itself)
     start = _resident()
     while True:
         try:
@@ -154,9 +264,7 @@ def _serve(function: Callable, conn: Connection) -> None:
         try:
             ok, value = True, function(task)
         except BaseException as exc:  # the item's failure, reported by the parent
-            import traceback  # (with textwrap and linecache behind it: no cost of a run where nothing fails)
-
-            ok, value = False, "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            ok, value = False, _exception_line(exc)
         conn.send((ok, value, _resident() - start > GROWTH_LIMIT))
 
 
@@ -264,7 +372,7 @@ class _Pool:
             if worker.conn in ready:
                 try:
                     ok, value, worker.grown = worker.conn.recv()
-                    result = value if ok else self.on_failure(item, f"internal error in torchnumlint (please report it): {value}")
+                    result = value if ok else self.on_failure(item, f"{INTERNAL}: {value}")
                 except (EOFError, OSError):
                     worker.process.join()
                     result = self.on_failure(item, _death(worker.process.exitcode))
@@ -273,7 +381,7 @@ class _Pool:
                 worker.process.kill()
                 worker.process.join()
                 worker.conn.close()
-                result = self.on_failure(item, f"gave up after {self.timeout:g} s (the time limit per file)")
+                result = self.on_failure(item, _gave_up(self.timeout))
             else:
                 continue
             worker.task = (position, result, started)
@@ -287,5 +395,5 @@ def _death(exitcode: Optional[int]) -> str:
             name = signal.Signals(-exitcode).name
         except ValueError:
             name = f"signal {-exitcode}"
-        return f"internal error in torchnumlint (please report it): the worker process died ({name})"
-    return f"internal error in torchnumlint (please report it): the worker process exited ({exitcode})"
+        return f"{INTERNAL}: the worker process died ({name})"
+    return f"{INTERNAL}: the worker process exited ({exitcode})"

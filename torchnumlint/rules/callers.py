@@ -37,9 +37,11 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from torchnumlint import prepass
 from torchnumlint.positions import Spans
 from torchnumlint.rules.bindings import all_params
 from torchnumlint.walk import Visitor
+from torchnumlint.workers import NeedsWorker, processing_here
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.context import FileContext
@@ -264,11 +266,24 @@ def _read(path: str) -> Optional[str]:
 def _parsed(path: str, text: str) -> Optional[Tuple[cst.Module, Dict[Tuple[int, int], List[Tuple[cst.CSTNode, ...]]]]]:
     """A caller's file parsed, with its calls by position: the same file is asked about by many
     files of the project (a training script calls every helper)."""
+    if processing_here() and _beyond_the_prepass(text):
+        raise NeedsWorker  # LibCST's parser may crash on it, which only a worker survives
     try:
         module = cst.parse_module(text)
     except (cst.ParserSyntaxError, RecursionError, ValueError):
         return None
     return module, _calls(module, text, Spans(module, text))
+
+
+def _beyond_the_prepass(text: str) -> bool:
+    """Whether a caller's file, given to LibCST whole (not masked as a linted file is), may hold
+    what crashes its native parser: a statement deeper than the pre-pass lets through
+    (`prepass.deep_statements`), or a file CPython cannot parse (200 nested brackets and more)."""
+    try:
+        tree = prepass.parse(text, "<caller>")
+    except (SyntaxError, ValueError, prepass.TooDeep):
+        return True
+    return bool(prepass.deep_statements(tree))
 
 
 def _calls(module: cst.Module, text: str, spans: Spans) -> Dict[Tuple[int, int], List[Tuple[cst.CSTNode, ...]]]:

@@ -30,6 +30,10 @@ torchnumlint, run this script under each (`PYTHONPATH=<a checkout>`) with `--ski
 alternating, and compare ratios: the machine's load is printed before and after. `--json FILE`
 writes the per-change CPU times.
 
+After an edit the lint process lints only the statements the edit can reach and carries the
+others' last findings over (`relint_scope.py`, `server/relint.py`): each kind's line says how
+many of its changes were narrowed so (the others linted the whole buffer).
+
 Numbers depend on the machine and its load (printed); the script gives the median and the worst.
 """
 
@@ -90,6 +94,9 @@ PARTS: Sequence[Tuple[str, str, str]] = (
     ("the buffer's own facts (in the index and a save)", "index.py", "index_file"),
     ("moves mapped (in the index)", "moves.py", "moved_index"),
     ("finalize (in the index)", "index.py", "finalize"),
+    ("the buffer's statements split (relint_scope)", "relint_scope.py", "__init__"),
+    ("the edit's scope (relint_scope)", "relint_scope.py", "plan"),
+    ("the last answers replayed", "fact_reads.py", "still_valid"),
     ("candidate rules (pre-filter)", "engine.py", "candidate_rules"),
     ("masking unneeded groups", "engine.py", "_masked"),
     ("LibCST parse of the buffer", "engine.py", "_parse_masked"),
@@ -305,6 +312,7 @@ def in_process(project: Path, files: List[Path], count: int, profile: bool, reco
         kinds = list(EDITS) + [(SAVED, EDITS[1][1])]
         for kind, edit in kinds:
             times, published = [], []
+            narrowed = worker.relinter.narrowed
             profiler = cProfile.Profile() if profile else None
             for i in range(count):
                 new = edit(text, i)
@@ -324,7 +332,8 @@ def in_process(project: Path, files: List[Path], count: int, profile: bool, reco
                 record.setdefault(f"{path.relative_to(project)} ({len(text):,} characters)", {})[kind] = times
             print(
                 f"    {kind}: per change median {1000 * statistics.median(times):.0f} ms (worst {1000 * max(times):.0f}), "
-                f"publishing {1000 * statistics.median(published):.1f} ms, CPU; {len(findings)} findings"
+                f"publishing {1000 * statistics.median(published):.1f} ms, CPU; {len(findings)} findings; "
+                f"{worker.relinter.narrowed - narrowed} of {count} narrowed to what the edit reaches"
             )
             if profiler is not None:
                 print(f"      profiled: {breakdown(profiler)}")

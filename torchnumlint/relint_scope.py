@@ -22,11 +22,18 @@ the names it imports anywhere) or, for a class, one of its methods (a call `obj.
 a call of any class's `mean`). Module-level statements other than imports relay a link when they
 name a function or class of the file, as in `candidates`.
 
+Module-level code (imports, assignments, `if` blocks) is never masked, and a rule may judge it
+against the whole module (an import "unused here"), which a lint with functions masked does not
+show: its findings are always the last ones, carried, and where the edit can reach it (it is
+linked to the edit, reads a name the edit binds, or the edit adds or removes the only use of one
+of its names) the whole buffer is linted instead (`_module_code_apart`).
+
 A carried finding whose message holds a digit may cite a line of the file (`(line 14)`,
 `model.py:8`), which an edit that adds or removes lines may move: when lines move, its statement is
 linted again too. Everything else of a carried finding (its lines, its fix's offsets and rows) is
-moved here. `Plan.masked` is the new text with every function or class that is not linted again
-masked (`prepass.mask`: same length and lines), so LibCST's positions are the whole text's.
+moved here. `Plan.masked` lists the functions and classes not linted again, which
+`engine.lint_text` masks (`prepass.mask`: same length and lines), so LibCST's positions, the
+noqa comments and the pre-filter are the whole text's.
 """
 
 from __future__ import annotations

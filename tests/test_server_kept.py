@@ -22,6 +22,7 @@ from torchnumlint.config import Settings
 from torchnumlint.index import ProjectIndex
 from torchnumlint.runner import Options, run
 from torchnumlint.server import facts as facts_module, messages
+from torchnumlint.relint_scope import Region, Snapshot, plan, region
 from torchnumlint.server.worker import _Worker
 from torchnumlint.source import read_source
 from torchnumlint.summaries import Summaries
@@ -405,3 +406,32 @@ def test_random_real_edits_of_big_files_narrowed_give_the_whole_buffers_findings
     # the mechanism ran: edits were narrowed, and findings carried over (the others: an edit that
     # moved lines under findings citing lines, or changed the facts their lint asked about)
     assert worker.relinter.narrowed >= 5 and carried > 0
+
+
+def _snapshot(text):
+    return Snapshot(text, ast.parse(text))
+
+
+def test_the_edit_region_is_whole_lines_and_its_scope_the_statements_linked_to_it():
+    text = LOSSES + HANDED
+    # a comment between statements: nothing to lint, every finding carried
+    commented = text.replace("\n\nclass Reducer", "\n# a note\n\nclass Reducer")
+    assert region(text, commented) == Region(7, 7, 8)
+    scope = plan(_snapshot(text), _snapshot(commented), [])
+    assert scope is not None and scope.masked is None
+    # a character typed in `handed_run`: it, `handed_go` (its caller) and `handed_kl` (handed on
+    # by `handed_go`) are linted again; `normalise`, `Reducer` and `use` are masked
+    typed = text.replace("x.softmax(-1), y)", "x.softmax(-2), y)")
+    at = text.index("x.softmax(-1)")
+    line = text.count("\n", 0, at) + 1
+    assert region(text, typed) == Region(line, line + 1, line + 1)
+    scope = plan(_snapshot(text), _snapshot(typed), [])
+    assert scope is not None and scope.masked is not None
+    new = _snapshot(typed)
+    kept = sorted(new.text[new.parts[i].span[0] :].split("(")[0] for i in scope.kept)
+    assert kept == ["def handed_go", "def handed_kl", "def handed_run"]
+    assert len(scope.masked) == 3
+    # an edit of module-level code, or lines broken by a lone carriage return: the whole buffer
+    assert plan(_snapshot(text), _snapshot(text.replace("import torch\n", "import torch  # x\n", 1)), []) is None
+    crs = text.replace("\n", "\r")
+    assert plan(_snapshot(crs), _snapshot(crs.replace("x.softmax(-1)", "x.softmax(-2)")), []) is None

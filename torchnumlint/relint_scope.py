@@ -51,6 +51,7 @@ _MASKABLE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _WORD = re.compile(r"[^\W\d]\w*")
 _DIGIT = re.compile(r"\d")
 _NOQA = re.compile("noqa", re.IGNORECASE)
+_LONE_CR = re.compile(r"\r(?!\n)")
 
 
 class Part(NamedTuple):
@@ -265,6 +266,8 @@ def _part_at(parts: Sequence[Part], line: int) -> Optional[int]:
 def plan(old: Snapshot, new: Snapshot, last: List[Finding]) -> Optional[Plan]:
     """What an edit from `old` to `new` makes to lint again, given `last`, the findings of `old`;
     None where the whole buffer must be linted (see the module)."""
+    if _LONE_CR.search(old.text) or _LONE_CR.search(new.text):
+        return None  # lines broken by a lone "\r": `region` counts "\n" only
     edit = region(old.text, new.text)
     if edit is None:
         return None

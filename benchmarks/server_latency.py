@@ -30,6 +30,10 @@ torchnumlint, run this script under each (`PYTHONPATH=<a checkout>`) with `--ski
 alternating, and compare ratios: the machine's load is printed before and after. `--json FILE`
 writes the per-change CPU times.
 
+After an edit the lint process lints only the statements the edit can reach and carries the
+others' last findings over (`relint_scope.py`, `server/relint.py`): each kind's line says how
+many of its changes were narrowed so (the others linted the whole buffer).
+
 Numbers depend on the machine and its load (printed); the script gives the median and the worst.
 """
 
@@ -90,6 +94,9 @@ PARTS: Sequence[Tuple[str, str, str]] = (
     ("the buffer's own facts (in the index and a save)", "index.py", "index_file"),
     ("moves mapped (in the index)", "moves.py", "moved_index"),
     ("finalize (in the index)", "index.py", "finalize"),
+    ("the buffer's statements split (relint_scope)", "relint_scope.py", "__init__"),
+    ("the edit's scope (relint_scope)", "relint_scope.py", "plan"),
+    ("the last answers replayed", "fact_reads.py", "still_valid"),
     ("candidate rules (pre-filter)", "engine.py", "candidate_rules"),
     ("masking unneeded groups", "engine.py", "_masked"),
     ("LibCST parse of the buffer", "engine.py", "_parse_masked"),
@@ -241,6 +248,13 @@ class _Pipe:
         pass
 
 
+def _narrowed(worker) -> int:
+    """How many lints the lint process narrowed to what an edit reaches (0 for a version that
+    lints the whole buffer, compared with `PYTHONPATH`)."""
+    relinter = getattr(worker, "relinter", None)
+    return relinter.narrowed if relinter is not None else 0
+
+
 def publish_seconds(text: str, findings: list, converter) -> float:
     """CPU seconds the editor's process spends publishing `findings` of `text`: LSP diagnostics
     (`lsp.py`) and the JSON-RPC message pygls writes with its `converter` (made once per session,
@@ -305,11 +319,13 @@ def in_process(project: Path, files: List[Path], count: int, profile: bool, reco
         kinds = list(EDITS) + [(SAVED, EDITS[1][1])]
         for kind, edit in kinds:
             times, published = [], []
+            narrowed = 0  # of the timed lints
             profiler = cProfile.Profile() if profile else None
             for i in range(count):
                 new = edit(text, i)
                 if kind == SAVED:
                     answer(path, new)  # the edit, linted before the save
+                before = _narrowed(worker)
                 started = time.process_time()
                 if profiler is not None:
                     profiler.enable()
@@ -319,12 +335,14 @@ def in_process(project: Path, files: List[Path], count: int, profile: bool, reco
                 if profiler is not None:
                     profiler.disable()
                 times.append(time.process_time() - started)
+                narrowed += _narrowed(worker) - before
                 published.append(publish_seconds(new, findings, converter))
             if record is not None:
                 record.setdefault(f"{path.relative_to(project)} ({len(text):,} characters)", {})[kind] = times
             print(
                 f"    {kind}: per change median {1000 * statistics.median(times):.0f} ms (worst {1000 * max(times):.0f}), "
-                f"publishing {1000 * statistics.median(published):.1f} ms, CPU; {len(findings)} findings"
+                f"publishing {1000 * statistics.median(published):.1f} ms, CPU; {len(findings)} findings; "
+                f"{narrowed} of {count} narrowed to what the edit reaches"
             )
             if profiler is not None:
                 print(f"      profiled: {breakdown(profiler)}")

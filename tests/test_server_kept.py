@@ -6,19 +6,25 @@ changes no fact (nothing goes), and the last findings of a text linted again wit
 fresh whole run without the cache over the project as it would be on disk with the buffer saved.
 """
 
+import ast
+import os
 import random
 import textwrap
 from pathlib import Path
 
+import torch
+
 from tests import real_edits
-from tests.real_code import real_texts
+from tests.real_code import EXAMPLES, real_texts, with_example
 
 from torchnumlint import engine
 from torchnumlint.config import Settings
 from torchnumlint.index import ProjectIndex
 from torchnumlint.runner import Options, run
 from torchnumlint.server import facts as facts_module, messages
+from torchnumlint.relint_scope import Region, Snapshot, plan, region
 from torchnumlint.server.worker import _Worker
+from torchnumlint.source import read_source
 from torchnumlint.summaries import Summaries
 
 # the buffer: a function whose divisor is a count only its callers in another file show, and a
@@ -235,3 +241,197 @@ def test_random_real_edits_keep_the_call_sites_and_findings_of_a_whole_lint(tmp_
         assert served == fresh, (step, edit, buffer)
         _same_calls(worker, buffer, text)
         last[buffer] = text
+
+
+# a function handed on (`handed_run(handed_kl, ...)`): `handed_kl`'s finding depends on the call in
+# `handed_run`, which names neither it nor its caller; only `handed_go`, which names both, links them
+HANDED = textwrap.dedent(
+    """\
+    import torch.nn.functional as F
+
+
+    def handed_kl(p, q):
+        return F.kl_div(p, q, reduction="batchmean")
+
+
+    def handed_run(loss_fn, x, y):
+        return loss_fn(x.softmax(-1), y)
+
+
+    def handed_go(x, y):
+        return handed_run(handed_kl, x, y)
+    """
+)
+BIG = 40_000, 100_000  # the sizes of the real files edited below
+
+
+def _big_torch_files(count):
+    """`count` files of the installed torch of 40-100 KB, spread over them (a fixed choice)."""
+    top = os.path.dirname(torch.__file__)
+    files = sorted(
+        os.path.join(folder, name)
+        for folder, _, names in os.walk(top)
+        for name in names
+        if name.endswith(".py") and BIG[0] <= os.path.getsize(os.path.join(folder, name)) <= BIG[1]
+    )
+    step = max(1, len(files) // count)
+    return files[step // 2 :: step][:count]
+
+
+def _call_typed(text, rng):
+    """A call of `normalise` typed in a function drawn at random: its callers' evidence changes."""
+    lines = text.split("\n")
+    found = [
+        node.body[0]
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name != "normalise" and node.body[0].lineno > node.lineno
+    ]
+    first = rng.choice(found)
+    typed = " " * first.col_offset + "edited_count = normalise(torch.ones(3), (torch.ones(3) > 0).sum())"
+    return "\n".join(lines[: first.lineno - 1] + [typed] + lines[first.lineno - 1 :])
+
+
+def _handed_toggled(text, rng):
+    """What `handed_run` passes its loss switched between a softmax and a log-softmax (one line)."""
+    if "x.softmax(-1), y)" in text:
+        return text.replace("loss_fn(x.softmax(-1), y)", "loss_fn(x.log_softmax(-1), y)")
+    return text.replace("loss_fn(x.log_softmax(-1), y)", "loss_fn(x.softmax(-1), y)")
+
+
+def _line_removed(text, rng):
+    """A one-line statement removed from a function drawn at random (not its only one)."""
+    lines = text.split("\n")
+    found = [
+        stmt
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and len(node.body) > 1
+        for stmt in node.body[1:]
+        if stmt.lineno == stmt.end_lineno and not isinstance(stmt, (ast.FunctionDef, ast.ClassDef))
+    ]
+    for _ in range(20):
+        stmt = rng.choice(found)
+        edited = "\n".join(lines[: stmt.lineno - 1] + lines[stmt.lineno :])
+        if real_edits.parses(edited):
+            return edited
+    return None
+
+
+UNUSED_IMPORT = "from torch.cuda.amp import autocast as old_autocast\n"  # TNL306 says "unused here" while it is
+USE = "edited_use = old_autocast"
+
+
+def _use_toggled(text, rng):
+    """The one use of `old_autocast` added in a function drawn at random, or removed: the import's
+    finding changes, although the import is not edited."""
+    if USE in text:
+        return "\n".join(line for line in text.split("\n") if line.strip() != USE)
+    found = [
+        node.body[0]
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body[0].lineno > node.lineno
+    ]
+    first = rng.choice(found)
+    lines = text.split("\n")
+    return "\n".join(lines[: first.lineno - 1] + [" " * first.col_offset + USE] + lines[first.lineno - 1 :])
+
+
+NARROWING_EDITS = real_edits.MOVES + real_edits.CHANGES + (_call_typed, _handed_toggled, _line_removed, _use_toggled)
+
+
+def _callers_file(buffers, plain):
+    """Another file of the project calling each buffer's `normalise`: with a count (evidence for
+    its division), or with a plain number."""
+    lines = ["import torch", ""]
+    for number, buffer in enumerate(buffers):
+        lines.append(f"from {buffer.stem} import normalise as normalise_{number}")
+    for number, _ in enumerate(buffers):
+        argument = "4.0" if plain else "(x > 0.5).sum()"
+        lines += ["", "", f"def step_{number}(x):", f"    return normalise_{number}(x, {argument})"]
+    return "\n".join(lines) + "\n"
+
+
+def _exact(findings):
+    """Everything a finding says, its fix and noqa lines included, in a stable order."""
+    return sorted((f.line, f.col, f.end_line, f.end_col, f.code, f.message, repr(f.fix), f.noqa_lines) for f in findings)
+
+
+def test_random_real_edits_of_big_files_narrowed_give_the_whole_buffers_findings(tmp_path):
+    """Edits drawn at random on real 40-100 KB torch files (with rule examples, a function whose
+    divisor only its callers show, and a function handed on): the server lints again only what
+    each edit can reach (`relint_scope.py`) and carries the rest over, and its findings are those of
+    a whole lint of the buffer with the same project facts, fixes and noqa lines included."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n[tool.torchnumlint]\nstrict = true\n')
+    (tmp_path / "losses.py").write_text(LOSSES)
+    (tmp_path / "train.py").write_text(TRAIN)
+    buffers = []
+    for number, path in enumerate(_big_torch_files(3)):
+        text = read_source(path).text
+        for example in EXAMPLES[number::9] + [UNUSED_IMPORT]:  # a dozen rule examples in each
+            text = with_example(text, example)
+        buffer = tmp_path / f"big{number}_{Path(path).name}"
+        buffer.write_text(text + "\n\n" + LOSSES.replace("import torch\n", "") + "\n\n" + HANDED)
+        buffers.append(buffer)
+    callers = tmp_path / "callers.py"
+    callers.write_text(_callers_file(buffers, plain=False))
+    worker = _served_worker(tmp_path, buffers[0])
+    facts = worker.projects.of(str(buffers[0]))
+    assert facts is not None
+    rules = Settings().rules_for(str(buffers[0]))
+    rng = random.Random(22)
+    last = {buffer: buffer.read_text() for buffer in buffers}
+    carried = 0
+    for buffer in buffers:  # as opened: the whole buffer is linted
+        worker.answer(messages.Lint(str(buffer), last[buffer], 60.0))
+    for step in range(36):
+        buffer = rng.choice(buffers)
+        edit = rng.choice(NARROWING_EDITS)
+        if step % 6 == 5:
+            # the other file's calls change on disk: the buffers' `normalise` lose or gain their
+            # evidence, which only the project facts show; then an edit that moves no line
+            plain = "4.0)" not in callers.read_text()
+            callers.write_text(_callers_file(buffers, plain))
+            worker.handle(messages.Saved(str(callers), callers.read_text()))
+            edit = _handed_toggled
+        text = edit(last[buffer], rng)
+        if text is None:
+            continue
+        narrowed = worker.relinter.narrowed
+        served = worker.answer(messages.Lint(str(buffer), text, 60.0))
+        assert isinstance(served, messages.Linted), served
+        whole = engine.lint_text(str(buffer), text, rules, facts.index_for(str(buffer), text), strict=True)
+        assert _exact(served.findings) == _exact(whole), (step, edit.__name__, buffer.name)
+        if worker.relinter.narrowed > narrowed:
+            carried += worker.relinter.carried
+        last[buffer] = text
+    # the mechanism ran: edits were narrowed, and findings carried over (the others: an edit that
+    # moved lines under findings citing lines, or changed the facts their lint asked about)
+    assert worker.relinter.narrowed >= 5 and carried > 0
+
+
+def _snapshot(text):
+    return Snapshot(text, ast.parse(text))
+
+
+def test_the_edit_region_is_whole_lines_and_its_scope_the_statements_linked_to_it():
+    text = LOSSES + HANDED
+    # a comment between statements: nothing to lint, every finding carried
+    commented = text.replace("\n\nclass Reducer", "\n# a note\n\nclass Reducer")
+    assert region(text, commented) == Region(7, 7, 8)
+    scope = plan(_snapshot(text), _snapshot(commented), [])
+    assert scope is not None and scope.masked is None
+    # a character typed in `handed_run`: it, `handed_go` (its caller) and `handed_kl` (handed on
+    # by `handed_go`) are linted again; `normalise`, `Reducer` and `use` are masked
+    typed = text.replace("x.softmax(-1), y)", "x.softmax(-2), y)")
+    at = text.index("x.softmax(-1)")
+    line = text.count("\n", 0, at) + 1
+    assert region(text, typed) == Region(line, line + 1, line + 1)
+    scope = plan(_snapshot(text), _snapshot(typed), [])
+    assert scope is not None and scope.masked is not None
+    new = _snapshot(typed)
+    kept = sorted(new.text[new.parts[i].span[0] :].split("(")[0] for i in scope.kept)
+    assert kept == ["def handed_go", "def handed_kl", "def handed_run"]
+    assert len(scope.masked) == 3
+    # an edit of module-level code, or lines broken by a lone carriage return: the whole buffer
+    assert plan(_snapshot(text), _snapshot(text.replace("import torch\n", "import torch  # x\n", 1)), []) is None
+    crs = text.replace("\n", "\r")
+    assert plan(_snapshot(crs), _snapshot(crs.replace("x.softmax(-1)", "x.softmax(-2)")), []) is None

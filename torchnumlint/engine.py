@@ -107,6 +107,7 @@ def lint_text(
     warnings: Optional[List[str]] = None,
     time_limit: Optional[float] = TIME_LIMIT,
     partial: bool = True,
+    masked: Sequence[Tuple[int, int]] = (),
 ) -> List[Finding]:
     """All findings of `rules` in `text`, noqa-suppressed ones removed, and those of enabled rules
     about the noqa comments themselves (TNL900: `directives.filter_findings`). Raises ParseError.
@@ -116,17 +117,22 @@ def lint_text(
 
     Statements that cannot be analysed (nested too deeply, or beyond LibCST's parser) are skipped:
     each adds a line to `warnings` ("line N: ..."), and the rest of the file is linted. The
-    analysis stops (ParseError) after `time_limit` seconds."""
+    analysis stops (ParseError) after `time_limit` seconds.
+
+    `masked`: spans of top-level functions and classes (`prepass.Lines.span`) whose findings the
+    caller does not want (the server's re-lint after an edit, `relint_scope.py`): LibCST never
+    sees them, so they hold no finding; everything else reads the whole text (the noqa comments,
+    the pre-filter, the index's own summary), so the other statements' findings are unchanged."""
     deadline = _Deadline(time_limit)
     with prepass.recursion_limit():
         tree = check_syntax(text, path)
         active = candidate_rules(text, rules, index)
         if not active:
             return directives.filter_findings([], text, rules, path)
-        masked, skipped = _masked(text, tree, active if partial else (), index)
-        if masked is None:  # no statement can hold a finding
+        masked_text, skipped = _masked(text, tree, active if partial else (), index, masked)
+        if masked_text is None:  # no statement can hold a finding
             return directives.filter_findings([], text, rules, path)
-        module, more = _parse_masked(masked, tree)
+        module, more = _parse_masked(masked_text, tree)
         if warnings is not None:
             warnings.extend(f"line {line}: {why}; skipped, the rest of the file is linted" for line, why in sorted(skipped + more))
         if index is None:  # linting one text alone: it is its own project
@@ -143,18 +149,18 @@ def lint_text(
 
 
 def _masked(
-    text: str, tree: ast.Module, active: Sequence[Type[Rule]], index: Optional[ProjectIndex]
+    text: str, tree: ast.Module, active: Sequence[Type[Rule]], index: Optional[ProjectIndex], unwanted: Sequence[Tuple[int, int]] = ()
 ) -> Tuple[Optional[str], List[Tuple[int, str]]]:
     """`text` with the statements LibCST need not see masked (`prepass.mask`): those too deep
     for it, with (line, why) for each, and, given `active` rules, the top-level ones no rule can
-    fire in. None where no statement can hold a finding."""
+    fire in, and the `unwanted` ones. None where no statement can hold a finding."""
     lines = prepass.Lines(text)
-    spans: List[Tuple[int, int]] = []
+    spans: List[Tuple[int, int]] = list(unwanted)
     if active:
         unneeded = candidates.unneeded(text, tree, lines, active, index)
         if unneeded is None:
             return None, []
-        spans = unneeded
+        spans += unneeded
     warnings = []
     for stmt, depth in prepass.deep_statements(tree):
         start, end = lines.span(stmt)

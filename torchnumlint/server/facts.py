@@ -147,7 +147,7 @@ class ProjectFacts:
             # only classes, functions, regions or their positions moved: what the project's
             # helpers produce and who calls them is as it was, and the last index worked much of it out
             index.summaries = made[3].summaries
-        elif made is not None and _same_names(made[2], own, path):
+        elif made is not None and same_names(made[2], own, path):
             # a call moved, was typed or went (every line below a new one moves its call sites):
             # what the helpers produce reads none of that (`project_tables.names_part`)
             index.summaries.keep_answers(made[3].summaries)
@@ -162,6 +162,15 @@ class ProjectFacts:
             self._rest.pop(forgotten, None)
         return index
 
+    def basis(self, path: str) -> Optional[Tuple[ProjectIndex, ProjectIndex]]:
+        """What the last index made for `path` was made from: every other file's facts, merged
+        (the very same object while none of them changed), and the buffer's own facts; None when
+        not known."""
+        made, rest = self._made.get(path), self._rest.get(path)
+        if made is None or rest is None or self._stale(path, rest[0]):
+            return None
+        return rest[1], made[2]
+
     def _others(self, path: str) -> Tuple[ProjectIndex, OtherCalls]:
         """Every other file's facts, merged (not finalized), and their call sites, kept while
         none of those files' facts change."""
@@ -175,7 +184,7 @@ class ProjectFacts:
         return rest[1], rest[2]
 
 
-def _same_names(before: ProjectIndex, after: ProjectIndex, path: str) -> bool:
+def same_names(before: ProjectIndex, after: ProjectIndex, path: str) -> bool:
     """Whether `path`'s summaries in both facts agree in all that the summaries' answers about
     producers read (`project_tables.names_part`)."""
     old, new = before.summaries.files, after.summaries.files

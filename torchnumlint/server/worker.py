@@ -25,6 +25,7 @@ from typing import Tuple, cast
 
 from torchnumlint.server import messages
 from torchnumlint.server.facts import KEPT_INDEXES, Projects
+from torchnumlint.server.relint import Relinter
 
 KEPT_ANSWERS = KEPT_INDEXES  # the last findings of as many buffers as indexes are kept
 
@@ -55,6 +56,7 @@ class _Worker:
         self.projects = Projects()
         # path -> (what its last lint was given: text, rules, strict, facts; the index; its answer)
         self._linted: "OrderedDict[str, Tuple[tuple, object, messages.Linted]]" = OrderedDict()
+        self.relinter = Relinter(KEPT_ANSWERS)  # after an edit, only what it can reach is linted again
 
     def gather(self, facts) -> None:
         from torchnumlint.config import ConfigError, Settings
@@ -98,7 +100,8 @@ class _Worker:
     def answer(self, request: object) -> object:
         from torchnumlint.config import ConfigError, Settings
         from torchnumlint.discovery import discover
-        from torchnumlint.engine import ParseError, check_syntax, lint_text
+        from torchnumlint.engine import ParseError, check_syntax
+        from torchnumlint.relint_scope import Snapshot
         from torchnumlint.fixes import fix_text
         from torchnumlint.runner import file_options, reads_project_index
         from torchnumlint.results import Options
@@ -114,14 +117,15 @@ class _Worker:
         except ConfigError as exc:
             return messages.Refused("config", str(exc))
         try:
-            check_syntax(text, path)
+            tree = check_syntax(text, path)
         except ParseError as exc:
             return messages.Refused("syntax", str(exc))
-        index, project = None, True
+        index, project, basis = None, True, None
         if reads_project_index(text, rules):
             facts = self.projects.of(path)
             if facts is not None and facts.complete:
                 index = facts.index_for(path, text)
+                basis = facts.basis(path)
             else:
                 project = facts is None  # a file in no project is its own project
         started = time.monotonic()
@@ -131,7 +135,7 @@ class _Worker:
                 last = self._linted.get(path)
                 if last is not None and last[0] == given and last[1] is index:
                     return last[2]
-                found = lint_text(path, text, rules, index, strict=bool(options.strict), time_limit=request.time_limit)
+                found = self.relinter.lint(path, Snapshot(text, tree), rules, index, basis, bool(options.strict), request.time_limit)
                 linted = messages.Linted(found, project)
                 self._linted[path] = (given, index, linted)
                 self._linted.move_to_end(path)

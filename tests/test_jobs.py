@@ -4,6 +4,7 @@ that crashes or hangs costs its file (named in the error), never the run."""
 import os
 import shutil
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -173,6 +174,29 @@ def test_a_worker_that_grew_past_the_limit_is_replaced(monkeypatch):
 
     monkeypatch.setattr(workers, "GROWTH_LIMIT", 50_000_000)  # inherited by the forked workers
     pids = list(workers.run_all(_keep, [1, 2, 3, 4], 1, lambda item, why: (item, why)))
+    assert [item for item, _ in pids] == [1, 2, 3, 4]
+    assert pids[0][1] == pids[1][1] != pids[2][1] == pids[3][1]  # a fresh worker after item 2
+
+
+_INHERITED = []  # memory the parent wrote before the fork: resident in a worker from its start
+
+
+def _touch(item):
+    if item == 2:
+        block = _INHERITED[0]
+        for at in range(0, len(block), 4096):  # a write to each page copies it into the worker
+            block[at] = 1
+    return item, os.getpid()
+
+
+def test_a_worker_that_copied_the_parents_pages_past_the_limit_is_replaced(monkeypatch):
+    """Reading the project's facts writes their reference counts: the pages are copied into the
+    worker, its private memory grows and its resident memory does not (it counted them shared)."""
+    from torchnumlint import workers
+
+    monkeypatch.setattr(workers, "GROWTH_LIMIT", 50_000_000)
+    monkeypatch.setattr(sys.modules[__name__], "_INHERITED", [bytearray(b"x" * 100_000_000)])
+    pids = list(workers.run_all(_touch, [1, 2, 3, 4], 1, lambda item, why: (item, why)))
     assert [item for item, _ in pids] == [1, 2, 3, 4]
     assert pids[0][1] == pids[1][1] != pids[2][1] == pids[3][1]  # a fresh worker after item 2
 

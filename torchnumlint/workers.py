@@ -18,8 +18,9 @@ item heavier than `recycle_above` (a very large file: LibCST's tree of a 1.4 MB 
 800 MB) is never in flight while another such item is, and its worker is stopped after it, a
 fresh one forked for the next item: the memory that item raised the worker's high-water mark to
 goes back to the system, not on to every later item (CPython's allocator keeps its arenas), and
-two of them never stack up in two workers. A worker that grew by more than `GROWTH_LIMIT` since
-it was forked (a few files of a few hundred KB) is replaced the same way, whatever the item. With a
+two of them never stack up in two workers. A worker whose private memory grew by more than
+`GROWTH_LIMIT` since it was forked (one file of a few hundred KB, or many small ones) is replaced
+the same way, whatever the item. With a
 `budget`, an item is sent only while the weights of the items in flight and its own fit it, or
 when nothing is in flight: the next item that fits goes instead (a light one beside a heavy one),
 so the trees built at once are bounded, not only each one. Results
@@ -48,10 +49,15 @@ R = TypeVar("R")
 
 Failure = Callable[[T, str], R]  # (item, what went wrong) -> the item's result
 TAIL = 8  # an item over 1/TAIL of a worker's share of the work is sent first (`_order`)
-# A worker whose resident memory grew by more than this since it was forked is replaced after its
+# A worker whose private memory grew by more than this since it was forked is replaced after its
 # item: LibCST's tree of a 300 KB file leaves a worker hundreds of MB larger for good (the
 # allocator keeps its arenas), and each worker would keep the high-water mark of its largest file.
-GROWTH_LIMIT = 200_000_000
+# Private, not resident: a forked worker's resident set already counts the parent's pages it
+# shares, and its reads of the project's facts (reference counts are writes) copy those pages
+# without growing it. On the torch sources, workers grew from ~50 to 250-350 MB of PSS while
+# their resident memory grew by less than 200 MB: never replaced, one of them idling at 244 MB
+# beside another's 450 KB file made the run's peak.
+GROWTH_LIMIT = 100_000_000
 
 
 def default_jobs() -> int:
@@ -130,11 +136,12 @@ class _Worker:
         self.conn.close()
 
 
-def _resident() -> int:
-    """This process's resident memory in bytes (0 where /proc cannot tell)."""
+def _private() -> int:
+    """This process's private memory in bytes: the pages no other process shares, its own and the
+    parent's it wrote to since the fork (0 where /proc cannot tell)."""
     try:
-        with open("/proc/self/statm", "rb") as handle:
-            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        with open("/proc/self/smaps_rollup", "rb") as handle:
+            return 1024 * sum(int(line.split()[1]) for line in handle if line.startswith((b"Private_Clean:", b"Private_Dirty:")))
     except (OSError, ValueError, IndexError):
         return 0
 
@@ -143,7 +150,7 @@ def _serve(function: Callable, conn: Connection) -> None:
     """A worker's loop: items in, (ok, result or traceback, whether it grew past GROWTH_LIMIT)
     out, until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills us
-    start = _resident()
+    start = _private()
     while True:
         try:
             task = conn.recv()
@@ -157,7 +164,7 @@ def _serve(function: Callable, conn: Connection) -> None:
             import traceback  # (with textwrap and linecache behind it: no cost of a run where nothing fails)
 
             ok, value = False, "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        conn.send((ok, value, _resident() - start > GROWTH_LIMIT))
+        conn.send((ok, value, _private() - start > GROWTH_LIMIT))
 
 
 class _Pool:

@@ -201,6 +201,39 @@ def test_a_worker_that_copied_the_parents_pages_past_the_limit_is_replaced(monke
     assert pids[0][1] == pids[1][1] != pids[2][1] == pids[3][1]  # a fresh worker after item 2
 
 
+def _children(parent):
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                if entry.isdigit() and int(handle.read().rsplit(")", 1)[1].split()[1]) == parent:
+                    found.append(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def _alone(item):
+    """The heavy item: whether the other worker, idle beside it, was stopped (polled a while)."""
+    if item != "heavy":
+        return item
+    for _ in range(500):
+        if _children(os.getppid()) == [os.getpid()]:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_a_worker_left_idle_beside_a_heavy_item_is_stopped():
+    """It would keep what its last items left while the heavy item's tree is built."""
+    from torchnumlint.workers import run_all
+
+    items = [f"small {i}" for i in range(30)] + ["heavy"]
+    weight = lambda item: 4 if item == "heavy" else 2  # noqa: E731 - not sent first (4 * 8 is not over a worker's share, 32)
+    results = list(run_all(_alone, items, 2, lambda item, why: why, weight=weight, budget=4))
+    assert results == items[:-1] + [True]
+
+
 def test_items_in_flight_stay_within_the_budget_and_light_ones_run_beside_heavy_ones():
     from torchnumlint.workers import run_all
 

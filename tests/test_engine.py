@@ -1,6 +1,7 @@
 """Engine mechanics: name resolution, name following, positions, fixes to a fixpoint, imports."""
 
 import textwrap
+import weakref
 
 import libcst as cst
 import pytest
@@ -338,3 +339,21 @@ def test_a_name_imported_from_two_places_is_never_resolved_to_one():
     assert lint_text("x.py", two_places, rules) == []
     one_place = two_places.replace("other.functional", "torch.nn.functional")
     assert [f.code for f in lint_text("x.py", one_place, rules)] == ["TNL103"]
+
+
+def test_cpythons_tree_is_freed_before_libcst_parses(monkeypatch):
+    """A large file's peak is LibCST's tree, not LibCST's and CPython's together."""
+    from torchnumlint import engine
+
+    trees, alive = [], []
+    check_syntax, parse_module = engine.check_syntax, engine.cst.parse_module
+
+    def checked(text, path):
+        tree = check_syntax(text, path)
+        trees.append(weakref.ref(tree))
+        return tree
+
+    monkeypatch.setattr(engine, "check_syntax", checked)
+    monkeypatch.setattr(engine.cst, "parse_module", lambda text: alive.append(trees[0]() is not None) or parse_module(text))
+    findings = lint_text("x.py", "import torch\n\ndef f(x):\n    return torch.log(torch.softmax(x, -1))\n", list(registry().values()))
+    assert [f.code for f in findings] == ["TNL103"] and alive == [False]

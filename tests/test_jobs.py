@@ -4,6 +4,7 @@ that crashes or hangs costs its file (named in the error), never the run."""
 import os
 import shutil
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -175,6 +176,66 @@ def test_a_worker_that_grew_past_the_limit_is_replaced(monkeypatch):
     pids = list(workers.run_all(_keep, [1, 2, 3, 4], 1, lambda item, why: (item, why)))
     assert [item for item, _ in pids] == [1, 2, 3, 4]
     assert pids[0][1] == pids[1][1] != pids[2][1] == pids[3][1]  # a fresh worker after item 2
+
+
+_INHERITED = []  # memory the parent wrote before the fork: resident in a worker from its start
+
+
+def _touch(item):
+    if item == 2:
+        block = _INHERITED[0]
+        for at in range(0, len(block), 4096):  # a write to each page copies it into the worker
+            block[at] = 1
+    return item, os.getpid()
+
+
+def test_a_worker_that_copied_the_parents_pages_past_the_limit_is_replaced(monkeypatch):
+    """Reading the project's facts writes their reference counts: the pages are copied into the
+    worker, its private memory grows and its resident memory does not (it counted them shared)."""
+    from torchnumlint import workers
+
+    monkeypatch.setattr(workers, "GROWTH_LIMIT", 50_000_000)
+    monkeypatch.setattr(sys.modules[__name__], "_INHERITED", [bytearray(b"x" * 100_000_000)])
+    pids = list(workers.run_all(_touch, [1, 2, 3, 4], 1, lambda item, why: (item, why)))
+    assert [item for item, _ in pids] == [1, 2, 3, 4]
+    assert pids[0][1] == pids[1][1] != pids[2][1] == pids[3][1]  # a fresh worker after item 2
+
+
+def _children(parent):
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                if entry.isdigit() and int(handle.read().rsplit(")", 1)[1].split()[1]) == parent:
+                    found.append(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+_OTHERS = set()  # the children the test process had before the pool: not its workers
+
+
+def _alone(item):
+    """The heavy item: whether the other worker, idle beside it, was stopped (polled a while)."""
+    if item != "heavy":
+        return item
+    for _ in range(500):
+        if set(_children(os.getppid())) - _OTHERS == {os.getpid()}:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_a_worker_left_idle_beside_a_heavy_item_is_stopped(monkeypatch):
+    """It would keep what its last items left while the heavy item's tree is built."""
+    from torchnumlint.workers import run_all
+
+    monkeypatch.setattr(sys.modules[__name__], "_OTHERS", set(_children(os.getpid())))  # inherited by the workers
+    items = [f"small {i}" for i in range(30)] + ["heavy"]
+    weight = lambda item: 4 if item == "heavy" else 2  # noqa: E731 - not sent first (4 * 8 is not over a worker's share, 32)
+    results = list(run_all(_alone, items, 2, lambda item, why: why, weight=weight, budget=4))
+    assert results == items[:-1] + [True]
 
 
 def test_items_in_flight_stay_within_the_budget_and_light_ones_run_beside_heavy_ones():

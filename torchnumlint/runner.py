@@ -65,8 +65,10 @@ LARGE_FILE = 500_000
 # The most bytes of source being linted at once, all workers together (`run_all`'s `budget`): the
 # heaviest files are sent first, so two ~400 KB files (torch's `_inductor/ir.py`, `scheduler.py`)
 # were parsed at once, two trees of ~0.4-0.5 GB (at ~1,000-1,300 bytes of tree per byte); now a
-# light file is linted beside a heavy one. A file over it runs with nothing beside it.
-IN_FLIGHT = LARGE_FILE
+# light file is linted beside a heavy one. A file over it runs with nothing beside it. Below
+# LARGE_FILE: at 500 KB, torch's `common_modules.py` (246 KB, a worker of 270 MB) and
+# `common_nn.py` (175 KB) were linted at once, the peak of a run (594 MB of PSS, 524 MB at 300 KB).
+IN_FLIGHT = 300_000
 # A run whose one item (the changed file's facts, then its lint) is a file this large or smaller
 # runs it in this process, not in a forked worker (`workers.run_all`'s `alone_up_to`), still
 # stopped after `Options.timeout`. Why that is safe: the one crash a worker was there for,

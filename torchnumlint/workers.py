@@ -18,8 +18,9 @@ item heavier than `recycle_above` (a very large file: LibCST's tree of a 1.4 MB 
 800 MB) is never in flight while another such item is, and its worker is stopped after it, a
 fresh one forked for the next item: the memory that item raised the worker's high-water mark to
 goes back to the system, not on to every later item (CPython's allocator keeps its arenas), and
-two of them never stack up in two workers. A worker that grew by more than `GROWTH_LIMIT` since
-it was forked (a few files of a few hundred KB) is replaced the same way, whatever the item. With a
+two of them never stack up in two workers. A worker whose private memory grew by more than
+`GROWTH_LIMIT` since it was forked (one file of a few hundred KB, or many small ones) is replaced
+the same way, whatever the item. With a
 `budget`, an item is sent only while the weights of the items in flight and its own fit it, or
 when nothing is in flight: the next item that fits goes instead (a light one beside a heavy one),
 so the trees built at once are bounded, not only each one. Results
@@ -59,10 +60,16 @@ R = TypeVar("R")
 
 Failure = Callable[[T, str], R]  # (item, what went wrong) -> the item's result
 TAIL = 8  # an item over 1/TAIL of a worker's share of the work is sent first (`_order`)
-# A worker whose resident memory grew by more than this since it was forked is replaced after its
+# A worker whose private memory grew by more than this since it was forked is replaced after its
 # item: LibCST's tree of a 300 KB file leaves a worker hundreds of MB larger for good (the
 # allocator keeps its arenas), and each worker would keep the high-water mark of its largest file.
-GROWTH_LIMIT = 200_000_000
+# Private, not resident: a forked worker's resident set already counts the parent's pages it
+# shares, and its reads of the project's facts (reference counts are writes) copy those pages
+# without growing it. On the torch sources, workers grew from ~50 to 250-350 MB of PSS while
+# their resident memory grew by less than 200 MB: never replaced, one of them idling at 244 MB
+# beside another's 450 KB file made the run's peak. Not lower: a fresh worker computes again the
+# project-wide answers the summaries memoize (at 100 MB, 359 workers and ~50 % more CPU there).
+GROWTH_LIMIT = 150_000_000
 INTERNAL = "internal error in torchnumlint (please report it)"  # how a failure that is a bug begins
 
 
@@ -238,11 +245,12 @@ class _Worker:
         self.conn.close()
 
 
-def _resident() -> int:
-    """This process's resident memory in bytes (0 where /proc cannot tell)."""
+def _private() -> int:
+    """This process's private memory in bytes: the pages no other process shares, its own and the
+    parent's it wrote to since the fork (0 where /proc cannot tell)."""
     try:
-        with open("/proc/self/statm", "rb") as handle:
-            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        with open("/proc/self/smaps_rollup", "rb") as handle:
+            return 1024 * sum(int(line.split()[1]) for line in handle if line.startswith((b"Private_Clean:", b"Private_Dirty:")))
     except (OSError, ValueError, IndexError):
         return 0
 
@@ -253,7 +261,7 @@ def _serve(function: Callable, conn: Connection) -> None:
     global _processing_here
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills us
     _processing_here = False  # (forked while the parent processed an item itself)
-    start = _resident()
+    start = _private()
     while True:
         try:
             task = conn.recv()
@@ -265,7 +273,7 @@ def _serve(function: Callable, conn: Connection) -> None:
             ok, value = True, function(task)
         except BaseException as exc:  # the item's failure, reported by the parent
             ok, value = False, _exception_line(exc)
-        conn.send((ok, value, _resident() - start > GROWTH_LIMIT))
+        conn.send((ok, value, _private() - start > GROWTH_LIMIT))
 
 
 class _Pool:
@@ -333,7 +341,7 @@ class _Pool:
             options = [q for q in ((larges,) if not large_busy else ()) + (others,) if q]
             found = [(rank[q[at]], q, at) for q in options for at in [self._fitting(q, weights, in_flight)] if at is not None]
             if not found:
-                return  # nothing fits beside what is in flight: wait for it
+                break  # nothing fits beside what is in flight: wait for it
             _, queue, at = min(found, key=lambda f: f[0])
             position = queue[at]
             del queue[at]
@@ -344,6 +352,19 @@ class _Pool:
                 workers.append(worker)
             worker.task = (position, items[position], time.monotonic())
             worker.conn.send(items[position])
+        self._stop_idle(workers)  # none can be given an item now
+
+    @staticmethod
+    def _stop_idle(workers: List[_Worker]) -> None:
+        """Stop the idle workers (those waiting for the budget, or with nothing left to do): an
+        idle worker keeps what its last items left (up to GROWTH_LIMIT), and it waits while a
+        file heavy enough to fill the budget is linted, when that file's tree is largest (on the
+        torch sources, 128 MB beside the 298 MB of the worker linting `distributed_test.py`). A
+        fresh one is forked when an item fits."""
+        for worker in workers:
+            if worker.task is None:
+                worker.stop()
+        workers[:] = [w for w in workers if w.task is not None]
 
     def _fitting(self, queue: Deque[int], weights: List[int], in_flight: int) -> Optional[int]:
         """Where in `queue` the first item that fits the budget beside `in_flight` is (any

@@ -96,3 +96,40 @@ def test_every_question_rules_ask_of_the_summaries_is_recorded():
     public = {name for name, value in vars(Summaries).items() if callable(value) and not name.startswith("_")}
     not_asked_by_rules = {"absorb", "without", "keep_answers", "use_calls", "producer_names", "producers_among"}
     assert public - not_asked_by_rules <= set(vars(_RecordingSummaries))
+
+
+def test_one_replay_judges_many_files_as_a_fresh_replay_judges_each(tmp_path):
+    """A replay keeps the base frame's answers across the files it judges (`Replay._base_answers`,
+    `_base_producers`): each file's verdict must be the one a replay of its own would give."""
+    helpers, models = str(tmp_path / "helpers.py"), str(tmp_path / "models.py")
+    model = "import torch\n\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x.softmax(-1)\n"
+    old = build_index([(helpers, HELPERS + "\n\ndef probs(z):\n    return torch.softmax(z, -1)\n"), (models, model)])
+    texts = ["y = probs(x)", "y = scale(x)", "y = logits(x) + probs(x)", "y = scale(probs(x))", "y = gate(x)"]
+    reads = []
+    for at, text in enumerate(texts):
+        view = recording(old)()
+        view.summaries.mentions_producer(text, frozenset({"softmax"}))
+        view.summaries.mentions_producer(text, frozenset({"sigmoid"}))
+        view.lookup("Model" if at % 2 else "Other", None, helpers)
+        view.function("probs" if at < 3 else "scale", None, helpers)
+        found = view.recorder.reads()
+        assert found is not None
+        reads.append(found)
+    edits = [
+        HELPERS + "\n\ndef probs(z):\n    return torch.softmax(z, -1)\n\n# note\n",
+        HELPERS + "\n\ndef probs(z):\n    return torch.tanh(z)\n",
+        HELPERS + "\n\ndef probs(z):\n    return torch.softmax(z, -1)\n\n\ndef logits(z):\n    return torch.sigmoid(z)\n",
+        HELPERS + "\n\ndef probs(z):\n    return torch.softmax(z, -1)\n\n\ndef gate(z):\n    return z.softmax(-1)\n",
+    ]
+    verdicts = set()
+    for edit in edits:
+        for classes in (model, model.replace("class Model", "class Other")):
+            new = build_index([(helpers, edit), (models, classes)])
+            shared = Replay(new, lambda path: None)
+            for found in reads + reads[::-1]:
+                fresh = Replay(new, lambda path: None).still_valid(found)
+                assert shared.still_valid(found) == fresh
+                verdicts.add(fresh)
+        if edit == edits[0]:  # a comment added: every answer holds
+            assert all(Replay(build_index([(helpers, edit), (models, model)]), lambda path: None).still_valid(found) for found in reads)
+    assert verdicts == {True, False}  # the edits keep some files' answers and change others'

@@ -114,3 +114,40 @@ def test_the_producer_pre_filter_answers_as_a_fresh_project():
 def test_words_are_the_text_s(text):
     assert summaries.words(text) == set(summaries._WORD.findall(text))
     assert summaries.words("other " + text) == set(summaries._WORD.findall("other " + text))
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_lint_leaves_the_collector_as_it_was(enabled, monkeypatch):
+    """`engine.lint_text` pauses Python's cyclic collector while LibCST parses (its tree holds
+    no cycles), and puts it back as it found it, for the rules' walk and after a lint that reports
+    and one that raises."""
+    import gc
+
+    from torchnumlint import engine
+    from torchnumlint.engine import ParseError, lint_text
+
+    seen = []
+
+    def parse(*args, **kwargs):
+        seen.append(("parse", gc.isenabled()))
+        return engine_parse(*args, **kwargs)
+
+    def context(*args, **kwargs):
+        seen.append(("rules", gc.isenabled()))
+        return engine_context(*args, **kwargs)
+
+    engine_parse, engine_context = engine._parse_masked, engine.FileContext
+    monkeypatch.setattr(engine, "_parse_masked", parse)
+    monkeypatch.setattr(engine, "FileContext", context)
+    rules = list(registry().values())
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        assert lint_text("a.py", EXAMPLES[0], rules)
+        assert seen == [("parse", False), ("rules", enabled)]
+        assert gc.isenabled() == enabled
+        with pytest.raises(ParseError):
+            lint_text("b.py", "import torch\ndef f(:\n", rules)
+        assert gc.isenabled() == enabled
+    finally:
+        gc.enable() if was else gc.disable()

@@ -53,6 +53,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union, cast
 
+from torchnumlint.ast_nodes import child_nodes
 from torchnumlint import configfiles
 from torchnumlint.summaries import Summaries, callers_digest, summarize
 from torchnumlint.summaries import could_matter as could_summarise
@@ -664,7 +665,7 @@ class _ForwardRecorder:
 
     def _walk(self) -> Iterator[Tuple[ast.AST, bool]]:
         """The nodes under the function in pre-order, each with whether it is in an island."""
-        stack = [(child, False) for child in reversed(list(ast.iter_child_nodes(self.func)))]
+        stack = [(child, False) for child in reversed(child_nodes(self.func))]
         while stack:
             node, island = stack.pop()
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
@@ -672,7 +673,7 @@ class _ForwardRecorder:
             if isinstance(node, ast.With) and any(_is_other_autocast(self.imports, i.context_expr) for i in node.items):
                 island = True
             yield node, island
-            stack.extend((child, island) for child in reversed(list(ast.iter_child_nodes(node))))
+            stack.extend([(child, island) for child in reversed(child_nodes(node))])
 
     def record(self) -> Forward:
         func, args = self.func, self.func.args
@@ -1168,7 +1169,7 @@ class _File:
             elif isinstance(node, (ast.With, ast.AsyncWith)):
                 quiet = quiet or any(_is_other_autocast(self.imports, i.context_expr) for i in node.items)
             inner = nested or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-            stack.extend((child, inner, quiet) for child in ast.iter_child_nodes(node))
+            stack.extend([(child, inner, quiet) for child in child_nodes(node)])
         return scan
 
     def _refs(self, scan: "_Scan", values: Dict[str, ast.AST]) -> List[Ref]:

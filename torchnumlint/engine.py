@@ -24,7 +24,7 @@ from torchnumlint.positions import Spans
 from torchnumlint.prepass import ParseError, check_syntax
 from torchnumlint.rules.base import Rule
 from torchnumlint.rules.imports import imports_torch
-from torchnumlint.walk import Visitor
+from torchnumlint.walk import Visitor, children
 
 # Seconds one file's analysis (each pass of a fix) may take before the file is given up.
 TIME_LIMIT = 120.0
@@ -49,18 +49,20 @@ class _Dispatcher(Visitor):
                 elif attr.startswith("leave_"):
                     self.leaves.setdefault(attr[6:], []).append(getattr(rule, attr))
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
+    def walk(self, node: cst.CSTNode) -> None:
+        """`Visitor.walk` with its `on_visit` and `on_leave` written in: two calls fewer for
+        each of the million nodes of a cold lint of kornia."""
         self.count += 1
         if self.count % _CLOCK_EVERY == 0:
             self.deadline.check()
         self.ctx.stack.append(node)
-        for handler in self.visits.get(type(node).__name__, ()):
+        name = type(node).__name__
+        for handler in self.visits.get(name, ()):
             handler(node)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        for handler in self.leaves.get(type(original_node).__name__, ()):
-            handler(original_node)
+        for child in children(node):
+            self.walk(child)
+        for handler in self.leaves.get(name, ()):
+            handler(node)
         self.ctx.stack.pop()
 
 

@@ -56,13 +56,14 @@ from __future__ import annotations
 
 import ast
 import bisect
-import hashlib
 import functools
+import hashlib
 import posixpath
 import re
 import sys
 from typing import AbstractSet, Callable, Dict, FrozenSet, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Set, Tuple, Union
 
+from torchnumlint import ast_nodes
 from torchnumlint.ast_nodes import child_nodes
 from torchnumlint.rules import vocabulary
 
@@ -324,7 +325,7 @@ def _module_bindings(body: List[ast.stmt]) -> Iterator[Tuple[str, Optional[str]]
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
             targets = [i.optional_vars for i in stmt.items if i.optional_vars is not None]
         for target in targets:
-            yield from ((n.id, None) for n in ast.walk(target) if isinstance(n, ast.Name))
+            yield from ((n.id, None) for n in ast_nodes.walk(target) if isinstance(n, ast.Name))
         for field in ("body", "orelse", "finalbody"):
             yield from _module_bindings(getattr(stmt, field, None) or [])
         for handler in getattr(stmt, "handlers", None) or []:
@@ -715,7 +716,7 @@ class _Scan:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         plain = top and len(targets) == 1 and not isinstance(node, ast.AugAssign)
         for target in targets:
-            for part in ast.walk(target):
+            for part in ast_nodes.walk(target):
                 if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and part.value.id == "self":
                     self.self_stores.append((part.attr, node.value if plain and part is target else None))
 
@@ -743,7 +744,7 @@ def _returns(func: Union[ast.FunctionDef, ast.AsyncFunctionDef], imports: Dict[s
         name = exprs.qualname(deco.func if isinstance(deco, ast.Call) else deco) or _dotted(deco)
         if name not in TRANSPARENT_DECORATORS:
             return None
-    params = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
+    params = {a.arg for a in ast_nodes.walk(func.args) if isinstance(a, ast.arg)}
     values = {
         name: found
         for name, found in scan.assigned.items()
@@ -811,7 +812,7 @@ def _last_layers(body: List[ast.stmt]) -> Dict[str, ast.AST]:
         if known is not None:
             last[known[0]] = known[1]
             continue
-        for node in ast.walk(stmt):  # any other change of a list: its last element is unknown
+        for node in ast_nodes.walk(stmt):  # any other change of a list: its last element is unknown
             target = (
                 node.func.value
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
@@ -894,7 +895,7 @@ class _CallFacts:
     def of_module(self, body: List[ast.stmt]) -> None:
         for stmt in body:
             if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                for node in ast.walk(stmt):
+                for node in ast_nodes.walk(stmt):
                     if isinstance(node, ast.Call):
                         self._add(node, None, {}, set())
 
@@ -969,7 +970,7 @@ def passed_kinds(call: ast.Call, plain: Dict[str, ast.AST]) -> FrozenSet[str]:
     for arg in [*call.args, *(k.value for k in call.keywords)]:
         values = [arg, plain[arg.id]] if isinstance(arg, ast.Name) and arg.id in plain else [arg]
         for value in values:
-            for node in ast.walk(value):
+            for node in ast_nodes.walk(value):
                 word = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
                 found.update(kind for part, kind in _KIND_WORDS if part in word.lower())
                 if isinstance(node, ast.Call):

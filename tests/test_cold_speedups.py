@@ -2,7 +2,8 @@
 own walks, a function's scan (`summaries._Scan`) against the scan that visits every node with
 `ast.iter_child_nodes`, the LibCST walk's children against plain `isinstance` tests, and the
 memoised producer pre-filter (`Summaries.mentions_producer`) against a fresh project's answer to
-each question."""
+each question; and the collector's pause during LibCST's parse, undone after. (The dispatcher's
+walk is held to the same findings by every rule's examples and `test_prefilter_on_real_code.py`.)"""
 
 import ast
 import random

@@ -27,6 +27,7 @@ import ast
 import re
 from typing import Iterator, List, Optional, Tuple, Union
 
+from torchnumlint.ast_nodes import walk
 from torchnumlint.prepass import Lines
 
 _NOQA = re.compile("noqa", re.IGNORECASE)
@@ -64,7 +65,7 @@ def _strings_and_stars(node: ast.stmt, lines: Lines) -> Tuple[List[Tuple[int, in
     `def f(**kw)`, `{**d}`): the rules' `**` is a power, and `**kwargs` is in most signatures."""
     text = lines.text
     strings, stars = [], []
-    for n in ast.walk(node):
+    for n in walk(node):
         if isinstance(n, ast.JoinedStr) or (isinstance(n, ast.Constant) and isinstance(n.value, (str, bytes))):
             strings.append((lines.offset(n.lineno, n.col_offset), _end(n, lines)))
         elif isinstance(n, ast.keyword) and n.arg is None:

@@ -53,6 +53,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union, cast
 
+from torchnumlint import ast_nodes
+from torchnumlint.ast_nodes import child_nodes
 from torchnumlint import configfiles
 from torchnumlint.summaries import Summaries, callers_digest, summarize
 from torchnumlint.summaries import could_matter as could_summarise
@@ -540,7 +542,7 @@ def _targets(node: ast.AST) -> List[ast.Name]:
     if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
         return [ast.Name(id=node.name)]
     if isinstance(node, ast.Assign):
-        return [n for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        return [n for t in node.targets for n in ast_nodes.walk(t) if isinstance(n, ast.Name)]
     return []
 
 
@@ -589,11 +591,11 @@ def _bound(node: ast.AST) -> List[Tuple[str, Optional[ast.AST]]]:
             if isinstance(target, ast.Name):
                 found.append((target.id, node.value))
             else:
-                found.extend((inner.id, None) for inner in ast.walk(target) if isinstance(inner, ast.Name))
+                found.extend((inner.id, None) for inner in ast_nodes.walk(target) if isinstance(inner, ast.Name))
         return found
     if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.withitem, ast.NamedExpr)):
         bound = getattr(node, "target", None) or getattr(node, "optional_vars", None)
-        return [(inner.id, None) for inner in ast.walk(bound) if isinstance(inner, ast.Name)] if bound is not None else []
+        return [(inner.id, None) for inner in ast_nodes.walk(bound) if isinstance(inner, ast.Name)] if bound is not None else []
     return []
 
 
@@ -664,7 +666,7 @@ class _ForwardRecorder:
 
     def _walk(self) -> Iterator[Tuple[ast.AST, bool]]:
         """The nodes under the function in pre-order, each with whether it is in an island."""
-        stack = [(child, False) for child in reversed(list(ast.iter_child_nodes(self.func)))]
+        stack = [(child, False) for child in reversed(child_nodes(self.func))]
         while stack:
             node, island = stack.pop()
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
@@ -672,7 +674,7 @@ class _ForwardRecorder:
             if isinstance(node, ast.With) and any(_is_other_autocast(self.imports, i.context_expr) for i in node.items):
                 island = True
             yield node, island
-            stack.extend((child, island) for child in reversed(list(ast.iter_child_nodes(node))))
+            stack.extend([(child, island) for child in reversed(child_nodes(node))])
 
     def record(self) -> Forward:
         func, args = self.func, self.func.args
@@ -786,7 +788,7 @@ class _File:
 
     def run(self) -> None:
         if any(word in self.text for word in ("GradScaler", "amp.initialize", "scale_loss")):
-            for node in ast.walk(self.tree):  # the one fact found inside expressions: walk them only then
+            for node in ast_nodes.walk(self.tree):  # the one fact found inside expressions: walk them only then
                 if isinstance(node, ast.Call) and is_enabled_scaler(_call_shape(self.imports, node)):
                     self.scaler_sites.append(self._site(node, "cuda", False))
         self._block(self.tree.body, None, self.module_values, toplevel=True)
@@ -835,7 +837,7 @@ class _File:
     def _function(self, node, cls: Optional[ast.ClassDef], toplevel: bool) -> None:
         scan = self._scan(node.body)
         assigned = _assignments(scan.binders)
-        params = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+        params = {a.arg for a in ast_nodes.walk(node.args) if isinstance(a, ast.arg)}
         values = {k: v for k, v in self.module_values.items() if k not in assigned and k not in params}
         values.update(_single(assigned))
         saved, self._several = (
@@ -945,7 +947,7 @@ class _File:
             return None
         found = [
             accelerate_fp16(_call_shape(self.imports, node))
-            for node in ast.walk(self.tree)
+            for node in ast_nodes.walk(self.tree)
             if isinstance(node, ast.Call) and self.imports.qualname(node.func) in ACCELERATORS
         ]
         if True in found:
@@ -1077,7 +1079,7 @@ class _File:
             if isinstance(value, ast.Name) and value.id in annotations:
                 refs = [_class_ref(self.imports, annotations[value.id])]
             else:
-                refs = [_class_ref(self.imports, _constructor(c)) for c in ast.walk(value) if isinstance(c, ast.Call)]
+                refs = [_class_ref(self.imports, _constructor(c)) for c in ast_nodes.walk(value) if isinstance(c, ast.Call)]
             info.attrs.setdefault(attr, []).extend(r for r in refs if r is not None)
 
     def _submodules(self, node: ast.ClassDef) -> Dict[str, Tuple[Tuple[str, Optional[str]], ...]]:
@@ -1091,7 +1093,7 @@ class _File:
             return {}
         class_values = _single(_assignments(s for s in node.body if isinstance(s, ast.Assign)))
         found: Dict[str, List[Tuple[str, Optional[str]]]] = {}
-        for stmt in ast.walk(init):
+        for stmt in ast_nodes.walk(init):
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                 target = stmt.targets[0]
                 if isinstance(target, ast.Attribute) and _is_self(target.value):
@@ -1129,7 +1131,7 @@ class _File:
         defaults = _number_defaults(init.args)
         numbers: Dict[str, float] = {}
         counts: Dict[str, int] = {}
-        for stmt in ast.walk(init):
+        for stmt in ast_nodes.walk(init):
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                 target = stmt.targets[0]
                 if isinstance(target, ast.Attribute) and _is_self(target.value):
@@ -1168,7 +1170,7 @@ class _File:
             elif isinstance(node, (ast.With, ast.AsyncWith)):
                 quiet = quiet or any(_is_other_autocast(self.imports, i.context_expr) for i in node.items)
             inner = nested or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-            stack.extend((child, inner, quiet) for child in ast.iter_child_nodes(node))
+            stack.extend([(child, inner, quiet) for child in child_nodes(node)])
         return scan
 
     def _refs(self, scan: "_Scan", values: Dict[str, ast.AST]) -> List[Ref]:
@@ -1185,7 +1187,7 @@ class _File:
                 if isinstance(arg, ast.Name) and arg.id[:1].isupper() and arg.id not in values:
                     refs[("passed", arg.id, self.imports.qualname(arg))] = None
         for iterable in scan.iters:  # `for block in self.blocks: x = block(x)`
-            for inner in ast.walk(iterable):
+            for inner in ast_nodes.walk(iterable):
                 if isinstance(inner, ast.Attribute) and _is_self(inner.value):
                     refs[("self", inner.attr)] = None
         return list(refs)
@@ -1288,7 +1290,9 @@ def _deepspeed_fp16(config: Optional[ast.AST], values: Dict[str, ast.AST]) -> Op
 def _wraps(value: ast.AST, name: str) -> bool:
     """`model = DataParallel(model)`, `model = smart_DDP(model).to(device)`: a re-binding of `name`
     to a wrapper of itself, which runs the same module."""
-    return any(isinstance(call, ast.Call) and any(isinstance(a, ast.Name) and a.id == name for a in call.args) for call in ast.walk(value))
+    return any(
+        isinstance(call, ast.Call) and any(isinstance(a, ast.Name) and a.id == name for a in call.args) for call in ast_nodes.walk(value)
+    )
 
 
 def _last_name(expr: ast.AST) -> str:

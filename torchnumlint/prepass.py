@@ -25,6 +25,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator, List, NamedTuple, Optional, Tuple
 
+from torchnumlint.ast_nodes import child_nodes
+
 # Deepest expression (in `ast` levels below its statement) handed to LibCST. LibCST's parse of a
 # 1,500-deep sum takes ~0.4 s and its walk needs ~10,000 Python frames; the native parser
 # crashes somewhere between 5,000 and 10,000 levels.
@@ -124,8 +126,7 @@ def deep_statements(tree: ast.Module) -> List[Tuple[ast.stmt, int]]:
             depth_of[id(owner)] = depth
         # LibCST nests `a and b and c` two deep where `ast` keeps one flat list of values
         step = len(node.values) if isinstance(node, ast.BoolOp) else 1
-        for child in ast.iter_child_nodes(node):
-            stack.append((child, depth + step, owner))
+        stack.extend([(child, depth + step, owner) for child in child_nodes(node)])
     found: List[Tuple[ast.stmt, int]] = []
     inside: set = set()  # statements within one already masked
     for stmt in owners:  # parents come before their children

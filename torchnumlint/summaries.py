@@ -56,13 +56,15 @@ from __future__ import annotations
 
 import ast
 import bisect
-import hashlib
 import functools
+import hashlib
 import posixpath
 import re
 import sys
 from typing import AbstractSet, Callable, Dict, FrozenSet, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Set, Tuple, Union
 
+from torchnumlint import ast_nodes
+from torchnumlint.ast_nodes import child_nodes
 from torchnumlint.rules import vocabulary
 
 Kind = Tuple[str, Optional[int]]  # (kind, dim)
@@ -187,9 +189,19 @@ def module_stem(path: str) -> Tuple[str, bool]:
 _WORD = re.compile(r"\w+")
 
 
-def words(text: str) -> Set[str]:
-    """The words of `text`: the names it may call a producer by (`Summaries.mentions_producer`)."""
-    return set(_WORD.findall(text))
+def words(text: str) -> FrozenSet[str]:
+    """The words of `text`: the names it may call a producer by (`Summaries.mentions_producer`).
+    The last text's are kept: the pre-filter asks this of one text once per rule that reads
+    producers (a file's, then each group's), and the scan costs more than the rest of the test."""
+    global _last_words
+    last, found = _last_words
+    if last is not text:
+        found = frozenset(_WORD.findall(text))
+        _last_words = (text, found)
+    return found
+
+
+_last_words: Tuple[str, FrozenSet[str]] = ("", frozenset())
 
 
 def producer_questions(path: str, summary: Optional[FileSummary]) -> Iterator[Tuple[str, tuple]]:
@@ -313,7 +325,7 @@ def _module_bindings(body: List[ast.stmt]) -> Iterator[Tuple[str, Optional[str]]
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
             targets = [i.optional_vars for i in stmt.items if i.optional_vars is not None]
         for target in targets:
-            yield from ((n.id, None) for n in ast.walk(target) if isinstance(n, ast.Name))
+            yield from ((n.id, None) for n in ast_nodes.walk(target) if isinstance(n, ast.Name))
         for field in ("body", "orelse", "finalbody"):
             yield from _module_bindings(getattr(stmt, field, None) or [])
         for handler in getattr(stmt, "handlers", None) or []:
@@ -613,6 +625,26 @@ class _Exprs:
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+# The node types `_Scan._local` reads (CPython's parser makes no subclass of them): the scan
+# skips the call for every other node, most of a function's.
+_LOCAL_FACTS = frozenset(
+    {
+        ast.Return,
+        ast.Yield,
+        ast.YieldFrom,
+        ast.Name,
+        ast.FunctionDef,
+        ast.AsyncFunctionDef,
+        ast.ClassDef,
+        ast.Import,
+        ast.ImportFrom,
+        ast.Global,
+        ast.Nonlocal,
+        ast.Assign,
+        ast.AnnAssign,
+        ast.AugAssign,
+    }
+)
 
 
 class _Scan:
@@ -632,7 +664,7 @@ class _Scan:
         self.assigned: Dict[str, List[ast.AST]] = {}  # every plain `name = value` of a local, in order
         self.changed: Dict[str, List[Optional[ast.Call]]] = {}  # in-place: `p.div_(s)`; None for `p[i] = v`
         top = set(map(id, func.body)) if plain_stores else set()
-        stack = [(child, False) for child in ast.iter_child_nodes(func)]
+        stack = [(child, False) for child in child_nodes(func)]
         while stack:
             node, nested = stack.pop()
             if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
@@ -651,10 +683,10 @@ class _Scan:
                 self.dynamic = self.dynamic or called[-1] in _DYNAMIC
                 if len(called) == 3 and called[0] == "self" and called[2] in _MUTATORS:
                     self.self_stores.append((called[1], None))  # `self.net.append(...)`
-            if not nested:
+            if not nested and type(node) in _LOCAL_FACTS:
                 self._local(node)
             inner = nested or isinstance(node, _SCOPES)
-            stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+            stack.extend([(child, inner) for child in child_nodes(node)])
 
     def _local(self, node: ast.AST) -> None:
         if isinstance(node, ast.Return):
@@ -684,7 +716,7 @@ class _Scan:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         plain = top and len(targets) == 1 and not isinstance(node, ast.AugAssign)
         for target in targets:
-            for part in ast.walk(target):
+            for part in ast_nodes.walk(target):
                 if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and part.value.id == "self":
                     self.self_stores.append((part.attr, node.value if plain and part is target else None))
 
@@ -712,7 +744,7 @@ def _returns(func: Union[ast.FunctionDef, ast.AsyncFunctionDef], imports: Dict[s
         name = exprs.qualname(deco.func if isinstance(deco, ast.Call) else deco) or _dotted(deco)
         if name not in TRANSPARENT_DECORATORS:
             return None
-    params = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
+    params = {a.arg for a in ast_nodes.walk(func.args) if isinstance(a, ast.arg)}
     values = {
         name: found
         for name, found in scan.assigned.items()
@@ -780,7 +812,7 @@ def _last_layers(body: List[ast.stmt]) -> Dict[str, ast.AST]:
         if known is not None:
             last[known[0]] = known[1]
             continue
-        for node in ast.walk(stmt):  # any other change of a list: its last element is unknown
+        for node in ast_nodes.walk(stmt):  # any other change of a list: its last element is unknown
             target = (
                 node.func.value
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
@@ -863,7 +895,7 @@ class _CallFacts:
     def of_module(self, body: List[ast.stmt]) -> None:
         for stmt in body:
             if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                for node in ast.walk(stmt):
+                for node in ast_nodes.walk(stmt):
                     if isinstance(node, ast.Call):
                         self._add(node, None, {}, set())
 
@@ -938,7 +970,7 @@ def passed_kinds(call: ast.Call, plain: Dict[str, ast.AST]) -> FrozenSet[str]:
     for arg in [*call.args, *(k.value for k in call.keywords)]:
         values = [arg, plain[arg.id]] if isinstance(arg, ast.Name) and arg.id in plain else [arg]
         for value in values:
-            for node in ast.walk(value):
+            for node in ast_nodes.walk(value):
                 word = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
                 found.update(kind for part, kind in _KIND_WORDS if part in word.lower())
                 if isinstance(node, ast.Call):
@@ -1014,6 +1046,8 @@ class Summaries:
         self._named: Optional[Dict[str, List[tuple]]] = None  # a name -> the callables so named
         self._passed: Dict[str, Set[str]] = {}  # a name called -> the kinds an argument of a call shows (`passes`)
         self._producers: Dict[Tuple[FrozenSet[str], str], bool] = {}  # (kinds, name) -> produces
+        self._kinds_named: Dict[Tuple[FrozenSet[str], str], bool] = {}  # (kinds, name) -> `_named_kind`
+        self._mentioned: Tuple[str, Set[str]] = ("", set())  # the last text asked of, its words `_among`
         self._resolved: Dict[Tuple[str, str, int], Optional[Tuple[str, str, str]]] = {}
         self._modules: Dict[Tuple[str, str], Optional[str]] = {}
         self._overrides: Dict[Tuple[Instance, str], bool] = {}
@@ -1049,6 +1083,7 @@ class Summaries:
             self._named, self._passed = old._named, old._passed if same else self._gather_passed()
         self._stems, self._subclasses = old._stems, old._subclasses
         self._producers, self._resolved, self._modules, self._overrides = old._producers, old._resolved, old._modules, old._overrides
+        self._kinds_named, self._mentioned = {}, ("", set())
 
     def with_file(self, path: str, summary: Optional[FileSummary]) -> "Summaries":
         return Summaries({**self.files, path: summary}, {p: t for p, t in self.buffers.items() if p != path})
@@ -1067,7 +1102,11 @@ class Summaries:
         Only the names that occur in `text` are judged (each once per project and kinds): a
         pre-commit run asks this of one file, and judging every callable of a large project
         costs more than linting that file."""
-        return any(self._named_kind(word, kinds) for word in self._among(words(text)))
+        last, among = self._mentioned
+        if last is not text:  # each rule that reads producers asks of the same text
+            among = self._among(words(text))
+            self._mentioned = (text, among)
+        return any(self._named_kind(word, kinds) for word in among)
 
     def producer_names(self) -> Set[str]:
         """Every name a producer candidate of the project is known by (`producer_questions`), and every
@@ -1075,7 +1114,7 @@ class Summaries:
         named, passed = self._names()
         return named.keys() | passed.keys()
 
-    def _among(self, words: Set[str]) -> Set[str]:
+    def _among(self, words: AbstractSet[str]) -> Set[str]:
         """Those of `words` that `producer_names` holds, without building that union: a file's
         words are few, a project's names many, and this is asked per file and rule."""
         named, passed = self._names()
@@ -1087,7 +1126,12 @@ class Summaries:
         return frozenset(word for word in self._among(set(words)) if self._named_kind(word, kinds))
 
     def _named_kind(self, word: str, kinds: FrozenSet[str]) -> bool:
-        return self.may_be_passed(word, kinds) or self._produces(kinds, word)
+        """Memoised: each rule that reads producers asks it of every project name in each text."""
+        key = (kinds, word)
+        known = self._kinds_named.get(key)
+        if known is None:
+            known = self._kinds_named[key] = self.may_be_passed(word, kinds) or self._produces(kinds, word)
+        return known
 
     def may_be_passed(self, name: str, kinds: FrozenSet[str]) -> bool:
         """Whether some call in the project's files passes a function or method called `name` an

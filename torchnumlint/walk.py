@@ -65,12 +65,24 @@ def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """The code-bearing children of `node`, in source order."""
     for name in _fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        if _is_node(type(value)):
             yield value
         elif isinstance(value, (list, tuple)):
             for item in value:
-                if isinstance(item, cst.CSTNode):
+                if _is_node(type(item)):
                     yield item
+
+
+_NODE_TYPES: Dict[type, bool] = {}
+
+
+def _is_node(kind: type) -> bool:
+    """`isinstance(value, cst.CSTNode)` by `type(value)`, remembered: `CSTNode` is an ABC, whose
+    isinstance test runs Python code for every field of every node walked."""
+    known = _NODE_TYPES.get(kind)
+    if known is None:
+        known = _NODE_TYPES[kind] = issubclass(kind, cst.CSTNode)
+    return known
 
 
 class Visitor:

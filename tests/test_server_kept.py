@@ -9,6 +9,7 @@ fresh whole run without the cache over the project as it would be on disk with t
 import ast
 import os
 import random
+import re
 import textwrap
 from pathlib import Path
 
@@ -435,3 +436,204 @@ def test_the_edit_region_is_whole_lines_and_its_scope_the_statements_linked_to_i
     assert plan(_snapshot(text), _snapshot(text.replace("import torch\n", "import torch  # x\n", 1)), []) is None
     crs = text.replace("\n", "\r")
     assert plan(_snapshot(crs), _snapshot(crs.replace("x.softmax(-1)", "x.softmax(-2)")), []) is None
+
+
+MADE = "import torch\n\n\ndef made_probs(x):\n    return x.softmax(-1)\n"  # another file's helper
+MADE_PLAIN = MADE.replace("x.softmax(-1)", "x * 2")
+USES_MADE = textwrap.dedent(
+    """\
+    import torch.nn.functional as F
+
+    from made import made_probs
+
+
+    def made_into_cross_entropy(x, y):
+        return F.cross_entropy(made_probs(x), y)
+
+
+    def made_log(x):
+        return made_probs(x).log()
+    """
+)
+
+
+def _at_made(findings, text):
+    """How many findings are on the lines that call the other file's helper."""
+    lines = {number for number, line in enumerate(text.split("\n"), 1) if "made_probs(" in line}
+    return sum(finding.line in lines for finding in findings)
+
+
+def _script(text):
+    """`text` made a script: a `main()` calling every module-level function of it, and an
+    `if __name__` block calling `main()` (so every function is linked to every other by name,
+    through `main`, as in a training script)."""
+    names = [node.name for node in ast.parse(text).body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    calls = [f"    outputs.append({name}(batch))" for name in names]
+    main = [
+        "def main(batch):",
+        "    outputs = []",
+        *calls,
+        "    return outputs",
+        "",
+        "",
+        'if __name__ == "__main__":',
+        "    main(torch.ones(3))",
+    ]
+    return text + "\n\n" + "\n".join(main) + "\n"
+
+
+def _script_helper_used(text, rng):
+    """A helper returning a softmax (a name drawn at random) added before `main`, and `main` taking
+    the log of what it returns: `main`'s finding depends on the new helper's facts."""
+    number = rng.randrange(1000)
+    helper = f"def script_helper_{number}(x):\n    return x.softmax(-1)\n\n\n"
+    use = f"    outputs.append(script_helper_{number}(batch).log())\n"
+    at = text.index("def main(batch):")
+    edited = text[:at] + helper + text[at:]
+    return edited.replace("    return outputs\n", use + "    return outputs\n", 1)
+
+
+def _script_helper_renamed(text, rng):
+    """A helper added before renamed, where it is defined and where `main` calls it."""
+    found = sorted(set(re.findall(r"script_helper_\d+", text)))
+    if not found:
+        return None
+    old = rng.choice(found)
+    return re.sub(rf"\b{old}\b", f"{old}_{rng.randrange(10)}", text)
+
+
+def _kind_swapped(text, rng):
+    """A helper's softmax made a log-softmax, or back (one line): a log of it is a finding, or not."""
+    found = [m.start() for m in re.finditer(r"return x\.(log_)?softmax\(-1\)", text)]
+    if not found:
+        return None
+    at = rng.choice(found)
+    end = text.index("\n", at)
+    line = text[at:end]
+    swapped = line.replace("log_softmax", "softmax") if "log_softmax" in line else line.replace("softmax", "log_softmax")
+    return text[:at] + swapped + text[end:]
+
+
+END = "\n\n# helper at the end\n"
+
+
+def _helper_at_end(text, rng):
+    """A helper (a name and a kind drawn at random) at the end of the file, in place of the one
+    there: a name that no other statement holds becomes a producer, the last one no longer is."""
+    kind = rng.choice(["x.softmax(-1)", "x.sigmoid()", "x.log_softmax(-1)", "x * 2"])
+    helper = f"{END}def end_helper_{rng.randrange(1000)}(x):\n    return {kind}\n"
+    return text.split(END)[0] + helper
+
+
+SCRIPT_EDITS = (
+    real_edits.inside_function,
+    _call_typed,
+    _handed_toggled,
+    _line_removed,
+    real_edits.comment_anywhere,
+    _script_helper_used,
+    _script_helper_renamed,
+    _kind_swapped,
+    _helper_at_end,
+    _helper_at_end,
+)
+
+
+def test_random_edits_of_a_script_whose_main_calls_everything_give_a_whole_lints_findings(tmp_path):
+    """Lines typed inside functions and helpers added, renamed or changed in real big files made
+    scripts (`main()` calls every function, an `if __name__` block calls `main`), and another
+    file's helper switched between a softmax and a plain product on disk: whatever the server
+    narrows the lint to, its findings after each edit are a whole lint's of the buffer, with the
+    same project facts. The edits a narrower scope must get right are here: a helper's softmax
+    whose log `main` takes (`main` reads the helper's facts), a call typed in a function that
+    `main` calls (its callees' parameters are judged from their callers), a function handed on by
+    `handed_go` (`handed_kl`'s finding reads `handed_run`'s body), a helper at the end that
+    nothing names, replaced (what the words of the buffer produce changes: `kept_words.py`), and
+    the other file's helper, whose kind the carried findings read."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n[tool.torchnumlint]\nstrict = true\n')
+    (tmp_path / "losses.py").write_text(LOSSES)
+    made = tmp_path / "made.py"
+    made.write_text(MADE)
+    buffers = []
+    for number, path in enumerate(_big_torch_files(2)):
+        text = read_source(path).text
+        for example in EXAMPLES[number::12]:
+            text = with_example(text, example)
+        # the first with a method whose callers are in the buffer (their file's facts change with
+        # any helper added: its carried findings are not replayed then)
+        losses = LOSSES.replace("import torch\n", "") if number == 0 else ""
+        text = text + "\n\n" + losses + "\n\n" + HANDED + "\n\n" + USES_MADE
+        buffer = tmp_path / f"script{number}_{Path(path).name}"
+        buffer.write_text(_script(text))
+        buffers.append(buffer)
+    callers = tmp_path / "callers.py"
+    callers.write_text(_callers_file(buffers, plain=False))
+    worker = _served_worker(tmp_path, buffers[0])
+    facts = worker.projects.of(str(buffers[0]))
+    assert facts is not None
+    rules = Settings().rules_for(str(buffers[0]))
+    rng = random.Random(8)
+    last = {buffer: buffer.read_text() for buffer in buffers}
+    for buffer in buffers:
+        worker.answer(messages.Lint(str(buffer), last[buffer], 60.0))
+    kinds, narrowed, made_findings = set(), 0, set()
+    for step in range(40):
+        buffer = rng.choice(buffers)
+        edit = SCRIPT_EDITS[step % len(SCRIPT_EDITS)] if step < 2 * len(SCRIPT_EDITS) else rng.choice(SCRIPT_EDITS)
+        if step % 5 == 4:  # the other file's helper changes on disk, then a helper at the end
+            made.write_text(MADE_PLAIN if made.read_text() == MADE else MADE)
+            worker.handle(messages.Saved(str(made), made.read_text()))
+            edit = _helper_at_end
+        text = edit(last[buffer], rng)
+        if text is None:
+            continue
+        before = worker.relinter.narrowed
+        served = worker.answer(messages.Lint(str(buffer), text, 60.0))
+        assert isinstance(served, messages.Linted), served
+        whole = engine.lint_text(str(buffer), text, rules, facts.index_for(str(buffer), text), strict=True)
+        assert _exact(served.findings) == _exact(whole), (step, edit.__name__, buffer.name)
+        kinds.add(edit.__name__)
+        narrowed += worker.relinter.narrowed - before
+        made_findings.add(_at_made(whole, text))
+        last[buffer] = text
+    # every kind of edit was met, some were narrowed, and the other file's helper moved findings
+    assert kinds == {edit.__name__ for edit in SCRIPT_EDITS}
+    assert narrowed >= 2 and len(made_findings) > 1
+
+
+def test_findings_carried_past_a_helper_at_the_end_read_what_their_words_produce(tmp_path):
+    """A real big file with a function taking the log of another file's helper, which switches
+    between a softmax and a plain product on disk, and helpers replaced at the end of the buffer.
+    Where that helper gives no softmax, no rule looks at the function (its code names no softmax:
+    `candidates` masks it), so the one record its findings hold of the helper is the question
+    which words of the buffer name a producer: narrowed to the words of the statements carried
+    over (`kept_words.py`), it must still hold the helper's name. Only the rule on a log of a
+    softmax is selected: another rule whose text test the function passes (a `log`) would ask
+    what the helper gives, which the replay would read too."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n[tool.torchnumlint]\nselect = ["TNL103"]\n')
+    made = tmp_path / "made.py"
+    made.write_text(MADE_PLAIN)
+    buffer = tmp_path / "big.py"
+    text = (
+        read_source(_big_torch_files(1)[0]).text + "\n\nfrom made import made_probs\n\n\ndef made_log(x):\n    return made_probs(x).log()\n"
+    )
+    buffer.write_text(text)
+    worker = _served_worker(tmp_path, buffer)
+    facts = worker.projects.of(str(buffer))
+    assert facts is not None
+    rules = Settings().rules_for(str(buffer))
+    rng = random.Random(3)
+    worker.answer(messages.Lint(str(buffer), text, 60.0))
+    narrowed, seen = worker.relinter.narrowed, set()
+    for step in range(8):
+        if step % 2:  # the other file's helper changes on disk
+            made.write_text(MADE_PLAIN if made.read_text() == MADE else MADE)
+            worker.handle(messages.Saved(str(made), made.read_text()))
+        text = _helper_at_end(text, rng)
+        served = worker.answer(messages.Lint(str(buffer), text, 60.0))
+        assert isinstance(served, messages.Linted), served
+        whole = engine.lint_text(str(buffer), text, rules, facts.index_for(str(buffer), text))
+        assert _exact(served.findings) == _exact(whole), step
+        seen.add(_at_made(whole, text))
+    # the log of the helper's softmax was a finding, then not; the helpers' edits were narrowed
+    assert seen == {0, 1} and worker.relinter.narrowed - narrowed >= 2

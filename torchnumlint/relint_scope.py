@@ -191,6 +191,11 @@ class Plan:
         if linked:
             self.masked = [part.span for i, part in enumerate(new.parts) if part.maskable and i not in self.kept]
 
+    def carried_text(self) -> str:
+        """The text of the statements not linted again (module-level code included), whose
+        findings are carried over, one after the other."""
+        return "\n".join(part.text for i, part in enumerate(self.new.parts) if i not in self.kept)
+
     def fresh(self, findings: List[Finding]) -> List[Finding]:
         """The findings of a lint with `masked` masked that stand: those of the statements linted again."""
         return [f for f in findings if _part_at(self.new.parts, f.line) in self.kept]

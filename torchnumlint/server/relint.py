@@ -13,7 +13,11 @@ there the other files' facts must be the very same, and the buffer's own facts d
 last in positions at most (`moves.moves`: the class kinds, fp16 reach and call graph are the
 last ones, moved) and in the calls (`facts.same_names`: what its helpers produce is as it was). A
 call added or removed can change only the answers about the functions it may call, and those are
-named in the edited statement's text, so `relint_scope` lints them again. What a narrowed lint
+named in the edited statement's text, so `relint_scope` lints them again. Before the replay, the
+last questions about which words of the buffer name a producer are narrowed to the words of the
+statements carried over (`kept_words.py`), and the buffer's own summary is not compared, only
+the answers asked of it (`_own_as_now`): a helper added, renamed or removed changes both, and
+made every replay fail. What a narrowed lint
 asked is added to what the carried findings' lints asked; a lint that read the index whole
 (`Recorder.reads()` is None) is carried over only with the same index.
 
@@ -24,14 +28,17 @@ an edit outside a function or class) lints the whole buffer, as before.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Dict, List, NamedTuple, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Type
 
-from torchnumlint.fact_reads import Replay, recording
+from torchnumlint.cache import canonical_digest
+from torchnumlint.fact_reads import BASE, Replay, recording
 from torchnumlint.findings import Finding
 from torchnumlint.index import ProjectIndex
 from torchnumlint.moves import moves
+from torchnumlint.server.kept_words import narrowed
 from torchnumlint.server.facts import same_names
 from torchnumlint.source import SourceError, read_source
+from torchnumlint.summaries import Summaries, words
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchnumlint.relint_scope import Snapshot
@@ -98,7 +105,11 @@ class Relinter:
         from torchnumlint.relint_scope import plan
 
         scope = plan(last.snapshot, snapshot, last.findings)
-        if scope is None or not _still_answered(last, index, basis, path, snapshot.text):
+        if scope is None:
+            return None
+        if last.answers is not None:  # only the carried statements' words matter (`kept_words.py`)
+            last = last._replace(answers=narrowed(last.answers, words(scope.carried_text()), _frames(last, path)))
+        if not _still_answered(last, index, basis, path, snapshot.text):
             return None
         carried = scope.carried(last.findings)
         if carried is None:
@@ -112,6 +123,20 @@ class Relinter:
         asked = _answers(recorded.recorder.reads())
         answers = None if asked is None or last.answers is None else {**last.answers, **asked}
         return scope.fresh(findings) + carried, answers
+
+
+def _frames(last: _Last, path: str) -> Callable[[str], Summaries]:
+    """The summaries each frame of the last lint's questions was (`fact_reads.BASE`: the index's;
+    the buffer's path: its last text's summary over them)."""
+
+    def frame(name: str) -> Summaries:
+        if name == BASE:
+            return last.facts.summaries
+        if name != path:
+            raise ValueError(name)  # a lint asks its own file's frame only
+        return last.facts.summaries.with_file(path, Replay(last.facts, lambda _: last.snapshot.text).own_summary(path))
+
+    return frame
 
 
 def _answers(reads) -> Optional[Answers]:
@@ -138,4 +163,24 @@ def _still_answered(last: _Last, index: ProjectIndex, basis, path: str, text: st
         except SourceError:
             return None
 
-    return Replay(index, text_of).still_valid(list(last.answers.items()))
+    replay = Replay(index, text_of)
+    return replay.still_valid(_own_as_now(last.answers, path, replay))
+
+
+def _own_as_now(answers: Answers, path: str, replay: Replay) -> List[Tuple[tuple, str]]:
+    """The last answers with the buffer's own summary (`("own", path)`: the frame its producer
+    questions were asked of) as the new text makes it.
+
+    Why: that summary changes with any function of the buffer added or changed, so the replay
+    failed after every helper added and the whole buffer was linted. What the carried findings
+    read of that frame is recorded question by question, and each is replayed in the frame the
+    new summary makes (whatever else is read of a frame is recorded whole: `fact_reads.py`), so
+    the summary need not be the same, only those answers."""
+    own = ("own", path)
+    if own not in answers:
+        return list(answers.items())
+    try:
+        now = canonical_digest(replay.own_summary(path))
+    except ValueError:  # the buffer's text could not be read: compare the answer as it was
+        return list(answers.items())
+    return [(question, now if question == own else answer) for question, answer in answers.items()]

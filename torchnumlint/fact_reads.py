@@ -279,10 +279,10 @@ class Replay:
         self.digests = _Digests()
         self._by_crc: Optional[Dict[int, List[str]]] = None  # the base frame's producer names by CRC
         # Answers of the base frame, whose index is the same for every file replayed: most files
-        # ask the same questions (a class looked up, a helper's kind, the producers among
-        # common words), and answering each once per file cost more than the lints saved.
+        # ask the same questions (a class looked up, a helper's kind, its callers), and answering
+        # each once per file cost more than the lints saved. (The producers among a file's words
+        # are memoised by the summaries themselves, per name and kinds.)
         self._base_answers: Dict[tuple, str] = {}
-        self._base_producers: Dict[Tuple[str, Tuple[str, ...]], bool] = {}
 
     def still_valid(self, reads: Reads) -> bool:
         """Whether every question of `reads` has the answer it had."""
@@ -296,7 +296,9 @@ class Replay:
                     frames[question[1]] = self.index.summaries.with_file(question[1], summary)
                     continue
                 if question[0] == "producers":
-                    got = canonical_digest(self._producers(frames[question[1]], question[1], question[2], question[3]))
+                    names = self._named(frames[question[1]], question[1], question[3])
+                    found = tuple(tuple(sorted(frames[question[1]].producers_among(names, frozenset(one)))) for one in question[2])
+                    got = canonical_digest(found)
                 elif question[0] in _OF_INDEX or question[1] == BASE:
                     got = self._base_answers.get(question) or self._base_answers.setdefault(
                         question, self.digests.of(_ask(self.index, frames, question))
@@ -319,21 +321,6 @@ class Replay:
             return summarize(path, ast.parse(text), calls=False)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-
-    def _producers(self, summaries: Summaries, frame: str, kinds: Tuple[Tuple[str, ...], ...], crcs: str) -> Tuple[Tuple[str, ...], ...]:
-        """The answer `Recorder.reads` stored under "producers": for each of `kinds`, the producer
-        names among the words once asked about (by their CRCs), sorted."""
-        names = self._named(summaries, frame, crcs)
-        if frame != BASE:
-            return tuple(tuple(sorted(summaries.producers_among(names, frozenset(one)))) for one in kinds)
-        return tuple(tuple(sorted(name for name in names if self._base_produces(name, one))) for one in kinds)
-
-    def _base_produces(self, name: str, kinds: Tuple[str, ...]) -> bool:
-        key = (name, kinds)
-        found = self._base_producers.get(key)
-        if found is None:
-            found = self._base_producers[key] = bool(self.index.summaries.producers_among((name,), frozenset(kinds)))
-        return found
 
     def _named(self, summaries: Summaries, frame: str, crcs: str) -> List[str]:
         """The producer names whose CRC is among `crcs` (a superset of the words once asked about)."""

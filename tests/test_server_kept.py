@@ -356,6 +356,15 @@ def _exact(findings):
     return sorted((f.line, f.col, f.end_line, f.end_col, f.code, f.message, repr(f.fix), f.noqa_lines) for f in findings)
 
 
+def _served_as_whole(worker, facts, rules, buffer, text, label, strict=True):
+    """The server's findings for `text` in `buffer`, held equal to a whole lint of it; the whole lint's."""
+    served = worker.answer(messages.Lint(str(buffer), text, 60.0))
+    assert isinstance(served, messages.Linted), served
+    whole = engine.lint_text(str(buffer), text, rules, facts.index_for(str(buffer), text), strict=strict)
+    assert _exact(served.findings) == _exact(whole), label
+    return whole
+
+
 def test_random_real_edits_of_big_files_narrowed_give_the_whole_buffers_findings(tmp_path):
     """Edits drawn at random on real 40-100 KB torch files (with rule examples, a function whose
     divisor only its callers show, and a function handed on): the server lints again only what
@@ -397,10 +406,7 @@ def test_random_real_edits_of_big_files_narrowed_give_the_whole_buffers_findings
         if text is None:
             continue
         narrowed = worker.relinter.narrowed
-        served = worker.answer(messages.Lint(str(buffer), text, 60.0))
-        assert isinstance(served, messages.Linted), served
-        whole = engine.lint_text(str(buffer), text, rules, facts.index_for(str(buffer), text), strict=True)
-        assert _exact(served.findings) == _exact(whole), (step, edit.__name__, buffer.name)
+        _served_as_whole(worker, facts, rules, buffer, text, (step, edit.__name__, buffer.name))
         if worker.relinter.narrowed > narrowed:
             carried += worker.relinter.carried
         last[buffer] = text
@@ -588,10 +594,7 @@ def test_random_edits_of_a_script_whose_main_calls_everything_give_a_whole_lints
         if text is None:
             continue
         before = worker.relinter.narrowed
-        served = worker.answer(messages.Lint(str(buffer), text, 60.0))
-        assert isinstance(served, messages.Linted), served
-        whole = engine.lint_text(str(buffer), text, rules, facts.index_for(str(buffer), text), strict=True)
-        assert _exact(served.findings) == _exact(whole), (step, edit.__name__, buffer.name)
+        whole = _served_as_whole(worker, facts, rules, buffer, text, (step, edit.__name__, buffer.name))
         kinds.add(edit.__name__)
         narrowed += worker.relinter.narrowed - before
         made_findings.add(_at_made(whole, text))
@@ -630,10 +633,7 @@ def test_findings_carried_past_a_helper_at_the_end_read_what_their_words_produce
             made.write_text(MADE_PLAIN if made.read_text() == MADE else MADE)
             worker.handle(messages.Saved(str(made), made.read_text()))
         text = _helper_at_end(text, rng)
-        served = worker.answer(messages.Lint(str(buffer), text, 60.0))
-        assert isinstance(served, messages.Linted), served
-        whole = engine.lint_text(str(buffer), text, rules, facts.index_for(str(buffer), text))
-        assert _exact(served.findings) == _exact(whole), step
+        whole = _served_as_whole(worker, facts, rules, buffer, text, step, strict=False)
         seen.add(_at_made(whole, text))
     # the log of the helper's softmax was a finding, then not; the helpers' edits were narrowed
     assert seen == {0, 1} and worker.relinter.narrowed - narrowed >= 2

@@ -73,6 +73,11 @@ def _crc(word: str) -> int:
     return zlib.crc32(word.encode("utf-8", "surrogatepass"))
 
 
+def crc_hex(word: str) -> str:
+    """A word as a producer question keeps it (`Recorder.reads`): its CRC-32, 8 hex digits."""
+    return f"{_crc(word):08x}"
+
+
 class _Digests:
     """Answers' digests; a class's is kept by identity (its forward facts are the bulk of a
     digest, and the index's classes live as long as the index)."""
@@ -126,7 +131,7 @@ class Recorder:
         for frame, asked in self.words.items():
             kinds = tuple(sorted(self.kinds[frame]))
             producers = tuple(tuple(sorted(self.frames[frame].producers_among(asked, frozenset(one)))) for one in kinds)
-            crcs = "".join(sorted({f"{_crc(word):08x}" for word in asked}))
+            crcs = "".join(sorted({crc_hex(word) for word in asked}))
             found.append((("producers", frame, kinds, crcs), canonical_digest(producers)))
         return found
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import AbstractSet, Callable, Dict, Set
 
 from torchnumlint.cache import canonical_digest
-from torchnumlint.fact_reads import _crc
+from torchnumlint.fact_reads import crc_hex
 from torchnumlint.summaries import Summaries
 
 Answers = Dict[tuple, str]  # a question asked of the facts -> its answer's digest
@@ -37,7 +37,7 @@ def narrowed(answers: Answers, kept: AbstractSet[str], frame: Callable[[str], Su
     out: Answers = {}
     crcs_of_kept: Dict[str, Set[str]] = {}
     for word in kept:
-        crcs_of_kept.setdefault(_hex(word), set()).add(word)
+        crcs_of_kept.setdefault(crc_hex(word), set()).add(word)
     for question, answer in answers.items():
         if question[0] != "producers":
             out[question] = answer
@@ -45,7 +45,7 @@ def narrowed(answers: Answers, kept: AbstractSet[str], frame: Callable[[str], Su
         _, name, kinds, crcs = question
         asked = {crcs[at : at + 8] for at in range(0, len(crcs), 8)}
         words = {word for crc in asked & crcs_of_kept.keys() for word in crcs_of_kept[crc]}
-        fewer = "".join(sorted({_hex(word) for word in words}))  # as `Recorder.reads` writes it
+        fewer = "".join(sorted({crc_hex(word) for word in words}))  # as `Recorder.reads` writes it
         if fewer == crcs:
             out[question] = answer
             continue
@@ -57,7 +57,3 @@ def narrowed(answers: Answers, kept: AbstractSet[str], frame: Callable[[str], Su
         found = tuple(tuple(sorted(summaries.producers_among(words, frozenset(one)))) for one in kinds)
         out[("producers", name, kinds, fewer)] = canonical_digest(found)
     return out
-
-
-def _hex(word: str) -> str:
-    return f"{_crc(word):08x}"

@@ -356,6 +356,19 @@ def _exact(findings):
     return sorted((f.line, f.col, f.end_line, f.end_col, f.code, f.message, repr(f.fix), f.noqa_lines) for f in findings)
 
 
+def _opened(tmp_path, buffers, callers):
+    """A served worker with `buffers` opened (each linted whole) beside a file calling their
+    functions: (the worker, the buffers' project facts, the rules, each buffer's text)."""
+    callers.write_text(_callers_file(buffers, plain=False))
+    worker = _served_worker(tmp_path, buffers[0])
+    facts = worker.projects.of(str(buffers[0]))
+    assert facts is not None
+    last = {buffer: buffer.read_text() for buffer in buffers}
+    for buffer in buffers:
+        worker.answer(messages.Lint(str(buffer), last[buffer], 60.0))
+    return worker, facts, Settings().rules_for(str(buffers[0])), last
+
+
 def _served_as_whole(worker, facts, rules, buffer, text, label, strict=True):
     """The server's findings for `text` in `buffer`, held equal to a whole lint of it; the whole lint's."""
     served = worker.answer(messages.Lint(str(buffer), text, 60.0))
@@ -382,16 +395,9 @@ def test_random_real_edits_of_big_files_narrowed_give_the_whole_buffers_findings
         buffer.write_text(text + "\n\n" + LOSSES.replace("import torch\n", "") + "\n\n" + HANDED)
         buffers.append(buffer)
     callers = tmp_path / "callers.py"
-    callers.write_text(_callers_file(buffers, plain=False))
-    worker = _served_worker(tmp_path, buffers[0])
-    facts = worker.projects.of(str(buffers[0]))
-    assert facts is not None
-    rules = Settings().rules_for(str(buffers[0]))
+    worker, facts, rules, last = _opened(tmp_path, buffers, callers)
     rng = random.Random(22)
-    last = {buffer: buffer.read_text() for buffer in buffers}
     carried = 0
-    for buffer in buffers:  # as opened: the whole buffer is linted
-        worker.answer(messages.Lint(str(buffer), last[buffer], 60.0))
     for step in range(36):
         buffer = rng.choice(buffers)
         edit = rng.choice(NARROWING_EDITS)
@@ -573,15 +579,8 @@ def test_random_edits_of_a_script_whose_main_calls_everything_give_a_whole_lints
         buffer.write_text(_script(text))
         buffers.append(buffer)
     callers = tmp_path / "callers.py"
-    callers.write_text(_callers_file(buffers, plain=False))
-    worker = _served_worker(tmp_path, buffers[0])
-    facts = worker.projects.of(str(buffers[0]))
-    assert facts is not None
-    rules = Settings().rules_for(str(buffers[0]))
+    worker, facts, rules, last = _opened(tmp_path, buffers, callers)
     rng = random.Random(8)
-    last = {buffer: buffer.read_text() for buffer in buffers}
-    for buffer in buffers:
-        worker.answer(messages.Lint(str(buffer), last[buffer], 60.0))
     kinds, narrowed, made_findings = set(), 0, set()
     for step in range(40):
         buffer = rng.choice(buffers)
